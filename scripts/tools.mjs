@@ -1,0 +1,50 @@
+// Finds the external programs the tests drive (etcd, spin) and installs Debian's packages when
+// they are missing and we are root. Anything else is a clear failure, never a skipped test.
+import { execFileSync } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+
+const TOOLS = {
+  etcd: { env: "ETCD_BIN", candidates: ["/usr/bin/etcd", "/usr/local/bin/etcd"], apt: "etcd-server" },
+  spin: { env: "SPIN_BIN", candidates: ["/usr/bin/spin", "/usr/local/bin/spin"], apt: "spin" },
+};
+
+function executable(path) {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name) {
+  try {
+    return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+export function findTool(name) {
+  const tool = TOOLS[name];
+  const fromEnv = process.env[tool.env];
+  if (fromEnv && executable(fromEnv)) return fromEnv;
+  return tool.candidates.find(executable) ?? onPath(name);
+}
+
+/** The tool's path; installs its Debian package first if needed. Throws with advice otherwise. */
+export function ensureTool(name) {
+  const found = findTool(name);
+  if (found) return found;
+  const { apt } = TOOLS[name];
+  if (process.getuid?.() !== 0) {
+    throw new Error(`${name} is not installed. Install it with 'sudo apt-get install -y ${apt}' or set ${TOOLS[name].env}.`);
+  }
+  console.error(`[tools] ${name} not found: installing Debian package ${apt}…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
+  execFileSync("apt-get", ["install", "-y", "-qq", apt], { stdio: "inherit", env });
+  const installed = findTool(name);
+  if (!installed) throw new Error(`installed ${apt} but still cannot find ${name}`);
+  return installed;
+}

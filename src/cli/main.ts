@@ -1,0 +1,44 @@
+/**
+ * `join-broker`: the node agent (`join`), the reference join API (`controller`) and the admin
+ * client (`admin`).
+ * @module
+ */
+import { EXIT, UsageError } from "./exit-codes.ts";
+
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+  join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
+  controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: () => import("./controller.ts") },
+  admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: () => import("./admin.ts") },
+};
+
+export const USAGE = `Usage: join-broker <command> [flags]
+
+Commands:
+${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(11)} ${c.summary}`).join("\n")}
+
+Run 'join-broker <command> --help' for a command's flags.
+Exit codes: 0 ok, 2 bad usage, 3 refused (revoked, forbidden), 4 gave up.
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(USAGE);
+    return name ? EXIT.ok : EXIT.usage;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`join-broker: unknown command '${name}'\n\n${USAGE}`);
+    return EXIT.usage;
+  }
+  try {
+    return await (await command.load()).run(rest);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`join-broker ${name}: ${e.message}\nRun 'join-broker ${name} --help' for usage.\n`);
+      return EXIT.usage;
+    }
+    process.stderr.write(`join-broker ${name}: ${e instanceof Error ? e.message : String(e)}\n`);
+    return EXIT.failure;
+  }
+}

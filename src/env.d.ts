@@ -1,0 +1,7 @@
+// Bindings that `wrangler types` cannot see: a secret, and an optional var.
+interface Env {
+  /** Bearer token of the admin API (`wrangler secret put ADMIN_TOKEN`). */
+  ADMIN_TOKEN?: string;
+  /** The `iss` of admission tokens; defaults to the origin that created the cluster. */
+  ISSUER?: string;
+}

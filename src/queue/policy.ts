@@ -1,0 +1,169 @@
+/**
+ * The join queue's rules, as pure functions of the facts the Durable Object reads from SQL.
+ * Nothing here reads a clock or storage: callers pass `now` and the rows they loaded, so the
+ * same rules run in the Durable Object and in the property tests.
+ * @module
+ */
+
+export type TicketState = "queued" | "admitted" | "joined" | "expired" | "abandoned" | "revoked";
+export type Role = "bootstrap" | "join";
+
+/** States in which a ticket still holds its node's place: at most one per node. */
+export const LIVE_STATES: readonly TicketState[] = ["queued", "admitted"];
+export const ENDED_STATES: readonly TicketState[] = ["expired", "abandoned", "revoked"];
+
+export interface QueuePolicy {
+  /** Admitted tickets at once; etcd <= 3.5 allows a single learner, so 1 by default. */
+  maxInFlight: number;
+  /** Seconds an admitted node has to heartbeat or complete before its admission ends. */
+  leaseSeconds: number;
+  /** Lifetime of an admission token; a lease never outlives its token. */
+  admissionTtlSeconds: number;
+  /** Queued tickets at most; beyond it new nodes are told to come back later. */
+  maxQueue: number;
+}
+
+export const DEFAULT_POLICY: QueuePolicy = {
+  maxInFlight: 1,
+  leaseSeconds: 60,
+  admissionTtlSeconds: 900,
+  maxQueue: 1000,
+};
+
+export const POLICY_LIMITS: Record<keyof QueuePolicy, { min: number; max: number }> = {
+  maxInFlight: { min: 1, max: 16 },
+  leaseSeconds: { min: 1, max: 3600 },
+  admissionTtlSeconds: { min: 10, max: 86400 },
+  maxQueue: { min: 1, max: 100000 },
+};
+
+export interface ClusterFacts {
+  /** The bootstrap ticket completed: etcd exists, everyone else joins. */
+  bootstrapped: boolean;
+  /** An admin declared the cluster pre-existing: no bootstrap ticket, ever. */
+  adopted: boolean;
+  /** The node that holds the one bootstrap ticket, once it was issued. */
+  bootstrapNode: string | null;
+  paused: boolean;
+}
+
+export type TicketRequestDecision =
+  | { kind: "existing" }
+  | { kind: "already_joined" }
+  | { kind: "peer_url_conflict"; heldBy: "ticket" | "member" }
+  | { kind: "revive_bootstrap" }
+  | { kind: "queue_full" }
+  | { kind: "new"; role: Role };
+
+export interface TicketRequestFacts {
+  cluster: ClusterFacts;
+  node: string;
+  peerURL: string;
+  /** The node's live (queued or admitted) ticket, if any. */
+  live: { peerURL: string } | null;
+  /** The node as a recorded etcd member, if it joined (or was adopted). */
+  member: { peerURL: string } | null;
+  queuedCount: number;
+  policy: QueuePolicy;
+}
+
+/**
+ * What a node's ticket request does. The broker, never a node's local files, decides between
+ * bootstrap and join: the first node of a fresh cluster bootstraps, every other node joins, and
+ * the bootstrap ticket goes back only to the node that holds it.
+ */
+export function decideTicketRequest(f: TicketRequestFacts): TicketRequestDecision {
+  if (f.live) return f.live.peerURL === f.peerURL ? { kind: "existing" } : { kind: "peer_url_conflict", heldBy: "ticket" };
+  if (f.member) return f.member.peerURL === f.peerURL ? { kind: "already_joined" } : { kind: "peer_url_conflict", heldBy: "member" };
+  if (needsBootstrap(f.cluster)) {
+    if (f.cluster.bootstrapNode === null) return { kind: "new", role: "bootstrap" };
+    if (f.cluster.bootstrapNode === f.node) return { kind: "revive_bootstrap" };
+  }
+  if (f.queuedCount >= f.policy.maxQueue) return { kind: "queue_full" };
+  return { kind: "new", role: "join" };
+}
+
+export function needsBootstrap(c: ClusterFacts): boolean {
+  return !c.bootstrapped && !c.adopted;
+}
+
+/**
+ * The only role that may be admitted now: until the cluster exists only its bootstrap ticket,
+ * afterwards only joiners. Null while paused.
+ */
+export function admittableRole(c: ClusterFacts): Role | null {
+  if (c.paused) return null;
+  return needsBootstrap(c) ? "bootstrap" : "join";
+}
+
+/** How many more tickets may be admitted right now. */
+export function freeSlots(inFlight: number, policy: QueuePolicy, c: ClusterFacts): number {
+  if (c.paused) return 0;
+  return Math.max(0, policy.maxInFlight - inFlight);
+}
+
+/**
+ * The queued tickets to admit now, oldest first: the first `freeSlots` tickets of the admittable
+ * role in queue order. The Durable Object runs the same selection as one SQL query.
+ */
+export function selectAdmissions<T extends { role: Role; seq: number }>(
+  queued: readonly T[],
+  inFlight: number,
+  policy: QueuePolicy,
+  c: ClusterFacts,
+): T[] {
+  const role = admittableRole(c);
+  const slots = freeSlots(inFlight, policy, c);
+  if (role === null || slots === 0) return [];
+  return queued
+    .filter((t) => t.role === role)
+    .sort((a, b) => a.seq - b.seq)
+    .slice(0, slots);
+}
+
+/** A lease ends `leaseSeconds` from now, and never after its admission token expires. */
+export function leaseEnd(nowMs: number, policy: QueuePolicy, tokenExpSeconds: number): number {
+  return Math.min(nowMs + policy.leaseSeconds * 1000, tokenExpSeconds * 1000);
+}
+
+export type TicketEvent = "admit" | "complete" | "expire" | "abandon" | "revoke" | "revive";
+
+const TRANSITIONS: Record<TicketEvent, { from: readonly TicketState[]; to: TicketState }> = {
+  admit: { from: ["queued"], to: "admitted" },
+  complete: { from: ["admitted"], to: "joined" },
+  expire: { from: ["admitted"], to: "expired" },
+  abandon: { from: ["queued", "admitted"], to: "abandoned" },
+  revoke: { from: ["admitted"], to: "revoked" },
+  revive: { from: ["expired", "abandoned", "revoked"], to: "queued" },
+};
+
+/** The state after `event`, or null when the event does not apply to a ticket in `state`. */
+export function transition(state: TicketState, event: TicketEvent): TicketState | null {
+  const t = TRANSITIONS[event];
+  return t.from.includes(state) ? t.to : null;
+}
+
+/**
+ * Seconds a queued node should wait before asking again: its position times the typical time
+ * one admission takes, between 1 and 30.
+ */
+export function retryAfterSeconds(position: number, typicalAdmissionSeconds: number, policy: QueuePolicy): number {
+  const perAdmission = typicalAdmissionSeconds > 0 ? typicalAdmissionSeconds : 5;
+  const estimate = (Math.ceil(position / policy.maxInFlight) * perAdmission) / 2;
+  return Math.min(30, Math.max(1, Math.round(estimate)));
+}
+
+/** Estimated seconds until a queued ticket at `position` is admitted. */
+export function estimatedWaitSeconds(position: number, typicalAdmissionSeconds: number, policy: QueuePolicy): number {
+  const perAdmission = typicalAdmissionSeconds > 0 ? typicalAdmissionSeconds : 5;
+  return Math.round(Math.ceil(position / policy.maxInFlight) * perAdmission);
+}
+
+export function validatePolicy(p: QueuePolicy): string | null {
+  for (const [key, { min, max }] of Object.entries(POLICY_LIMITS) as [keyof QueuePolicy, { min: number; max: number }][]) {
+    const v = p[key];
+    if (!Number.isInteger(v) || v < min || v > max) return `${key} must be an integer from ${min} to ${max}`;
+  }
+  if (p.leaseSeconds > p.admissionTtlSeconds) return "leaseSeconds must not exceed admissionTtlSeconds";
+  return null;
+}

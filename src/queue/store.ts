@@ -1,0 +1,323 @@
+/**
+ * Typed reads and writes of the JoinQueue's SQLite tables. Every method is synchronous so that
+ * callers can group a state change and its audit row in one `transactionSync`.
+ * @module
+ */
+import type { ClusterFacts, QueuePolicy, Role, TicketState } from "./policy.ts";
+
+export interface ClusterRow {
+  name: string;
+  issuer: string;
+  created_at: number;
+  bootstrapped: number;
+  adopted: number;
+  bootstrap_node: string | null;
+  paused: number;
+  max_in_flight: number;
+  lease_seconds: number;
+  admission_ttl_seconds: number;
+  max_queue: number;
+  next_seq: number;
+  typical_admission_ms: number;
+}
+
+export interface TicketRow {
+  id: string;
+  seq: number;
+  node: string;
+  peer_url: string;
+  role: Role;
+  state: TicketState;
+  version: number;
+  enrollment_token_id: string | null;
+  created_at: number;
+  admitted_at: number | null;
+  lease_expires_at: number | null;
+  jti: string | null;
+  ended_at: number | null;
+  end_reason: string | null;
+  member_id: string | null;
+}
+
+export type AdmissionStatus = "active" | "completed" | "expired" | "abandoned" | "revoked";
+
+export interface AdmissionRow {
+  jti: string;
+  ticket_id: string;
+  node: string;
+  kid: string;
+  token: string;
+  issued_at: number;
+  expires_at: number;
+  status: AdmissionStatus;
+  ended_at: number | null;
+  reason: string | null;
+}
+
+export interface EnrollmentTokenRow {
+  id: string;
+  token_hash: string;
+  description: string | null;
+  created_at: number;
+  expires_at: number | null;
+  max_uses: number | null;
+  uses: number;
+  revoked_at: number | null;
+}
+
+export interface SigningKeyRow {
+  kid: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: number;
+  retired_at: number | null;
+  keep_until: number | null;
+}
+
+export interface MemberRow {
+  node: string;
+  peer_url: string;
+  member_id: string | null;
+  source: "bootstrap" | "join" | "adopt";
+  joined_at: number;
+}
+
+export interface AuditRow {
+  seq: number;
+  at: number;
+  actor: string;
+  action: string;
+  subject: string;
+  detail: string;
+}
+
+type Row = Record<string, SqlStorageValue>;
+
+export class QueueStore {
+  constructor(private readonly sql: SqlStorage) {}
+
+  private first<T>(query: string, ...binds: unknown[]): T | null {
+    return (this.sql.exec<Row>(query, ...binds).toArray()[0] as T | undefined) ?? null;
+  }
+
+  private all<T>(query: string, ...binds: unknown[]): T[] {
+    return this.sql.exec<Row>(query, ...binds).toArray() as T[];
+  }
+
+  /** Rows written, index entries included: only "> 0" is meaningful. */
+  private run(query: string, ...binds: unknown[]): number {
+    return this.sql.exec(query, ...binds).rowsWritten;
+  }
+
+  // -- cluster
+
+  cluster(): ClusterRow | null {
+    return this.first<ClusterRow>(`SELECT * FROM cluster WHERE id = 1`);
+  }
+
+  createCluster(name: string, issuer: string, policy: QueuePolicy, nowMs: number): void {
+    this.run(
+      `INSERT INTO cluster (id, name, issuer, created_at, max_in_flight, lease_seconds, admission_ttl_seconds, max_queue) VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
+      name, issuer, nowMs, policy.maxInFlight, policy.leaseSeconds, policy.admissionTtlSeconds, policy.maxQueue,
+    );
+  }
+
+  updateCluster(fields: Partial<Omit<ClusterRow, "name" | "issuer" | "created_at">>): void {
+    const entries = Object.entries(fields);
+    if (entries.length === 0) return;
+    this.run(`UPDATE cluster SET ${entries.map(([k]) => `${k} = ?`).join(", ")} WHERE id = 1`, ...entries.map(([, v]) => v));
+  }
+
+  takeSeq(): number {
+    return this.first<{ seq: number }>(`UPDATE cluster SET next_seq = next_seq + 1 WHERE id = 1 RETURNING next_seq - 1 AS seq`)!.seq;
+  }
+
+  // -- tickets
+
+  ticket(id: string): TicketRow | null {
+    return this.first<TicketRow>(`SELECT * FROM tickets WHERE id = ?`, id);
+  }
+
+  liveTicketOf(node: string): TicketRow | null {
+    return this.first<TicketRow>(`SELECT * FROM tickets WHERE node = ? AND state IN ('queued', 'admitted')`, node);
+  }
+
+  latestTicketOf(node: string): TicketRow | null {
+    return this.first<TicketRow>(`SELECT * FROM tickets WHERE node = ? ORDER BY seq DESC LIMIT 1`, node);
+  }
+
+  bootstrapTicket(): TicketRow | null {
+    return this.first<TicketRow>(`SELECT * FROM tickets WHERE role = 'bootstrap' ORDER BY seq DESC LIMIT 1`);
+  }
+
+  insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at">): void {
+    this.run(
+      `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)`,
+      t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
+    );
+  }
+
+  /** Compare-and-set on state; bumps the version that long polls watch. Returns whether it applied. */
+  updateTicket(id: string, expected: TicketState, fields: Partial<Omit<TicketRow, "id" | "seq" | "version">>): boolean {
+    const entries = Object.entries(fields);
+    return (
+      this.run(
+        `UPDATE tickets SET ${[...entries.map(([k]) => `${k} = ?`), "version = version + 1"].join(", ")} WHERE id = ? AND state = ?`,
+        ...entries.map(([, v]) => v), id, expected,
+      ) > 0
+    );
+  }
+
+  countByState(state: TicketState): number {
+    return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = ?`, state)!.n;
+  }
+
+  /** 1 for the ticket that is next to be admitted. */
+  position(seq: number): number {
+    return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = 'queued' AND seq <= ?`, seq)!.n;
+  }
+
+  queuedOfRole(role: Role, limit: number): TicketRow[] {
+    return this.all<TicketRow>(`SELECT * FROM tickets WHERE state = 'queued' AND role = ? ORDER BY seq LIMIT ?`, role, limit);
+  }
+
+  dueLeases(nowMs: number): TicketRow[] {
+    return this.all<TicketRow>(`SELECT * FROM tickets WHERE state = 'admitted' AND lease_expires_at <= ? ORDER BY seq`, nowMs);
+  }
+
+  earliestLeaseEnd(): number | null {
+    return this.first<{ t: number | null }>(`SELECT min(lease_expires_at) AS t FROM tickets WHERE state = 'admitted'`)?.t ?? null;
+  }
+
+  listTickets(state: TicketState | null, limit: number, afterSeq: number): TicketRow[] {
+    return state
+      ? this.all<TicketRow>(`SELECT * FROM tickets WHERE state = ? AND seq > ? ORDER BY seq LIMIT ?`, state, afterSeq, limit)
+      : this.all<TicketRow>(`SELECT * FROM tickets WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit);
+  }
+
+  // -- admissions
+
+  admission(jti: string): AdmissionRow | null {
+    return this.first<AdmissionRow>(`SELECT * FROM admissions WHERE jti = ?`, jti);
+  }
+
+  insertAdmission(a: Omit<AdmissionRow, "status" | "ended_at" | "reason">): void {
+    this.run(
+      `INSERT INTO admissions (jti, ticket_id, node, kid, token, issued_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'active')`,
+      a.jti, a.ticket_id, a.node, a.kid, a.token, a.issued_at, a.expires_at,
+    );
+  }
+
+  endAdmission(jti: string, status: Exclude<AdmissionStatus, "active">, reason: string, nowMs: number): boolean {
+    return this.run(`UPDATE admissions SET status = ?, reason = ?, ended_at = ? WHERE jti = ? AND status = 'active'`, status, reason, nowMs, jti) > 0;
+  }
+
+  /** Admission tokens no longer active but not yet expired: what verifiers must refuse. */
+  inactiveUnexpired(nowSeconds: number): Pick<AdmissionRow, "jti" | "expires_at" | "status">[] {
+    return this.all(`SELECT jti, expires_at, status FROM admissions WHERE status <> 'active' AND expires_at > ? ORDER BY jti`, nowSeconds);
+  }
+
+  latestAdmissionExpiry(kid: string): number | null {
+    return this.first<{ t: number | null }>(`SELECT max(expires_at) AS t FROM admissions WHERE kid = ?`, kid)?.t ?? null;
+  }
+
+  // -- enrollment tokens
+
+  enrollmentTokenByHash(hash: string): EnrollmentTokenRow | null {
+    return this.first<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens WHERE token_hash = ?`, hash);
+  }
+
+  enrollmentToken(id: string): EnrollmentTokenRow | null {
+    return this.first<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens WHERE id = ?`, id);
+  }
+
+  insertEnrollmentToken(t: Omit<EnrollmentTokenRow, "uses" | "revoked_at">): void {
+    this.run(
+      `INSERT INTO enrollment_tokens (id, token_hash, description, created_at, expires_at, max_uses) VALUES (?, ?, ?, ?, ?, ?)`,
+      t.id, t.token_hash, t.description, t.created_at, t.expires_at, t.max_uses,
+    );
+  }
+
+  listEnrollmentTokens(): EnrollmentTokenRow[] {
+    return this.all<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens ORDER BY created_at, id`);
+  }
+
+  useEnrollmentToken(id: string): void {
+    this.run(`UPDATE enrollment_tokens SET uses = uses + 1 WHERE id = ?`, id);
+  }
+
+  revokeEnrollmentToken(id: string, nowMs: number): boolean {
+    return this.run(`UPDATE enrollment_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, nowMs, id) > 0;
+  }
+
+  // -- signing keys
+
+  currentKey(): SigningKeyRow | null {
+    return this.first<SigningKeyRow>(`SELECT * FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC LIMIT 1`);
+  }
+
+  key(kid: string): SigningKeyRow | null {
+    return this.first<SigningKeyRow>(`SELECT * FROM signing_keys WHERE kid = ?`, kid);
+  }
+
+  /** The current key and every retired key that may still have signed an unexpired token. */
+  publishedKeys(nowMs: number): SigningKeyRow[] {
+    return this.all<SigningKeyRow>(`SELECT * FROM signing_keys WHERE retired_at IS NULL OR keep_until > ? ORDER BY created_at DESC`, nowMs);
+  }
+
+  insertKey(k: Pick<SigningKeyRow, "kid" | "private_jwk" | "public_jwk" | "created_at">): void {
+    this.run(`INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at) VALUES (?, ?, ?, ?)`, k.kid, k.private_jwk, k.public_jwk, k.created_at);
+  }
+
+  retireKey(kid: string, nowMs: number, keepUntilMs: number): void {
+    this.run(`UPDATE signing_keys SET retired_at = ?, keep_until = ? WHERE kid = ?`, nowMs, keepUntilMs, kid);
+  }
+
+  // -- members
+
+  member(node: string): MemberRow | null {
+    return this.first<MemberRow>(`SELECT * FROM members WHERE node = ?`, node);
+  }
+
+  memberByPeerUrl(peerURL: string): MemberRow | null {
+    return this.first<MemberRow>(`SELECT * FROM members WHERE peer_url = ?`, peerURL);
+  }
+
+  members(): MemberRow[] {
+    return this.all<MemberRow>(`SELECT * FROM members ORDER BY joined_at, node`);
+  }
+
+  upsertMember(m: MemberRow): void {
+    this.run(
+      `INSERT INTO members (node, peer_url, member_id, source, joined_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (node) DO UPDATE SET peer_url = excluded.peer_url, member_id = excluded.member_id, source = excluded.source, joined_at = excluded.joined_at`,
+      m.node, m.peer_url, m.member_id, m.source, m.joined_at,
+    );
+  }
+
+  deleteMember(node: string): boolean {
+    return this.run(`DELETE FROM members WHERE node = ?`, node) > 0;
+  }
+
+  // -- audit
+
+  audit(at: number, actor: string, action: string, subject: string, detail: Record<string, unknown> = {}): void {
+    this.run(`INSERT INTO audit_log (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)`, at, actor, action, subject, JSON.stringify(detail));
+  }
+
+  auditAfter(afterSeq: number, limit: number): AuditRow[] {
+    return this.all<AuditRow>(`SELECT * FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit);
+  }
+
+  lastAuditSeq(): number {
+    return this.first<{ s: number | null }>(`SELECT max(seq) AS s FROM audit_log`)?.s ?? 0;
+  }
+}
+
+export function clusterFacts(c: ClusterRow): ClusterFacts {
+  return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1 };
+}
+
+export function clusterPolicy(c: ClusterRow): QueuePolicy {
+  return { maxInFlight: c.max_in_flight, leaseSeconds: c.lease_seconds, admissionTtlSeconds: c.admission_ttl_seconds, maxQueue: c.max_queue };
+}

@@ -1,0 +1,36 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        // Pure modules, next to their code: no workerd, no network.
+        test: { name: "unit", include: ["src/**/*.test.ts"], environment: "node" },
+      },
+      {
+        // The Worker and its Durable Object in the real workerd runtime.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ISSUER: "https://broker.test" } },
+          }),
+        ],
+        test: { name: "worker", include: ["test/worker/**/*.test.ts"], testTimeout: 30_000 },
+      },
+      {
+        // Real processes on loopback: wrangler dev, the join API, etcd, the agent.
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
