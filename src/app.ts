@@ -1,0 +1,66 @@
+/**
+ * The broker's Hono app: middleware, the route modules, the OpenAPI document and error handling.
+ * It lives apart from the Worker entry point (index.ts) so that tests can read its route table;
+ * workerd accepts only handlers and Durable Object classes as exports of the entry module.
+ * @module
+ */
+import { HTTPException } from "hono/http-exception";
+import { bodyLimit } from "hono/body-limit";
+import { requestId } from "hono/request-id";
+import { secureHeaders } from "hono/secure-headers";
+import { newApp } from "./http/app.ts";
+import { problem, sendProblem } from "./http/problem.ts";
+import { admin } from "./routes/admin.ts";
+import { controller } from "./routes/controller.ts";
+import { tickets } from "./routes/tickets.ts";
+
+const MAX_BODY_BYTES = 16 * 1024;
+
+export const app = newApp();
+
+app.use(requestId());
+app.use(secureHeaders());
+app.use(
+  bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) => sendProblem(c, problem(413, "body_too_large", `request bodies are at most ${MAX_BODY_BYTES} bytes`)),
+  }),
+);
+// A body must be JSON: anything else is refused before it reaches a validator.
+app.use(async (c, next) => {
+  const type = c.req.header("content-type");
+  const length = c.req.header("content-length");
+  const hasBody = (length !== undefined && length !== "0") || c.req.header("transfer-encoding") !== undefined;
+  if (hasBody && !/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type ?? "")) {
+    return sendProblem(c, problem(415, "unsupported_media_type", "request bodies must be application/json"));
+  }
+  await next();
+});
+
+app.get("/", (c) => c.json({ service: "etcd-join-broker", protocol: "v1", openapi: "/openapi.json" }));
+app.get("/healthz", (c) => c.json({ ok: true }));
+app.route("/", tickets);
+app.route("/", controller);
+app.route("/", admin);
+
+app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "Enrollment token or admission token" });
+app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret" });
+app.doc31("/openapi.json", { openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } });
+
+app.notFound((c) => sendProblem(c, problem(404, "not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+
+app.onError((err, c) => {
+  if (err instanceof HTTPException) {
+    if (err.res) return err.res;
+    if (err.status === 400 && /malformed json/i.test(err.message)) return sendProblem(c, problem(400, "malformed_json", "the request body is not valid JSON"));
+    return sendProblem(c, problem(err.status, err.status === 400 ? "invalid_request" : "internal_error", err.message || "request failed"));
+  }
+  // A Durable Object that was reset, overloaded or is being moved: the caller should retry.
+  const remote = (err as { remote?: boolean; retryable?: boolean; overloaded?: boolean });
+  if (remote.remote || remote.retryable || remote.overloaded) {
+    console.error(JSON.stringify({ event: "durable_object.error", message: err.message, requestId: c.get("requestId") }));
+    return sendProblem(c, problem(503, "unavailable", "the cluster's queue is briefly unavailable; retry"), 1);
+  }
+  console.error(JSON.stringify({ event: "internal_error", message: err.message, stack: err.stack, requestId: c.get("requestId") }));
+  return sendProblem(c, problem(500, "internal_error", "internal error"));
+});
