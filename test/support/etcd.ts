@@ -1,0 +1,137 @@
+/**
+ * Real etcd for tests: finds (or installs) the binary, picks free loopback ports, starts a
+ * single-node cluster in a temporary directory, and removes everything afterwards.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { startEtcd, type EtcdProcess, type StartEtcdOptions } from "../../src/etcd/process.ts";
+
+const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
+
+/** The path of a tool the tests drive, installing its Debian package when missing (scripts/tools.mjs). */
+export async function ensureTool(name: "etcd" | "spin"): Promise<string> {
+  const tools = (await import(TOOLS_MODULE)) as { ensureTool(name: string): string };
+  return tools.ensureTool(name);
+}
+
+export async function etcdBinary(): Promise<string> {
+  return ensureTool("etcd");
+}
+
+/** A port that was free on 127.0.0.1 a moment ago (the kernel picked it for a listener on port 0). */
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => (port ? ok(port) : fail(new Error("no port"))));
+    });
+  });
+}
+
+/** Distinct free ports (held open together while picking, so no two are the same). */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => {
+      const server = createServer();
+      return new Promise<ReturnType<typeof createServer>>((ok, fail) => {
+        server.once("error", fail);
+        server.listen(0, "127.0.0.1", () => ok(server));
+      });
+    }),
+  );
+  const ports = servers.map((s) => {
+    const a = s.address();
+    return typeof a === "object" && a ? a.port : 0;
+  });
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+export interface MemberAddress {
+  name: string;
+  clientURL: string;
+  peerURL: string;
+}
+
+/** A name with loopback client and peer URLs on free ports. */
+export async function memberAddress(name: string): Promise<MemberAddress> {
+  const [client, peer] = await freePorts(2);
+  return { name, clientURL: `http://127.0.0.1:${client}`, peerURL: `http://127.0.0.1:${peer}` };
+}
+
+export interface TestEtcd {
+  /** Where every member's data directory lives; removed by `cleanup`. */
+  dir: string;
+  bin: string;
+  first: EtcdProcess;
+  /** Every process started through `startMember`, plus the first. */
+  processes: EtcdProcess[];
+  /** Starts another member of this cluster (after the join API added it). */
+  startMember(address: MemberAddress, initialCluster: readonly string[], options?: Partial<StartEtcdOptions>): Promise<EtcdProcess>;
+  /** Stops every process and deletes the directory. */
+  cleanup(): Promise<void>;
+}
+
+/** Tuned for one shared machine: quick elections, but tolerant of a busy CPU. */
+export const TEST_TIMING = { heartbeatIntervalMs: 50, electionTimeoutMs: 750 } as const;
+
+/** Starts a single-node etcd cluster on loopback and waits until it is healthy. */
+export async function startSingleNodeEtcd(options: { name?: string; token?: string } = {}): Promise<TestEtcd> {
+  const bin = await etcdBinary();
+  const dir = mkdtempSync(join(tmpdir(), "join-broker-etcd-"));
+  const address = await memberAddress(options.name ?? "ctrl-0");
+  const token = options.token ?? `test-${process.pid}-${Date.now()}`;
+  const processes: EtcdProcess[] = [];
+  const cleanup = async () => {
+    await Promise.all(processes.map((p) => p.stop(3_000)));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  let first: EtcdProcess;
+  try {
+    first = await startEtcd({
+      bin,
+      ...address,
+      ...TEST_TIMING,
+      dataDir: join(dir, address.name),
+      initialCluster: [`${address.name}=${address.peerURL}`],
+      initialClusterState: "new",
+      initialClusterToken: token,
+      logFile: join(dir, `${address.name}.log`),
+      startTimeoutMs: 60_000,
+    });
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+  processes.push(first);
+  return {
+    dir,
+    bin,
+    first,
+    processes,
+    cleanup,
+    async startMember(member, initialCluster, extra = {}) {
+      const proc = await startEtcd({
+        bin,
+        ...member,
+        ...TEST_TIMING,
+        dataDir: join(dir, member.name),
+        initialCluster,
+        initialClusterState: "existing",
+        logFile: join(dir, `${member.name}.log`),
+        waitFor: "serving",
+        startTimeoutMs: 60_000,
+        ...extra,
+      });
+      processes.push(proc);
+      return proc;
+    },
+  };
+}
