@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { ADMIN, call, enroll, peer, ticket } from "./helpers.ts";
+
+describe("authentication", () => {
+  it("rate-limits failed authentications per client IP with 429 and Retry-After", async () => {
+    const statuses: number[] = [];
+    let limited;
+    for (let i = 0; i < 30; i++) {
+      const r = await call("GET", "/v1/admin/clusters/auth-rl", { token: `guess-${i}`, headers: { "cf-connecting-ip": "203.0.113.7" } });
+      statuses.push(r.status);
+      if (r.status === 429) limited = r;
+    }
+    expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+    expect(statuses).toContain(429);
+    expect(limited!.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(limited!.body.code).toBe("rate_limited");
+    // Another address is not affected, and nor are requests that authenticate.
+    const other = await call("GET", "/v1/admin/clusters/auth-rl", { token: "guess", headers: { "cf-connecting-ip": "203.0.113.8" } });
+    expect(other.status).toBe(401);
+    const good = await call("POST", "/v1/admin/clusters/auth-rl/enrollment-tokens", { token: ADMIN, body: {}, headers: { "cf-connecting-ip": "203.0.113.7" } });
+    expect(good.status).toBe(201);
+  });
+
+  it("counts unknown enrollment tokens as failed authentications too", async () => {
+    await enroll("auth-enr");
+    let sawLimit = false;
+    for (let i = 0; i < 30 && !sawLimit; i++) {
+      const r = await call("POST", "/v1/clusters/auth-enr/tickets", { token: `jbe_guess${i}`, body: { node: "n", peerURL: peer(1) }, headers: { "cf-connecting-ip": "203.0.113.9" } });
+      sawLimit = r.status === 429;
+    }
+    expect(sawLimit).toBe(true);
+  });
+
+  it("never throttles a fleet that authenticates, even behind one address", async () => {
+    const token = await enroll("auth-fleet");
+    const statuses = new Set<number>();
+    for (let i = 0; i < 40; i++) {
+      const r = await call("POST", "/v1/clusters/auth-fleet/tickets", { token, body: { node: `n${i}`, peerURL: peer(i + 1) }, headers: { "cf-connecting-ip": "198.51.100.1" } });
+      statuses.add(r.status);
+    }
+    expect([...statuses].sort()).toEqual([201, 202]);
+  });
+
+  it("refuses revoked, expired and exhausted enrollment tokens", async () => {
+    const created = await call("POST", "/v1/admin/clusters/auth-limits/enrollment-tokens", { token: ADMIN, body: { maxUses: 1, description: "one node" } });
+    const once = created.body.token;
+    expect((await ticket("auth-limits", once, "a", peer(1))).status).toBe(201);
+    expect((await ticket("auth-limits", once, "a", peer(1))).status).toBe(200); // asking again is no new use
+    const exhausted = await ticket("auth-limits", once, "b", peer(2));
+    expect(exhausted.status).toBe(403);
+    expect(exhausted.body.code).toBe("enrollment_token_exhausted");
+
+    const other = await call("POST", "/v1/admin/clusters/auth-limits/enrollment-tokens", { token: ADMIN, body: {} });
+    expect((await call("DELETE", `/v1/admin/clusters/auth-limits/enrollment-tokens/${other.body.id}`, { token: ADMIN })).body.state).toBe("revoked");
+    const revoked = await ticket("auth-limits", other.body.token, "c", peer(3));
+    expect(revoked.status).toBe(401);
+    const list = await call("GET", "/v1/admin/clusters/auth-limits/enrollment-tokens", { token: ADMIN });
+    expect(list.body.tokens.map((t: { state: string }) => t.state)).toEqual(["exhausted", "revoked"]);
+    expect(JSON.stringify(list.body)).not.toContain(once);
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * Every endpoint, fed bad input: each answer is a 4xx problem+json with a stable code, and
+ * nothing changes in the cluster's state (audit log and tickets are the same afterwards).
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { ADMIN, admin, bootstrapped, call, peer, ticket } from "./helpers.ts";
+
+const C = "bad-input";
+let enrollment = "";
+let admitted = { ticket: "", admission: "", jti: "" };
+let queued = "";
+
+beforeAll(async () => {
+  ({ enrollment } = await bootstrapped(C));
+  const a = await ticket(C, enrollment, "a", peer(2));
+  admitted = { ticket: a.body.ticket, admission: a.body.admission, jti: a.body.jti };
+  queued = (await ticket(C, enrollment, "q", peer(3))).body.ticket;
+});
+
+interface Case {
+  name: string;
+  method: string;
+  path: () => string;
+  token?: () => string;
+  body?: unknown;
+  raw?: string;
+  headers?: Record<string, string>;
+  status: number;
+  code: string;
+}
+
+const E = () => enrollment;
+const A = () => admitted.admission;
+const ADM = () => ADMIN;
+const big = "x".repeat(17 * 1024);
+const tickets = () => `/v1/clusters/${C}/tickets`;
+const tkt = (suffix = "") => () => `/v1/clusters/${C}/tickets/${admitted.ticket}${suffix}`;
+const adm = (suffix: string) => () => `/v1/admin/clusters/${C}${suffix}`;
+
+const cases: Case[] = [
+  // POST tickets
+  { name: "tickets: malformed JSON", method: "POST", path: tickets, token: E, raw: "{node:", headers: { "content-type": "application/json" }, status: 400, code: "malformed_json" },
+  { name: "tickets: not JSON", method: "POST", path: tickets, token: E, raw: "node=a", headers: { "content-type": "application/x-www-form-urlencoded" }, status: 415, code: "unsupported_media_type" },
+  { name: "tickets: body over 16 KiB", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: peer(9), pad: big }, status: 413, code: "body_too_large" },
+  { name: "tickets: unknown field", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: peer(9), extra: 1 }, status: 400, code: "invalid_request" },
+  { name: "tickets: missing body", method: "POST", path: tickets, token: E, status: 400, code: "invalid_node" },
+  { name: "tickets: node of wrong type", method: "POST", path: tickets, token: E, body: { node: 7, peerURL: peer(9) }, status: 400, code: "invalid_node" },
+  { name: "tickets: invalid node name", method: "POST", path: tickets, token: E, body: { node: "-bad", peerURL: peer(9) }, status: 400, code: "invalid_node" },
+  { name: "tickets: node too long", method: "POST", path: tickets, token: E, body: { node: "n".repeat(64), peerURL: peer(9) }, status: 400, code: "invalid_node" },
+  { name: "tickets: peerURL with a path", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://10.0.0.9:2380/etcd" }, status: 400, code: "invalid_peer_url" },
+  { name: "tickets: peerURL without port", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://10.0.0.9" }, status: 400, code: "invalid_peer_url" },
+  { name: "tickets: peerURL with userinfo", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://u:p@10.0.0.9:2380" }, status: 400, code: "invalid_peer_url" },
+  { name: "tickets: peerURL with query", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://10.0.0.9:2380?x=1" }, status: 400, code: "invalid_peer_url" },
+  { name: "tickets: peerURL not http", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "unix://10.0.0.9:2380" }, status: 400, code: "invalid_peer_url" },
+  { name: "tickets: peerURL not a URL", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "10.0.0.9:2380" }, status: 400, code: "invalid_peer_url" },
+  { name: "tickets: invalid cluster", method: "POST", path: () => "/v1/clusters/Bad_Cluster/tickets", token: E, body: { node: "z", peerURL: peer(9) }, status: 400, code: "invalid_cluster" },
+  { name: "tickets: no token", method: "POST", path: tickets, body: { node: "z", peerURL: peer(9) }, status: 401, code: "unauthorized" },
+  { name: "tickets: unknown enrollment token", method: "POST", path: tickets, token: () => "jbe_unknown", body: { node: "z", peerURL: peer(9) }, status: 401, code: "unauthorized" },
+  { name: "tickets: admin token", method: "POST", path: tickets, token: ADM, body: { node: "z", peerURL: peer(9) }, status: 401, code: "unauthorized" },
+  { name: "tickets: admission token", method: "POST", path: tickets, token: A, body: { node: "z", peerURL: peer(9) }, status: 403, code: "wrong_token_kind" },
+  // GET ticket
+  { name: "ticket: unknown ticket", method: "GET", path: () => `/v1/clusters/${C}/tickets/tkt_unknown`, token: E, status: 404, code: "ticket_not_found" },
+  { name: "ticket: malformed ticket id", method: "GET", path: () => `/v1/clusters/${C}/tickets/nope`, token: E, status: 400, code: "invalid_request" },
+  { name: "ticket: wait out of range", method: "GET", path: tkt("?wait=31"), token: E, status: 400, code: "invalid_request" },
+  { name: "ticket: wait not a number", method: "GET", path: tkt("?wait=soon"), token: E, status: 400, code: "invalid_request" },
+  { name: "ticket: no token", method: "GET", path: tkt(), status: 401, code: "unauthorized" },
+  { name: "ticket: another ticket's admission token", method: "GET", path: () => `/v1/clusters/${C}/tickets/${queued}`, token: A, status: 403, code: "forbidden" },
+  // heartbeat
+  { name: "heartbeat: enrollment token", method: "POST", path: tkt("/heartbeat"), token: E, status: 403, code: "wrong_token_kind" },
+  { name: "heartbeat: tampered token", method: "POST", path: tkt("/heartbeat"), token: () => A().slice(0, -4) + "AAAA", status: 401, code: "unauthorized" },
+  { name: "heartbeat: queued ticket", method: "POST", path: () => `/v1/clusters/${C}/tickets/${queued}/heartbeat`, token: A, status: 403, code: "forbidden" },
+  { name: "heartbeat: unknown ticket", method: "POST", path: () => `/v1/clusters/${C}/tickets/tkt_unknown/heartbeat`, token: A, status: 404, code: "ticket_not_found" },
+  // complete
+  { name: "complete: missing memberID", method: "POST", path: tkt("/complete"), token: A, body: {}, status: 400, code: "invalid_request" },
+  { name: "complete: memberID not an ID", method: "POST", path: tkt("/complete"), token: A, body: { memberID: "zz top" }, status: 400, code: "invalid_request" },
+  { name: "complete: memberID of wrong type", method: "POST", path: tkt("/complete"), token: A, body: { memberID: 12 }, status: 400, code: "invalid_request" },
+  { name: "complete: unknown field", method: "POST", path: tkt("/complete"), token: A, body: { memberID: "12", learner: false }, status: 400, code: "invalid_request" },
+  { name: "complete: malformed JSON", method: "POST", path: tkt("/complete"), token: A, raw: "[", headers: { "content-type": "application/json" }, status: 400, code: "malformed_json" },
+  { name: "complete: enrollment token", method: "POST", path: tkt("/complete"), token: E, body: { memberID: "12" }, status: 403, code: "wrong_token_kind" },
+  // abandon
+  { name: "abandon: no token", method: "DELETE", path: tkt(), status: 401, code: "unauthorized" },
+  { name: "abandon: unknown ticket", method: "DELETE", path: () => `/v1/clusters/${C}/tickets/tkt_unknown`, token: E, status: 404, code: "ticket_not_found" },
+  // controller-facing
+  { name: "jwks: unknown cluster", method: "GET", path: () => "/v1/clusters/no-such-cluster/jwks.json", status: 404, code: "unknown_cluster" },
+  { name: "jwks: invalid cluster", method: "GET", path: () => "/v1/clusters/-x-/jwks.json", status: 400, code: "invalid_cluster" },
+  { name: "revocations: unknown cluster", method: "GET", path: () => "/v1/clusters/no-such-cluster/revocations", status: 404, code: "unknown_cluster" },
+  { name: "introspect: missing token", method: "POST", path: () => `/v1/clusters/${C}/admissions/introspect`, body: {}, status: 400, code: "invalid_request" },
+  { name: "introspect: token of wrong type", method: "POST", path: () => `/v1/clusters/${C}/admissions/introspect`, body: { token: 5 }, status: 400, code: "invalid_request" },
+  { name: "introspect: unknown field", method: "POST", path: () => `/v1/clusters/${C}/admissions/introspect`, body: { token: "x", jti: "y" }, status: 400, code: "invalid_request" },
+  // admin
+  { name: "admin: no token", method: "GET", path: adm(""), status: 401, code: "unauthorized" },
+  { name: "admin: wrong token", method: "GET", path: adm(""), token: () => "not-the-admin-token", status: 401, code: "unauthorized" },
+  { name: "admin: enrollment token", method: "GET", path: adm(""), token: E, status: 401, code: "unauthorized" },
+  { name: "admin: admission token", method: "POST", path: adm("/pause"), token: A, status: 401, code: "unauthorized" },
+  { name: "admin: unknown cluster status", method: "GET", path: () => "/v1/admin/clusters/no-such-cluster", token: ADM, status: 404, code: "unknown_cluster" },
+  { name: "admin: invalid cluster", method: "GET", path: () => "/v1/admin/clusters/UPPER", token: ADM, status: 400, code: "invalid_cluster" },
+  { name: "enrollment: ttl too short", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { ttlSeconds: 1 }, status: 400, code: "invalid_request" },
+  { name: "enrollment: maxUses of wrong type", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { maxUses: "3" }, status: 400, code: "invalid_request" },
+  { name: "enrollment: unknown field", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { scope: "all" }, status: 400, code: "invalid_request" },
+  { name: "enrollment: revoke unknown id", method: "DELETE", path: adm("/enrollment-tokens/enr_unknown"), token: ADM, status: 404, code: "enrollment_token_not_found" },
+  { name: "enrollment: revoke malformed id", method: "DELETE", path: adm("/enrollment-tokens/xyz"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "tickets list: unknown state", method: "GET", path: adm("/tickets?state=lost"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "tickets list: limit too large", method: "GET", path: adm("/tickets?limit=100000"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "revoke: missing reason", method: "POST", path: () => `/v1/admin/clusters/${C}/admissions/${admitted.jti}/revoke`, token: ADM, body: {}, status: 400, code: "invalid_request" },
+  { name: "revoke: unknown jti", method: "POST", path: adm("/admissions/adm_unknown/revoke"), token: ADM, body: { reason: "x" }, status: 404, code: "admission_not_found" },
+  { name: "policy: maxInFlight 0", method: "PUT", path: adm("/policy"), token: ADM, body: { maxInFlight: 0 }, status: 400, code: "invalid_request" },
+  { name: "policy: lease longer than token", method: "PUT", path: adm("/policy"), token: ADM, body: { leaseSeconds: 3600, admissionTtlSeconds: 60 }, status: 400, code: "invalid_request" },
+  { name: "policy: fractional value", method: "PUT", path: adm("/policy"), token: ADM, body: { leaseSeconds: 1.5 }, status: 400, code: "invalid_request" },
+  { name: "policy: unknown field", method: "PUT", path: adm("/policy"), token: ADM, body: { maxLearners: 2 }, status: 400, code: "invalid_request" },
+  { name: "keys: rotate unknown cluster", method: "POST", path: () => "/v1/admin/clusters/no-such-cluster/keys/rotate", token: ADM, status: 404, code: "unknown_cluster" },
+  { name: "adopt: empty members", method: "POST", path: adm("/adopt"), token: ADM, body: { members: [] }, status: 400, code: "invalid_request" },
+  { name: "adopt: bad peerURL", method: "POST", path: adm("/adopt"), token: ADM, body: { members: [{ node: "m", peerURL: "m:2380" }] }, status: 400, code: "invalid_peer_url" },
+  { name: "adopt: after bootstrap issued", method: "POST", path: () => "/v1/admin/clusters/bad-input-fresh/adopt", token: ADM, body: { members: [{ node: "m", peerURL: peer(7) }] }, status: 409, code: "bootstrap_in_progress" },
+  { name: "forget: unknown member", method: "DELETE", path: adm("/members/nobody"), token: ADM, status: 404, code: "member_not_found" },
+  { name: "forget: invalid node", method: "DELETE", path: adm("/members/-x"), token: ADM, status: 400, code: "invalid_node" },
+  { name: "bootstrap: already bootstrapped", method: "POST", path: adm("/bootstrap"), token: ADM, body: { node: "a", reason: "x" }, status: 409, code: "invalid_request" },
+  { name: "audit: negative after", method: "GET", path: adm("/audit?after=-1"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "audit: unknown cluster", method: "GET", path: () => "/v1/admin/clusters/no-such-cluster/audit", token: ADM, status: 404, code: "unknown_cluster" },
+  // routing
+  { name: "unknown route", method: "GET", path: () => "/v2/anything", status: 404, code: "not_found" },
+];
+
+async function snapshot() {
+  const audit = await admin("GET", `${C}/audit?limit=1000`);
+  const list = await admin("GET", `${C}/tickets?limit=1000`);
+  const tokens = await admin("GET", `${C}/enrollment-tokens`);
+  const status = await admin("GET", C);
+  return { audit: audit.body.entries.length, tickets: list.body.tickets, tokens: tokens.body.tokens, policy: status.body.policy, members: status.body.members };
+}
+
+describe("bad input", () => {
+  it("prepares a cluster whose bootstrap ticket is out, for the adopt case", async () => {
+    const { enrollment: e } = { enrollment: (await admin("POST", "bad-input-fresh/enrollment-tokens", {})).body.token as string };
+    expect((await ticket("bad-input-fresh", e, "b0", peer(1))).body.role).toBe("bootstrap");
+  });
+
+  it.each(cases)("$name → $status $code", async (c) => {
+    const before = await snapshot();
+    const r = await call(c.method, c.path(), { token: c.token?.(), body: c.body, raw: c.raw, headers: { "cf-connecting-ip": "192.0.2.1", ...c.headers } });
+    expect({ status: r.status, code: r.body?.code }).toEqual({ status: c.status, code: c.code });
+    expect(r.headers.get("content-type")).toBe("application/problem+json");
+    expect(r.body).toMatchObject({ type: expect.any(String), title: expect.any(String), status: c.status, detail: expect.any(String) });
+    expect(await snapshot()).toEqual(before);
+  });
+});
