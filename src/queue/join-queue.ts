@@ -26,6 +26,7 @@ import {
   type Role,
   type TicketState,
 } from "./policy.ts";
+import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { migrate, SCHEMA_VERSION } from "./schema.ts";
 import { QueueStore, clusterFacts, clusterPolicy, type AdmissionRow, type ClusterRow, type TicketRow } from "./store.ts";
 import {
@@ -70,6 +71,7 @@ export class JoinQueue extends DurableObject<Env> {
   readonly #publicKeys = new Map<string, CryptoKey>();
   #signing: { kid: string; key: CryptoKey } | null = null;
   #admitting: Promise<void> = Promise.resolve();
+  #pendingLogs: Record<string, unknown>[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -137,13 +139,13 @@ export class JoinQueue extends DurableObject<Env> {
             this.#store.updateTicket(previous.id, previous.state, {
               state: "queued", enrollment_token_id: enrollment.id, ended_at: null, end_reason: null, jti: null, lease_expires_at: null,
             });
-            this.#store.audit(now, `node:${input.node}`, "ticket.bootstrap_returned", previous.id, { node: input.node, previousState: previous.state });
+            this.#record(now, `node:${input.node}`, "ticket.bootstrap_returned", previous.id, { node: input.node, previousState: previous.state });
             return previous.id;
           }
           const id = randomId("tkt_");
           this.#store.insertTicket({ id, seq: this.#store.takeSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
           if (role === "bootstrap") this.#store.updateCluster({ bootstrap_node: input.node });
-          this.#store.audit(now, `node:${input.node}`, "ticket.created", id, { node: input.node, peerURL: input.peerURL, role, enrollmentToken: enrollment.id });
+          this.#record(now, `node:${input.node}`, "ticket.created", id, { node: input.node, peerURL: input.peerURL, role, enrollmentToken: enrollment.id });
           return id;
         });
         created = true;
@@ -179,7 +181,7 @@ export class JoinQueue extends DurableObject<Env> {
     const lease = leaseEnd(now, clusterPolicy(c), admission.expires_at);
     this.#transact(() => {
       this.#store.updateTicket(row.id, "admitted", { lease_expires_at: lease });
-      this.#store.audit(now, `node:${row.node}`, "lease.extended", row.id, { jti: row.jti, leaseExpiresAt: iso(lease) });
+      this.#record(now, `node:${row.node}`, "lease.extended", row.id, { jti: row.jti, leaseExpiresAt: iso(lease) });
     });
     await this.#armAlarm();
     return this.#viewOutcome(this.#store.ticket(row.id)!, 200);
@@ -206,8 +208,8 @@ export class JoinQueue extends DurableObject<Env> {
       const took = now - (row.admitted_at ?? now);
       const typical = c.typical_admission_ms === 0 ? took : Math.round(c.typical_admission_ms * 0.7 + took * 0.3);
       this.#store.updateCluster(row.role === "bootstrap" ? { bootstrapped: 1, typical_admission_ms: typical } : { typical_admission_ms: typical });
-      this.#store.audit(now, `node:${row.node}`, "ticket.joined", row.id, { node: row.node, memberID: input.memberID, role: row.role, jti: row.jti });
-      if (row.role === "bootstrap") this.#store.audit(now, `node:${row.node}`, "cluster.bootstrapped", c.name, { node: row.node, memberID: input.memberID });
+      this.#record(now, `node:${row.node}`, "ticket.joined", row.id, { node: row.node, memberID: input.memberID, role: row.role, jti: row.jti });
+      if (row.role === "bootstrap") this.#record(now, `node:${row.node}`, "cluster.bootstrapped", c.name, { node: row.node, memberID: input.memberID });
     });
     this.#notify([row.id]);
     await this.#admitWaiting();
@@ -225,7 +227,7 @@ export class JoinQueue extends DurableObject<Env> {
     this.#transact(() => {
       this.#store.updateTicket(row.id, row.state, { state: "abandoned", ended_at: now, end_reason: "abandoned by the node", lease_expires_at: null });
       if (row.state === "admitted" && row.jti) this.#store.endAdmission(row.jti, "abandoned", "abandoned by the node", now);
-      this.#store.audit(now, `node:${row.node}`, "ticket.abandoned", row.id, { node: row.node, previousState: row.state, jti: row.jti });
+      this.#record(now, `node:${row.node}`, "ticket.abandoned", row.id, { node: row.node, previousState: row.state, jti: row.jti });
     });
     this.#notify([row.id]);
     await this.#admitWaiting();
@@ -275,7 +277,7 @@ export class JoinQueue extends DurableObject<Env> {
     const hash = await sha256Hex(token);
     this.#transact(() => {
       this.#store.insertEnrollmentToken({ id, token_hash: hash, description: input.description ?? null, created_at: now, expires_at: expiresAt, max_uses: input.maxUses ?? null });
-      this.#store.audit(now, "admin", "enrollment_token.created", id, { expiresAt: iso(expiresAt), maxUses: input.maxUses ?? null, description: input.description ?? null });
+      this.#record(now, "admin", "enrollment_token.created", id, { expiresAt: iso(expiresAt), maxUses: input.maxUses ?? null, description: input.description ?? null });
     });
     return { ok: true, status: 201, value: { id, token, expiresAt: iso(expiresAt) ?? null, maxUses: input.maxUses ?? null, description: input.description } };
   }
@@ -292,7 +294,7 @@ export class JoinQueue extends DurableObject<Env> {
     if (!row) return fail(404, "enrollment_token_not_found", `no enrollment token ${id}`);
     const now = Date.now();
     this.#transact(() => {
-      if (this.#store.revokeEnrollmentToken(id, now)) this.#store.audit(now, "admin", "enrollment_token.revoked", id, {});
+      if (this.#store.revokeEnrollmentToken(id, now)) this.#record(now, "admin", "enrollment_token.revoked", id, {});
     });
     return { ok: true, status: 200, value: enrollmentTokenView(this.#store.enrollmentToken(id)!, now) };
   }
@@ -325,6 +327,14 @@ export class JoinQueue extends DurableObject<Env> {
     };
   }
 
+  async metrics(): Promise<Outcome<string>> {
+    const c = this.#store.cluster();
+    if (!c) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
+    await this.#settle();
+    const snapshot = this.#store.metricsSnapshot(WAIT_BUCKETS_SECONDS);
+    return { ok: true, status: 200, value: renderMetrics({ cluster: c.name, paused: c.paused === 1, bootstrapped: c.bootstrapped === 1 || c.adopted === 1, maxInFlight: c.max_in_flight, snapshot }) };
+  }
+
   async listTickets(input: { state: TicketState | null; limit: number; after: number }): Promise<Outcome<{ tickets: ReturnType<typeof adminTicketView>[]; next: number | null }>> {
     const c = this.#store.cluster();
     if (!c) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
@@ -346,7 +356,7 @@ export class JoinQueue extends DurableObject<Env> {
       if (ticket?.state === "admitted" && ticket.jti === admission.jti) {
         this.#store.updateTicket(ticket.id, "admitted", { state: "revoked", ended_at: now, end_reason: `revoked: ${input.reason}`, lease_expires_at: null });
       }
-      this.#store.audit(now, "admin", "admission.revoked", admission.jti, { ticket: admission.ticket_id, node: admission.node, reason: input.reason });
+      this.#record(now, "admin", "admission.revoked", admission.jti, { ticket: admission.ticket_id, node: admission.node, reason: input.reason });
       return true;
     });
     if (changed) {
@@ -363,7 +373,7 @@ export class JoinQueue extends DurableObject<Env> {
     const now = Date.now();
     this.#transact(() => {
       this.#store.updateCluster({ paused: paused ? 1 : 0 });
-      this.#store.audit(now, "admin", paused ? "cluster.paused" : "cluster.resumed", cluster, {});
+      this.#record(now, "admin", paused ? "cluster.paused" : "cluster.resumed", cluster, {});
     });
     if (!paused) await this.#admitWaiting();
     return { ok: true, status: 200, value: { paused } };
@@ -378,7 +388,7 @@ export class JoinQueue extends DurableObject<Env> {
     const now = Date.now();
     this.#transact(() => {
       this.#store.updateCluster({ max_in_flight: next.maxInFlight, lease_seconds: next.leaseSeconds, admission_ttl_seconds: next.admissionTtlSeconds, max_queue: next.maxQueue });
-      this.#store.audit(now, "admin", "policy.changed", cluster, { from: clusterPolicy(c), to: next });
+      this.#record(now, "admin", "policy.changed", cluster, { from: clusterPolicy(c), to: next });
     });
     await this.#admitWaiting();
     return { ok: true, status: 200, value: next };
@@ -396,7 +406,7 @@ export class JoinQueue extends DurableObject<Env> {
         this.#store.retireKey(old.kid, now, Math.max(now, (lastExp ?? 0) * 1000));
       }
       this.#store.insertKey({ kid: fresh.kid, private_jwk: JSON.stringify(fresh.privateJwk), public_jwk: JSON.stringify(fresh.publicJwk), created_at: now + 1 });
-      this.#store.audit(now, "admin", "keys.rotated", fresh.kid, { retired: old?.kid ?? null });
+      this.#record(now, "admin", "keys.rotated", fresh.kid, { retired: old?.kid ?? null });
       return old?.kid ?? null;
     });
     this.#signing = null;
@@ -416,7 +426,7 @@ export class JoinQueue extends DurableObject<Env> {
     this.#transact(() => {
       this.#store.updateCluster({ adopted: 1 });
       for (const m of members) this.#store.upsertMember({ node: m.node, peer_url: m.peerURL, member_id: null, source: "adopt", joined_at: now });
-      this.#store.audit(now, "admin", "cluster.adopted", cluster, { members });
+      this.#record(now, "admin", "cluster.adopted", cluster, { members });
     });
     await this.#admitWaiting();
     return { ok: true, status: 200, value: { adopted: members.length, members: this.#store.members().map(memberView) } };
@@ -429,7 +439,7 @@ export class JoinQueue extends DurableObject<Env> {
     const now = Date.now();
     this.#transact(() => {
       this.#store.deleteMember(node);
-      this.#store.audit(now, "admin", "member.forgotten", node, { peerURL: member.peer_url, memberID: member.member_id });
+      this.#record(now, "admin", "member.forgotten", node, { peerURL: member.peer_url, memberID: member.member_id });
     });
     return { ok: true, status: 200, value: { forgotten: node } };
   }
@@ -453,7 +463,7 @@ export class JoinQueue extends DurableObject<Env> {
       const target = this.#store.liveTicketOf(input.node);
       if (target && target.role !== "bootstrap") this.#store.updateTicket(target.id, target.state, { role: "bootstrap" });
       this.#store.updateCluster({ bootstrap_node: input.node });
-      this.#store.audit(now, "admin", "bootstrap.reassigned", input.node, { from: c.bootstrap_node, reason: input.reason, revoked: revokedJti });
+      this.#record(now, "admin", "bootstrap.reassigned", input.node, { from: c.bootstrap_node, reason: input.reason, revoked: revokedJti });
       return revokedJti;
     });
     this.#notifyAll();
@@ -486,10 +496,27 @@ export class JoinQueue extends DurableObject<Env> {
     return this.env.ISSUER || c.issuer;
   }
 
+  /** Runs `fn` as one transaction; its audit rows become log lines only once it has committed. */
   #transact<T>(fn: () => T): T {
-    const result = this.ctx.storage.transactionSync(fn);
+    this.#pendingLogs = [];
+    let result: T;
+    try {
+      result = this.ctx.storage.transactionSync(fn);
+    } catch (e) {
+      this.#pendingLogs = [];
+      throw e;
+    }
+    const cluster = this.#store.cluster()?.name ?? this.ctx.id.name;
+    for (const entry of this.#pendingLogs) console.log(JSON.stringify({ cluster, ...entry }));
+    this.#pendingLogs = [];
     this.#notify([AUDIT_WAITERS]);
     return result;
+  }
+
+  /** An audit row, and (after commit) the matching structured log line for Workers Logs. */
+  #record(at: number, actor: string, action: string, subject: string, detail: Record<string, unknown> = {}): void {
+    this.#store.audit(at, actor, action, subject, detail);
+    this.#pendingLogs.push({ event: action, time: new Date(at).toISOString(), actor, subject, ...detail });
   }
 
   async #ensureCluster(cluster: string, issuer: string): Promise<void> {
@@ -500,7 +527,7 @@ export class JoinQueue extends DurableObject<Env> {
       if (this.#store.cluster()) return; // created while the key was being generated
       this.#store.createCluster(cluster, issuer, DEFAULT_POLICY, now);
       this.#store.insertKey({ kid: key.kid, private_jwk: JSON.stringify(key.privateJwk), public_jwk: JSON.stringify(key.publicJwk), created_at: now });
-      this.#store.audit(now, "admin", "cluster.created", cluster, { issuer, policy: DEFAULT_POLICY, kid: key.kid });
+      this.#record(now, "admin", "cluster.created", cluster, { issuer, policy: DEFAULT_POLICY, kid: key.kid });
     });
   }
 
@@ -536,7 +563,7 @@ export class JoinQueue extends DurableObject<Env> {
         for (const t of due) {
           this.#store.updateTicket(t.id, "admitted", { state: "expired", ended_at: now, end_reason: "lease expired", lease_expires_at: null });
           if (t.jti) this.#store.endAdmission(t.jti, "expired", "lease expired", now);
-          this.#store.audit(now, "system", "lease.expired", t.id, { node: t.node, jti: t.jti, role: t.role });
+          this.#record(now, "system", "lease.expired", t.id, { node: t.node, jti: t.jti, role: t.role });
         }
       });
       this.#notify(due.map((t) => t.id));
@@ -580,7 +607,7 @@ export class JoinQueue extends DurableObject<Env> {
         const lease = leaseEnd(now, clusterPolicy(fresh), claims.exp);
         if (!this.#store.updateTicket(t.id, "queued", { state: "admitted", admitted_at: now, lease_expires_at: lease, jti: claims.jti })) continue;
         this.#store.insertAdmission({ jti: claims.jti, ticket_id: t.id, node: t.node, kid, token, issued_at: claims.iat, expires_at: claims.exp });
-        this.#store.audit(now, "system", "ticket.admitted", t.id, { node: t.node, role: t.role, jti: claims.jti, exp: claims.exp, leaseExpiresAt: iso(lease) });
+        this.#record(now, "system", "ticket.admitted", t.id, { node: t.node, role: t.role, jti: claims.jti, exp: claims.exp, leaseExpiresAt: iso(lease) });
         done.push(t.id);
       }
       return done;

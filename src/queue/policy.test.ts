@@ -95,7 +95,7 @@ function step(q: Queue, o: Op): void {
     // The broker refuses adoption once a bootstrap ticket is out.
     if (q.cluster.bootstrapNode === null) (q.cluster.adopted = true), q.admit();
   } else if (o.kind === "maxInFlight") (q.policy.maxInFlight = o.n), q.admit();
-  else q.apply(o.ticket, o.kind);
+  else if ("ticket" in o) q.apply(o.ticket, o.kind);
 }
 
 function run(ops: Op[]): Queue {

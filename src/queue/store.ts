@@ -93,6 +93,14 @@ export interface AuditRow {
 
 type Row = Record<string, SqlStorageValue>;
 
+export interface MetricsSnapshot {
+  admissionsByStatus: Partial<Record<AdmissionStatus, number>>;
+  admissionsByRole: Partial<Record<Role, number>>;
+  ticketsByState: Partial<Record<TicketState, number>>;
+  members: number;
+  wait: { count: number; sumSeconds: number; cumulative: number[] };
+}
+
 export class QueueStore {
   constructor(private readonly sql: SqlStorage) {}
 
@@ -297,6 +305,30 @@ export class QueueStore {
 
   deleteMember(node: string): boolean {
     return this.run(`DELETE FROM members WHERE node = ?`, node) > 0;
+  }
+
+  // -- metrics
+
+  /** Counters and the admission-wait histogram (seconds from ticket creation to admission). */
+  metricsSnapshot(bucketsSeconds: readonly number[]): MetricsSnapshot {
+    const admissions = this.all<{ status: AdmissionStatus; n: number }>(`SELECT status, count(*) AS n FROM admissions GROUP BY status`);
+    const byRole = this.all<{ role: Role; n: number }>(`SELECT t.role AS role, count(*) AS n FROM admissions a JOIN tickets t ON t.id = a.ticket_id GROUP BY t.role`);
+    const states = this.all<{ state: TicketState; n: number }>(`SELECT state, count(*) AS n FROM tickets GROUP BY state`);
+    const buckets = bucketsSeconds.map((b) => `sum(CASE WHEN admitted_at - created_at <= ${Math.round(b * 1000)} THEN 1 ELSE 0 END)`);
+    const wait = this.sql
+      .exec<Row>(`SELECT count(*) AS n, coalesce(sum(admitted_at - created_at), 0) AS total ${buckets.map((b, i) => `, ${b} AS b${i}`).join("")} FROM tickets WHERE admitted_at IS NOT NULL`)
+      .one();
+    return {
+      admissionsByStatus: Object.fromEntries(admissions.map((r) => [r.status, r.n])),
+      admissionsByRole: Object.fromEntries(byRole.map((r) => [r.role, r.n])),
+      ticketsByState: Object.fromEntries(states.map((r) => [r.state, r.n])),
+      members: this.first<{ n: number }>(`SELECT count(*) AS n FROM members`)!.n,
+      wait: {
+        count: Number(wait.n),
+        sumSeconds: Number(wait.total) / 1000,
+        cumulative: bucketsSeconds.map((_, i) => Number(wait[`b${i}`] ?? 0)),
+      },
+    };
   }
 
   // -- audit

@@ -3,7 +3,7 @@
  * Hono's bearer-auth). Failed attempts count against the client's IP.
  * @module
  */
-import { createRoute, type z } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import { bearerAuth } from "hono/bearer-auth";
 import { authFailure, issuer, newApp, queue, respond, type AppEnv } from "../http/app.ts";
 import {
@@ -113,6 +113,21 @@ admin
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).reassignBootstrap(c.req.valid("json")));
   })
+  .openapi(
+    createRoute({
+      method: "get",
+      path: `${base}/metrics`,
+      summary: "Queue metrics in Prometheus text format",
+      security,
+      request: { params: ClusterParams },
+      responses: { 200: { description: "Prometheus text exposition 0.0.4", content: { "text/plain": { schema: z.string() } } }, ...common },
+    }),
+    async (c) => {
+      const outcome = await queue(c, c.req.valid("param").cluster).metrics();
+      if (!outcome.ok) return respond(c, outcome);
+      return c.text(outcome.value, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    },
+  )
   .openapi(route("get", "/audit", "The append-only audit log", { query: AuditQuery }), async (c) => {
     const { after, limit, wait } = c.req.valid("query");
     return respond(c, await queue(c, c.req.valid("param").cluster).audit({ after: after ?? 0, limit: limit ?? 100, waitSeconds: wait ?? 0 }));

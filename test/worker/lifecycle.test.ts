@@ -151,3 +151,41 @@ describe("join lifecycle", () => {
     expect(r.body.code).toBe("queue_full");
   });
 });
+
+describe("metrics", () => {
+  const scrape = async (cluster: string) => {
+    const r = await call("GET", `/v1/admin/clusters/${cluster}/metrics`, { token: "test-admin-token-0123456789" });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const values = new Map<string, number>();
+    for (const line of String(r.body).split("\n")) {
+      const m = /^(\w+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+      if (m) values.set(m[1], Number(m[2]));
+    }
+    return (name: string) => values.get(name);
+  };
+
+  it("change as the queue moves", async () => {
+    const { enrollment } = await bootstrapped("metrics-move");
+    const l = 'cluster="metrics-move"';
+    let m = await scrape("metrics-move");
+    expect(m(`join_broker_queue_length{${l}}`)).toBe(0);
+    expect(m(`join_broker_admissions_total{${l},role="bootstrap"}`)).toBe(1);
+    expect(m(`join_broker_joins_total{${l}}`)).toBe(1);
+    const a = await ticket("metrics-move", enrollment, "a", peer(2));
+    await ticket("metrics-move", enrollment, "b", peer(3));
+    await ticket("metrics-move", enrollment, "c", peer(4));
+    m = await scrape("metrics-move");
+    expect(m(`join_broker_queue_length{${l}}`)).toBe(2);
+    expect(m(`join_broker_in_flight{${l}}`)).toBe(1);
+    expect(m(`join_broker_admissions_total{${l},role="join"}`)).toBe(1);
+    await admin("POST", `metrics-move/admissions/${a.body.jti}/revoke`, { reason: "test" });
+    m = await scrape("metrics-move");
+    expect(m(`join_broker_revocations_total{${l}}`)).toBe(1);
+    expect(m(`join_broker_queue_length{${l}}`)).toBe(1);
+    expect(m(`join_broker_admissions_total{${l},role="join"}`)).toBe(2);
+    expect(m(`join_broker_admission_wait_seconds_count{${l}}`)).toBe(3);
+    expect(m(`join_broker_admission_wait_seconds_bucket{${l},le="+Inf"}`)).toBe(3);
+    expect(m(`join_broker_members{${l}}`)).toBe(1);
+  });
+});
