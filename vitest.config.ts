@@ -18,7 +18,13 @@ export default defineConfig({
             miniflare: { bindings: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, ISSUER: "https://broker.test" } },
           }),
         ],
-        test: { name: "worker", include: ["test/worker/**/*.test.ts"], testTimeout: 30_000 },
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts"],
+          testTimeout: 30_000,
+          // The Durable Object logs every state change as a JSON line: keep test output readable.
+          onConsoleLog: (log) => !log.startsWith('{"cluster"'),
+        },
       },
       {
         // Real processes on loopback: wrangler dev, the join API, etcd, the agent.

@@ -47,7 +47,7 @@ import { generateSigningKey, importPrivateKey, signAdmission } from "../tokens/k
 import { ENROLLMENT_TOKEN_PREFIX, newEnrollmentToken, randomId, sha256Hex } from "../tokens/secrets.ts";
 
 type Principal =
-  | { kind: "enrollment"; id: string; exhausted: boolean }
+  | { kind: "enrollment"; id: string }
   | { kind: "admission"; jti: string; ticket: string; payload: JWTPayload };
 
 export type IntrospectResult =
@@ -111,7 +111,7 @@ export class JoinQueue extends DurableObject<Env> {
     switch (decision.kind) {
       case "existing":
         ticketId = live!.id;
-        if (live!.enrollment_token_id !== enrollment.id) this.#store.updateTicket(live!.id, live!.state, { enrollment_token_id: enrollment.id });
+        if (live!.enrollment_token_id !== enrollment.id) this.#store.setTicketEnrollment(live!.id, enrollment.id);
         break;
       case "already_joined": {
         const last = this.#store.latestTicketOf(input.node);
@@ -130,24 +130,30 @@ export class JoinQueue extends DurableObject<Env> {
         return fail(503, "queue_full", `the join queue of ${c.name} is full (maxQueue ${c.max_queue})`, 30);
       case "revive_bootstrap":
       case "new": {
-        if (enrollment.exhausted) return fail(403, "enrollment_token_exhausted", "the enrollment token has reached its use limit");
-        const previous = decision.kind === "revive_bootstrap" ? this.#store.latestTicketOf(input.node) : null;
+        const latest = decision.kind === "revive_bootstrap" ? this.#store.latestTicketOf(input.node) : null;
+        const previous = latest?.role === "bootstrap" ? latest : null;
+        if (previous && previous.peer_url !== input.peerURL) {
+          return fail(409, "peer_url_conflict", `node ${input.node} holds the bootstrap ticket with peerURL ${previous.peer_url}`);
+        }
         const role: Role = decision.kind === "new" ? decision.role : "bootstrap";
-        ticketId = this.#transact(() => {
-          this.#store.useEnrollmentToken(enrollment.id);
-          if (previous && previous.role === "bootstrap" && previous.peer_url === input.peerURL) {
+        const id = this.#transact(() => {
+          // The bootstrap ticket coming back to its node is not a new use of the enrollment token.
+          if (!previous && !this.#store.useEnrollmentToken(enrollment.id)) return null;
+          if (previous) {
             this.#store.updateTicket(previous.id, previous.state, {
               state: "queued", enrollment_token_id: enrollment.id, ended_at: null, end_reason: null, jti: null, lease_expires_at: null,
             });
             this.#record(now, `node:${input.node}`, "ticket.bootstrap_returned", previous.id, { node: input.node, previousState: previous.state });
             return previous.id;
           }
-          const id = randomId("tkt_");
-          this.#store.insertTicket({ id, seq: this.#store.takeSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
+          const fresh = randomId("tkt_");
+          this.#store.insertTicket({ id: fresh, seq: this.#store.takeSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
           if (role === "bootstrap") this.#store.updateCluster({ bootstrap_node: input.node });
-          this.#record(now, `node:${input.node}`, "ticket.created", id, { node: input.node, peerURL: input.peerURL, role, enrollmentToken: enrollment.id });
-          return id;
+          this.#record(now, `node:${input.node}`, "ticket.created", fresh, { node: input.node, peerURL: input.peerURL, role, enrollmentToken: enrollment.id });
+          return fresh;
         });
+        if (id === null) return fail(403, "enrollment_token_exhausted", "the enrollment token has reached its use limit");
+        ticketId = id;
         created = true;
         await this.#admitWaiting();
         break;
@@ -684,7 +690,7 @@ export class JoinQueue extends DurableObject<Env> {
       if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) {
         return fail(401, "unauthorized", row ? "the enrollment token is revoked or expired" : "unknown enrollment token");
       }
-      return { ok: true, value: { kind: "enrollment", id: row.id, exhausted: row.max_uses !== null && row.uses >= row.max_uses } };
+      return { ok: true, value: { kind: "enrollment", id: row.id } };
     }
     const verified = await this.#verifyAdmissionToken(bearer);
     if (!verified) return fail(401, "unauthorized", "the bearer token is neither a valid enrollment token nor an admission token of this cluster");

@@ -176,6 +176,11 @@ export class QueueStore {
     );
   }
 
+  /** Records which enrollment token now holds the ticket; not a state change, so no new version. */
+  setTicketEnrollment(id: string, enrollmentTokenId: string): void {
+    this.run(`UPDATE tickets SET enrollment_token_id = ? WHERE id = ?`, enrollmentTokenId, id);
+  }
+
   countByState(state: TicketState): number {
     return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = ?`, state)!.n;
   }
@@ -250,8 +255,9 @@ export class QueueStore {
     return this.all<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens ORDER BY created_at, id`);
   }
 
-  useEnrollmentToken(id: string): void {
-    this.run(`UPDATE enrollment_tokens SET uses = uses + 1 WHERE id = ?`, id);
+  /** Counts one use, unless the token's use limit is reached; returns whether it counted. */
+  useEnrollmentToken(id: string): boolean {
+    return this.run(`UPDATE enrollment_tokens SET uses = uses + 1 WHERE id = ? AND (max_uses IS NULL OR uses < max_uses)`, id) > 0;
   }
 
   revokeEnrollmentToken(id: string, nowMs: number): boolean {

@@ -105,3 +105,17 @@ describe("idempotent ticket requests", () => {
     expect((await admin("DELETE", "idem-forget/members/nobody")).body.code).toBe("member_not_found");
   });
 });
+
+describe("the bootstrap ticket", () => {
+  it("does not come back to its node under another peerURL", async () => {
+    const token = await enroll("idem-boot-peer");
+    await admin("PUT", "idem-boot-peer/policy", { leaseSeconds: 1 });
+    const boot = await ticket("idem-boot-peer", token, "b0", peer(1));
+    await abandon("idem-boot-peer", boot.body.admission, boot.body.ticket);
+    const moved = await ticket("idem-boot-peer", token, "b0", peer(7));
+    expect(moved.status).toBe(409);
+    expect(moved.body.code).toBe("peer_url_conflict");
+    const tickets = await admin("GET", "idem-boot-peer/tickets");
+    expect(tickets.body.tickets).toHaveLength(1);
+  });
+});
