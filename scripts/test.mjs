@@ -1,5 +1,7 @@
-// `npm test`: make sure the external tools are there, then run every test suite once.
+// `npm test`: make sure the external tools are there, then run every suite once and close with
+// one summary line ("N passed, N failed").
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { ensureTool } from "./tools.mjs";
 
 process.env.ETCD_BIN = ensureTool("etcd");
@@ -7,17 +9,46 @@ process.env.SPIN_BIN = ensureTool("spin");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
+const extra = process.argv.slice(2);
+const results = "test-results";
+rmSync(results, { recursive: true, force: true });
+mkdirSync(results, { recursive: true });
+const vitest = (name, projects) => [
+  "vitest",
+  "run",
+  ...projects.flatMap((p) => ["--project", p]),
+  "--reporter=default",
+  "--reporter=json",
+  `--outputFile.json=${results}/${name}.json`,
+  ...(extra.length ? ["--passWithNoTests", ...extra] : []),
+];
+
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
   ["type check", ["tsc", "--noEmit"]],
-  ["tests", ["vitest", "run", ...process.argv.slice(2)]],
+  // In-process suites first; then the real processes, alone, so their timing is not disturbed.
+  ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
+  ["end-to-end tests", vitest("e2e", ["e2e"])],
 ];
 
+let failedStep = null;
 for (const [name, [cmd, ...args]] of steps) {
   console.log(`\n== ${name}: ${cmd} ${args.join(" ")}`);
   const r = spawnSync(cmd, args, { stdio: "inherit", env: process.env });
   if (r.status !== 0) {
-    console.error(`\n== ${name} failed (exit ${r.status ?? r.signal})`);
-    process.exit(r.status || 1);
+    failedStep = `${name} (exit ${r.status ?? r.signal})`;
+    break;
   }
 }
+
+let passed = 0;
+let failed = 0;
+for (const file of ["in-process", "e2e"].map((n) => `${results}/${n}.json`).filter(existsSync)) {
+  const report = JSON.parse(readFileSync(file, "utf8"));
+  passed += report.numPassedTests ?? 0;
+  // A file that fails to load fails no test, yet the run failed: count it.
+  failed += report.numFailedTests || (report.success ? 0 : Math.max(1, report.numFailedTestSuites ?? 0));
+}
+if (failedStep) console.error(`\n== failed: ${failedStep}`);
+console.log(`\n${passed} passed, ${failed} failed`);
+process.exit(failedStep ? 1 : 0);
