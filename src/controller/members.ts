@@ -1,0 +1,208 @@
+/**
+ * The etcd side of the join API: add a node as a learner (once, even when asked twice), promote
+ * it when it has started and caught up, and make room by removing a learner that never started
+ * and whose admission has ended. Every membership change of this process runs one at a time.
+ * @module
+ */
+import { canonicalPeerUrl } from "../protocol/identifiers.ts";
+import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { RETRY_AFTER, fromEtcdError, refuse, type Outcome } from "./outcome.ts";
+
+export interface AddedMember {
+  memberID: string;
+  learner: boolean;
+  initialCluster: string[];
+}
+
+export interface PromotedMember {
+  memberID: string;
+  learner: false;
+}
+
+/** Which admission added which member, so a learner that never started can be reaped. */
+export interface AdmissionRecord {
+  node: string;
+  peerURL: string;
+  jti: string;
+  token: string;
+  memberID: string;
+  addedAt: number;
+}
+
+export interface MembershipOptions {
+  gateway: EtcdGateway;
+  /** Is this admission token still active? null when that cannot be told now. */
+  admissionActive(token: string): Promise<boolean | null>;
+  /**
+   * How long an unstarted learner this process knows nothing about (added by another join API
+   * instance, or before a restart) may block the next join before it is removed. Default 5 min.
+   */
+  unknownLearnerGraceMs?: number;
+  log?: (line: string) => void;
+  now?: () => number;
+}
+
+export class Membership {
+  readonly #gateway: EtcdGateway;
+  readonly #admissionActive: MembershipOptions["admissionActive"];
+  readonly #graceMs: number;
+  readonly #log: (line: string) => void;
+  readonly #now: () => number;
+  /** By canonical peer URL. In memory: a restarted join API falls back on the grace period. */
+  readonly #records = new Map<string, AdmissionRecord>();
+  /** When an unstarted learner with no record was first seen, by member ID. */
+  readonly #unknownSince = new Map<string, number>();
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: MembershipOptions) {
+    this.#gateway = options.gateway;
+    this.#admissionActive = options.admissionActive;
+    this.#graceMs = options.unknownLearnerGraceMs ?? 300_000;
+    this.#log = options.log ?? (() => {});
+    this.#now = options.now ?? Date.now;
+  }
+
+  records(): AdmissionRecord[] {
+    return [...this.#records.values()];
+  }
+
+  /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
+  addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+    return this.#serialized(() => this.#addLearner(input));
+  }
+
+  /** Promotes the learner with this peer URL once it has started and is in sync. */
+  promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+    return this.#serialized(() => this.#promote(input));
+  }
+
+  /** The member with this peer URL, for read-only questions (no lock needed). */
+  async member(peerURL: string): Promise<Outcome<EtcdMember | null>> {
+    const list = await this.#gateway.memberList();
+    if (!list.ok) return fromEtcdError(list.error);
+    return { ok: true, value: memberByPeerUrl(list.value.members, peerURL) ?? null };
+  }
+
+  #serialized<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+    const peerURL = canonicalPeerUrl(input.peerURL);
+    const list = await this.#gateway.memberList();
+    if (!list.ok) return fromEtcdError(list.error);
+    const members = list.value.members;
+
+    const existing = memberByPeerUrl(members, peerURL);
+    if (existing) return this.#alreadyMember(existing, members, input, peerURL);
+
+    for (const learner of members.filter((m) => m.isLearner)) {
+      const blocked = await this.#makeRoom(learner);
+      if (blocked) return blocked;
+    }
+
+    const added = await this.#gateway.memberAdd([peerURL], { learner: true });
+    if (!added.ok) {
+      if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {
+        // Another add for this peer won the race (or an earlier try timed out after etcd applied it).
+        const again = await this.#gateway.memberList();
+        if (!again.ok) return fromEtcdError(again.error);
+        const member = memberByPeerUrl(again.value.members, peerURL);
+        if (member) return this.#alreadyMember(member, again.value.members, input, peerURL);
+        return refuse(503, "etcd_unavailable", `etcd reports ${added.error.message} but lists no member with peer URL ${peerURL} yet`, RETRY_AFTER.unavailable);
+      }
+      return fromEtcdError(added.error);
+    }
+    const member = added.value.member;
+    this.#remember(input, peerURL, member.id);
+    this.#log(`added learner ${member.id} for node ${input.node} (${peerURL}, admission ${input.jti})`);
+    return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL) } };
+  }
+
+  #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Outcome<AddedMember> {
+    if (member.started && member.name !== "" && member.name !== input.node) {
+      return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
+    }
+    if (member.isLearner || !member.started) this.#remember(input, peerURL, member.id);
+    this.#log(`node ${input.node} asked again for ${peerURL}: already member ${member.id}${member.isLearner ? " (learner)" : ""}`);
+    return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
+  }
+
+  /** null when this learner is out of the way (or was removed), else the answer to give. */
+  async #makeRoom(learner: EtcdMember): Promise<Outcome<AddedMember> | null> {
+    const who = learner.name || learner.peerURLs.join(",");
+    if (learner.started) {
+      return refuse(503, "learner_pending", `learner ${who} (${learner.id}) is running and waits for promotion; etcd allows one learner at a time`, RETRY_AFTER.learnerPending);
+    }
+    const record = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+    let why: string;
+    if (record) {
+      const active = await this.#admissionActive(record.token);
+      if (active === null) {
+        return refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) has not started and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable);
+      }
+      if (active) {
+        return refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} has not started yet and its admission is active; etcd allows one learner at a time`, RETRY_AFTER.learnerPending);
+      }
+      why = `its admission ${record.jti} for node ${record.node} is no longer active`;
+    } else {
+      const since = this.#unknownSince.get(learner.id) ?? this.#now();
+      this.#unknownSince.set(learner.id, since);
+      const waited = this.#now() - since;
+      if (waited < this.#graceMs) {
+        return refuse(
+          503,
+          "learner_pending",
+          `learner ${who} (${learner.id}) has not started and was not added here; it is removed if still unstarted ${Math.ceil((this.#graceMs - waited) / 1000)} s from now`,
+          RETRY_AFTER.learnerPending,
+        );
+      }
+      why = `it was not added here and stayed unstarted for ${Math.round(waited / 1000)} s`;
+    }
+    const removed = await this.#gateway.memberRemove(learner.id);
+    if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
+    for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
+    this.#unknownSince.delete(learner.id);
+    this.#log(`removed unstarted learner ${learner.id} (${learner.peerURLs.join(",")}): ${why}`);
+    return null;
+  }
+
+  async #promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+    const peerURL = canonicalPeerUrl(input.peerURL);
+    const list = await this.#gateway.memberList();
+    if (!list.ok) return fromEtcdError(list.error);
+    const member = memberByPeerUrl(list.value.members, peerURL);
+    if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
+    if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
+    // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
+    if (!member.started) {
+      return refuse(503, "learner_not_started", `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`, RETRY_AFTER.learnerNotStarted);
+    }
+    const promoted = await this.#gateway.memberPromote(member.id);
+    if (!promoted.ok) {
+      if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
+      return fromEtcdError(promoted.error);
+    }
+    this.#records.delete(peerURL);
+    this.#log(`promoted learner ${member.id} (node ${input.node}, ${peerURL}) to voter`);
+    return { ok: true, value: { memberID: member.id, learner: false } };
+  }
+
+  #remember(input: { node: string; jti: string; token: string }, peerURL: string, memberID: string): void {
+    const previous = this.#records.get(peerURL);
+    // Keep the original record when the same node asks again with a newer admission: the newer one decides.
+    this.#records.set(peerURL, { node: input.node, peerURL, jti: input.jti, token: input.token, memberID, addedAt: previous?.addedAt ?? this.#now() });
+  }
+
+  /** `--initial-cluster` for the node: started members by their names, the new member by the node's. */
+  #initialCluster(members: EtcdMember[], node: string, peerURL: string): string[] {
+    return initialClusterEntries(members, (m) => {
+      if (m.peerURLs.some((u) => canonicalPeerUrl(u) === peerURL)) return node;
+      const record = m.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+      // etcd matches the other entries by peer URL only, so any distinct name will do.
+      return record?.node ?? `member-${m.id}`;
+    });
+  }
+}
