@@ -32,7 +32,7 @@ async function admit(address: MemberAddress): Promise<Admission> {
     headers: { authorization: `Bearer ${enrollment}`, "content-type": "application/json" },
     body: JSON.stringify({ node: address.name, peerURL: address.peerURL }),
   });
-  const body = await res.json();
+  const body = (await res.json()) as { state: string; role: string; ticket: string; admission: string };
   if (body.state !== "admitted" || body.role !== "join") throw new Error(`expected an admitted join ticket, got ${res.status} ${JSON.stringify(body)}`);
   return { node: address.name, peerURL: address.peerURL, ticket: body.ticket, token: body.admission, jti: String(decodeJwt(body.admission).jti) };
 }
@@ -264,7 +264,7 @@ describe("join API against etcd 3.4", () => {
   it("reports etcd's health and stops cleanly on SIGTERM", async () => {
     const health = await fetch(`${joinApi.url}/healthz`);
     expect(health.status).toBe(200);
-    expect((await health.json()).etcd.clusterId).toMatch(/^\d+$/);
+    expect(((await health.json()) as { etcd: { clusterId: string } }).etcd.clusterId).toMatch(/^\d+$/);
     const exited = new Promise<number | null>((ok) => joinApi.child.once("exit", (code) => ok(code)));
     joinApi.child.kill("SIGTERM");
     expect(await exited).toBe(0);
