@@ -11,7 +11,7 @@
  * @module
  */
 import { DurableObject } from "cloudflare:workers";
-import { decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from "jose";
+import type { JWK, JWTPayload } from "jose";
 import {
   DEFAULT_POLICY,
   admittableRole,
@@ -26,8 +26,10 @@ import {
   type Role,
   type TicketState,
 } from "./policy.ts";
+import { Credentials, type Principal } from "./credentials.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { migrate, SCHEMA_VERSION } from "./schema.ts";
+import { Waiters } from "./waiters.ts";
 import { QueueStore, clusterFacts, clusterPolicy, type AdmissionRow, type ClusterRow, type TicketRow } from "./store.ts";
 import {
   adminTicketView,
@@ -42,13 +44,9 @@ import {
   type Outcome,
   type TicketView,
 } from "./views.ts";
-import { ADMISSION_ALG, ADMISSION_TYP, admissionClaims, audienceFor, customClaimsProblem } from "../tokens/claims.ts";
-import { generateSigningKey, importPrivateKey, signAdmission } from "../tokens/keys.ts";
-import { ENROLLMENT_TOKEN_PREFIX, newEnrollmentToken, randomId, sha256Hex } from "../tokens/secrets.ts";
-
-type Principal =
-  | { kind: "enrollment"; id: string }
-  | { kind: "admission"; jti: string; ticket: string; payload: JWTPayload };
+import { admissionClaims } from "../tokens/claims.ts";
+import { generateSigningKey, signAdmission } from "../tokens/keys.ts";
+import { newEnrollmentToken, randomId, sha256Hex } from "../tokens/secrets.ts";
 
 export type IntrospectResult =
   | { active: true; claims: JWTPayload }
@@ -67,15 +65,15 @@ const UNKNOWN_CLUSTER = (cluster: string) => fail(404, "unknown_cluster", `clust
 
 export class JoinQueue extends DurableObject<Env> {
   readonly #store: QueueStore;
-  readonly #waiters = new Map<string, Set<() => void>>();
-  readonly #publicKeys = new Map<string, CryptoKey>();
-  #signing: { kid: string; key: CryptoKey } | null = null;
+  readonly #waiters = new Waiters();
+  readonly #credentials: Credentials;
   #admitting: Promise<void> = Promise.resolve();
   #pendingLogs: Record<string, unknown>[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#store = new QueueStore(ctx.storage.sql);
+    this.#credentials = new Credentials(this.#store);
     void ctx.blockConcurrencyWhile(async () => {
       migrate(ctx.storage, Date.now());
     });
@@ -86,7 +84,7 @@ export class JoinQueue extends DurableObject<Env> {
   async requestTicket(input: { cluster: string; bearer: string; node: string; peerURL: string }): Promise<Outcome<TicketView>> {
     const cluster = this.#store.cluster();
     if (!cluster) return fail(401, "unauthorized", "unknown enrollment token");
-    const principal = await this.#authenticate(input.bearer);
+    const principal = await this.#credentials.authenticate(input.bearer, Date.now());
     if (!principal.ok) return principal;
     if (principal.value.kind !== "enrollment") return fail(403, "wrong_token_kind", "tickets are requested with an enrollment token, not an admission token");
     const enrollment = principal.value;
@@ -171,7 +169,7 @@ export class JoinQueue extends DurableObject<Env> {
     const waitMs = Math.min(LONG_POLL_MAX_MS, Math.max(0, input.waitSeconds * 1000));
     const unchanged = input.ifNoneMatch ? input.ifNoneMatch === ticketEtag(row) : row.state === "queued";
     if (waitMs > 0 && unchanged) {
-      await this.#waitForChange(row.id, waitMs);
+      await this.#waiters.wait(row.id, waitMs);
       await this.#settle();
       row = this.#store.ticket(input.ticket)!;
     }
@@ -217,7 +215,7 @@ export class JoinQueue extends DurableObject<Env> {
       this.#record(now, `node:${row.node}`, "ticket.joined", row.id, { node: row.node, memberID: input.memberID, role: row.role, jti: row.jti });
       if (row.role === "bootstrap") this.#record(now, `node:${row.node}`, "cluster.bootstrapped", c.name, { node: row.node, memberID: input.memberID });
     });
-    this.#notify([row.id]);
+    this.#waiters.notify([row.id]);
     await this.#admitWaiting();
     await this.#armAlarm();
     return this.#viewOutcome(this.#store.ticket(row.id)!, 200);
@@ -235,7 +233,7 @@ export class JoinQueue extends DurableObject<Env> {
       if (row.state === "admitted" && row.jti) this.#store.endAdmission(row.jti, "abandoned", "abandoned by the node", now);
       this.#record(now, `node:${row.node}`, "ticket.abandoned", row.id, { node: row.node, previousState: row.state, jti: row.jti });
     });
-    this.#notify([row.id]);
+    this.#waiters.notify([row.id]);
     await this.#admitWaiting();
     await this.#armAlarm();
     return this.#viewOutcome(this.#store.ticket(row.id)!, 200);
@@ -260,7 +258,7 @@ export class JoinQueue extends DurableObject<Env> {
   async introspect(token: string): Promise<IntrospectResult> {
     if (!this.#store.cluster()) return { active: false, reason: "unknown_cluster" };
     await this.#settle();
-    const verified = await this.#verifyAdmissionToken(token);
+    const verified = await this.#credentials.verifyAdmission(token);
     if (!verified) return { active: false, reason: "invalid" };
     const { payload } = verified;
     if (verified.expired) return { active: false, reason: "expired" };
@@ -366,7 +364,7 @@ export class JoinQueue extends DurableObject<Env> {
       return true;
     });
     if (changed) {
-      this.#notify([admission.ticket_id]);
+      this.#waiters.notify([admission.ticket_id]);
       await this.#admitWaiting();
       await this.#armAlarm();
     }
@@ -415,7 +413,6 @@ export class JoinQueue extends DurableObject<Env> {
       this.#record(now, "admin", "keys.rotated", fresh.kid, { retired: old?.kid ?? null });
       return old?.kid ?? null;
     });
-    this.#signing = null;
     const keys = this.#store.publishedKeys(now).map((k) => k.kid);
     return { ok: true, status: 200, value: { kid: fresh.kid, retired, keys } };
   }
@@ -472,7 +469,7 @@ export class JoinQueue extends DurableObject<Env> {
       this.#record(now, "admin", "bootstrap.reassigned", input.node, { from: c.bootstrap_node, reason: input.reason, revoked: revokedJti });
       return revokedJti;
     });
-    this.#notifyAll();
+    this.#waiters.notifyAll();
     await this.#admitWaiting();
     await this.#armAlarm();
     return { ok: true, status: 200, value: { bootstrapNode: input.node, revoked } };
@@ -483,7 +480,7 @@ export class JoinQueue extends DurableObject<Env> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
     let rows = this.#store.auditAfter(input.after, input.limit);
     if (rows.length === 0 && input.waitSeconds > 0) {
-      await this.#waitForChange(AUDIT_WAITERS, Math.min(LONG_POLL_MAX_MS, input.waitSeconds * 1000));
+      await this.#waiters.wait(AUDIT_WAITERS, Math.min(LONG_POLL_MAX_MS, input.waitSeconds * 1000));
       rows = this.#store.auditAfter(input.after, input.limit);
     }
     return { ok: true, status: 200, value: { entries: rows.map(auditView), next: rows.length ? rows[rows.length - 1].seq : input.after } };
@@ -515,7 +512,7 @@ export class JoinQueue extends DurableObject<Env> {
     const cluster = this.#store.cluster()?.name ?? this.ctx.id.name;
     for (const entry of this.#pendingLogs) console.log(JSON.stringify({ cluster, ...entry }));
     this.#pendingLogs = [];
-    this.#notify([AUDIT_WAITERS]);
+    this.#waiters.notify([AUDIT_WAITERS]);
     return result;
   }
 
@@ -572,7 +569,7 @@ export class JoinQueue extends DurableObject<Env> {
           this.#record(now, "system", "lease.expired", t.id, { node: t.node, jti: t.jti, role: t.role });
         }
       });
-      this.#notify(due.map((t) => t.id));
+      this.#waiters.notify(due.map((t) => t.id));
       await this.#armAlarm();
     }
     await this.#admitWaiting();
@@ -595,7 +592,7 @@ export class JoinQueue extends DurableObject<Env> {
     const candidates = this.#store.queuedOfRole(role, slots);
     if (candidates.length === 0) return;
 
-    const { kid, key } = await this.#signingKey();
+    const { kid, key } = await this.#credentials.signingKey();
     const now = Date.now();
     const issuer = this.#issuer(c);
     const policy = clusterPolicy(c);
@@ -619,7 +616,7 @@ export class JoinQueue extends DurableObject<Env> {
       return done;
     });
     if (admitted.length > 0) {
-      this.#notify(admitted);
+      this.#waiters.notify(admitted);
       await this.#armAlarm();
     }
   }
@@ -634,74 +631,10 @@ export class JoinQueue extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Math.max(next, Date.now() + 1));
   }
 
-  async #signingKey(): Promise<{ kid: string; key: CryptoKey }> {
-    const current = this.#store.currentKey();
-    if (!current) throw new Error("cluster has no signing key");
-    if (this.#signing?.kid !== current.kid) {
-      this.#signing = { kid: current.kid, key: await importPrivateKey(JSON.parse(current.private_jwk) as JWK) };
-    }
-    return this.#signing;
-  }
-
-  async #publicKey(kid: string): Promise<CryptoKey | null> {
-    const cached = this.#publicKeys.get(kid);
-    if (cached) return cached;
-    const row = this.#store.key(kid);
-    if (!row) return null;
-    const key = (await importJWK(JSON.parse(row.public_jwk) as JWK, ADMISSION_ALG)) as CryptoKey;
-    this.#publicKeys.set(kid, key);
-    return key;
-  }
-
-  /**
-   * Signature, typ, alg, aud and the custom claims; not whether the admission is still active.
-   * An expired token still identifies its ticket (so a node can read why it ended): `expired` says so.
-   */
-  async #verifyAdmissionToken(token: string): Promise<{ payload: JWTPayload; expired: boolean } | null> {
-    const c = this.#store.cluster();
-    if (!c) return null;
-    let header;
-    try {
-      header = decodeProtectedHeader(token);
-    } catch {
-      return null;
-    }
-    if (header.alg !== ADMISSION_ALG || header.typ !== ADMISSION_TYP || typeof header.kid !== "string") return null;
-    const key = await this.#publicKey(header.kid);
-    if (!key) return null;
-    let payload: JWTPayload;
-    let expired = false;
-    try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ADMISSION_ALG], typ: ADMISSION_TYP, audience: audienceFor(c.name), clockTolerance: 30 }));
-    } catch (e) {
-      // jose checks the signature before the claims, so an expired token is an authentic one.
-      if (!(e instanceof errors.JWTExpired)) return null;
-      payload = e.payload;
-      expired = true;
-    }
-    if (customClaimsProblem(payload as Record<string, unknown>, c.name)) return null;
-    return { payload, expired };
-  }
-
-  async #authenticate(bearer: string): Promise<{ ok: true; value: Principal } | Failure> {
-    const now = Date.now();
-    if (bearer.startsWith(ENROLLMENT_TOKEN_PREFIX)) {
-      const row = this.#store.enrollmentTokenByHash(await sha256Hex(bearer));
-      if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) {
-        return fail(401, "unauthorized", row ? "the enrollment token is revoked or expired" : "unknown enrollment token");
-      }
-      return { ok: true, value: { kind: "enrollment", id: row.id } };
-    }
-    const verified = await this.#verifyAdmissionToken(bearer);
-    if (!verified) return fail(401, "unauthorized", "the bearer token is neither a valid enrollment token nor an admission token of this cluster");
-    const { payload } = verified;
-    return { ok: true, value: { kind: "admission", jti: String(payload.jti), ticket: String(payload.ticket), payload } };
-  }
-
   /** Authorizes access to a ticket by the enrollment token that holds it or by one of its admission tokens. */
   async #ticketAccess(bearer: string, ticketId: string, kinds: Principal["kind"][]): Promise<{ ok: true; value: Principal } | Failure> {
     if (!this.#store.cluster()) return fail(401, "unauthorized", "unknown token");
-    const principal = await this.#authenticate(bearer);
+    const principal = await this.#credentials.authenticate(bearer, Date.now());
     if (!principal.ok) return principal;
     const p = principal.value;
     if (!kinds.includes(p.kind)) return fail(403, "wrong_token_kind", `this call takes ${kinds.map((k) => `an ${k} token`).join(" or ")}`);
@@ -726,28 +659,5 @@ export class JoinQueue extends DurableObject<Env> {
       return fail(410, "admission_inactive", `admission ${jti} is no longer active: ${why}`);
     }
     return { ok: true, value: { row, admission } };
-  }
-
-  #waitForChange(ticketId: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const set = this.#waiters.get(ticketId) ?? new Set();
-      this.#waiters.set(ticketId, set);
-      const done = () => {
-        clearTimeout(timer);
-        set.delete(done);
-        if (set.size === 0) this.#waiters.delete(ticketId);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      set.add(done);
-    });
-  }
-
-  #notify(ticketIds: Iterable<string>): void {
-    for (const id of ticketIds) for (const wake of [...(this.#waiters.get(id) ?? [])]) wake();
-  }
-
-  #notifyAll(): void {
-    this.#notify([...this.#waiters.keys()]);
   }
 }
