@@ -28,7 +28,7 @@ import {
 } from "./policy.ts";
 import { Credentials, type Principal } from "./credentials.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
-import { migrate, SCHEMA_VERSION } from "./schema.ts";
+import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
 import { QueueStore, clusterFacts, clusterPolicy, type AdmissionRow, type ClusterRow, type TicketRow } from "./store.ts";
 import {
@@ -74,8 +74,10 @@ export class JoinQueue extends DurableObject<Env> {
     super(ctx, env);
     this.#store = new QueueStore(ctx.storage.sql);
     this.#credentials = new Credentials(this.#store);
+    // Reads of a cluster that does not exist must not create storage: the schema is created with
+    // the cluster (ensureCluster), and upgraded here for objects that have one.
     void ctx.blockConcurrencyWhile(async () => {
-      migrate(ctx.storage, Date.now());
+      if (hasSchema(ctx.storage)) this.#migrate();
     });
   }
 
@@ -192,6 +194,7 @@ export class JoinQueue extends DurableObject<Env> {
   }
 
   async complete(input: { bearer: string; ticket: string; memberID: string }): Promise<Outcome<TicketView>> {
+    if (!this.#store.cluster()) return fail(401, "unauthorized", "unknown token");
     const ticket = this.#store.ticket(input.ticket);
     if (ticket?.state === "joined") {
       // A retried complete (the agent crashed before it saw the answer) is answered again.
@@ -522,8 +525,14 @@ export class JoinQueue extends DurableObject<Env> {
     this.#pendingLogs.push({ event: action, time: new Date(at).toISOString(), actor, subject, ...detail });
   }
 
+  #migrate(): void {
+    migrate(this.ctx.storage, Date.now());
+    this.#store.schemaReady = true;
+  }
+
   async #ensureCluster(cluster: string, issuer: string): Promise<void> {
     if (this.#store.cluster()) return;
+    if (!this.#store.schemaReady) this.#migrate();
     const key = await generateSigningKey();
     const now = Date.now();
     this.#transact(() => {
@@ -559,6 +568,7 @@ export class JoinQueue extends DurableObject<Env> {
 
   /** Applies what time has made due: expired leases end, and free slots are filled. */
   async #settle(): Promise<void> {
+    if (!this.#store.cluster()) return;
     const now = Date.now();
     const due = this.#store.dueLeases(now);
     if (due.length > 0) {

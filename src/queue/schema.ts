@@ -96,6 +96,11 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
   },
 ];
 
+/** Whether this object has a schema at all: objects that only ever answered reads have none. */
+export function hasSchema(storage: DurableObjectStorage): boolean {
+  return storage.sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sql_schema_migrations'`).toArray().length > 0;
+}
+
 /** Applies every migration not yet recorded, each in its own transaction. */
 export function migrate(storage: DurableObjectStorage, nowMs: number): void {
   const sql = storage.sql;

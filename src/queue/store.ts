@@ -102,6 +102,9 @@ export interface MetricsSnapshot {
 }
 
 export class QueueStore {
+  /** False until the schema exists; until then there is no cluster and nothing else is read. */
+  schemaReady = false;
+
   constructor(private readonly sql: SqlStorage) {}
 
   private first<T>(query: string, ...binds: unknown[]): T | null {
@@ -120,6 +123,7 @@ export class QueueStore {
   // -- cluster
 
   cluster(): ClusterRow | null {
+    if (!this.schemaReady) return null;
     return this.first<ClusterRow>(`SELECT * FROM cluster WHERE id = 1`);
   }
 

@@ -143,3 +143,17 @@ describe("bad input", () => {
     expect(await snapshot()).toEqual(before);
   });
 });
+
+describe("reads of clusters that do not exist", () => {
+  it("create no storage", async () => {
+    const { env } = await import("cloudflare:workers");
+    const { runInDurableObject } = await import("cloudflare:test");
+    for (const path of ["/v1/clusters/ghost/jwks.json", "/v1/clusters/ghost/revocations", "/v1/admin/clusters/ghost", "/v1/admin/clusters/ghost/audit"]) {
+      expect((await call("GET", path, { token: ADMIN })).status).toBe(404);
+    }
+    expect((await call("POST", "/v1/clusters/ghost/admissions/introspect", { body: { token: "a.b.c" } })).body).toEqual({ active: false, reason: "unknown_cluster" });
+    expect((await call("POST", "/v1/clusters/ghost/tickets/tkt_x/complete", { token: "a.b.c", body: { memberID: "1" } })).status).toBe(401);
+    const tables = await runInDurableObject(env.JOIN_QUEUE.getByName("ghost"), (_instance, state) => state.storage.sql.exec(`SELECT name FROM sqlite_master`).toArray());
+    expect(tables).toEqual([]);
+  });
+});
