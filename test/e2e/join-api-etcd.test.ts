@@ -1,0 +1,113 @@
+/**
+ * The join API's etcd layer against a real etcd 3.4: the gateway client's typed errors and
+ * failover, the process runner, and the reaping of a learner nobody here added.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EtcdGateway, memberByPeerUrl } from "../../src/etcd/gateway.ts";
+import { etcdFlags } from "../../src/etcd/process.ts";
+import { Membership } from "../../src/controller/members.ts";
+import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
+
+let etcd: TestEtcd;
+let gateway: EtcdGateway;
+let dead: string;
+
+beforeAll(async () => {
+  etcd = await startSingleNodeEtcd({ name: "gw-0" });
+  dead = `http://127.0.0.1:${await freePort()}`;
+  gateway = new EtcdGateway([dead, etcd.first.clientURL], { timeoutMs: 5_000 });
+});
+
+afterAll(async () => etcd?.cleanup());
+
+describe("etcd gateway client", () => {
+  it("reads the member list, status and health through a dead first endpoint", async () => {
+    const list = await gateway.memberList();
+    expect(list.ok && list.endpoint).toBe(etcd.first.clientURL);
+    if (!list.ok) return;
+    expect(list.value.members).toEqual([
+      { id: list.value.header.memberId, name: "gw-0", peerURLs: [etcd.first.peerURL], clientURLs: [etcd.first.clientURL], isLearner: false, started: true },
+    ]);
+    const health = await gateway.clusterHealth();
+    expect(health).toMatchObject({ healthy: true, clusterId: list.value.header.clusterId, leader: list.value.header.memberId });
+    expect(await gateway.health(etcd.first.clientURL)).toBe(true);
+    expect(await gateway.health(dead)).toBe(false);
+  });
+
+  it("says unavailable, not an exception, when no endpoint answers", async () => {
+    const nowhere = new EtcdGateway([dead], { timeoutMs: 2_000 });
+    const list = await nowhere.memberList();
+    expect(list.ok).toBe(false);
+    if (!list.ok) expect([list.error.kind, list.error.httpStatus]).toEqual(["unavailable", 0]);
+    expect((await nowhere.clusterHealth()).healthy).toBe(false);
+  });
+
+  it("maps etcd's membership refusals to typed errors", async () => {
+    const first = await memberAddress("gw-1");
+    const added = await gateway.memberAdd([first.peerURL], { learner: true });
+    expect(added.ok).toBe(true);
+    if (!added.ok) return;
+    expect(added.value.member).toMatchObject({ peerURLs: [first.peerURL], isLearner: true, started: false, name: "" });
+
+    const second = await gateway.memberAdd([(await memberAddress("gw-2")).peerURL], { learner: true });
+    expect(!second.ok && second.error.kind).toBe("too_many_learners");
+    const notReady = await gateway.memberPromote(added.value.member.id);
+    expect(!notReady.ok && notReady.error.kind).toBe("learner_not_ready");
+    const voter = await gateway.memberPromote(added.value.header.memberId);
+    expect(!voter.ok && voter.error.kind).toBe("member_not_learner");
+    const missing = await gateway.memberRemove("12345");
+    expect(!missing.ok && missing.error.kind).toBe("member_not_found");
+    await new Promise((ok) => setTimeout(ok, 1_100)); // a new second, so a new member ID
+    const twice = await gateway.memberAdd([first.peerURL], { learner: true });
+    expect(!twice.ok && twice.error.kind).toBe("peer_url_exists");
+
+    const removed = await gateway.memberRemove(added.value.member.id);
+    expect(removed.ok && removed.value.members.map((m) => m.name)).toEqual(["gw-0"]);
+  });
+});
+
+describe("etcd process", () => {
+  it("starts a member with the flags it prints, and stops it", async () => {
+    const address = await memberAddress("gw-3");
+    const added = await gateway.memberAdd([address.peerURL], { learner: true });
+    expect(added.ok).toBe(true);
+    const initialCluster = [`gw-0=${etcd.first.peerURL}`, `gw-3=${address.peerURL}`];
+    const proc = await etcd.startMember(address, initialCluster);
+    expect(proc.args).toEqual(etcdFlags({ ...address, dataDir: proc.dataDir, initialCluster, initialClusterState: "existing", heartbeatIntervalMs: 50, electionTimeoutMs: 750 }));
+    const status = await gateway.status(address.clientURL);
+    expect(status.ok && status.value.isLearner).toBe(true);
+    const list = await gateway.memberList();
+    expect(list.ok && memberByPeerUrl(list.value.members, address.peerURL)).toMatchObject({ name: "gw-3", started: true, isLearner: true });
+    await proc.stop();
+    expect(proc.running()).toBe(false);
+    if (added.ok) expect((await gateway.memberRemove(added.value.member.id)).ok).toBe(true);
+  });
+
+  it("fails with etcd's own words when it cannot start", async () => {
+    const address = await memberAddress("gw-bad");
+    // Not a member of this cluster: etcd refuses to join and exits.
+    await expect(etcd.startMember(address, [`gw-0=${etcd.first.peerURL}`, `gw-bad=${address.peerURL}`], { startTimeoutMs: 20_000 })).rejects.toThrow(/etcd log \(tail\)/);
+  });
+});
+
+describe("membership: a learner nobody here added", () => {
+  it("blocks joins while young, and is removed once the grace period has passed", async () => {
+    const stray = await memberAddress("stray");
+    const strayAdd = await gateway.memberAdd([stray.peerURL], { learner: true });
+    expect(strayAdd.ok).toBe(true);
+    if (!strayAdd.ok) return;
+    let now = Date.now();
+    const lines: string[] = [];
+    const membership = new Membership({ gateway, admissionActive: async () => true, unknownLearnerGraceMs: 60_000, now: () => now, log: (l) => lines.push(l) });
+    const next = await memberAddress("gw-4");
+    const request = { node: "gw-4", peerURL: next.peerURL, jti: "adm_gw4", token: "unused" };
+    const blocked = await membership.addLearner(request);
+    expect(!blocked.ok && [blocked.problem.code, blocked.retryAfter]).toEqual(["learner_pending", 5]);
+    now += 61_000;
+    const added = await membership.addLearner(request);
+    expect(added.ok).toBe(true);
+    const list = await gateway.memberList();
+    expect(list.ok && list.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
+    expect(lines.some((l) => l.includes(`removed unstarted learner ${strayAdd.value.member.id}`))).toBe(true);
+  });
+});
