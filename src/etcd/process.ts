@@ -14,6 +14,10 @@ export interface EtcdFlagsInput {
   clientURL: string;
   /** Where peers reach it, e.g. http://127.0.0.1:2380; it listens on the same URL. */
   peerURL: string;
+  /** Listen elsewhere than the advertised URL (e.g. http://0.0.0.0:2379 behind NAT); default: clientURL. */
+  listenClientURL?: string;
+  /** Default: peerURL. */
+  listenPeerURL?: string;
   /** `name=peerURL` entries, or the joined `--initial-cluster` string. */
   initialCluster: readonly string[] | string;
   initialClusterState: "new" | "existing";
@@ -33,9 +37,9 @@ export function etcdFlags(input: EtcdFlagsInput): string[] {
   const flags = [
     `--name=${input.name}`,
     `--data-dir=${input.dataDir}`,
-    `--listen-client-urls=${input.clientURL}`,
+    `--listen-client-urls=${input.listenClientURL ?? input.clientURL}`,
     `--advertise-client-urls=${input.clientURL}`,
-    `--listen-peer-urls=${input.peerURL}`,
+    `--listen-peer-urls=${input.listenPeerURL ?? input.peerURL}`,
     `--initial-advertise-peer-urls=${input.peerURL}`,
     `--initial-cluster=${initialCluster}`,
     `--initial-cluster-state=${input.initialClusterState}`,
