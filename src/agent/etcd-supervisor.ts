@@ -1,0 +1,207 @@
+/**
+ * The etcd the agent starts with `--etcd-bin`: one process per data dir, restarted when it dies,
+ * stopped (SIGTERM, then SIGKILL) when the agent stops.
+ *
+ * etcd writes to `<state-dir>/etcd.log` directly, not through a pipe to the agent, so it keeps
+ * running if the agent itself is killed; its pid goes to `<state-dir>/etcd.pid`. A restarted agent
+ * first stops an etcd left running on the same data dir (found by that pid file, or by its
+ * `--data-dir` flag in /proc), so two etcd processes never share a data dir.
+ * @module
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync } from "node:fs";
+import { argvOf, isAlive, type StateDir } from "./state-files.ts";
+import { sleep } from "./retry.ts";
+
+const MAX_LOG_BYTES = 64 * 1024 * 1024;
+/** More unexpected exits than this within RESTART_WINDOW_MS and the supervisor gives up. */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 120_000;
+
+export interface SupervisorHooks {
+  /** etcd exited without being asked to. */
+  onUnexpectedExit?(description: string, willRestart: boolean): void;
+  onLeftoverStopped?(pid: number): void;
+}
+
+export class EtcdSupervisor {
+  #child: ChildProcess | null = null;
+  #args: string[] = [];
+  #stopping = false;
+  #exits: number[] = [];
+  #restartTimer: NodeJS.Timeout | null = null;
+  #failure: string | null = null;
+  readonly #failed: Promise<string>;
+  #fail!: (reason: string) => void;
+
+  constructor(
+    readonly bin: string,
+    readonly dir: StateDir,
+    readonly dataDir: string,
+    readonly hooks: SupervisorHooks = {},
+  ) {
+    this.#failed = new Promise((resolve) => (this.#fail = resolve));
+  }
+
+  /** Resolves (never rejects) with a reason once etcd keeps failing and will not be restarted. */
+  get failed(): Promise<string> {
+    return this.#failed;
+  }
+
+  get failure(): string | null {
+    return this.#failure;
+  }
+
+  get running(): boolean {
+    return this.#child !== null && this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  get pid(): number | null {
+    return this.running ? this.#child!.pid! : null;
+  }
+
+  /** Starts etcd with these flags, after stopping any etcd left running on the same data dir. */
+  async start(args: string[]): Promise<void> {
+    if (this.#failure) throw new Error(this.#failure);
+    this.#args = [...args];
+    this.#stopping = false;
+    if (this.running) return;
+    await this.stopLeftovers();
+    this.#spawn();
+  }
+
+  /** Stops etcd: SIGTERM, then SIGKILL after `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.#stopping = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    const child = this.#child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    }
+    this.dir.removeFile(this.dir.etcdPidPath);
+  }
+
+  /**
+   * Lets etcd run on after the agent exits: no more restarts, and the agent no longer waits for it.
+   * Its pid file stays, so the next agent on this state dir takes it over.
+   */
+  release(): void {
+    this.#stopping = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    this.#child?.unref();
+  }
+
+  /** Stops any etcd still running on our data dir that this process did not start. */
+  async stopLeftovers(): Promise<void> {
+    const marker = `--data-dir=${this.dataDir}`;
+    const pids = new Set<number>();
+    const fromFile = this.dir.readPid(this.dir.etcdPidPath);
+    if (fromFile !== null && isAlive(fromFile) && argvOf(fromFile).includes(marker)) pids.add(fromFile);
+    for (const pid of processesWithArgument(marker)) pids.add(pid);
+    pids.delete(process.pid);
+    if (this.#child?.pid) pids.delete(this.#child.pid);
+    for (const pid of pids) {
+      await terminate(pid);
+      this.hooks.onLeftoverStopped?.(pid);
+    }
+  }
+
+  /** The last `bytes` of etcd's log. */
+  logTail(bytes = 4096): string {
+    const path = this.dir.etcdLogPath;
+    if (!existsSync(path)) return "";
+    const fd = openSync(path, "r");
+    try {
+      const size = fstatSync(fd).size;
+      const length = Math.min(bytes, size);
+      const buf = Buffer.alloc(length);
+      readSync(fd, buf, 0, length, size - length);
+      return buf.toString("utf8");
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  #spawn(): void {
+    mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
+    rotateLog(this.dir.etcdLogPath);
+    const log = openSync(this.dir.etcdLogPath, "a", 0o600);
+    let child: ChildProcess;
+    try {
+      child = spawn(this.bin, this.#args, { stdio: ["ignore", log, log] });
+    } finally {
+      closeSync(log);
+    }
+    this.#child = child;
+    child.once("error", (e) => this.#exited(child, `cannot run ${this.bin}: ${e.message}`));
+    child.once("exit", (code, signal) => this.#exited(child, signal ? `killed by ${signal}` : `exit code ${code}`));
+    if (child.pid) this.dir.writePid(this.dir.etcdPidPath, child.pid);
+  }
+
+  #exited(child: ChildProcess, description: string): void {
+    if (this.#child !== child) return;
+    if (this.#stopping) return;
+    const now = Date.now();
+    this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];
+    const willRestart = this.#exits.length <= MAX_RESTARTS;
+    this.hooks.onUnexpectedExit?.(description, willRestart);
+    if (!willRestart) {
+      this.#failure = `etcd exited ${this.#exits.length} times within ${RESTART_WINDOW_MS / 1000} s (last: ${description})`;
+      this.dir.removeFile(this.dir.etcdPidPath);
+      this.#fail(this.#failure);
+      return;
+    }
+    const delay = Math.min(15_000, 500 * 2 ** (this.#exits.length - 1));
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = null;
+      if (!this.#stopping && !this.running) this.#spawn();
+    }, delay);
+  }
+}
+
+/** SIGTERM, wait up to 10 s, then SIGKILL. */
+async function terminate(pid: number): Promise<void> {
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
+  if (isAlive(pid)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone meanwhile */
+    }
+    for (let i = 0; i < 50 && isAlive(pid); i++) await sleep(100);
+  }
+}
+
+/** Live processes with this exact argument (Linux /proc; nothing elsewhere). */
+function processesWithArgument(argument: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (isAlive(pid) && argvOf(pid).includes(argument)) found.push(pid);
+  }
+  return found;
+}
+
+function rotateLog(path: string): void {
+  try {
+    if (statSync(path).size > MAX_LOG_BYTES) renameSync(path, `${path}.1`);
+  } catch {
+    /* no log yet */
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * The agent's HTTP calls: JSON in, JSON (or problem+json) out, a timeout on every request, and
+ * the `Retry-After` and `ETag` headers the broker and the join API use for backpressure.
+ * Transport failures (refused, reset, timed out) are thrown as `TransportError` so that callers
+ * can tell "the server said no" from "the server could not be reached".
+ * @module
+ */
+
+export interface Problem {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  code?: string;
+  [extension: string]: unknown;
+}
+
+export interface HttpResult<T> {
+  status: number;
+  /** The parsed JSON body of a 2xx answer; null otherwise or when it is not JSON. */
+  body: T | null;
+  /** The problem of a 4xx/5xx answer (or a stand-in built from the status when the body is not problem+json). */
+  problem: Problem | null;
+  /** Seconds, from `Retry-After` (delta seconds or an HTTP date). */
+  retryAfter: number | null;
+  etag: string | null;
+}
+
+/** The request never got an HTTP answer: connection refused or reset, DNS, or our own timeout. */
+export class TransportError extends Error {
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super(`${url}: ${reason}`);
+  }
+}
+
+export interface RequestOptions {
+  method?: string;
+  bearer?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  /** Aborting it rejects with the signal's reason (not a TransportError). */
+  signal?: AbortSignal;
+}
+
+export async function requestJson<T>(url: string, options: RequestOptions): Promise<HttpResult<T>> {
+  const headers: Record<string, string> = { accept: "application/json, application/problem+json", ...options.headers };
+  if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: options.method ?? "GET",
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal,
+    });
+    text = await response.text();
+  } catch (e) {
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (timeout.aborted) throw new TransportError(url, `no answer within ${Math.round(options.timeoutMs / 1000)} s`);
+    throw new TransportError(url, describeFetchError(e));
+  }
+  const parsed = parseJson(text);
+  const ok = response.status >= 200 && response.status < 300;
+  let problem: Problem | null = null;
+  if (!ok) {
+    problem = parsed && typeof parsed === "object" ? (parsed as Problem) : { status: response.status, detail: text.trim().slice(0, 300) || response.statusText };
+  }
+  return {
+    status: response.status,
+    body: ok ? (parsed as T | null) : null,
+    problem,
+    retryAfter: parseRetryAfter(response.headers.get("retry-after"), Date.now()),
+    etag: response.headers.get("etag"),
+  };
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Seconds from a `Retry-After` value: delta seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | null {
+  if (value === null) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return null;
+  return Math.max(0, Math.ceil((date - nowMs) / 1000));
+}
+
+/** A short reason for a failed fetch: undici hides the useful part (ECONNREFUSED, …) in `cause`. */
+export function describeFetchError(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const cause = (e as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as { code?: string }).code;
+    return code ? `${code}: ${cause.message}` : cause.message;
+  }
+  return e.message;
+}
+
+/** A one-line description of an HTTP answer that was not what the caller wanted. */
+export function describeAnswer(result: HttpResult<unknown>): string {
+  const p = result.problem;
+  if (!p) return `HTTP ${result.status}`;
+  const code = p.code ? ` ${p.code}` : "";
+  return `HTTP ${result.status}${code}${p.detail ? `: ${p.detail}` : ""}`;
+}

@@ -1,0 +1,216 @@
+/**
+ * `join-broker join` flags (PROTOCOL.md, "Command line"), their validation and the help text.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { UsageError } from "../cli/exit-codes.ts";
+import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../protocol/identifiers.ts";
+
+export type LogFormat = "text" | "json";
+
+export interface AgentOptions {
+  brokerUrl: string;
+  cluster: string;
+  token: string;
+  node: string;
+  peerURL: string;
+  listenPeerURL: string;
+  joinApiUrl: string;
+  stateDir: string;
+  dataDir: string;
+  clientURL: string;
+  /** Start and supervise etcd; null: another supervisor starts it with the flags the agent gives. */
+  etcdBin: string | null;
+  etcdArgs: string[];
+  printEtcdFlags: boolean;
+  /** Overall deadline for joining, in seconds; 0 means none. */
+  timeoutSeconds: number;
+  logFormat: LogFormat;
+  verbose: boolean;
+}
+
+export const JOIN_HELP = `Usage: join-broker join --broker URL --cluster NAME --token TOKEN --node NAME --peer-url URL
+                        --join-api URL --state-dir DIR [--etcd-bin PATH] [--data-dir DIR] [--client-url URL]
+
+The node agent. It asks the broker whether this node bootstraps the cluster or joins it, waits
+in the cluster's join queue, has the join API add it as an etcd learner, starts etcd, gets it
+promoted to a voter, reports completion and writes a marker. Every step is safe to interrupt:
+run the same command again and it resumes. It never starts a new cluster unless the broker
+handed this node the cluster's one bootstrap ticket.
+
+Required:
+  --broker URL          the broker's origin (env JOIN_BROKER_URL)
+  --cluster NAME        the cluster to join
+  --token TOKEN         enrollment token (or --token-file PATH, or env JOIN_BROKER_TOKEN)
+  --peer-url URL        this node's etcd peer URL, e.g. https://10.0.0.4:2380
+  --join-api URL        the controllers' join API, e.g. https://10.0.0.2:9443
+  --state-dir DIR       where the agent keeps its marker and progress (one per node)
+
+Node and etcd:
+  --node NAME           this node's name and etcd member name (default: the host name)
+  --etcd-bin PATH       start and supervise etcd; stay in the foreground until stopped
+  --data-dir DIR        etcd's data dir (default: <state-dir>/etcd)
+  --client-url URL      etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379)
+  --listen-peer-url URL address etcd listens on for peers (default: the peer URL)
+  --etcd-arg ARG        one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100
+  --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
+                        --etcd-bin the agent then waits for another supervisor to start etcd with
+                        them (they are also written to <state-dir>/etcd-flags.txt).
+
+Behaviour:
+  --timeout SECONDS     give up joining after this long (default 3600; 0: never)
+  --log-format FORMAT   text (default) or json: one JSON object per line on stderr
+  --verbose             log every retry
+  -h, --help            this help
+
+Output: progress goes to stderr (one updating line on a terminal, log lines otherwise); once the
+node is a voter (the bootstrap node: once its etcd is healthy) stdout gets one line:
+  joined cluster <etcd cluster ID, hex> as <bootstrap|join>
+
+Exit codes:
+  0    joined (with --etcd-bin: etcd stopped cleanly after a signal); or already joined per the marker
+  2    bad usage: a missing or malformed flag, or a state dir that belongs to another node
+  3    refused: the admission was revoked, a token was rejected, the peer URL is taken, or the
+       broker says this node already joined but its etcd data is gone (run
+       'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member)
+  4    gave up: --timeout passed, or the etcd it supervises keeps failing
+  1    unexpected failure
+  130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
+`;
+
+const FLAGS = {
+  broker: { type: "string" },
+  cluster: { type: "string" },
+  token: { type: "string" },
+  "token-file": { type: "string" },
+  node: { type: "string" },
+  "peer-url": { type: "string" },
+  "listen-peer-url": { type: "string" },
+  "join-api": { type: "string" },
+  "state-dir": { type: "string" },
+  "data-dir": { type: "string" },
+  "client-url": { type: "string" },
+  "etcd-bin": { type: "string" },
+  "etcd-arg": { type: "string", multiple: true },
+  "print-etcd-flags": { type: "boolean" },
+  timeout: { type: "string" },
+  "log-format": { type: "string" },
+  verbose: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Flags the agent sets on etcd itself; `--etcd-arg` must not fight over them. */
+const RESERVED_ETCD_FLAGS = [
+  "name", "data-dir", "listen-peer-urls", "initial-advertise-peer-urls", "listen-client-urls", "advertise-client-urls",
+  "initial-cluster", "initial-cluster-state", "initial-cluster-token",
+];
+
+export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
+
+export function parseJoinArgs(argv: string[], env: Record<string, string | undefined> = process.env): ParsedArgs {
+  let values: Record<string, string | boolean | string[] | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options: FLAGS, allowPositionals: false, strict: true }));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (values.help) return { help: true };
+  const str = (name: string): string | undefined => {
+    const v = values[name];
+    return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+  };
+  const required = (name: string, fallback?: string): string => {
+    const v = str(name) ?? fallback;
+    if (!v) throw new UsageError(`--${name} is required`);
+    return v;
+  };
+
+  const brokerUrl = httpUrl("--broker", required("broker", env.JOIN_BROKER_URL?.trim() || undefined));
+  const cluster = required("cluster");
+  if (!isClusterName(cluster)) throw new UsageError(`--cluster ${JSON.stringify(cluster)} is not a valid cluster name (a DNS label: a-z, 0-9, '-')`);
+
+  const token = readToken(str("token"), str("token-file"), env.JOIN_BROKER_TOKEN);
+  const node = str("node") ?? hostname().split(".")[0];
+  if (!isNodeName(node)) throw new UsageError(`--node ${JSON.stringify(node)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
+
+  const peerURL = peerUrl("--peer-url", required("peer-url"));
+  const listenPeerURL = peerUrl("--listen-peer-url", str("listen-peer-url") ?? peerURL);
+  const joinApiUrl = httpUrl("--join-api", required("join-api"));
+  const stateDir = resolve(required("state-dir"));
+  const dataDir = resolve(str("data-dir") ?? join(stateDir, "etcd"));
+  const clientURL = peerUrl("--client-url", str("client-url") ?? "http://127.0.0.1:2379");
+
+  const etcdBinRaw = str("etcd-bin");
+  const etcdBin = etcdBinRaw ? (isAbsolute(etcdBinRaw) || !etcdBinRaw.includes("/") ? etcdBinRaw : resolve(etcdBinRaw)) : null;
+  const etcdArgs = (values["etcd-arg"] as string[] | undefined) ?? [];
+  for (const arg of etcdArgs) {
+    const name = /^--?([a-z0-9-]+)/.exec(arg)?.[1];
+    if (!name) throw new UsageError(`--etcd-arg ${JSON.stringify(arg)} is not an etcd flag (write it inline: --etcd-arg=--flag=value)`);
+    if (RESERVED_ETCD_FLAGS.includes(name)) throw new UsageError(`--etcd-arg may not set --${name}: the agent sets it`);
+  }
+
+  const timeoutText = str("timeout") ?? "3600";
+  const timeoutSeconds = Number(timeoutText);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) throw new UsageError(`--timeout ${JSON.stringify(timeoutText)} must be a number of seconds (0: no limit)`);
+
+  const logFormat = str("log-format") ?? "text";
+  if (logFormat !== "text" && logFormat !== "json") throw new UsageError(`--log-format must be text or json, not ${JSON.stringify(logFormat)}`);
+
+  return {
+    help: false,
+    options: {
+      brokerUrl,
+      cluster,
+      token,
+      node,
+      peerURL,
+      listenPeerURL,
+      joinApiUrl,
+      stateDir,
+      dataDir,
+      clientURL,
+      etcdBin,
+      etcdArgs,
+      printEtcdFlags: values["print-etcd-flags"] === true,
+      timeoutSeconds,
+      logFormat,
+      verbose: values.verbose === true,
+    },
+  };
+}
+
+function readToken(flag: string | undefined, file: string | undefined, fromEnv: string | undefined): string {
+  if (flag && file) throw new UsageError("give either --token or --token-file, not both");
+  let token = flag;
+  if (!token && file) {
+    try {
+      token = readFileSync(file, "utf8").trim();
+    } catch (e) {
+      throw new UsageError(`cannot read --token-file ${file}: ${(e as Error).message}`);
+    }
+  }
+  token ??= fromEnv?.trim();
+  if (!token) throw new UsageError("an enrollment token is required: --token, --token-file or JOIN_BROKER_TOKEN");
+  if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) throw new UsageError("the enrollment token contains characters a bearer token cannot carry");
+  return token;
+}
+
+function httpUrl(flag: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`${flag} ${JSON.stringify(value)} is not an absolute URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`${flag} must be an http or https URL`);
+  return value.replace(/\/+$/, "");
+}
+
+function peerUrl(flag: string, value: string): string {
+  const why = peerUrlProblem(value);
+  if (why) throw new UsageError(`${flag} ${JSON.stringify(value)} ${why}`);
+  return canonicalPeerUrl(value);
+}

@@ -1,0 +1,178 @@
+/**
+ * The agent's progress on stderr. On a terminal it is one line, rewritten in place (step,
+ * queue position, estimated wait, elapsed time); otherwise one plain log line per event, or one
+ * JSON object per line with `--log-format json` (what scripts and the end-to-end tests read).
+ * Repeated identical waiting states are not logged again, so a long queue stays quiet.
+ * @module
+ */
+import type { LogFormat } from "./options.ts";
+
+/** The protocol steps, in order. Stable names: scripts and tests match on them. */
+export type Step =
+  | "start"
+  | "ticket"
+  | "queued"
+  | "admitted"
+  | "bootstrap"
+  | "member-add"
+  | "member-added"
+  | "etcd-start"
+  | "etcd-ready"
+  | "etcd-exit"
+  | "promote"
+  | "promoted"
+  | "complete"
+  | "joined"
+  | "running"
+  | "retry"
+  | "lease"
+  | "refused"
+  | "gave-up"
+  | "stopping"
+  | "error";
+
+export type Fields = Record<string, string | number | boolean | null | undefined>;
+
+export interface Reporter {
+  /** A step or a notable event. */
+  event(step: Step, message: string, fields?: Fields): void;
+  /** A retry: shown on a terminal, logged only with --verbose (but always as JSON). */
+  retry(message: string, fields?: Fields): void;
+  /** Ends the updating line, if any. */
+  close(): void;
+}
+
+export interface ReporterOptions {
+  format: LogFormat;
+  node: string;
+  verbose: boolean;
+  stream?: NodeJS.WriteStream;
+  now?: () => number;
+}
+
+export function createReporter(options: ReporterOptions): Reporter {
+  const stream = options.stream ?? process.stderr;
+  if (options.format === "json") return new JsonReporter(stream, options.node);
+  if (stream.isTTY) return new TerminalReporter(stream, options.node, options.now ?? Date.now);
+  return new PlainReporter(stream, options.node, options.verbose);
+}
+
+class JsonReporter implements Reporter {
+  constructor(
+    readonly stream: NodeJS.WritableStream,
+    readonly node: string,
+  ) {}
+
+  event(step: Step, message: string, fields: Fields = {}): void {
+    this.stream.write(`${JSON.stringify({ time: new Date().toISOString(), node: this.node, step, msg: message, ...fields })}\n`);
+  }
+
+  retry(message: string, fields: Fields = {}): void {
+    this.event("retry", message, fields);
+  }
+
+  close(): void {}
+}
+
+class PlainReporter implements Reporter {
+  #lastQueued = "";
+  #lastQueuedAt = 0;
+
+  constructor(
+    readonly stream: NodeJS.WritableStream,
+    readonly node: string,
+    readonly verbose: boolean,
+  ) {}
+
+  event(step: Step, message: string, fields: Fields = {}): void {
+    if (step === "queued") {
+      // Log a waiting node again only when its position moved, or once a minute.
+      const key = `${fields.position}`;
+      if (key === this.#lastQueued && Date.now() - this.#lastQueuedAt < 60_000) return;
+      this.#lastQueued = key;
+      this.#lastQueuedAt = Date.now();
+    }
+    this.stream.write(`${new Date().toISOString()} ${this.node} ${step}: ${message}\n`);
+  }
+
+  retry(message: string, fields: Fields = {}): void {
+    if (this.verbose) this.event("retry", message, fields);
+  }
+
+  close(): void {}
+}
+
+const FINAL_STEPS: Step[] = ["joined", "refused", "gave-up", "error", "stopping"];
+
+class TerminalReporter implements Reporter {
+  readonly #started: number;
+  #line = "";
+  #step: Step = "start";
+  #fields: Fields = {};
+  #since: number;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(
+    readonly stream: NodeJS.WriteStream,
+    readonly node: string,
+    readonly now: () => number,
+  ) {
+    this.#started = now();
+    this.#since = this.#started;
+    // Tick the clock and the countdown between events.
+    this.#timer = setInterval(() => this.#render(), 1000);
+    this.#timer.unref();
+  }
+
+  event(step: Step, message: string, fields: Fields = {}): void {
+    if (FINAL_STEPS.includes(step) || step === "running") {
+      this.#clear();
+      this.stream.write(`${this.node} ${step}: ${message}\n`);
+      this.#line = "";
+      return;
+    }
+    if (step !== this.#step || step === "queued") this.#since = this.now();
+    this.#step = step;
+    this.#fields = fields;
+    this.#line = message;
+    this.#render();
+  }
+
+  retry(message: string, fields: Fields = {}): void {
+    this.#fields = { ...this.#fields, ...fields };
+    this.#line = `${this.#stepMessageHead()}${message}`;
+    this.#render();
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.#clear();
+  }
+
+  #stepMessageHead(): string {
+    return this.#step === "queued" ? `position ${this.#fields.position ?? "?"}, ` : "";
+  }
+
+  #render(): void {
+    if (!this.#line) return;
+    const elapsed = formatDuration(this.now() - this.#started);
+    let eta = "";
+    if (this.#step === "queued" && typeof this.#fields.estimatedWaitSeconds === "number") {
+      const left = Math.max(0, this.#fields.estimatedWaitSeconds - Math.round((this.now() - this.#since) / 1000));
+      eta = ` · about ${formatDuration(left * 1000)} to go`;
+    }
+    const text = `${this.node} · ${this.#step} · ${this.#line}${eta} · ${elapsed}`;
+    const width = Math.max(20, (this.stream.columns ?? 100) - 1);
+    this.stream.write(`\r\x1b[2K${text.length > width ? `${text.slice(0, width - 1)}…` : text}`);
+  }
+
+  #clear(): void {
+    this.stream.write("\r\x1b[2K");
+  }
+}
+
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const m = Math.floor(s / 60);
+  return m > 0 ? `${m}m${String(s % 60).padStart(2, "0")}s` : `${s}s`;
+}

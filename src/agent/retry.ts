@@ -1,0 +1,66 @@
+/**
+ * Waiting between attempts: abortable sleeps, `Retry-After` honoured with jitter (never earlier
+ * than the server asked, so that a crowd of agents spreads out instead of coming back together),
+ * and capped exponential backoff with full jitter for failures that carry no hint.
+ * @module
+ */
+
+export type Random = () => number;
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Milliseconds to wait for a `Retry-After` of `seconds`: at least that, plus up to a quarter more. */
+export function retryAfterDelay(seconds: number, random: Random = Math.random): number {
+  const base = Math.max(0, seconds) * 1000;
+  return Math.round(base + base * 0.25 * random()) || Math.round(250 + 250 * random());
+}
+
+/** Capped exponential backoff with full jitter. `reset()` after a success. */
+export class Backoff {
+  #attempt = 0;
+
+  constructor(
+    readonly baseMs = 500,
+    readonly capMs = 10_000,
+    readonly random: Random = Math.random,
+  ) {}
+
+  /** The next delay: uniform in [base/2, min(cap, base * 2^attempt)]. */
+  next(): number {
+    const ceiling = Math.min(this.capMs, this.baseMs * 2 ** this.#attempt);
+    this.#attempt = Math.min(this.#attempt + 1, 30);
+    return Math.round(this.baseMs / 2 + (ceiling - this.baseMs / 2) * this.random());
+  }
+
+  /** The delay to use when the server gave a `Retry-After`, else the next backoff step. */
+  after(retryAfterSeconds: number | null): number {
+    if (retryAfterSeconds === null) return this.next();
+    this.#attempt = Math.min(this.#attempt + 1, 30);
+    return retryAfterDelay(retryAfterSeconds, this.random);
+  }
+
+  reset(): void {
+    this.#attempt = 0;
+  }
+
+  get attempts(): number {
+    return this.#attempt;
+  }
+}

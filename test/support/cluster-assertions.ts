@@ -1,0 +1,44 @@
+/**
+ * The end state every scenario must reach, asserted on what etcd and the broker report.
+ */
+import { expect } from "vitest";
+import type { ClusterHarness } from "./cluster.ts";
+
+/**
+ * Every named node serves the same member list and cluster ID: exactly these nodes, all started
+ * voters (no learner left), and each node healthy. A node that had bootstrapped a cluster of
+ * its own would show another cluster ID or a member list of one.
+ */
+export async function expectOneHealthyCluster(h: ClusterHarness, names: string[]): Promise<{ clusterId: string; memberCount: number; ids: Map<string, string> }> {
+  const views = await h.finalViews(names);
+  const clusterIds = new Set(views.map((v) => v.clusterId));
+  expect([...clusterIds], "one cluster ID across all nodes").toHaveLength(1);
+  const ids = new Map<string, string>();
+  for (const v of views) {
+    expect(v.members.map((m) => m.name).sort(), `member names as seen by ${v.node}`).toEqual([...names].sort());
+    expect(v.members.filter((m) => m.isLearner).map((m) => m.name), `learners as seen by ${v.node}`).toEqual([]);
+    expect(v.members.every((m) => m.started), `every member started, as seen by ${v.node}`).toBe(true);
+    expect(v.healthy, `${v.node} reports /health true`).toBe(true);
+    for (const m of v.members) {
+      if (ids.has(m.name)) expect(ids.get(m.name), `member ID of ${m.name}`).toBe(m.id);
+      ids.set(m.name, m.id);
+    }
+  }
+  return { clusterId: views[0]!.clusterId, memberCount: views[0]!.members.length, ids };
+}
+
+/**
+ * The broker's audit log: one bootstrap, every node admitted at least once and joined exactly
+ * once, with the etcd member ID it really has.
+ */
+export async function expectEveryAdmissionAudited(h: ClusterHarness, names: string[], memberIds?: Map<string, string>): Promise<void> {
+  const audit = await h.audit();
+  expect(audit.filter((a) => a.action === "cluster.bootstrapped"), "one cluster.bootstrapped").toHaveLength(1);
+  for (const name of names) {
+    const admitted = audit.filter((a) => a.action === "ticket.admitted" && a.detail.node === name);
+    expect(admitted.length, `${name} admitted at least once`).toBeGreaterThanOrEqual(1);
+    const joined = audit.filter((a) => a.action === "ticket.joined" && a.detail.node === name);
+    expect(joined, `${name} joined exactly once`).toHaveLength(1);
+    if (memberIds) expect(String(joined[0]!.detail.memberID), `${name}'s reported member ID`).toBe(memberIds.get(name));
+  }
+}

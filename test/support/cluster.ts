@@ -1,0 +1,456 @@
+/**
+ * A whole control plane on loopback, made of real processes: the broker under `wrangler dev`
+ * (persisted Durable Object state, restartable), the reference join API (`join-broker
+ * controller`), optionally behind a fault proxy, and one node agent (`join-broker join
+ * --etcd-bin …`) per node, each starting its own etcd. The harness reads the agents' JSON
+ * progress, can kill and restart them at chosen steps, samples etcd's member list into a
+ * timeline, and reads the final membership from every node.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EtcdGateway, type EtcdMember } from "../../src/etcd/gateway.ts";
+import { adminCall, ROOT, startBroker, type BrokerProcess } from "./broker.ts";
+import { etcdBinary, freePorts } from "./etcd.ts";
+import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
+import { Timeline } from "./timeline.ts";
+
+const BIN = join(ROOT, "bin/join-broker");
+export const RESULTS_DIR = join(ROOT, "test-results", "e2e");
+
+export interface AgentEvent {
+  time: string;
+  node: string;
+  step: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface NodeSpec {
+  name: string;
+  peerURL: string;
+  clientURL: string;
+  stateDir: string;
+  dataDir: string;
+}
+
+export interface AgentRun {
+  node: NodeSpec;
+  /** 1 for the first start of this node's agent, 2 after one restart, … */
+  run: number;
+  proc: ChildProcess;
+  pid: number;
+  events: AgentEvent[];
+  /** What the agent printed on stdout (the `joined cluster … as …` line). */
+  stdout: string;
+  /** stderr lines that were not JSON progress. */
+  otherOutput: string[];
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface HarnessOptions {
+  scenario: string;
+  seed: number;
+  /** Node names; the agents decide among themselves (through the broker) who bootstraps. */
+  nodes: string[];
+  cluster?: string;
+  /** Put a fault proxy between the agents and the join API. */
+  faultProxy?: boolean;
+  random?: () => number;
+  /** Extra `join-broker join` flags for every agent. */
+  agentArgs?: string[];
+  /** Called with one line for every notable moment (the demo prints them). */
+  log?: (line: string) => void;
+}
+
+export interface FinalView {
+  node: string;
+  clusterId: string;
+  members: EtcdMember[];
+  healthy: boolean;
+}
+
+export class ClusterHarness {
+  readonly timeline: Timeline;
+  readonly runs = new Map<string, AgentRun[]>();
+  readonly #listeners: ((run: AgentRun, e: AgentEvent) => void)[] = [];
+  /** Every process group this harness started, so cleanup reaches etcd processes orphaned by a killed agent. */
+  readonly #groups = new Set<number>();
+  #sampler: NodeJS.Timeout | null = null;
+  #sampling = false;
+
+  private constructor(
+    readonly options: HarnessOptions,
+    readonly dir: string,
+    readonly cluster: string,
+    readonly etcdBin: string,
+    readonly nodes: NodeSpec[],
+    readonly broker: BrokerProcess,
+    readonly token: string,
+    readonly joinApi: { url: string; proc: ChildProcess; output: () => string },
+    readonly proxy: FaultProxy | null,
+  ) {
+    this.timeline = new Timeline(options.scenario, options.seed);
+  }
+
+  static async start(options: HarnessOptions): Promise<ClusterHarness> {
+    const cluster = options.cluster ?? `e2e-${options.scenario}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40);
+    const etcdBin = await etcdBinary();
+    const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
+    const ports = await freePorts(options.nodes.length * 2);
+    const nodes = options.nodes.map((name, i) => ({
+      name,
+      peerURL: `http://127.0.0.1:${ports[2 * i]}`,
+      clientURL: `http://127.0.0.1:${ports[2 * i + 1]}`,
+      stateDir: join(dir, name),
+      dataDir: join(dir, name, "etcd"),
+    }));
+    let broker: BrokerProcess | null = null;
+    let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
+    let proxy: FaultProxy | null = null;
+    try {
+      broker = await startBroker({ persistDir: join(dir, "broker-state") });
+      const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
+      if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
+      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL));
+      if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
+      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy);
+      if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
+      return h;
+    } catch (e) {
+      if (joinApi?.proc.pid) killGroup(joinApi.proc.pid, "SIGKILL");
+      await proxy?.close();
+      await broker?.stop(true);
+      rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  /** The URL agents use for the join API (through the fault proxy, when there is one). */
+  get joinApiUrl(): string {
+    return this.proxy?.url ?? this.joinApi.url;
+  }
+
+  node(name: string): NodeSpec {
+    const n = this.nodes.find((x) => x.name === name);
+    if (!n) throw new Error(`no node ${name}`);
+    return n;
+  }
+
+  /** The latest run of this node's agent. */
+  current(name: string): AgentRun | undefined {
+    const list = this.runs.get(name);
+    return list?.[list.length - 1];
+  }
+
+  onEvent(listener: (run: AgentRun, e: AgentEvent) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  agentArgs(node: NodeSpec): string[] {
+    return [
+      "join",
+      "--broker", this.broker.url,
+      "--cluster", this.cluster,
+      "--token", this.token,
+      "--node", node.name,
+      "--peer-url", node.peerURL,
+      "--join-api", this.joinApiUrl,
+      "--state-dir", node.stateDir,
+      "--etcd-bin", this.etcdBin,
+      "--data-dir", node.dataDir,
+      "--client-url", node.clientURL,
+      "--log-format", "json",
+      "--timeout", "600",
+      ...(this.options.agentArgs ?? []),
+    ];
+  }
+
+  /** Starts (or restarts) a node's agent as its own process group. */
+  startAgent(name: string): AgentRun {
+    const node = this.node(name);
+    const previous = this.runs.get(name) ?? [];
+    const proc = spawn(process.execPath, [BIN, ...this.agentArgs(node)], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+    });
+    const run: AgentRun = {
+      node,
+      run: previous.length + 1,
+      proc,
+      pid: proc.pid!,
+      events: [],
+      stdout: "",
+      otherOutput: [],
+      exit: null,
+      exited: new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal }))),
+    };
+    void run.exited.then((x) => {
+      run.exit = x;
+      this.timeline.add("agent-exit", name, { run: run.run, code: x.code, signal: x.signal });
+    });
+    this.#groups.add(run.pid);
+    this.runs.set(name, [...previous, run]);
+    this.timeline.add(run.run === 1 ? "agent-start" : "agent-restart", name, { run: run.run, pid: run.pid });
+    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      run.stdout += chunk;
+    });
+    let pending = "";
+    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      pending += chunk;
+      let nl: number;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        this.#line(run, line);
+      }
+    });
+    return run;
+  }
+
+  #line(run: AgentRun, line: string): void {
+    if (!line.trim()) return;
+    let e: AgentEvent;
+    try {
+      e = JSON.parse(line) as AgentEvent;
+      if (typeof e.step !== "string") throw new Error("not an event");
+    } catch {
+      run.otherOutput.push(line);
+      if (run.otherOutput.length > 200) run.otherOutput.shift();
+      return;
+    }
+    run.events.push(e);
+    if (e.step !== "retry") {
+      const { time: _t, node: _n, step: _s, msg, ...fields } = e;
+      this.timeline.add(e.step, run.node.name, { run: run.run, msg, ...fields });
+    }
+    for (const l of this.#listeners) l(run, e);
+  }
+
+  /** SIGKILL: the agent alone (its etcd runs on, orphaned) or its whole process group (etcd dies too). */
+  async kill(name: string, mode: "agent" | "group"): Promise<AgentRun> {
+    const run = this.current(name);
+    if (!run || run.exit) throw new Error(`agent ${name} is not running`);
+    this.timeline.add("sigkill", name, { run: run.run, mode, lastStep: run.events[run.events.length - 1]?.step });
+    if (mode === "group") killGroup(run.pid, "SIGKILL");
+    else run.proc.kill("SIGKILL");
+    await run.exited;
+    return run;
+  }
+
+  /** SIGTERM to the agent: it stops its etcd and exits. */
+  async stop(name: string, timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    const run = this.current(name);
+    if (!run) throw new Error(`agent ${name} never ran`);
+    if (run.exit) return run.exit;
+    run.proc.kill("SIGTERM");
+    const timer = setTimeout(() => killGroup(run.pid, "SIGKILL"), timeoutMs);
+    const x = await run.exited;
+    clearTimeout(timer);
+    return x;
+  }
+
+  /** Polls `check` every 100 ms until it is true; throws after `timeoutMs` with `what` and the agents' last steps. */
+  async waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (await check()) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}\n${this.describeAgents()}`);
+  }
+
+  /** Resolves once the node's current agent reports `step`. */
+  waitForStep(name: string, step: string, timeoutMs = 120_000): Promise<void> {
+    return this.waitFor(`${name} to reach ${step}`, () => !!this.current(name)?.events.some((e) => e.step === step), timeoutMs);
+  }
+
+  /** Whether this node's current agent printed its `joined cluster` line. */
+  joined(name: string): boolean {
+    return /^joined cluster \S+ as (bootstrap|join)$/m.test(this.current(name)?.stdout ?? "");
+  }
+
+  /** One line per agent: its runs, last step and exit. */
+  describeAgents(): string {
+    return this.nodes
+      .map((n) => {
+        const r = this.current(n.name);
+        if (!r) return `  ${n.name}: not started`;
+        const last = r.events[r.events.length - 1];
+        const exit = r.exit ? ` exited ${r.exit.code ?? r.exit.signal}` : "";
+        const other = r.otherOutput.length ? ` | ${r.otherOutput.slice(-3).join(" | ")}` : "";
+        return `  ${n.name} run ${r.run}: ${last ? `${last.step}: ${last.msg}` : "no progress yet"}${exit}${other}`;
+      })
+      .join("\n");
+  }
+
+  /** Samples etcd's member list every second into the timeline. */
+  startSampling(): void {
+    if (this.#sampler) return;
+    this.#sampler = setInterval(() => {
+      if (this.#sampling) return;
+      this.#sampling = true;
+      this.#sampleOnce()
+        .catch(() => undefined)
+        .finally(() => (this.#sampling = false));
+    }, 1000);
+  }
+
+  async #sampleOnce(): Promise<void> {
+    for (const n of this.nodes) {
+      const list = await new EtcdGateway(n.clientURL, { timeoutMs: 800 }).memberList();
+      if (!list.ok) continue;
+      const members = list.value.members;
+      const learners = members.filter((m) => m.isLearner).length;
+      this.timeline.sample({ members: members.length, voters: members.length - learners, learners, clusterId: hex(list.value.header.clusterId) });
+      return;
+    }
+    this.timeline.sample({ members: 0, voters: 0, learners: 0, clusterId: null });
+  }
+
+  stopSampling(): void {
+    if (this.#sampler) clearInterval(this.#sampler);
+    this.#sampler = null;
+  }
+
+  /** Every node's own view: its cluster ID, the member list it serves, and its /health. */
+  async finalViews(names: string[]): Promise<FinalView[]> {
+    const views: FinalView[] = [];
+    for (const name of names) {
+      const n = this.node(name);
+      const gateway = new EtcdGateway(n.clientURL, { timeoutMs: 5_000 });
+      const list = await gateway.memberList();
+      if (!list.ok) throw new Error(`member list from ${name} (${n.clientURL}) failed: ${list.error.message}`);
+      const status = await gateway.status(n.clientURL);
+      if (!status.ok) throw new Error(`status from ${name} failed: ${status.error.message}`);
+      views.push({ node: name, clusterId: hex(status.value.header.clusterId), members: list.value.members, healthy: await gateway.health(n.clientURL) });
+    }
+    return views;
+  }
+
+  /** The broker's whole audit log. */
+  async audit(): Promise<{ seq: number; time: string; actor: string; action: string; subject: string; detail: Record<string, unknown> }[]> {
+    const out = [];
+    let after = 0;
+    for (let page = 0; page < 100; page++) {
+      const res = await adminCall(this.broker, "GET", `/v1/admin/clusters/${this.cluster}/audit?after=${after}&limit=1000`);
+      if (res.status !== 200) throw new Error(`audit: ${res.status} ${JSON.stringify(res.body)}`);
+      out.push(...res.body.entries);
+      if (res.body.entries.length < 1000) break;
+      after = res.body.next;
+    }
+    return out;
+  }
+
+  async restartBroker(): Promise<void> {
+    this.timeline.add("broker-restart-begin");
+    this.log("restarting the broker");
+    await this.broker.restart();
+    this.timeline.add("broker-restart-end");
+  }
+
+  /** Writes the timeline (and the agents' etcd logs stay in the temp dir until cleanup). */
+  writeTimeline(summary: Record<string, unknown> = {}): string {
+    const path = this.timeline.write(RESULTS_DIR, summary);
+    console.log(`[${this.options.scenario}] timeline: ${path}`);
+    return path;
+  }
+
+  /** Stops every process this harness started (agents, their etcd, join API, proxy, broker) and removes the temp dir. */
+  async cleanup(): Promise<void> {
+    this.stopSampling();
+    const live = [...this.runs.values()].flat().filter((r) => !r.exit);
+    for (const r of live) r.proc.kill("SIGTERM");
+    await Promise.race([Promise.all(live.map((r) => r.exited)), new Promise((r) => setTimeout(r, 15_000))]);
+    for (const pgid of this.#groups) killGroup(pgid, "SIGKILL");
+    // etcd processes an agent left behind when it was killed alone live in that agent's old group,
+    // already signalled above; this also catches any whose group leader was reused.
+    for (const pid of processesUnder(this.dir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+    await this.proxy?.close();
+    await this.broker.stop(true);
+    if (process.env.KEEP_E2E_DIR) console.log(`[${this.options.scenario}] kept ${this.dir}`);
+    else rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** etcd's IDs in hex, as etcd itself prints them. */
+export function hex(decimal: string): string {
+  try {
+    return BigInt(decimal).toString(16);
+  } catch {
+    return decimal;
+  }
+}
+
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    /* the group is gone */
+  }
+}
+
+/** Processes whose arguments mention `dir` (the etcd processes of this harness's nodes). */
+function processesUnder(dir: string): number[] {
+  const found: number[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (argv.includes(`--data-dir=${dir}/`)) found.push(Number(entry));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return found;
+}
+
+async function startJoinApiProcess(broker: string, cluster: string, etcd: string[]): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
+  const proc = spawn(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0"], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let log = "";
+  const keep = (chunk: Buffer) => {
+    log += chunk.toString();
+    if (log.length > 400_000) log = log.slice(-200_000);
+  };
+  proc.stderr!.on("data", keep);
+  const url = await new Promise<string>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the join API did not start within 30 s:\n${log}`)), 30_000);
+    proc.stdout!.on("data", (chunk: Buffer) => {
+      keep(chunk);
+      const m = /join API listening on (http:\/\/\S+)/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]!);
+      }
+    });
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      fail(new Error(`the join API exited with ${code}:\n${log}`));
+    });
+  });
+  return { url, proc, output: () => log };
+}

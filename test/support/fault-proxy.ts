@@ -1,0 +1,140 @@
+/**
+ * An HTTP proxy in front of the join API that misbehaves on purpose: for a window after it is
+ * armed it answers 500 (the way k0s's join API fails while etcd has no quorum) or drops the
+ * connection without an answer; and rules can hold chosen requests until released, or forward a
+ * request and then drop its answer. Choices come from the caller's seeded random source.
+ */
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  /** The parsed JSON body, when there is one. */
+  body: Record<string, unknown> | null;
+}
+
+export interface FaultStats {
+  forwarded: number;
+  answered500: number;
+  dropped: number;
+  held: number;
+  droppedAnswers: number;
+}
+
+export interface FaultProxy {
+  url: string;
+  stats: FaultStats;
+  /** Fails every request for `ms` from now: `dropShare` of them by dropping the connection, the rest with 500. */
+  failFor(ms: number, dropShare?: number): void;
+  /** Holds matching requests until `release()`; `onHeld` runs for each one held. */
+  hold(match: (r: ProxiedRequest) => boolean, onHeld?: (r: ProxiedRequest) => void): void;
+  /** Forwards the next matching request, then drops its answer (the caller never learns the outcome). */
+  dropAnswerOnce(match: (r: ProxiedRequest) => boolean, onDropped?: (r: ProxiedRequest) => void): void;
+  release(): void;
+  close(): Promise<void>;
+}
+
+export async function startFaultProxy(target: string, random: () => number): Promise<FaultProxy> {
+  const stats: FaultStats = { forwarded: 0, answered500: 0, dropped: 0, held: 0, droppedAnswers: 0 };
+  let failUntil = 0;
+  let dropShare = 0.5;
+  let holdRule: { match: (r: ProxiedRequest) => boolean; onHeld?: (r: ProxiedRequest) => void } | null = null;
+  let dropAnswerRule: { match: (r: ProxiedRequest) => boolean; onDropped?: (r: ProxiedRequest) => void } | null = null;
+  let waiting: (() => void)[] = [];
+  const targetUrl = new URL(target);
+
+  const forward = (req: IncomingMessage, raw: Buffer, res: ServerResponse, dropAnswer: (() => void) | null) => {
+    stats.forwarded++;
+    const upstream = httpRequest(
+      { host: targetUrl.hostname, port: targetUrl.port, method: req.method, path: req.url, headers: { ...req.headers, host: targetUrl.host } },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on("data", (c: Buffer) => chunks.push(c));
+        answer.on("end", () => {
+          if (dropAnswer) {
+            dropAnswer();
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          res.end(Buffer.concat(chunks));
+        });
+      },
+    );
+    upstream.on("error", () => req.socket.destroy());
+    upstream.end(raw);
+  };
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const raw = Buffer.concat(chunks);
+      let body: Record<string, unknown> | null = null;
+      try {
+        body = raw.length ? (JSON.parse(raw.toString()) as Record<string, unknown>) : null;
+      } catch {
+        body = null;
+      }
+      const info: ProxiedRequest = { method: req.method ?? "GET", path: req.url ?? "/", body };
+      if (Date.now() < failUntil) {
+        if (random() < dropShare) {
+          stats.dropped++;
+          req.socket.destroy();
+        } else {
+          stats.answered500++;
+          res.writeHead(500, { "content-type": "text/plain" });
+          res.end("etcdserver: request timed out\n");
+        }
+        return;
+      }
+      if (holdRule?.match(info)) {
+        stats.held++;
+        holdRule.onHeld?.(info);
+        await new Promise<void>((resume) => waiting.push(resume));
+      }
+      let dropAnswer: (() => void) | null = null;
+      if (dropAnswerRule?.match(info)) {
+        const rule = dropAnswerRule;
+        dropAnswerRule = null;
+        dropAnswer = () => {
+          stats.droppedAnswers++;
+          rule.onDropped?.(info);
+        };
+      }
+      forward(req, raw, res, dropAnswer);
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stats,
+    failFor(ms, share = 0.5) {
+      failUntil = Date.now() + ms;
+      dropShare = share;
+    },
+    hold(match, onHeld) {
+      holdRule = { match, onHeld };
+    },
+    dropAnswerOnce(match, onDropped) {
+      dropAnswerRule = { match, onDropped };
+    },
+    release() {
+      holdRule = null;
+      const resume = waiting;
+      waiting = [];
+      for (const r of resume) r();
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        holdRule = null;
+        for (const r of waiting) r();
+        waiting = [];
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
+  };
+}
