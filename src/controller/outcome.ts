@@ -4,6 +4,7 @@
  * @module
  */
 import type { EtcdError } from "../etcd/gateway.ts";
+import { problem, type Problem } from "../http/problem.ts";
 
 export type JoinApiProblemCode =
   | "invalid_request"
@@ -40,33 +41,12 @@ export type JoinApiProblemCode =
   | "etcd_error"
   | "internal_error";
 
-export interface JoinApiProblem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: JoinApiProblemCode;
-  [extension: string]: unknown;
-}
+export type JoinApiProblem = Problem<JoinApiProblemCode>;
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; problem: JoinApiProblem; retryAfter?: number };
 
-const TITLES: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  403: "Forbidden",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  409: "Conflict",
-  410: "Gone",
-  413: "Content Too Large",
-  415: "Unsupported Media Type",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};
-
 export function joinProblem(status: number, code: JoinApiProblemCode, detail: string, extra: Record<string, unknown> = {}): JoinApiProblem {
-  return { type: `https://etcd-join-broker.dev/problems/${code.replaceAll("_", "-")}`, title: TITLES[status] ?? "Error", status, detail, code, ...extra };
+  return problem(status, code, detail, extra);
 }
 
 export function refuse<T>(status: number, code: JoinApiProblemCode, detail: string, retryAfter?: number): Outcome<T> {

@@ -35,12 +35,12 @@ export type ProblemCode =
   | "unavailable"
   | "internal_error";
 
-export interface Problem {
+export interface Problem<Code extends string = ProblemCode> {
   type: string;
   title: string;
   status: number;
   detail: string;
-  code: ProblemCode;
+  code: Code;
   [extension: string]: unknown;
 }
 
@@ -59,7 +59,7 @@ const TITLES: Record<number, string> = {
   503: "Service Unavailable",
 };
 
-export function problem(status: number, code: ProblemCode, detail: string, extra: Record<string, unknown> = {}): Problem {
+export function problem<Code extends string = ProblemCode>(status: number, code: Code, detail: string, extra: Record<string, unknown> = {}): Problem<Code> {
   return {
     type: `https://etcd-join-broker.dev/problems/${code.replaceAll("_", "-")}`,
     title: TITLES[status] ?? "Error",
@@ -70,7 +70,7 @@ export function problem(status: number, code: ProblemCode, detail: string, extra
   };
 }
 
-export function problemResponse(p: Problem, headers: Record<string, string> = {}): Response {
+export function problemResponse(p: Problem<string>, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(p), {
     status: p.status,
     headers: { "content-type": "application/problem+json", ...headers },
@@ -78,7 +78,7 @@ export function problemResponse(p: Problem, headers: Record<string, string> = {}
 }
 
 /** Answers with a problem; 429 and 503 always carry Retry-After. */
-export function sendProblem(c: Context, p: Problem, retryAfterSeconds?: number): Response {
+export function sendProblem(c: Context, p: Problem<string>, retryAfterSeconds?: number): Response {
   const headers: Record<string, string> = {};
   if (retryAfterSeconds !== undefined || p.status === 429 || p.status === 503) {
     headers["retry-after"] = String(Math.max(1, Math.ceil(retryAfterSeconds ?? 1)));
