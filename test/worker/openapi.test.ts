@@ -173,7 +173,9 @@ describe("GET /openapi.json", () => {
       const problems = statuses.filter((s) => /^[45]\d\d$/.test(s));
       expect({ key, problems: problems.length > 0 }).toEqual({ key, problems: true });
       for (const s of problems) {
-        const schema = (op.responses[s] as z.infer<typeof Response>).content?.["application/json"]?.schema as { $ref?: string } | undefined;
+        // Served as application/problem+json; either media type may describe it.
+        const content = (op.responses[s] as z.infer<typeof Response>).content ?? {};
+        const schema = (content["application/problem+json"] ?? content["application/json"])?.schema as { $ref?: string } | undefined;
         expect({ key, s, schema: schema?.$ref }).toEqual({ key, s, schema: "#/components/schemas/Problem" });
       }
       if (!op.requestBody) continue;
