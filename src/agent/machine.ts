@@ -468,17 +468,17 @@ class Agent {
   #etcdArgs(): string[] {
     const owned = this.#state.etcd!;
     const o = this.#o;
-    const args = etcdFlags({
+    return etcdFlags({
       name: o.node,
       dataDir: o.dataDir,
       clientURL: o.clientURL,
       peerURL: o.peerURL,
+      listenPeerURL: o.listenPeerURL,
       initialCluster: owned.initialCluster,
       initialClusterState: owned.initialClusterState,
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
       extraArgs: o.etcdArgs,
     });
-    return o.listenPeerURL === o.peerURL ? args : args.map((a) => (a.startsWith("--listen-peer-urls=") ? `--listen-peer-urls=${o.listenPeerURL}` : a));
   }
 
   /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */

@@ -29,8 +29,11 @@ export interface FaultProxy {
   failFor(ms: number, dropShare?: number): void;
   /** Holds matching requests until `release()`; `onHeld` runs for each one held. */
   hold(match: (r: ProxiedRequest) => boolean, onHeld?: (r: ProxiedRequest) => void): void;
-  /** Forwards the next matching request, then drops its answer (the caller never learns the outcome). */
-  dropAnswerOnce(match: (r: ProxiedRequest) => boolean, onDropped?: (r: ProxiedRequest) => void): void;
+  /**
+   * Forwards matching requests and drops the first answer whose status passes `status` (default:
+   * any), so that the caller never learns the outcome; other answers pass.
+   */
+  dropAnswerOnce(match: (r: ProxiedRequest) => boolean, onDropped?: (r: ProxiedRequest) => void, status?: (code: number) => boolean): void;
   release(): void;
   close(): Promise<void>;
 }
@@ -40,11 +43,12 @@ export async function startFaultProxy(target: string, random: () => number): Pro
   let failUntil = 0;
   let dropShare = 0.5;
   let holdRule: { match: (r: ProxiedRequest) => boolean; onHeld?: (r: ProxiedRequest) => void } | null = null;
-  let dropAnswerRule: { match: (r: ProxiedRequest) => boolean; onDropped?: (r: ProxiedRequest) => void } | null = null;
+  let dropAnswerRule: { match: (r: ProxiedRequest) => boolean; onDropped?: (r: ProxiedRequest) => void; status: (code: number) => boolean } | null = null;
   let waiting: (() => void)[] = [];
   const targetUrl = new URL(target);
 
-  const forward = (req: IncomingMessage, raw: Buffer, res: ServerResponse, dropAnswer: (() => void) | null) => {
+  /** `dropAnswer` says whether to drop an answer with this status (and then accounts for it). */
+  const forward = (req: IncomingMessage, raw: Buffer, res: ServerResponse, dropAnswer: ((status: number) => boolean) | null) => {
     stats.forwarded++;
     const upstream = httpRequest(
       { host: targetUrl.hostname, port: targetUrl.port, method: req.method, path: req.url, headers: { ...req.headers, host: targetUrl.host } },
@@ -52,8 +56,7 @@ export async function startFaultProxy(target: string, random: () => number): Pro
         const chunks: Buffer[] = [];
         answer.on("data", (c: Buffer) => chunks.push(c));
         answer.on("end", () => {
-          if (dropAnswer) {
-            dropAnswer();
+          if (dropAnswer?.(answer.statusCode ?? 0)) {
             req.socket.destroy();
             return;
           }
@@ -94,13 +97,15 @@ export async function startFaultProxy(target: string, random: () => number): Pro
         holdRule.onHeld?.(info);
         await new Promise<void>((resume) => waiting.push(resume));
       }
-      let dropAnswer: (() => void) | null = null;
+      let dropAnswer: ((status: number) => boolean) | null = null;
       if (dropAnswerRule?.match(info)) {
         const rule = dropAnswerRule;
-        dropAnswerRule = null;
-        dropAnswer = () => {
+        dropAnswer = (status) => {
+          if (dropAnswerRule !== rule || !rule.status(status)) return false;
+          dropAnswerRule = null;
           stats.droppedAnswers++;
           rule.onDropped?.(info);
+          return true;
         };
       }
       forward(req, raw, res, dropAnswer);
@@ -119,8 +124,8 @@ export async function startFaultProxy(target: string, random: () => number): Pro
     hold(match, onHeld) {
       holdRule = { match, onHeld };
     },
-    dropAnswerOnce(match, onDropped) {
-      dropAnswerRule = { match, onDropped };
+    dropAnswerOnce(match, onDropped, status = () => true) {
+      dropAnswerRule = { match, onDropped, status };
     },
     release() {
       holdRule = null;

@@ -1,0 +1,120 @@
+/**
+ * Scenario 2: the parallel join of 1 + 6 controllers under faults, the situation of k0s issue
+ * #5149. For its first seconds the join API answers 500 or drops connections; agents are killed
+ * with SIGKILL at random protocol steps (alone, leaving their etcd running, or with their etcd)
+ * and started again; the broker process is restarted mid-run. The end state must be the same
+ * as without faults: one cluster, seven voters, and an audit log that shows every admission.
+ * All choices come from one printed seed (E2E_SEED replays it).
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
+import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
+import { between, e2eSeed, pick, seededRandom } from "../support/seeded.ts";
+
+const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
+/** Steps an agent can be killed at (a bootstrap node never reaches the learner steps; such a kill is skipped). */
+const KILL_STEPS = ["ticket", "queued", "admitted", "member-add", "member-added", "etcd-start", "etcd-ready", "promote", "promoted", "complete"];
+
+interface PlannedKill {
+  node: string;
+  run: number;
+  step: string;
+  mode: "agent" | "group";
+  restartAfterMs: number;
+  done: boolean;
+}
+
+const seed = e2eSeed("faults");
+const random = seededRandom(seed);
+let h: ClusterHarness;
+
+beforeAll(async () => {
+  h = await ClusterHarness.start({ scenario: "faults", seed, nodes: NODES, faultProxy: true, random });
+});
+
+afterAll(async () => {
+  await h?.cleanup();
+});
+
+function planKills(): PlannedKill[] {
+  const victims = [...NODES].sort(() => random() - 0.5).slice(0, 3);
+  const plan = victims.map((node) => ({ node, run: 1, step: pick(random, KILL_STEPS), mode: pick(random, ["agent", "group"] as const), restartAfterMs: between(random, 200, 1500), done: false }));
+  // One of them crashes a second time, after its restart.
+  const again = pick(random, victims);
+  plan.push({ node: again, run: 2, step: pick(random, KILL_STEPS), mode: pick(random, ["agent", "group"] as const), restartAfterMs: between(random, 200, 1500), done: false });
+  return plan;
+}
+
+it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still form one cluster of 7 voters", async () => {
+  const kills = planKills();
+  const faultMs = between(random, 6_000, 12_000);
+  const restartBrokerAfterJoins = between(random, 2, 4);
+  console.log(`[faults] join API fails for ${faultMs} ms; broker restarts after ${restartBrokerAfterJoins} joins; kills: ${kills.map((k) => `${k.node}@${k.step}#${k.run}(${k.mode})`).join(", ")}`);
+  h.timeline.add("plan", undefined, { faultMs, restartBrokerAfterJoins, kills: kills.map(({ done: _d, ...k }) => k) });
+
+  const work: Promise<unknown>[] = [];
+  let brokerRestarted = false;
+  h.onEvent((run: AgentRun, e) => {
+    const kill = kills.find((k) => !k.done && k.node === run.node.name && k.run === run.run && k.step === e.step);
+    if (kill) {
+      kill.done = true;
+      work.push(
+        (async () => {
+          await h.kill(kill.node, kill.mode);
+          await new Promise((r) => setTimeout(r, kill.restartAfterMs));
+          h.startAgent(kill.node);
+        })(),
+      );
+    }
+    if (e.step === "joined" && !brokerRestarted && NODES.filter((n) => h.joined(n)).length >= restartBrokerAfterJoins) {
+      brokerRestarted = true;
+      work.push(h.restartBroker());
+    }
+  });
+
+  h.startSampling();
+  h.proxy!.failFor(faultMs);
+  h.timeline.add("join-api-faults", undefined, { untilMs: h.timeline.now() + faultMs });
+  const started = Date.now();
+  for (const n of NODES) h.startAgent(n);
+  await h.waitFor("every agent to report joined", () => NODES.every((n) => h.joined(n)) && kills.every((k) => !k.done || h.current(k.node)!.run > k.run), 280_000);
+  await Promise.all(work);
+  const took = Date.now() - started;
+  h.stopSampling();
+
+  // The end state, read from every node's own etcd.
+  const final = await expectOneHealthyCluster(h, NODES);
+  for (const n of NODES) expect(h.current(n)!.stdout).toMatch(new RegExp(`^joined cluster ${final.clusterId} as (bootstrap|join)$`, "m"));
+  const bootstrappers = NODES.filter((n) => (h.runs.get(n) ?? []).some((r) => /as bootstrap$/m.test(r.stdout)));
+  expect(bootstrappers).toHaveLength(1);
+  await expectEveryAdmissionAudited(h, NODES, final.ids);
+
+  // Every admission an agent saw is in the audit log.
+  const audit = await h.audit();
+  const auditedJtis = new Set(audit.filter((a) => a.action === "ticket.admitted").map((a) => a.detail.jti));
+  const seenJtis = [...h.runs.values()].flat().flatMap((r) => r.events.filter((e) => e.step === "admitted").map((e) => e.jti));
+  expect(seenJtis.length).toBeGreaterThanOrEqual(NODES.length);
+  for (const jti of seenJtis) expect(auditedJtis.has(jti), `admission ${jti} audited`).toBe(true);
+
+  // The faults really happened, and only our kills ended an agent early.
+  const executed = kills.filter((k) => k.done);
+  expect(executed.length, "at least one agent was killed mid-join").toBeGreaterThanOrEqual(1);
+  expect(h.proxy!.stats.answered500 + h.proxy!.stats.dropped, "the join API failed some requests").toBeGreaterThan(0);
+  expect(brokerRestarted).toBe(true);
+  for (const n of NODES) {
+    const runs = h.runs.get(n)!;
+    for (const r of runs.slice(0, -1)) expect(r.exit?.signal, `${n} run ${r.run} ended by our SIGKILL`).toBe("SIGKILL");
+    expect(runs[runs.length - 1]!.exit, `${n}'s last agent still runs`).toBeNull();
+  }
+
+  h.writeTimeline({
+    tookMs: took,
+    clusterId: final.clusterId,
+    members: final.memberCount,
+    kills: executed.map(({ done: _d, ...k }) => k),
+    skippedKills: kills.filter((k) => !k.done).map(({ done: _d, ...k }) => k),
+    proxy: h.proxy!.stats,
+  });
+  const exits = await Promise.all(NODES.map((n) => h.stop(n)));
+  expect(exits.map((x) => x.code)).toEqual(NODES.map(() => 0));
+});
