@@ -8,7 +8,10 @@ import { HTTPException } from "hono/http-exception";
 import { bodyLimit } from "hono/body-limit";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
+import { createRoute } from "@hono/zod-openapi";
 import { newApp } from "./http/app.ts";
+import { json } from "./http/openapi.ts";
+import { AnyObject } from "./http/schemas.ts";
 import { problem, sendProblem } from "./http/problem.ts";
 import { admin } from "./routes/admin.ts";
 import { controller } from "./routes/controller.ts";
@@ -37,8 +40,14 @@ app.use(async (c, next) => {
   await next();
 });
 
-app.get("/", (c) => c.json({ service: "etcd-join-broker", protocol: "v1", openapi: "/openapi.json" }));
-app.get("/healthz", (c) => c.json({ ok: true }));
+app.openapi(
+  createRoute({ method: "get", path: "/", summary: "What this service is", responses: { 200: { description: "Service identification", ...json(AnyObject) } } }),
+  (c) => c.json({ service: "etcd-join-broker", protocol: "v1", openapi: "/openapi.json" }, 200),
+);
+app.openapi(
+  createRoute({ method: "get", path: "/healthz", summary: "Liveness of the Worker (not of any cluster)", responses: { 200: { description: "Alive", ...json(AnyObject) } } }),
+  (c) => c.json({ ok: true }, 200),
+);
 app.route("/", tickets);
 app.route("/", controller);
 app.route("/", admin);

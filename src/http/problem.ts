@@ -30,6 +30,7 @@ export type ProblemCode =
   | "enrollment_token_not_found"
   | "member_not_found"
   | "bootstrap_in_progress"
+  | "already_bootstrapped"
   | "node_has_live_ticket"
   | "member_id_conflict"
   | "unavailable"

@@ -454,7 +454,7 @@ export class JoinQueue extends DurableObject<Env> {
   async reassignBootstrap(input: { node: string; reason: string }): Promise<Outcome<{ bootstrapNode: string; revoked: string | null }>> {
     const c = this.#store.cluster();
     if (!c) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
-    if (!needsBootstrap(clusterFacts(c))) return fail(409, "invalid_request", "the cluster is already bootstrapped or adopted");
+    if (!needsBootstrap(clusterFacts(c))) return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap ticket to hand over");
     const now = Date.now();
     const revoked = this.#transact(() => {
       let revokedJti: string | null = null;

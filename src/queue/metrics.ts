@@ -38,7 +38,7 @@ export function renderMetrics(m: MetricsInput): string {
   metric("join_broker_expiries_total", "counter", "Admissions whose lease expired.", [[label, admissions("expired")]]);
   metric("join_broker_revocations_total", "counter", "Admissions revoked by an admin.", [[label, admissions("revoked")]]);
   metric("join_broker_abandons_total", "counter", "Admissions abandoned by their node.", [[label, admissions("abandoned")]]);
-  metric("join_broker_tickets_total", "counter", "Tickets by current state.", Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]));
+  metric("join_broker_tickets", "gauge", "Tickets by their current state.", Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]));
 
   lines.push("# HELP join_broker_admission_wait_seconds Time from a ticket's creation to its admission.", "# TYPE join_broker_admission_wait_seconds histogram");
   WAIT_BUCKETS_SECONDS.forEach((le, i) => lines.push(`join_broker_admission_wait_seconds_bucket{${label},le="${le}"} ${s.wait.cumulative[i]}`));

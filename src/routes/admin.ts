@@ -6,6 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerAuth } from "hono/bearer-auth";
 import { authFailure, issuer, newApp, queue, respond, type AppEnv } from "../http/app.ts";
+import { json, problemDoc } from "../http/openapi.ts";
 import {
   AdoptRequest,
   AnyObject,
@@ -17,20 +18,19 @@ import {
   JtiParams,
   NodeParams,
   PolicyRequest,
-  Problem,
   RevokeRequest,
   TicketListQuery,
 } from "../http/schemas.ts";
 import type { Context, MiddlewareHandler } from "hono";
 
-const json = <T>(schema: T) => ({ content: { "application/json": { schema } } });
 const common = {
-  400: { description: "Invalid input", ...json(Problem) },
-  401: { description: "Missing or wrong admin token", ...json(Problem) },
-  404: { description: "Unknown cluster or object", ...json(Problem) },
-  429: { description: "Too many failed authentications", ...json(Problem) },
+  400: problemDoc("Invalid input"),
+  401: problemDoc("Missing or wrong admin token"),
+  404: problemDoc("Unknown cluster or object"),
+  429: problemDoc("Too many failed authentications"),
 };
-const ok = (description: string) => ({ 200: { description, ...json(AnyObject) }, ...common });
+const ok = (description: string, status: 200 | 201 = 200) => ({ [status]: { description, ...json(AnyObject) }, ...common });
+const conflict = { 409: problemDoc("Refused in the cluster's current state") };
 const security = [{ adminToken: [] }];
 const base = "/v1/admin/clusters/{cluster}";
 
@@ -46,14 +46,27 @@ const adminAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   })(c, next);
 };
 
-const route = <P extends string, M extends "get" | "post" | "put" | "delete", R extends object = object>(method: M, path: P, summary: string, request?: R) =>
-  createRoute({ method, path: `${base}${path}` as `${typeof base}${P}`, summary, security, request: { params: ClusterParams, ...(request as R) }, responses: ok(summary) });
+const route = <P extends string, M extends "get" | "post" | "put" | "delete", R extends object = object>(
+  method: M,
+  path: P,
+  summary: string,
+  request?: R,
+  options: { status?: 200 | 201; responses?: object } = {},
+) =>
+  createRoute({
+    method,
+    path: `${base}${path}` as `${typeof base}${P}`,
+    summary,
+    security,
+    request: { params: ClusterParams, ...(request as R) },
+    responses: { ...ok(summary, options.status), ...options.responses },
+  });
 
 export const admin = newApp();
 admin.use("/v1/admin/*", adminAuth);
 
 admin
-  .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }), async (c) => {
+  .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {
     const { cluster } = c.req.valid("param");
     const body = (c.req.valid("json") ?? {}) as z.infer<typeof EnrollmentTokenRequest>;
     return respond(c, await queue(c, cluster).createEnrollmentToken(cluster, issuer(c), body));
@@ -97,7 +110,7 @@ admin
   .openapi(route("post", "/keys/rotate", "Rotate the cluster's signing key"), async (c) => {
     return respond(c, await queue(c, c.req.valid("param").cluster).rotateKeys());
   })
-  .openapi(route("post", "/adopt", "Declare an existing cluster and its members: no bootstrap, ever", { body: { required: true, ...json(AdoptRequest) } }), async (c) => {
+  .openapi(route("post", "/adopt", "Declare an existing cluster and its members: no bootstrap, ever", { body: { required: true, ...json(AdoptRequest) } }, { responses: conflict }), async (c) => {
     const { cluster } = c.req.valid("param");
     const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: m.peerURL.replace(/\/$/, "") }));
     return respond(c, await queue(c, cluster).adopt(cluster, issuer(c), members));
@@ -109,7 +122,7 @@ admin
       return respond(c, await queue(c, cluster).forgetMember(node));
     },
   )
-  .openapi(route("post", "/bootstrap", "Hand the bootstrap ticket to another node (explicit; never by timeout)", { body: { required: true, ...json(BootstrapRequest) } }), async (c) => {
+  .openapi(route("post", "/bootstrap", "Hand the bootstrap ticket to another node (explicit; never by timeout)", { body: { required: true, ...json(BootstrapRequest) } }, { responses: conflict }), async (c) => {
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).reassignBootstrap(c.req.valid("json")));
   })

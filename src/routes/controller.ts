@@ -5,9 +5,9 @@
  */
 import { createRoute } from "@hono/zod-openapi";
 import { newApp, queue, respond } from "../http/app.ts";
-import { ClusterParams, IntrospectRequest, IntrospectResponse, Jwks, Problem, Revocations } from "../http/schemas.ts";
+import { json, problemDoc } from "../http/openapi.ts";
+import { ClusterParams, IntrospectRequest, IntrospectResponse, Jwks, Revocations } from "../http/schemas.ts";
 
-const json = <T>(schema: T) => ({ content: { "application/json": { schema } } });
 
 export const controller = newApp()
   .openapi(
@@ -16,7 +16,7 @@ export const controller = newApp()
       path: "/v1/clusters/{cluster}/jwks.json",
       summary: "The cluster's public signing keys (current and not yet expired retired ones)",
       request: { params: ClusterParams },
-      responses: { 200: { description: "JWKS", ...json(Jwks) }, 404: { description: "unknown_cluster", ...json(Problem) } },
+      responses: { 200: { description: "JWKS", ...json(Jwks) }, 404: problemDoc("unknown_cluster") },
     }),
     async (c) => {
       const outcome = await queue(c, c.req.valid("param").cluster).jwks();
@@ -34,7 +34,7 @@ export const controller = newApp()
       responses: {
         200: { description: "Revocation list", ...json(Revocations) },
         304: { description: "Unchanged since If-None-Match" },
-        404: { description: "unknown_cluster", ...json(Problem) },
+        404: problemDoc("unknown_cluster"),
       },
     }),
     async (c) => {
@@ -53,7 +53,7 @@ export const controller = newApp()
       path: "/v1/clusters/{cluster}/admissions/introspect",
       summary: "Is this admission token active now?",
       request: { params: ClusterParams, body: { required: true, ...json(IntrospectRequest) } },
-      responses: { 200: { description: "Active with claims, or inactive with a reason", ...json(IntrospectResponse) }, 400: { description: "Invalid input", ...json(Problem) } },
+      responses: { 200: { description: "Active with claims, or inactive with a reason", ...json(IntrospectResponse) }, 400: problemDoc("Invalid input") },
     }),
     async (c) => {
       const { cluster } = c.req.valid("param");

@@ -5,15 +5,15 @@
  */
 import { createRoute } from "@hono/zod-openapi";
 import { authFailure, bearerToken, newApp, queue, respondAuthenticated } from "../http/app.ts";
+import { json, problemDoc } from "../http/openapi.ts";
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
-import { ClusterParams, CompleteRequest, Problem, TicketParams, TicketRequest, TicketView, WaitQuery } from "../http/schemas.ts";
+import { ClusterParams, CompleteRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../http/schemas.ts";
 
-const json = <T>(schema: T) => ({ content: { "application/json": { schema } } });
 const problems = {
-  400: { description: "Invalid input", ...json(Problem) },
-  401: { description: "Missing or unknown token", ...json(Problem) },
-  403: { description: "Token does not grant this", ...json(Problem) },
-  404: { description: "Unknown ticket", ...json(Problem) },
+  400: problemDoc("Invalid input"),
+  401: problemDoc("Missing or unknown token"),
+  403: problemDoc("Token does not grant this"),
+  404: problemDoc("Unknown ticket"),
 };
 const bearer = [{ bearer: [] }];
 
@@ -30,8 +30,8 @@ export const tickets = newApp()
         201: { description: "A new ticket, admitted at once", ...json(TicketView) },
         202: { description: "Queued; ask again after Retry-After", ...json(TicketView) },
         ...problems,
-        409: { description: "peer_url_conflict", ...json(Problem) },
-        503: { description: "queue_full", ...json(Problem) },
+        409: problemDoc("peer_url_conflict"),
+        503: problemDoc("queue_full"),
       },
     }),
     async (c) => {
@@ -75,8 +75,8 @@ export const tickets = newApp()
       responses: {
         200: { description: "The ticket view with the new lease", ...json(TicketView) },
         ...problems,
-        409: { description: "not_admitted", ...json(Problem) },
-        410: { description: "admission_inactive", ...json(Problem) },
+        409: problemDoc("not_admitted"),
+        410: problemDoc("admission_inactive"),
       },
     }),
     async (c) => {
@@ -96,8 +96,8 @@ export const tickets = newApp()
       responses: {
         200: { description: "The joined ticket", ...json(TicketView) },
         ...problems,
-        409: { description: "not_admitted or member_id_conflict", ...json(Problem) },
-        410: { description: "admission_inactive", ...json(Problem) },
+        409: problemDoc("not_admitted or member_id_conflict"),
+        410: problemDoc("admission_inactive"),
       },
     }),
     async (c) => {

@@ -113,7 +113,7 @@ const cases: Case[] = [
   { name: "adopt: after bootstrap issued", method: "POST", path: () => "/v1/admin/clusters/bad-input-fresh/adopt", token: ADM, body: { members: [{ node: "m", peerURL: peer(7) }] }, status: 409, code: "bootstrap_in_progress" },
   { name: "forget: unknown member", method: "DELETE", path: adm("/members/nobody"), token: ADM, status: 404, code: "member_not_found" },
   { name: "forget: invalid node", method: "DELETE", path: adm("/members/-x"), token: ADM, status: 400, code: "invalid_node" },
-  { name: "bootstrap: already bootstrapped", method: "POST", path: adm("/bootstrap"), token: ADM, body: { node: "a", reason: "x" }, status: 409, code: "invalid_request" },
+  { name: "bootstrap: already bootstrapped", method: "POST", path: adm("/bootstrap"), token: ADM, body: { node: "a", reason: "x" }, status: 409, code: "already_bootstrapped" },
   { name: "audit: negative after", method: "GET", path: adm("/audit?after=-1"), token: ADM, status: 400, code: "invalid_request" },
   { name: "audit: unknown cluster", method: "GET", path: () => "/v1/admin/clusters/no-such-cluster/audit", token: ADM, status: 404, code: "unknown_cluster" },
   // routing
