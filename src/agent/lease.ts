@@ -123,7 +123,9 @@ export class LeaseKeeper {
 export function abortFor(controller: AbortController, view: TicketView | null, answer: string): void {
   if (view?.state === "joined") return; // completed meanwhile: nothing to stop
   if (view?.state === "revoked") {
-    controller.abort(new AdmissionRevoked(`an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}`));
+    controller.abort(
+      new AdmissionRevoked(`an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`),
+    );
     return;
   }
   if (view?.state === "admitted") {

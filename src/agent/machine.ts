@@ -140,7 +140,9 @@ class Agent {
         case "joined":
           return await this.#alreadyJoined(view, signal);
         case "revoked":
-          throw new AdmissionRevoked(`an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}`);
+          throw new AdmissionRevoked(
+            `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
+          );
         default:
           this.#r.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, { state: view.state });
       }
@@ -149,14 +151,19 @@ class Agent {
     }
   }
 
-  /** The ticket this node already holds, read back after a restart; null when a new request is needed. */
+  /**
+   * The live ticket this node already holds, read back after a restart. A revoked one is returned
+   * too, so that an admin's revocation is not undone by restarting the agent (unless
+   * --retry-revoked). For anything else the idempotent POST decides: null.
+   */
   async #resumeTicket(signal: AbortSignal): Promise<TicketView | null> {
     const ticket = this.#state.ticket;
     if (!ticket) return null;
     const res = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(ticket, { signal }), signal);
     if (!res.body) return null;
     const view = res.body;
-    if (view.state === "expired" || view.state === "abandoned") return null;
+    const live = view.state === "queued" || view.state === "admitted";
+    if (!live && !(view.state === "revoked" && !this.#o.retryRevoked)) return null;
     this.#r.event("ticket", `resuming ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
     return view;
   }

@@ -26,6 +26,8 @@ export interface AgentOptions {
   etcdBin: string | null;
   etcdArgs: string[];
   printEtcdFlags: boolean;
+  /** Ask for a new ticket even though an admin revoked this node's last admission. */
+  retryRevoked: boolean;
   /** Overall deadline for joining, in seconds; 0 means none. */
   timeoutSeconds: number;
   logFormat: LogFormat;
@@ -62,6 +64,8 @@ Node and etcd:
 
 Behaviour:
   --timeout SECONDS     give up joining after this long (default 3600; 0: never)
+  --retry-revoked       ask for a new place in the queue even though an admin revoked this
+                        node's last admission (without it, a revoked node stays refused)
   --log-format FORMAT   text (default) or json: one JSON object per line on stderr
   --verbose             log every retry
   -h, --help            this help
@@ -96,6 +100,7 @@ const FLAGS = {
   "etcd-bin": { type: "string" },
   "etcd-arg": { type: "string", multiple: true },
   "print-etcd-flags": { type: "boolean" },
+  "retry-revoked": { type: "boolean" },
   timeout: { type: "string" },
   "log-format": { type: "string" },
   verbose: { type: "boolean" },
@@ -175,6 +180,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       etcdBin,
       etcdArgs,
       printEtcdFlags: values["print-etcd-flags"] === true,
+      retryRevoked: values["retry-revoked"] === true,
       timeoutSeconds,
       logFormat,
       verbose: values.verbose === true,

@@ -8,7 +8,8 @@
  *   for the next node.
  *
  * Both agents stop with exit code 3 and stay refused when started again; the other nodes join
- * and the cluster ends healthy with exactly them as voters.
+ * and the cluster ends healthy with exactly them as voters. Only an explicit --retry-revoked
+ * puts a revoked node back in the queue.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -103,7 +104,13 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
   expect((await again.exited).code).toBe(3);
   expect(again.events.find((e) => e.step === "refused")?.msg).toMatch(/revoked/);
 
+  // Revocation ends one admission, not the node: with --retry-revoked it queues again and joins.
+  const retried = h.startAgent("ctrl-2", { args: [...h.agentArgs(h.node("ctrl-2")), "--retry-revoked"] });
+  await h.waitFor("ctrl-2 to join after --retry-revoked", () => h.joined("ctrl-2"), 120_000);
+  expect(retried.events.filter((e) => e.step === "admitted")).toHaveLength(1);
+  await expectOneHealthyCluster(h, [...MEMBERS, "ctrl-2"]);
+
   h.writeTimeline({ clusterId: final.clusterId, members: final.memberCount, revoked: REVOKED });
-  const exits = await Promise.all(MEMBERS.map((n) => h.stop(n)));
-  expect(exits.map((x) => x.code)).toEqual(MEMBERS.map(() => 0));
+  const exits = await Promise.all([...MEMBERS, "ctrl-2"].map((n) => h.stop(n)));
+  expect(exits.map((x) => x.code)).toEqual([0, 0, 0, 0]);
 });

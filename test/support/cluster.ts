@@ -172,11 +172,11 @@ export class ClusterHarness {
     ];
   }
 
-  /** Starts (or restarts) a node's agent as its own process group. */
-  startAgent(name: string): AgentRun {
+  /** Starts (or restarts) a node's agent as its own process group; `args` replaces the usual flags. */
+  startAgent(name: string, options: { args?: string[] } = {}): AgentRun {
     const node = this.node(name);
     const previous = this.runs.get(name) ?? [];
-    const proc = spawn(process.execPath, [BIN, ...this.agentArgs(node)], {
+    const proc = spawn(process.execPath, [BIN, ...(options.args ?? this.agentArgs(node))], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
