@@ -1,0 +1,67 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { createReporter, formatDuration } from "./progress.ts";
+
+function sink(tty = false) {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      chunks.push(String(chunk));
+      done();
+    },
+  }) as unknown as NodeJS.WriteStream;
+  Object.assign(stream, { isTTY: tty, columns: 80 });
+  return { stream, text: () => chunks.join("") };
+}
+
+describe("progress", () => {
+  it("json: one object per line with the step and its fields", () => {
+    const out = sink();
+    const r = createReporter({ format: "json", node: "ctrl-1", verbose: false, stream: out.stream });
+    r.event("queued", "position 3 in the queue", { position: 3, estimatedWaitSeconds: 15 });
+    r.retry("join API: HTTP 503");
+    const lines = out.text().trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ node: "ctrl-1", step: "queued", msg: "position 3 in the queue", position: 3, estimatedWaitSeconds: 15 });
+    expect(lines[1]).toMatchObject({ step: "retry", msg: "join API: HTTP 503" });
+    expect(typeof lines[0].time).toBe("string");
+  });
+
+  it("plain: a log line per event; the same queue position is not logged twice; retries only when verbose", () => {
+    const out = sink();
+    const r = createReporter({ format: "text", node: "ctrl-1", verbose: false, stream: out.stream });
+    r.event("queued", "position 3 in the queue", { position: 3 });
+    r.event("queued", "position 3 in the queue", { position: 3 });
+    r.event("queued", "position 2 in the queue", { position: 2 });
+    r.retry("broker unreachable");
+    r.event("admitted", "admitted as join");
+    const lines = out.text().trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+ ctrl-1 queued: position 3 in the queue$/);
+    expect(lines[2]).toContain("ctrl-1 admitted: admitted as join");
+    const verbose = sink();
+    createReporter({ format: "text", node: "n", verbose: true, stream: verbose.stream }).retry("broker unreachable");
+    expect(verbose.text()).toContain("n retry: broker unreachable");
+  });
+
+  it("terminal: one line rewritten in place, with position and estimate; final steps end the line", () => {
+    let now = 0;
+    const out = sink(true);
+    const r = createReporter({ format: "text", node: "ctrl-1", verbose: false, stream: out.stream, now: () => now });
+    r.event("queued", "position 4 in the queue", { position: 4, estimatedWaitSeconds: 20 });
+    now = 5_000;
+    r.event("queued", "position 3 in the queue", { position: 3, estimatedWaitSeconds: 15 });
+    r.event("joined", "joined cluster abc as join");
+    r.close();
+    const text = out.text();
+    expect(text).toContain("\r\x1b[2Kctrl-1 · queued · position 4 in the queue · about 20s to go · 0s");
+    expect(text).toContain("\r\x1b[2Kctrl-1 · queued · position 3 in the queue · about 15s to go · 5s");
+    expect(text).toContain("ctrl-1 joined: joined cluster abc as join\n");
+    expect(text.split("\n")).toHaveLength(2);
+  });
+
+  it("formats durations", () => {
+    expect(formatDuration(0)).toBe("0s");
+    expect(formatDuration(59_400)).toBe("59s");
+    expect(formatDuration(61_000)).toBe("1m01s");
+  });
+});
