@@ -298,13 +298,14 @@ export class ClusterHarness {
     this.#sampler = setInterval(() => {
       if (this.#sampling) return;
       this.#sampling = true;
-      this.#sampleOnce()
+      this.sampleNow()
         .catch(() => undefined)
         .finally(() => (this.#sampling = false));
     }, 1000);
   }
 
-  async #sampleOnce(): Promise<void> {
+  /** Reads the member list from the first node that answers and records it in the timeline. */
+  async sampleNow(): Promise<void> {
     for (const n of this.nodes) {
       const list = await new EtcdGateway(n.clientURL, { timeoutMs: 800 }).memberList();
       if (!list.ok) continue;
