@@ -1,0 +1,238 @@
+/**
+ * (5) Whole-cluster join: 1 + N controllers on real etcd through the broker, the node agent
+ * (`join-broker join --etcd-bin …`, one process per node, each starting its own etcd) and the
+ * reference join API (`join-broker controller`), all agents started at the same moment; the
+ * time runs from that start until the last agent prints `joined cluster … as …`. Beside it, in
+ * the same run, the serial baseline (serial-join.ts) on the same etcd binary and flags, timed
+ * from its start until it prints `all voters`. Both are separate processes started by this one
+ * and timed on this process's clock. The broker and the join API are already running when the
+ * clock starts, as they would be in a real control plane; order alternates from run to run.
+ * @module
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { EtcdGateway } from "../src/etcd/gateway.ts";
+import type { BenchBroker } from "./support/broker.ts";
+import { HttpClient } from "./support/http.ts";
+import { ROOT, scratchDir } from "./support/paths.ts";
+import { freePorts } from "./support/ports.ts";
+import { log, median, round } from "./support/stats.ts";
+
+const BIN = join(ROOT, "bin/join-broker");
+const SERIAL = join(ROOT, "bench/serial-join.ts");
+const TIMEOUT_MS = 240_000;
+
+export interface JoinRun {
+  n: number;
+  run: number;
+  order: string;
+  brokeredSeconds: number;
+  serialSeconds: number;
+  ratio: number;
+  brokered: { voters: number; members: number; clusterIds: number; bootstraps: number };
+  serial: { voters: number; members: number; addRetries: number; promoteRetries: number };
+}
+
+export interface JoinResult {
+  sizes: number[];
+  runsPerSize: number;
+  runs: JoinRun[];
+  summary: { n: number; brokeredSeconds: number; serialSeconds: number; ratio: number }[];
+}
+
+interface NodeAddress {
+  name: string;
+  peerURL: string;
+  clientURL: string;
+}
+
+async function addresses(count: number): Promise<NodeAddress[]> {
+  const ports = await freePorts(count * 2);
+  return Array.from({ length: count }, (_, i) => ({ name: `ctrl-${i}`, peerURL: `http://127.0.0.1:${ports[2 * i]}`, clientURL: `http://127.0.0.1:${ports[2 * i + 1]}` }));
+}
+
+function killGroup(proc: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (proc.pid) process.kill(-proc.pid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+function exited(proc: ChildProcess): Promise<void> {
+  return proc.exitCode !== null || proc.signalCode !== null ? Promise.resolve() : new Promise((r) => proc.once("exit", () => r()));
+}
+
+/**
+ * Stops processes (SIGTERM to each, SIGKILL to its whole group after a grace period), then any
+ * process still running on a data dir under `dir` (an etcd whose agent died first).
+ */
+async function stopAll(procs: ChildProcess[], dir: string, graceMs = 5_000): Promise<void> {
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGTERM");
+  await Promise.race([Promise.all(procs.map(exited)), new Promise((r) => setTimeout(r, graceMs))]);
+  for (const p of procs) killGroup(p, "SIGKILL");
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(`--data-dir=${dir}/`)) process.kill(Number(entry), "SIGKILL");
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+}
+
+/** Resolves with the time (performance.now) at which `proc`'s stdout first matches `pattern`. */
+function whenPrinted(proc: ChildProcess, pattern: RegExp, what: string, output: { text: string }): Promise<number> {
+  return new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${what}: nothing matching ${pattern} within ${TIMEOUT_MS / 1000} s\n${output.text.slice(-2000)}`)), TIMEOUT_MS);
+    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      output.text += chunk;
+      if (pattern.test(output.text)) {
+        clearTimeout(timer);
+        ok(performance.now());
+      }
+    });
+    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      output.text = (output.text + chunk).slice(-20_000);
+    });
+    proc.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (!pattern.test(output.text)) fail(new Error(`${what} exited (${code ?? signal}) before printing ${pattern}\n${output.text.slice(-2000)}`));
+    });
+  });
+}
+
+async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["brokered"] }> {
+  const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
+  const cluster = `join-n${n}-r${run}`;
+  const nodes = await addresses(n + 1);
+  const http = new HttpClient(broker.url);
+  const procs: ChildProcess[] = [];
+  try {
+    const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { bearer: broker.adminToken, body: { description: "bench join" } });
+    const token = (created.body as { token: string }).token;
+    const api = spawn(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    procs.push(api);
+    const apiOutput = { text: "" };
+    await whenPrinted(api, /join API listening on (http:\/\/\S+)/, "join API", apiOutput);
+    const joinApi = /join API listening on (http:\/\/\S+)/.exec(apiOutput.text)![1]!;
+
+    const started = performance.now();
+    const agents = nodes.map((node) => {
+      const proc = spawn(
+        process.execPath,
+        [
+          BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", node.name, "--peer-url", node.peerURL,
+          "--join-api", joinApi, "--state-dir", join(dir, node.name), "--etcd-bin", etcdBin, "--data-dir", join(dir, node.name, "etcd"),
+          "--client-url", node.clientURL, "--log-format", "json", "--timeout", String(TIMEOUT_MS / 1000),
+        ],
+        { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, NO_COLOR: "1" } },
+      );
+      procs.push(proc);
+      const output = { text: "" };
+      return { output, joined: whenPrinted(proc, /^joined cluster \S+ as (bootstrap|join)$/m, `agent ${node.name}`, output) };
+    });
+    const times = await Promise.all(agents.map((a) => a.joined));
+    const seconds = (Math.max(...times) - started) / 1000;
+
+    const check = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.text)).length };
+    const ids = new Set<string>();
+    for (const node of nodes) {
+      const list = await new EtcdGateway(node.clientURL, { timeoutMs: 5_000 }).memberList();
+      if (!list.ok) continue;
+      ids.add(list.value.header.clusterId);
+      check.members = Math.max(check.members, list.value.members.length);
+      check.voters = Math.max(check.voters, list.value.members.filter((m) => !m.isLearner && m.started).length);
+    }
+    check.clusterIds = ids.size;
+    return { seconds, check };
+  } finally {
+    http.close();
+    await stopAll(procs, dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function serial(etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["serial"] }> {
+  const dir = mkdtempSync(join(scratchDir(), `serial-${n}-${run}-`));
+  const nodes = await addresses(n + 1);
+  const started = performance.now();
+  const proc = spawn(process.execPath, ["--import", "tsx", SERIAL, etcdBin, dir, JSON.stringify(nodes)], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  try {
+    const output = { text: "" };
+    const done = await whenPrinted(proc, /^all voters \d+$/m, "serial script", output);
+    await exited(proc);
+    const details = JSON.parse(/^\{.*\}$/m.exec(output.text)?.[0] ?? "{}") as { members?: number; voters?: number; steps?: { addRetries: number; promoteRetries: number }[] };
+    const steps = details.steps ?? [];
+    return {
+      seconds: (done - started) / 1000,
+      check: {
+        voters: details.voters ?? 0,
+        members: details.members ?? 0,
+        addRetries: steps.reduce((s, x) => s + x.addRetries, 0),
+        promoteRetries: steps.reduce((s, x) => s + x.promoteRetries, 0),
+      },
+    };
+  } finally {
+    await stopAll([proc], dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function clusterJoin(broker: BenchBroker, etcdBin: string, options: { sizes: number[]; runs: number }): Promise<JoinResult> {
+  const runs: JoinRun[] = [];
+  for (const n of options.sizes) {
+    for (let run = 0; run < options.runs; run++) {
+      const brokeredFirst = run % 2 === 0;
+      let b: Awaited<ReturnType<typeof brokered>>;
+      let s: Awaited<ReturnType<typeof serial>>;
+      if (brokeredFirst) {
+        b = await brokered(broker, etcdBin, n, run);
+        s = await serial(etcdBin, n, run);
+      } else {
+        s = await serial(etcdBin, n, run);
+        b = await brokered(broker, etcdBin, n, run);
+      }
+      const ratio = round(b.seconds / s.seconds, 3);
+      runs.push({
+        n,
+        run,
+        order: brokeredFirst ? "brokered then serial" : "serial then brokered",
+        brokeredSeconds: round(b.seconds, 2),
+        serialSeconds: round(s.seconds, 2),
+        ratio,
+        brokered: b.check,
+        serial: s.check,
+      });
+      log(`join 1+${n} run ${run + 1}/${options.runs}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
+    }
+  }
+  return {
+    sizes: options.sizes,
+    runsPerSize: options.runs,
+    runs,
+    summary: options.sizes.map((n) => {
+      const mine = runs.filter((r) => r.n === n);
+      return {
+        n,
+        brokeredSeconds: round(median(mine.map((r) => r.brokeredSeconds)), 2),
+        serialSeconds: round(median(mine.map((r) => r.serialSeconds)), 2),
+        ratio: round(median(mine.map((r) => r.ratio)), 3),
+      };
+    }),
+  };
+}
+
+/** One etcd cluster of 1 + N voters on both sides, and exactly one bootstrap among the agents. */
+export function joinChecksPassed(r: JoinRun): boolean {
+  const size = r.n + 1;
+  return (
+    r.brokered.clusterIds === 1 && r.brokered.bootstraps === 1 && r.brokered.members === size && r.brokered.voters === size && r.serial.members === size && r.serial.voters === size
+  );
+}

@@ -1,0 +1,170 @@
+/**
+ * `npm run bench`: every benchmark against its ceiling or baseline in the same run, each figure
+ * the median of several runs, written to bench/results.json and BENCHMARKS.md. `--quick` uses
+ * fewer and smaller runs (under two minutes); `--only a,b` runs some of them and writes to
+ * bench/out/ instead. Benchmarks assert nothing about time: the exit code is 0 unless a
+ * benchmark could not run or a correctness check inside one (FIFO, exactly once, one cluster)
+ * failed.
+ * @module
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { brokerThroughput } from "./broker-throughput.ts";
+import { clusterJoin, joinChecksPassed } from "./cluster-join.ts";
+import { handoff } from "./handoff.ts";
+import { queueScale } from "./queue-scale.ts";
+import { renderReport, type Results } from "./report.ts";
+import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
+import { ROOT, scratchDir } from "./support/paths.ts";
+import { log } from "./support/stats.ts";
+import { verifier } from "./verifier.ts";
+
+const SECTIONS = ["broker", "handoff", "scale", "verifier", "join"] as const;
+type Section = (typeof SECTIONS)[number];
+
+export const SETTINGS = {
+  quick: {
+    broker: { runs: 3, requests: 400, concurrency: 32 },
+    handoff: { runs: 3, nodes: 200 },
+    scale: { tickets: 1_000, concurrency: 32 },
+    verifier: { runs: 3, seconds: 0.5 },
+    join: { sizes: [2], runs: 1 },
+  },
+  full: {
+    broker: { runs: 5, requests: 2_000, concurrency: 32 },
+    handoff: { runs: 5, nodes: 200 },
+    scale: { tickets: 10_000, concurrency: 32 },
+    verifier: { runs: 5, seconds: 2 },
+    join: { sizes: [2, 4, 6], runs: 3 },
+  },
+};
+
+function version(fn: () => string): string {
+  try {
+    return fn().trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+function machine(etcdBin: string) {
+  const list = cpus();
+  const pkg = (path: string) => (JSON.parse(readFileSync(resolve(ROOT, path), "utf8")) as { version: string }).version;
+  return {
+    cpus: list.length,
+    cpuModel: list[0]?.model ?? "unknown",
+    memoryBytes: totalmem(),
+    os: `${process.platform} ${release()}`,
+    node: process.version,
+    wrangler: version(() => pkg("node_modules/wrangler/package.json")),
+    workerd: version(() => pkg("node_modules/wrangler/node_modules/@cloudflare/workerd-linux-64/package.json")),
+    jose: version(() => pkg("node_modules/jose/package.json")),
+    etcd: version(() => /etcd Version: (\S+)/.exec(execFileSync(etcdBin, ["--version"], { encoding: "utf8" }))?.[1] ?? "unknown"),
+    commit: version(() => execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" })),
+  };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, only: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    process.stdout.write(`Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")}]\n`);
+    return 0;
+  }
+  const mode = values.quick ? "quick" : "full";
+  const only = values.only ? (values.only.split(",").map((s) => s.trim()) as Section[]) : [...SECTIONS];
+  const unknown = only.filter((s) => !SECTIONS.includes(s));
+  if (unknown.length) {
+    process.stderr.write(`unknown benchmark(s): ${unknown.join(", ")}; choose from ${SECTIONS.join(", ")}\n`);
+    return 2;
+  }
+  const settings = SETTINGS[mode];
+  const tools = (await import(pathToFileURL(resolve(ROOT, "scripts/tools.mjs")).href)) as { ensureTool(name: string): string };
+  const etcdBin = tools.ensureTool("etcd");
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  process.env.WRANGLER_SEND_METRICS = "false";
+
+  const brokers = new Set<BenchBroker>();
+  const start = async (label: string) => {
+    const b = await startBenchBroker(label);
+    brokers.add(b);
+    return b;
+  };
+  const stop = async (b: BenchBroker) => {
+    brokers.delete(b);
+    await b.stop();
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping`);
+    void Promise.all([...brokers].map((b) => b.stop())).finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  const began = Date.now();
+  const results: Results = {
+    date: new Date().toISOString(),
+    mode,
+    sections: only,
+    settings,
+    machine: machine(etcdBin),
+    loadAverage: { start: loadavg().map((x) => Math.round(x * 100) / 100), end: [] },
+    durationSeconds: 0,
+    errors: {},
+  };
+  const attempt = async (section: Section, fn: () => Promise<void>) => {
+    if (!only.includes(section)) return;
+    log(`== ${section}`);
+    try {
+      await fn();
+    } catch (e) {
+      results.errors[section] = e instanceof Error ? e.message : String(e);
+      log(`${section} failed: ${results.errors[section]}`);
+    }
+  };
+
+  try {
+    // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
+    const needsShared = only.some((s) => s !== "scale");
+    const shared = needsShared ? await start("shared") : null;
+    await attempt("broker", async () => {
+      results.broker = await brokerThroughput(shared!, settings.broker);
+    });
+    await attempt("handoff", async () => {
+      results.handoff = await handoff(shared!, settings.handoff);
+    });
+    await attempt("verifier", async () => {
+      results.verifier = await verifier(shared!, settings.verifier);
+    });
+    await attempt("scale", async () => {
+      const own = await start("scale");
+      try {
+        results.scale = await queueScale(own, settings.scale);
+      } finally {
+        await stop(own);
+      }
+    });
+    await attempt("join", async () => {
+      results.join = await clusterJoin(shared!, etcdBin, settings.join);
+    });
+    if (shared) await stop(shared);
+  } finally {
+    await Promise.all([...brokers].map((b) => stop(b)));
+  }
+
+  results.loadAverage.end = loadavg().map((x) => Math.round(x * 100) / 100);
+  results.durationSeconds = Math.round((Date.now() - began) / 1000);
+  const partial = only.length < SECTIONS.length;
+  const dir = partial ? scratchDir() : join(ROOT, "bench");
+  const jsonPath = join(dir, partial ? "results-partial.json" : "results.json");
+  const mdPath = partial ? join(dir, "BENCHMARKS-partial.md") : join(ROOT, "BENCHMARKS.md");
+  writeFileSync(jsonPath, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(mdPath, renderReport(results));
+  log(`wrote ${jsonPath} and ${mdPath} (${results.durationSeconds} s)`);
+
+  const broken = Object.keys(results.errors).length > 0 || (results.scale && !results.scale.check.passed) || results.join?.runs.some((r) => !joinChecksPassed(r));
+  return broken ? 1 : 0;
+}

@@ -1,0 +1,179 @@
+/**
+ * (3) Queue scale: N tickets (10,000; fewer in quick mode) in one cluster, then the queue is
+ * drained one admission at a time (maxInFlight 1): the admitted node completes, the next one is
+ * admitted. Afterwards the audit log must show every ticket admitted exactly once, in ticket
+ * (FIFO) order, and the ticket list every ticket joined. Runs on a broker process of its own so
+ * that the memory figures belong to this cluster alone.
+ *
+ * Memory is the resident set (VmRSS, and the peak VmHWM) of the workerd process that runs the
+ * Worker and its Durable Objects; workerd does not report memory per object. Storage is the
+ * object's SQLite database: its size as the object reports it (`ctx.storage.sql.databaseSize`)
+ * and the size of its files under the persist directory.
+ * @module
+ */
+import { durableObjectFiles, processMemory, type BenchBroker } from "./support/broker.ts";
+import { allAudit, allTickets, completeTicket, createCluster, requestTicket, type BenchCluster } from "./support/cluster.ts";
+import { HttpClient } from "./support/http.ts";
+import { log, pool, round } from "./support/stats.ts";
+
+export interface ScaleSnapshot {
+  workerdRssBytes: number | null;
+  workerdPeakRssBytes: number | null;
+  databaseSizeBytes: number;
+  sqliteFiles: { path: string; bytes: number }[];
+}
+
+export interface ScaleResult {
+  tickets: number;
+  concurrency: number;
+  createSeconds: number;
+  createdPerSecond: number;
+  /** Creation rate over the first and the last tenth of the tickets: does a deeper queue slow it down? */
+  createdPerSecondFirstTenth: number;
+  createdPerSecondLastTenth: number;
+  drainSeconds: number;
+  admittedPerSecond: number;
+  admittedPerSecondFirstTenth: number;
+  admittedPerSecondLastTenth: number;
+  /** Requests the driver sent while draining, per admitted ticket. */
+  drainRequestsPerTicket: number;
+  check: {
+    admittedEvents: number;
+    distinctAdmitted: number;
+    admittedTwice: number;
+    inFifoOrder: boolean;
+    /** Where the admission order first departs from ticket order, if it does. */
+    firstOutOfOrder: { index: number; ticket: string } | null;
+    joined: number;
+    passed: boolean;
+  };
+  before: ScaleSnapshot;
+  afterCreate: ScaleSnapshot;
+  after: ScaleSnapshot;
+  auditEntries: number;
+}
+
+async function snapshot(http: HttpClient, broker: BenchBroker, cluster: string): Promise<ScaleSnapshot> {
+  const pid = broker.workerdPid();
+  const memory = pid ? processMemory(pid) : null;
+  const stats = (await http.expect([200], "GET", `/bench/clusters/${cluster}/stats`)).body as { databaseSize: number };
+  return {
+    workerdRssBytes: memory?.rssBytes ?? null,
+    workerdPeakRssBytes: memory?.peakRssBytes ?? null,
+    databaseSizeBytes: stats.databaseSize,
+    sqliteFiles: durableObjectFiles(broker.persistDir),
+  };
+}
+
+export async function queueScale(broker: BenchBroker, options: { tickets: number; concurrency: number }): Promise<ScaleResult> {
+  const http = new HttpClient(broker.url);
+  try {
+    const cluster: BenchCluster = await createCluster(http, broker.adminToken, "scale");
+    const before = await snapshot(http, broker, cluster.name);
+
+    // Every node asks for its ticket; the first is the bootstrap ticket, admitted at once.
+    const views = new Map<string, { ticket: string; admission?: string }>();
+    const createStart = performance.now();
+    const created: number[] = [];
+    await pool(options.tickets, options.concurrency, async (i) => {
+      const node = `node-${String(i).padStart(5, "0")}`;
+      const view = (await requestTicket(http, cluster, node)).body as { ticket: string; admission?: string };
+      views.set(view.ticket, view);
+      created.push(performance.now());
+    });
+    const createSeconds = (performance.now() - createStart) / 1000;
+    log(`scale: ${options.tickets} tickets created in ${round(createSeconds, 1)} s`);
+    const afterCreate = await snapshot(http, broker, cluster.name);
+
+    // The driver guesses the next admitted ticket from the queue order and falls back to asking
+    // the broker which ticket is in flight; the check below reads the order from the audit log.
+    const queueOrder = (await allTickets(http, broker.adminToken, cluster.name)).map((t) => t.ticket);
+    const placeInQueue = new Map(queueOrder.map((t, i) => [t, i]));
+    const drainStart = performance.now();
+    const drained: number[] = [];
+    const requestsBefore = http.requests;
+    let current: TicketRead | undefined = [...views.values()].map((v) => ({ state: "admitted", ...v })).find((v) => v.admission);
+    if (!current?.admission) throw new Error("no ticket was admitted at once (expected the bootstrap ticket)");
+    let memberID = 0x10000;
+    const deadline = Date.now() + 20 * 60_000;
+    for (let done = 0; done < options.tickets; done++) {
+      if (Date.now() > deadline) throw new Error(`scale: draining took longer than 20 min (${done} of ${options.tickets} admitted)`);
+      await completeTicket(http, cluster, current!.ticket, current!.admission!, (memberID++).toString(16));
+      drained.push(performance.now());
+      if (done === options.tickets - 1) break;
+      const guess: string | undefined = queueOrder[(placeInQueue.get(current!.ticket) ?? -2) + 1];
+      let next: TicketRead | null = guess ? await readTicket(http, cluster, guess) : null;
+      if (next?.state !== "admitted") {
+        const status = (await http.expect([200], "GET", `/v1/admin/clusters/${cluster.name}`, { bearer: broker.adminToken })).body as { inFlight: { ticket: string }[] };
+        const inFlight = status.inFlight[0]?.ticket;
+        if (!inFlight) throw new Error(`scale: nothing admitted after ${done + 1} completions`);
+        next = await readTicket(http, cluster, inFlight);
+      }
+      if (!next.admission) throw new Error(`scale: ticket ${next.ticket} is ${next.state} without an admission`);
+      current = next;
+      if ((done + 1) % 2000 === 0) log(`scale: ${done + 1} admitted and completed`);
+    }
+    const drainSeconds = (performance.now() - drainStart) / 1000;
+    const drainRequests = http.requests - requestsBefore;
+    const after = await snapshot(http, broker, cluster.name);
+
+    // The check: the audit log's admissions, in log order, against the tickets in queue order.
+    const audit = await allAudit(http, broker.adminToken, cluster.name);
+    const tickets = await allTickets(http, broker.adminToken, cluster.name);
+    const admittedOrder = audit.filter((e) => e.action === "ticket.admitted").map((e) => e.subject);
+    const seen = new Map<string, number>();
+    for (const t of admittedOrder) seen.set(t, (seen.get(t) ?? 0) + 1);
+    const fifo = tickets.map((t) => t.ticket);
+    const firstDeparture = fifo.findIndex((t, i) => admittedOrder[i] !== t);
+    const check = {
+      admittedEvents: admittedOrder.length,
+      distinctAdmitted: seen.size,
+      admittedTwice: [...seen.values()].filter((n) => n > 1).length,
+      inFifoOrder: firstDeparture === -1 && admittedOrder.length === fifo.length,
+      firstOutOfOrder: firstDeparture === -1 ? null : { index: firstDeparture, ticket: admittedOrder[firstDeparture] ?? "(none)" },
+      joined: tickets.filter((t) => t.state === "joined").length,
+      passed: false,
+    };
+    check.passed = check.inFifoOrder && check.admittedTwice === 0 && check.distinctAdmitted === options.tickets && check.joined === options.tickets && tickets.length === options.tickets;
+    log(`scale: drained in ${round(drainSeconds, 1)} s; FIFO ${check.inFifoOrder}, exactly once ${check.admittedTwice === 0 && check.distinctAdmitted === options.tickets}`);
+    return {
+      tickets: options.tickets,
+      concurrency: options.concurrency,
+      createSeconds: round(createSeconds, 2),
+      createdPerSecond: round(options.tickets / createSeconds, 1),
+      createdPerSecondFirstTenth: tenthRate(createStart, created, "first"),
+      createdPerSecondLastTenth: tenthRate(createStart, created, "last"),
+      drainSeconds: round(drainSeconds, 2),
+      admittedPerSecond: round(options.tickets / drainSeconds, 1),
+      admittedPerSecondFirstTenth: tenthRate(drainStart, drained, "first"),
+      admittedPerSecondLastTenth: tenthRate(drainStart, drained, "last"),
+      drainRequestsPerTicket: round(drainRequests / options.tickets, 3),
+      check,
+      before,
+      afterCreate,
+      after,
+      auditEntries: audit.length,
+    };
+  } finally {
+    http.close();
+  }
+}
+
+interface TicketRead {
+  ticket: string;
+  state: string;
+  admission?: string;
+}
+
+async function readTicket(http: HttpClient, cluster: BenchCluster, ticket: string): Promise<TicketRead> {
+  return (await http.expect([200, 202], "GET", `/v1/clusters/${cluster.name}/tickets/${ticket}`, { bearer: cluster.enrollmentToken })).body as TicketRead;
+}
+
+/** Events per second over the first or the last tenth of `times` (completion instants, in order). */
+function tenthRate(start: number, times: number[], which: "first" | "last"): number {
+  const tenth = Math.max(1, Math.floor(times.length / 10));
+  if (times.length < 2) return NaN;
+  const from = which === "first" ? start : times[times.length - tenth - 1]!;
+  const to = which === "first" ? times[tenth - 1]! : times[times.length - 1]!;
+  return round(tenth / ((to - from) / 1000), 1);
+}

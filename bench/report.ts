@@ -1,0 +1,301 @@
+/**
+ * Renders bench/results.json as BENCHMARKS.md: what was measured and how, a summary against the
+ * targets, and every run's figures.
+ * @module
+ */
+import type { ThroughputResult } from "./broker-throughput.ts";
+import type { JoinResult } from "./cluster-join.ts";
+import type { HandoffResult } from "./handoff.ts";
+import type { ScaleResult } from "./queue-scale.ts";
+import type { VerifierResult } from "./verifier.ts";
+
+export interface Results {
+  date: string;
+  mode: "quick" | "full";
+  sections: string[];
+  settings: unknown;
+  machine: Record<string, string | number>;
+  loadAverage: { start: number[]; end: number[] };
+  durationSeconds: number;
+  errors: Record<string, string>;
+  broker?: ThroughputResult;
+  handoff?: HandoffResult;
+  scale?: ScaleResult;
+  verifier?: VerifierResult;
+  join?: JoinResult;
+}
+
+export const TARGETS = {
+  brokerRatio: 0.6,
+  handoffP50Ms: 25,
+  handoffRequestsPerNode: 3,
+  verifierRatio: 0.8,
+  joinRatio: 1.2,
+};
+
+const INTRO = `# Benchmarks
+
+Every speed figure here is measured beside its ceiling or baseline **in the same run on the same
+machine**, and reported as a ratio to it: on a busy or slow machine both sides slow down together,
+so the ratio carries over where the absolute numbers do not. Each figure is the median of several
+runs. Benchmarks assert nothing about time (\`npm test\` stays fast and never runs them); a run fails
+only if a benchmark cannot run or a correctness check inside it fails (FIFO order, exactly-once
+admission, one etcd cluster).
+
+    npm run bench              # full run (about 10 minutes); writes bench/results.json and this file
+    npm run bench -- --quick   # fewer, smaller runs (under 2 minutes)
+    npm run bench -- --only broker,handoff,scale,verifier,join   # some of them, written to bench/out/
+
+Everything runs on 127.0.0.1. The broker runs under \`wrangler dev\` (workerd) with the bench
+configuration \`bench/wrangler.bench.toml\`: the production app and Durable Object unchanged, plus a few
+bench-only calls (a no-op RPC to the cluster's Durable Object, its database size, console output on
+or off). The load generator is one Node process with keep-alive connections and no socket limit.
+`;
+
+const n = (v: number | undefined, digits = 1) => (v === undefined || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const int = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : Math.round(v).toLocaleString("en-US"));
+const gib = (bytes: number) => `${n(bytes / 1024 ** 3)} GiB`;
+const mb = (bytes: number | null | undefined) => (bytes === null || bytes === undefined ? "–" : `${n(bytes / (1024 * 1024))} MiB`);
+const yes = (ok: boolean) => (ok ? "yes" : "**no**");
+
+function table(head: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+  return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+function notMeasured(r: Results, section: string, what: string): string | null {
+  if (r.errors[section]) return `${what}: **not measured** — the benchmark failed: \`${r.errors[section].split("\n")[0]}\``;
+  if (!r.sections.includes(section)) return `${what}: not run in this run.`;
+  return null;
+}
+
+function summary(r: Results): string {
+  const rows: string[][] = [];
+  const b = r.broker?.summary;
+  rows.push(
+    b
+      ? ["1", "Broker: ticket creations", `${n(b.ticketsPerSecond)}/s (p50 ${n(b.ticketsP50Ms)} ms, p99 ${n(b.ticketsP99Ms)} ms)`, `no-op DO RPC ${n(b.ceilingPerSecond)}/s (p50 ${n(b.ceilingP50Ms)} ms)`, n(b.ratio, 2), `≥ ${TARGETS.brokerRatio}`, yes(b.ratio >= TARGETS.brokerRatio)]
+      : ["1", "Broker: ticket creations", "not measured", "", "", `≥ ${TARGETS.brokerRatio}`, ""],
+  );
+  const h = r.handoff?.summary;
+  rows.push(
+    h
+      ? ["2", `Queue hand-off, ${r.handoff!.nodes} long polls`, `p50 ${n(h.p50Ms)} ms, p99 ${n(h.p99Ms)} ms; ${n(h.requestsPerNode, 2)} requests per admitted node`, "–", "–", `p50 < ${TARGETS.handoffP50Ms} ms; ≤ ${TARGETS.handoffRequestsPerNode} requests`, yes(h.p50Ms < TARGETS.handoffP50Ms && h.requestsPerNode <= TARGETS.handoffRequestsPerNode)]
+      : ["2", "Queue hand-off", "not measured", "", "", `p50 < ${TARGETS.handoffP50Ms} ms; ≤ ${TARGETS.handoffRequestsPerNode} requests`, ""],
+  );
+  const s = r.scale;
+  rows.push(
+    s
+      ? ["3", `Queue scale, ${int(s.tickets)} tickets`, `FIFO: ${s.check.inFifoOrder ? "yes" : "no"}, exactly once: ${s.check.admittedTwice === 0 && s.check.distinctAdmitted === s.tickets ? "yes" : "no"}; database ${mb(s.after.databaseSizeBytes)}; workerd RSS ${mb(s.before.workerdRssBytes)} → ${mb(s.after.workerdRssBytes)}`, "–", "–", "all admitted, FIFO, exactly once", yes(s.check.passed)]
+      : ["3", "Queue scale", "not measured", "", "", "all admitted, FIFO, exactly once", ""],
+  );
+  const v = r.verifier?.summary;
+  rows.push(
+    v
+      ? ["4", "Verifier: verifyAdmission (warm JWKS)", `${int(v.verifyAdmissionPerSecond)} ops/s`, `jose jwtVerify, local key set: ${int(v.joseJwtVerifyPerSecond)} ops/s`, n(v.ratio, 2), `≥ ${TARGETS.verifierRatio}`, yes(v.ratio >= TARGETS.verifierRatio)]
+      : ["4", "Verifier", "not measured", "", "", `≥ ${TARGETS.verifierRatio}`, ""],
+  );
+  if (r.join) {
+    for (const j of r.join.summary) {
+      rows.push(["5", `Whole-cluster join, 1 + ${j.n}`, `${n(j.brokeredSeconds, 2)} s`, `serial script ${n(j.serialSeconds, 2)} s`, n(j.ratio, 2), `≤ ${TARGETS.joinRatio}×`, yes(j.ratio <= TARGETS.joinRatio)]);
+    }
+  } else {
+    rows.push(["5", "Whole-cluster join", "not measured", "", "", `≤ ${TARGETS.joinRatio}×`, ""]);
+  }
+  return table(["#", "Benchmark", "Figure", "Ceiling / baseline (same run)", "Ratio", "Target", "Met"], rows);
+}
+
+function brokerSection(r: Results): string {
+  const missing = notMeasured(r, "broker", "Broker throughput");
+  if (missing || !r.broker) return `## 1. Broker throughput and latency\n\n${missing ?? "Not measured."}\n`;
+  const b = r.broker;
+  return `## 1. Broker throughput and latency
+
+${b.concurrency} concurrent clients, ${int(b.requestsPerPhase)} requests per phase. **Ticket creations**:
+\`POST /v1/clusters/{cluster}/tickets\` with an enrollment token, each for a new node, into one
+cluster's queue (the first ticket is the bootstrap ticket, every other one queues). **Ceiling**:
+\`GET /bench/clusters/{cluster}/ping\`, one RPC round trip to a cluster's Durable Object that does
+nothing, through the same \`wrangler dev\` process (its proxy, the Worker, the object). Every phase
+gets a fresh cluster, warmed with 100 requests, so all meet the same queue depth. For information, a third phase creates tickets with console output discarded in the
+Worker and the object: every state change of the broker is one structured log line, which under
+\`wrangler dev\` workerd writes to its stdout and wrangler reads and prints, on the same two cores.
+All phases are warmed first and rotate order from run to run. Per-second figures and ratios are
+medians of the per-run figures; p50/p99 are taken over the pooled samples of all runs.
+
+${table(
+  ["Run", "Order", "Tickets/s", "p50 ms", "p99 ms", "Ceiling/s", "p50 ms", "p99 ms", "Ratio", "Tickets/s, logs discarded", "Ratio"],
+  b.runs.map((x) => [
+    x.run + 1, x.order, n(x.tickets.perSecond), n(x.tickets.p50Ms), n(x.tickets.p99Ms), n(x.ceiling.perSecond), n(x.ceiling.p50Ms), n(x.ceiling.p99Ms), n(x.ratio, 3),
+    n(x.ticketsWithoutLogs?.perSecond), n(x.ratioWithoutLogs, 3),
+  ]),
+)}
+
+Median: **${n(b.summary.ticketsPerSecond)} tickets/s** against a ceiling of ${n(b.summary.ceilingPerSecond)}/s: ratio **${n(b.summary.ratio, 2)}** (target ≥ ${TARGETS.brokerRatio}).
+With console output discarded: ${n(b.summary.ticketsWithoutLogsPerSecond)} tickets/s, ratio ${n(b.summary.ratioWithoutLogs, 2)}.
+Pooled latency: tickets p50 ${n(b.summary.ticketsP50Ms)} ms, p99 ${n(b.summary.ticketsP99Ms)} ms; ceiling p50 ${n(b.summary.ceilingP50Ms)} ms, p99 ${n(b.summary.ceilingP99Ms)} ms
+(closed loop: each client sends its next request when the last one returns, so latency is mostly
+queueing behind the other ${b.concurrency - 1} clients).
+`;
+}
+
+function handoffSection(r: Results): string {
+  const missing = notMeasured(r, "handoff", "Queue hand-off");
+  if (missing || !r.handoff) return `## 2. Queue hand-off\n\n${missing ?? "Not measured."}\n`;
+  const h = r.handoff;
+  return `## 2. Queue hand-off
+
+Policy maxInFlight 1. The bootstrap node holds the slot while ${h.nodes} nodes request tickets and
+then wait in long polls (\`GET …/tickets/{ticket}?wait=${h.waitSeconds}\`, polled again if one ends with the
+ticket still queued, Retry-After honoured on 429/503), all open at once (the client has no
+connection limit; "max open" below is the count it held at the same moment). Each node completes
+the moment it holds its admission token, so the queue drains as fast as the broker hands the slot
+on. **Hand-off** = from sending \`complete\` for one node to the next node's long poll returning with
+its admission token. **Requests per admitted node** counts every broker request a node made: its
+ticket request, its polls, its \`complete\`. p50/p99 over the pooled samples of all runs (medians of
+per-run figures beside them); requests per node is the median of the runs.
+
+${table(
+  ["Run", "p50 ms", "p90 ms", "p99 ms", "max ms", "Requests/node", "Polls/node", "First ¼ / last ¼ of queue", "Longest wait s", "Max open polls"],
+  h.runs.map((x) => [x.run + 1, n(x.p50Ms), n(x.p90Ms), n(x.p99Ms), n(x.maxMs), n(x.requestsPerNode, 2), n(x.pollsPerNode, 2), `${n(x.requestsPerNodeFirstQuarter, 2)} / ${n(x.requestsPerNodeLastQuarter, 2)}`, n(x.longestWaitSeconds), x.maxConcurrentPolls]),
+)}
+
+Pooled: hand-off **p50 ${n(h.summary.p50Ms)} ms, p99 ${n(h.summary.p99Ms)} ms** (median of per-run p50 ${n(h.summary.medianRunP50Ms)} ms, p99 ${n(h.summary.medianRunP99Ms)} ms);
+**${n(h.summary.requestsPerNode, 2)} requests per admitted node** (targets: p50 < ${TARGETS.handoffP50Ms} ms, ≤ ${TARGETS.handoffRequestsPerNode} requests). Nodes at the back
+of the queue, which wait longest, make as many requests as those at the front: the count does not
+grow with the wait as long as the wait stays under the long-poll limit (${h.waitSeconds} s per poll).
+`;
+}
+
+function scaleSection(r: Results): string {
+  const missing = notMeasured(r, "scale", "Queue scale");
+  if (missing || !r.scale) return `## 3. Queue scale\n\n${missing ?? "Not measured."}\n`;
+  const s = r.scale;
+  const files = (snap: ScaleResult["before"]) => s && snap.sqliteFiles.filter((f) => !f.path.endsWith("metadata.sqlite") && !f.path.includes("metadata.sqlite-")).reduce((t, f) => t + f.bytes, 0);
+  const quick = r.mode === "quick" ? `\n*Quick mode: ${int(s.tickets)} tickets instead of 10,000.*\n` : "";
+  return `## 3. Queue scale
+${quick}
+${int(s.tickets)} nodes request tickets in one cluster (${s.concurrency} concurrent clients; default
+maxInFlight 1, maxQueue raised to hold them all), then the queue drains one admission at a time:
+the admitted node completes, the next is admitted. The check reads the broker's own records: the
+\`ticket.admitted\` entries of the audit log, in log order, must be the tickets in queue (seq) order,
+each exactly once, and every ticket must end \`joined\`. It runs on a broker process of its own, one
+run (it is a capacity and correctness figure, not a ratio).
+
+${table(
+  ["Check", "Result"],
+  [
+    ["Tickets created / joined", `${int(s.tickets)} / ${int(s.check.joined)}`],
+    ["Admissions in the audit log (distinct)", `${int(s.check.admittedEvents)} (${int(s.check.distinctAdmitted)})`],
+    ["Admitted more than once", int(s.check.admittedTwice)],
+    ["Admitted in FIFO order", s.check.inFifoOrder ? "yes" : `**no** (first departure at #${s.check.firstOutOfOrder?.index})`],
+    ["Passed", yes(s.check.passed)],
+  ],
+)}
+
+${table(
+  ["Phase", "Seconds", "Per second (all)", "First tenth", "Last tenth"],
+  [
+    ["Create tickets", n(s.createSeconds), n(s.createdPerSecond), n(s.createdPerSecondFirstTenth), n(s.createdPerSecondLastTenth)],
+    [`Drain (complete, next; ${n(s.drainRequestsPerTicket, 2)} requests each)`, n(s.drainSeconds), n(s.admittedPerSecond), n(s.admittedPerSecondFirstTenth), n(s.admittedPerSecondLastTenth)],
+  ],
+)}
+
+${table(
+  ["", "Before", "After creating", "After draining"],
+  [
+    ["Durable Object database (\`sql.databaseSize\`)", mb(s.before.databaseSizeBytes), mb(s.afterCreate.databaseSizeBytes), mb(s.after.databaseSizeBytes)],
+    ["Its SQLite files on disk (db + WAL + shm)", mb(files(s.before)), mb(files(s.afterCreate)), mb(files(s.after))],
+    ["workerd RSS (VmRSS)", mb(s.before.workerdRssBytes), mb(s.afterCreate.workerdRssBytes), mb(s.after.workerdRssBytes)],
+    ["workerd peak RSS (VmHWM)", mb(s.before.workerdPeakRssBytes), mb(s.afterCreate.workerdPeakRssBytes), mb(s.after.workerdPeakRssBytes)],
+  ],
+)}
+
+Storage is the object's SQLite database: the size it reports itself and its files under the
+\`--persist-to\` directory (\`v3/do/<script>-JoinQueue/<id>.sqlite*\`; the WAL holds pages not yet
+checkpointed). Memory is the resident set of the workerd process that runs the Worker and its
+Durable Objects (wrangler dev runs a second, proxy workerd in front; it is not counted): workerd
+reports no per-object memory, so this is an upper bound that includes the runtime, the isolate's
+heap before garbage collection and SQLite's page cache. The audit log holds ${int(s.auditEntries)} entries.
+`;
+}
+
+function verifierSection(r: Results): string {
+  const missing = notMeasured(r, "verifier", "Verifier");
+  if (missing || !r.verifier) return `## 4. Verifier\n\n${missing ?? "Not measured."}\n`;
+  const v = r.verifier;
+  return `## 4. Verifier
+
+One real join admission token from the bench broker. **verifyAdmission**: the join API's check —
+signature with the cluster's key (the JWKS fetched once from the broker, then served from jose's
+cache), pinned alg/typ/iss/aud, exp/nbf, required claims, binding to node and peer URL — with
+\`activeCheck: "none"\`. **Ceiling**: bare jose \`jwtVerify(token, createLocalJWKSet(jwks))\` with no claim
+options. Each runs back to back for ${v.secondsPerLoop} s in one process, order alternating per run; ops/s and the
+ratio are medians of the runs.
+
+${table(
+  ["Run", "Order", "verifyAdmission ops/s", "jose jwtVerify ops/s", "Ratio"],
+  v.runs.map((x) => [x.run + 1, x.order, int(x.verifyAdmissionPerSecond), int(x.joseJwtVerifyPerSecond), n(x.ratio, 3)]),
+)}
+
+Median ratio **${n(v.summary.ratio, 2)}** (target ≥ ${TARGETS.verifierRatio}). For information: with the default activeness check, each call also
+asks the broker (\`POST …/admissions/introspect\`), which makes it a network round trip:
+${int(v.withIntrospection.perSecond)} calls/s sequentially here (p50 ${n(v.withIntrospection.p50Ms)} ms), bounded by the broker, not by verification.
+`;
+}
+
+function joinSection(r: Results): string {
+  const missing = notMeasured(r, "join", "Whole-cluster join");
+  if (missing || !r.join) return `## 5. Whole-cluster join\n\n${missing ?? "Not measured."}\n`;
+  const j = r.join;
+  return `## 5. Whole-cluster join
+
+**Brokered**: 1 + N controllers, each a node agent process (\`join-broker join --etcd-bin …\`, starting
+and supervising its own etcd), started at the same moment against the bench broker and one
+reference join API (\`join-broker controller\`, already running, as the broker is); timed until the
+last agent prints \`joined cluster … as …\` (it is a voter and has reported to the broker). **Serial
+baseline**: the best serial script a careful operator could run by hand against the same etcd
+binary and flags (bench/serial-join.ts, one process): start node 0 as a new cluster, then per node
+\`member add --learner\`, start etcd \`existing\`, wait until it serves, promote (retried every 100 ms
+while etcd says "not yet"), wait until it is a voter, next; timed from its start until it prints
+\`all voters\`. Both are checked afterwards: one cluster of 1 + N voters (and one bootstrap among the
+agents). etcd ${r.machine.etcd} with default timing; etcd refuses a membership change until the
+leader has been connected to every voter for 5 s, which dominates both sides from the third node
+on. Order alternates per run; seconds and ratios are medians of the runs.
+
+${table(
+  ["1 + N", "Run", "Order", "Brokered s", "Serial s", "Ratio", "Voters (brokered / serial)", "Serial retries (add / promote)"],
+  j.runs.map((x) => [x.n, x.run + 1, x.order, n(x.brokeredSeconds, 2), n(x.serialSeconds, 2), n(x.ratio, 3), `${x.brokered.voters} / ${x.serial.voters}`, `${x.serial.addRetries} / ${x.serial.promoteRetries}`]),
+)}
+
+${table(
+  ["1 + N", "Brokered s", "Serial s", "Ratio (target ≤ 1.2)"],
+  j.summary.map((x) => [x.n, n(x.brokeredSeconds, 2), n(x.serialSeconds, 2), `**${n(x.ratio, 2)}**`]),
+)}
+`;
+}
+
+export function renderReport(r: Results): string {
+  const m = r.machine;
+  const header = `Generated ${r.date.slice(0, 16).replace("T", " ")} UTC by \`npm run bench${r.mode === "quick" ? " -- --quick" : ""}\` (${r.mode} mode, ${r.durationSeconds} s) at commit ${m.commit}.
+Machine: ${m.cpus} × ${m.cpuModel}, ${gib(Number(m.memoryBytes))}, ${m.os}; Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd},
+jose ${m.jose}, etcd ${m.etcd}. Load average (1/5/15 min) ${r.loadAverage.start.join(" / ")} at the start, ${r.loadAverage.end.join(" / ")} at the end: the
+machine is shared, which is why every figure stands beside its own ceiling.`;
+  const errors = Object.entries(r.errors);
+  return [
+    INTRO,
+    header,
+    "",
+    "## Summary",
+    "",
+    summary(r),
+    "",
+    errors.length ? `Not measured in this run: ${errors.map(([k, e]) => `${k} (${e.split("\n")[0]})`).join("; ")}.\n` : "",
+    brokerSection(r),
+    handoffSection(r),
+    scaleSection(r),
+    verifierSection(r),
+    joinSection(r),
+    "Raw figures of every run: [bench/results.json](bench/results.json).",
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,105 @@
+/**
+ * The baseline of (5): the best serial script a careful operator could run by hand against the
+ * same etcd, with no broker, agent or join API. Node 0 starts a new cluster; then, one node at a
+ * time: `member add --learner`, start its etcd with `--initial-cluster-state existing`, wait
+ * until it serves, promote it (retrying while etcd says the learner is not in sync yet), wait
+ * until it calls itself a voter, next. Every wait polls every 100 ms; every refusal etcd marks
+ * as "not now" (one learner at a time, unhealthy cluster, learner not ready) is retried at once
+ * after 100 ms.
+ *
+ * Run as its own process (like each agent) by cluster-join.ts:
+ *   node --import tsx bench/serial-join.ts ETCD_BIN DIR NODES_JSON
+ * It prints `all voters <ms since start>` the moment the last node is a voter, then checks the
+ * membership, prints one JSON line with the details, and stops every etcd it started.
+ * @module
+ */
+import { join } from "node:path";
+import { EtcdGateway, isRetryableEtcdError, type EtcdMember } from "../src/etcd/gateway.ts";
+import { startEtcd, type EtcdProcess } from "../src/etcd/process.ts";
+
+interface NodeAddress {
+  name: string;
+  peerURL: string;
+  clientURL: string;
+}
+
+const POLL_MS = 100;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function untilOk<T>(what: string, call: () => Promise<{ ok: true; value: T } | { ok: false; error: { kind: string; message: string } }>, deadline: number): Promise<{ value: T; retries: number }> {
+  let retries = 0;
+  for (;;) {
+    const r = await call();
+    if (r.ok) return { value: r.value, retries };
+    if (!isRetryableEtcdError(r.error.kind as never) || Date.now() > deadline) throw new Error(`${what}: ${r.error.kind}: ${r.error.message}`);
+    retries++;
+    await sleep(POLL_MS);
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const [bin, dir, nodesJson] = process.argv.slice(2);
+  const nodes = JSON.parse(nodesJson!) as NodeAddress[];
+  const deadline = Date.now() + 300_000;
+  const processes: EtcdProcess[] = [];
+  const steps: { node: string; addRetries: number; promoteRetries: number; ms: number }[] = [];
+  try {
+    const first = nodes[0]!;
+    processes.push(
+      await startEtcd({
+        bin: bin!,
+        ...first,
+        dataDir: join(dir!, first.name),
+        initialCluster: [`${first.name}=${first.peerURL}`],
+        initialClusterState: "new",
+        initialClusterToken: `serial-${process.pid}`,
+        logFile: join(dir!, `${first.name}.log`),
+        waitFor: "healthy",
+        startTimeoutMs: 60_000,
+      }),
+    );
+    steps.push({ node: first.name, addRetries: 0, promoteRetries: 0, ms: Math.round(performance.now() - started) });
+    for (const node of nodes.slice(1)) {
+      const gateway = new EtcdGateway(processes.map((p) => p.clientURL), { timeoutMs: 5_000 });
+      const added = await untilOk(`member add ${node.name}`, () => gateway.memberAdd([node.peerURL], { learner: true }), deadline);
+      const initialCluster = [
+        ...added.value.members.filter((m: EtcdMember) => m.name).flatMap((m: EtcdMember) => m.peerURLs.map((u) => `${m.name}=${u}`)),
+        `${node.name}=${node.peerURL}`,
+      ];
+      const proc = await startEtcd({
+        bin: bin!,
+        ...node,
+        dataDir: join(dir!, node.name),
+        initialCluster,
+        initialClusterState: "existing",
+        logFile: join(dir!, `${node.name}.log`),
+        waitFor: "serving",
+        startTimeoutMs: 60_000,
+      });
+      processes.push(proc);
+      const promoted = await untilOk(`member promote ${node.name}`, () => gateway.memberPromote(added.value.member.id), deadline);
+      const local = new EtcdGateway(node.clientURL, { timeoutMs: 2_000 });
+      for (;;) {
+        const s = await local.status(node.clientURL);
+        if (s.ok && !s.value.isLearner) break;
+        if (Date.now() > deadline) throw new Error(`${node.name} never became a voter`);
+        await sleep(POLL_MS);
+      }
+      steps.push({ node: node.name, addRetries: added.retries, promoteRetries: promoted.retries, ms: Math.round(performance.now() - started) });
+    }
+    process.stdout.write(`all voters ${Math.round(performance.now() - started)}\n`);
+
+    const list = await new EtcdGateway(processes.map((p) => p.clientURL)).memberList();
+    const members = list.ok ? list.value.members : [];
+    const voters = members.filter((m) => !m.isLearner && m.started).length;
+    process.stdout.write(`${JSON.stringify({ members: members.length, voters, steps })}\n`);
+  } finally {
+    await Promise.all(processes.map((p) => p.stop(3_000)));
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});
