@@ -27,12 +27,15 @@ interface PlannedKill {
 const seed = e2eSeed("faults");
 const random = seededRandom(seed);
 let h: ClusterHarness;
+const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
   h = await ClusterHarness.start({ scenario: "faults", seed, nodes: NODES, faultProxy: true, random });
 });
 
 afterAll(async () => {
+  // Written whatever the outcome: a failed run's timeline is the one worth reading.
+  h?.writeTimeline(summary);
   await h?.cleanup();
 });
 
@@ -107,7 +110,7 @@ it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still
     expect(runs[runs.length - 1]!.exit, `${n}'s last agent still runs`).toBeNull();
   }
 
-  h.writeTimeline({
+  Object.assign(summary, {
     tookMs: took,
     clusterId: final.clusterId,
     members: final.memberCount,
@@ -117,4 +120,4 @@ it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still
   });
   const exits = await Promise.all(NODES.map((n) => h.stop(n)));
   expect(exits.map((x) => x.code)).toEqual(NODES.map(() => 0));
-});
+}, 360_000);

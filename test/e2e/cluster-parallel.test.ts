@@ -10,12 +10,15 @@ import { expectOneHealthyCluster, expectEveryAdmissionAudited } from "../support
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
 let h: ClusterHarness;
+const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
   h = await ClusterHarness.start({ scenario: "parallel", seed: e2eSeed("parallel"), nodes: NODES });
 });
 
 afterAll(async () => {
+  // Written whatever the outcome: a failed run's timeline is the one worth reading.
+  h?.writeTimeline(summary);
   await h?.cleanup();
 });
 
@@ -36,5 +39,5 @@ it("1 + 6 controllers started at once form one cluster of 7 voters", async () =>
   // A signal stops each agent and its etcd cleanly.
   const exits = await Promise.all(NODES.map((n) => h.stop(n)));
   expect(exits.map((x) => x.code)).toEqual(NODES.map(() => 0));
-  h.writeTimeline({ tookMs: took, clusterId: final.clusterId, members: final.memberCount });
-});
+  Object.assign(summary, { tookMs: took, clusterId: final.clusterId, members: final.memberCount });
+}, 300_000);

@@ -25,12 +25,15 @@ const REVOKED = ["ctrl-2", "ctrl-3"];
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4"];
 const seed = e2eSeed("revoke");
 let h: ClusterHarness;
+const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
   h = await ClusterHarness.start({ scenario: "revoke", seed, nodes: NODES, faultProxy: true, random: seededRandom(seed) });
 });
 
 afterAll(async () => {
+  // Written whatever the outcome: a failed run's timeline is the one worth reading.
+  h?.writeTimeline(summary);
   await h?.cleanup();
 });
 
@@ -110,7 +113,7 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
   expect(retried.events.filter((e) => e.step === "admitted")).toHaveLength(1);
   await expectOneHealthyCluster(h, [...MEMBERS, "ctrl-2"]);
 
-  h.writeTimeline({ clusterId: final.clusterId, members: final.memberCount, revoked: REVOKED });
+  Object.assign(summary, { clusterId: final.clusterId, members: final.memberCount, revoked: REVOKED });
   const exits = await Promise.all([...MEMBERS, "ctrl-2"].map((n) => h.stop(n)));
   expect(exits.map((x) => x.code)).toEqual([0, 0, 0, 0]);
-});
+}, 300_000);

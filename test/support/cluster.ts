@@ -176,7 +176,8 @@ export class ClusterHarness {
   startAgent(name: string, options: { args?: string[] } = {}): AgentRun {
     const node = this.node(name);
     const previous = this.runs.get(name) ?? [];
-    const proc = spawn(process.execPath, [BIN, ...(options.args ?? this.agentArgs(node))], {
+    // E2E_AGENT_NODE runs the agents on another Node (the system's Node 20, say) than the tests.
+    const proc = spawn(process.env.E2E_AGENT_NODE || process.execPath, [BIN, ...(options.args ?? this.agentArgs(node))], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
@@ -358,9 +359,9 @@ export class ClusterHarness {
     this.timeline.add("broker-restart-end");
   }
 
-  /** Writes the timeline (and the agents' etcd logs stay in the temp dir until cleanup). */
+  /** Writes the timeline, with every agent's last step and exit (the etcd logs stay in the temp dir until cleanup). */
   writeTimeline(summary: Record<string, unknown> = {}): string {
-    const path = this.timeline.write(RESULTS_DIR, summary);
+    const path = this.timeline.write(RESULTS_DIR, { ...summary, agents: this.describeAgents().split("\n").map((l) => l.trim()) });
     console.log(`[${this.options.scenario}] timeline: ${path}`);
     return path;
   }
