@@ -32,6 +32,99 @@ export interface JoinRun {
   ratio: number;
   brokered: { voters: number; members: number; clusterIds: number; bootstraps: number };
   serial: { voters: number; members: number; addRetries: number; promoteRetries: number };
+  brokeredBreakdown: BrokeredBreakdown;
+  serialBreakdown: SerialBreakdown;
+}
+
+/** Where the brokered run's time went, from the agents' own progress events (sums over the joining nodes). */
+export interface BrokeredBreakdown {
+  /** Median, over the agents, of spawn to first progress event: Node and TypeScript start-up. */
+  processStartMs: number;
+  /** Start to the bootstrap node's `joined` (its etcd healthy, the broker told). */
+  bootstrapMs: number;
+  /** Previous node's `complete` to this node's `admitted`: the broker's hand-off as the agents see it. */
+  handoffMs: number;
+  /** `member-add` to `member-added`: the join API's answer, with the Retry-After waits while etcd refuses. */
+  memberAddMs: number;
+  /** How many of those answers were 503 "not now". */
+  memberAddRetries: number;
+  /** `etcd-start` to `etcd-ready` (serving as a learner). */
+  etcdStartMs: number;
+  /** `promote` to `promoted` (a voter, as its own etcd says). */
+  promoteMs: number;
+  /** `complete` to `joined`: reporting to the broker. */
+  completeMs: number;
+}
+
+/** Where the serial script's time went (sums over the joining nodes). */
+export interface SerialBreakdown {
+  /** Spawn to the script's own clock starting: Node and TypeScript start-up. */
+  processStartMs: number;
+  /** Node 0: a new cluster, healthy. */
+  firstNodeMs: number;
+  /** `member add --learner`, with its retries while etcd refuses. */
+  memberAddMs: number;
+  etcdStartMs: number;
+  /** Promote (with retries) and until the node calls itself a voter. */
+  promoteMs: number;
+}
+
+interface SerialStep {
+  node: string;
+  addRetries: number;
+  promoteRetries: number;
+  addMs: number;
+  startMs: number;
+  promoteMs: number;
+  voterMs: number;
+  totalMs: number;
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+/** Reads the agents' JSON progress lines (one array of stderr lines per agent). */
+function brokeredBreakdown(startedWall: number, stderrs: string[][]): BrokeredBreakdown {
+  const agents = stderrs.map((lines) => {
+    const events: { step: string; at: number; msg: string }[] = [];
+    for (const line of lines) {
+      try {
+        const e = JSON.parse(line) as { step?: unknown; time?: unknown; msg?: unknown };
+        if (typeof e.step === "string" && typeof e.time === "string") events.push({ step: e.step, at: Date.parse(e.time), msg: String(e.msg ?? "") });
+      } catch {
+        /* not a progress line */
+      }
+    }
+    const at = (step: string, from = 0) => events.find((e) => e.step === step && e.at >= from)?.at ?? NaN;
+    return { events, at };
+  });
+  const boot = agents.find((a) => a.events.some((e) => e.step === "bootstrap"));
+  const joiners = agents.filter((a) => a !== boot).sort((x, y) => x.at("admitted") - y.at("admitted"));
+  let previousComplete = boot?.at("complete") ?? NaN;
+  const out: BrokeredBreakdown = {
+    processStartMs: median(agents.map((a) => (a.events[0]?.at ?? NaN) - startedWall)),
+    bootstrapMs: (boot?.at("joined") ?? NaN) - startedWall,
+    handoffMs: 0,
+    memberAddMs: 0,
+    memberAddRetries: 0,
+    etcdStartMs: 0,
+    promoteMs: 0,
+    completeMs: 0,
+  };
+  for (const a of joiners) {
+    const admitted = a.at("admitted");
+    const add = a.at("member-add", admitted);
+    const added = a.at("member-added", add);
+    const etcdStart = a.at("etcd-start", added);
+    out.handoffMs += admitted - previousComplete;
+    out.memberAddMs += added - add;
+    out.memberAddRetries += a.events.filter((e) => e.step === "retry" && e.at >= add && e.at <= added).length;
+    out.etcdStartMs += a.at("etcd-ready", etcdStart) - etcdStart;
+    out.promoteMs += a.at("promoted", added) - a.at("promote", added);
+    out.completeMs += a.at("joined", added) - a.at("complete", added);
+    previousComplete = a.at("complete", added);
+  }
+  for (const key of Object.keys(out) as (keyof BrokeredBreakdown)[]) out[key] = Math.round(out[key]);
+  return out;
 }
 
 export interface JoinResult {
@@ -82,28 +175,50 @@ async function stopAll(procs: ChildProcess[], dir: string, graceMs = 5_000): Pro
   }
 }
 
+interface Watched {
+  stdout: string;
+  /** stderr, line by line (the agents' JSON progress events), the last 2,000 lines. */
+  stderr: string[];
+}
+
+/** Collects a process's output. */
+function watch(proc: ChildProcess): Watched {
+  const out: Watched = { stdout: "", stderr: [] };
+  let pending = "";
+  proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    out.stdout += chunk;
+  });
+  proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    pending += chunk;
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    out.stderr.push(...lines);
+    if (out.stderr.length > 2_000) out.stderr.splice(0, out.stderr.length - 2_000);
+  });
+  return out;
+}
+
 /** Resolves with the time (performance.now) at which `proc`'s stdout first matches `pattern`. */
-function whenPrinted(proc: ChildProcess, pattern: RegExp, what: string, output: { text: string }): Promise<number> {
+function whenPrinted(proc: ChildProcess, output: Watched, pattern: RegExp, what: string): Promise<number> {
+  const tail = () => `${output.stdout.slice(-1000)}\n${output.stderr.slice(-15).join("\n")}`;
   return new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${what}: nothing matching ${pattern} within ${TIMEOUT_MS / 1000} s\n${output.text.slice(-2000)}`)), TIMEOUT_MS);
-    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-      output.text += chunk;
-      if (pattern.test(output.text)) {
-        clearTimeout(timer);
-        ok(performance.now());
-      }
-    });
-    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-      output.text = (output.text + chunk).slice(-20_000);
-    });
+    if (pattern.test(output.stdout)) return ok(performance.now());
+    const timer = setTimeout(() => fail(new Error(`${what}: nothing matching ${pattern} within ${TIMEOUT_MS / 1000} s\n${tail()}`)), TIMEOUT_MS);
+    const onData = () => {
+      if (!pattern.test(output.stdout)) return;
+      clearTimeout(timer);
+      proc.stdout!.off("data", onData);
+      ok(performance.now());
+    };
+    proc.stdout!.on("data", onData);
     proc.once("exit", (code, signal) => {
       clearTimeout(timer);
-      if (!pattern.test(output.text)) fail(new Error(`${what} exited (${code ?? signal}) before printing ${pattern}\n${output.text.slice(-2000)}`));
+      if (!pattern.test(output.stdout)) fail(new Error(`${what} exited (${code ?? signal}) before printing ${pattern}\n${tail()}`));
     });
   });
 }
 
-async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["brokered"] }> {
+async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
   const cluster = `join-n${n}-r${run}`;
   const nodes = await addresses(n + 1);
@@ -119,11 +234,12 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
       env: { ...process.env, NO_COLOR: "1" },
     });
     procs.push(api);
-    const apiOutput = { text: "" };
-    await whenPrinted(api, /join API listening on (http:\/\/\S+)/, "join API", apiOutput);
-    const joinApi = /join API listening on (http:\/\/\S+)/.exec(apiOutput.text)![1]!;
+    const apiOutput = watch(api);
+    await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
+    const joinApi = /join API listening on (http:\/\/\S+)/.exec(apiOutput.stdout)![1]!;
 
     const started = performance.now();
+    const startedWall = Date.now();
     const agents = nodes.map((node) => {
       const proc = spawn(
         process.execPath,
@@ -135,13 +251,13 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
         { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, NO_COLOR: "1" } },
       );
       procs.push(proc);
-      const output = { text: "" };
-      return { output, joined: whenPrinted(proc, /^joined cluster \S+ as (bootstrap|join)$/m, `agent ${node.name}`, output) };
+      const output = watch(proc);
+      return { output, joined: whenPrinted(proc, output, /^joined cluster \S+ as (bootstrap|join)$/m, `agent ${node.name}`) };
     });
     const times = await Promise.all(agents.map((a) => a.joined));
     const seconds = (Math.max(...times) - started) / 1000;
 
-    const check = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.text)).length };
+    const check = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length };
     const ids = new Set<string>();
     for (const node of nodes) {
       const list = await new EtcdGateway(node.clientURL, { timeoutMs: 5_000 }).memberList();
@@ -151,7 +267,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
       check.voters = Math.max(check.voters, list.value.members.filter((m) => !m.isLearner && m.started).length);
     }
     check.clusterIds = ids.size;
-    return { seconds, check };
+    return { seconds, check, breakdown: brokeredBreakdown(startedWall, agents.map((a) => a.output.stderr)) };
   } finally {
     http.close();
     await stopAll(procs, dir);
@@ -159,19 +275,28 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
   }
 }
 
-async function serial(etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["serial"] }> {
+async function serial(etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["serial"]; breakdown: SerialBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `serial-${n}-${run}-`));
   const nodes = await addresses(n + 1);
   const started = performance.now();
   const proc = spawn(process.execPath, ["--import", "tsx", SERIAL, etcdBin, dir, JSON.stringify(nodes)], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
   try {
-    const output = { text: "" };
-    const done = await whenPrinted(proc, /^all voters \d+$/m, "serial script", output);
+    const output = watch(proc);
+    const done = await whenPrinted(proc, output, /^all voters \d+$/m, "serial script");
     await exited(proc);
-    const details = JSON.parse(/^\{.*\}$/m.exec(output.text)?.[0] ?? "{}") as { members?: number; voters?: number; steps?: { addRetries: number; promoteRetries: number }[] };
+    const details = JSON.parse(/^\{.*\}$/m.exec(output.stdout)?.[0] ?? "{}") as { members?: number; voters?: number; steps?: SerialStep[] };
     const steps = details.steps ?? [];
+    const inside = Number(/^all voters (\d+)$/m.exec(output.stdout)?.[1] ?? NaN);
+    const joins = steps.slice(1);
     return {
       seconds: (done - started) / 1000,
+      breakdown: {
+        processStartMs: Math.round(done - started - inside),
+        firstNodeMs: steps[0]?.totalMs ?? NaN,
+        memberAddMs: sum(joins.map((x) => x.addMs)),
+        etcdStartMs: sum(joins.map((x) => x.startMs)),
+        promoteMs: sum(joins.map((x) => x.promoteMs + x.voterMs)),
+      },
       check: {
         voters: details.voters ?? 0,
         members: details.members ?? 0,
@@ -209,6 +334,8 @@ export async function clusterJoin(broker: BenchBroker, etcdBin: string, options:
         ratio,
         brokered: b.check,
         serial: s.check,
+        brokeredBreakdown: b.breakdown,
+        serialBreakdown: s.breakdown,
       });
       log(`join 1+${n} run ${run + 1}/${options.runs}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
     }

@@ -35,7 +35,7 @@ export const SETTINGS = {
     join: { sizes: [2], runs: 1 },
   },
   full: {
-    broker: { runs: 5, requests: 2_000, concurrency: 32 },
+    broker: { runs: 5, requests: 1_500, concurrency: 32 },
     handoff: { runs: 5, nodes: 200 },
     scale: { tickets: 10_000, concurrency: 32 },
     verifier: { runs: 5, seconds: 2 },

@@ -85,8 +85,10 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
     log(`scale: ${options.tickets} tickets created in ${round(createSeconds, 1)} s`);
     const afterCreate = await snapshot(http, broker, cluster.name);
 
-    // The driver guesses the next admitted ticket from the queue order and falls back to asking
-    // the broker which ticket is in flight; the check below reads the order from the audit log.
+    // The driver guesses the next admitted ticket from the queue order: it long-polls that ticket
+    // while it completes the current one, and falls back to asking the broker which ticket is in
+    // flight when the guess is wrong. The check below reads the order from the audit log, not from
+    // the driver.
     const queueOrder = (await allTickets(http, broker.adminToken, cluster.name)).map((t) => t.ticket);
     const placeInQueue = new Map(queueOrder.map((t, i) => [t, i]));
     const drainStart = performance.now();
@@ -98,16 +100,18 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
     const deadline = Date.now() + 20 * 60_000;
     for (let done = 0; done < options.tickets; done++) {
       if (Date.now() > deadline) throw new Error(`scale: draining took longer than 20 min (${done} of ${options.tickets} admitted)`);
+      const last = done === options.tickets - 1;
+      const guess: string | undefined = last ? undefined : queueOrder[(placeInQueue.get(current!.ticket) ?? -2) + 1];
+      const polled: Promise<TicketRead | null> = guess ? readTicket(http, cluster, guess, 10) : Promise.resolve(null);
       await completeTicket(http, cluster, current!.ticket, current!.admission!, (memberID++).toString(16));
       drained.push(performance.now());
-      if (done === options.tickets - 1) break;
-      const guess: string | undefined = queueOrder[(placeInQueue.get(current!.ticket) ?? -2) + 1];
-      let next: TicketRead | null = guess ? await readTicket(http, cluster, guess) : null;
+      let next: TicketRead | null = await polled;
+      if (last) break;
       if (next?.state !== "admitted") {
         const status = (await http.expect([200], "GET", `/v1/admin/clusters/${cluster.name}`, { bearer: broker.adminToken })).body as { inFlight: { ticket: string }[] };
         const inFlight = status.inFlight[0]?.ticket;
         if (!inFlight) throw new Error(`scale: nothing admitted after ${done + 1} completions`);
-        next = await readTicket(http, cluster, inFlight);
+        next = await readTicket(http, cluster, inFlight, 0);
       }
       if (!next.admission) throw new Error(`scale: ticket ${next.ticket} is ${next.state} without an admission`);
       current = next;
@@ -165,8 +169,10 @@ interface TicketRead {
   admission?: string;
 }
 
-async function readTicket(http: HttpClient, cluster: BenchCluster, ticket: string): Promise<TicketRead> {
-  return (await http.expect([200, 202], "GET", `/v1/clusters/${cluster.name}/tickets/${ticket}`, { bearer: cluster.enrollmentToken })).body as TicketRead;
+/** The node's view of its ticket; with `waitSeconds`, a long poll that returns once it leaves the queue. */
+async function readTicket(http: HttpClient, cluster: BenchCluster, ticket: string, waitSeconds: number): Promise<TicketRead> {
+  const query = waitSeconds > 0 ? `?wait=${waitSeconds}` : "";
+  return (await http.expect([200, 202], "GET", `/v1/clusters/${cluster.name}/tickets/${ticket}${query}`, { bearer: cluster.enrollmentToken })).body as TicketRead;
 }
 
 /** Events per second over the first or the last tenth of `times` (completion instants, in order). */

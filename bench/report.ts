@@ -4,10 +4,11 @@
  * @module
  */
 import type { ThroughputResult } from "./broker-throughput.ts";
-import type { JoinResult } from "./cluster-join.ts";
+import type { JoinResult, JoinRun } from "./cluster-join.ts";
 import type { HandoffResult } from "./handoff.ts";
 import type { ScaleResult } from "./queue-scale.ts";
 import type { VerifierResult } from "./verifier.ts";
+import { median } from "./support/stats.ts";
 
 export interface Results {
   date: string;
@@ -176,7 +177,8 @@ function scaleSection(r: Results): string {
 ${quick}
 ${int(s.tickets)} nodes request tickets in one cluster (${s.concurrency} concurrent clients; default
 maxInFlight 1, maxQueue raised to hold them all), then the queue drains one admission at a time:
-the admitted node completes, the next is admitted. The check reads the broker's own records: the
+the admitted node completes, the next is admitted (the driver long-polls the next ticket while it
+completes the current one). The check reads the broker's own records: the
 \`ticket.admitted\` entries of the audit log, in log order, must be the tickets in queue (seq) order,
 each exactly once, and every ticket must end \`joined\`. It runs on a broker process of its own, one
 run (it is a capacity and correctness figure, not a ratio).
@@ -270,6 +272,25 @@ ${table(
 ${table(
   ["1 + N", "Brokered s", "Serial s", "Ratio (target ≤ 1.2)"],
   j.summary.map((x) => [x.n, n(x.brokeredSeconds, 2), n(x.serialSeconds, 2), `**${n(x.ratio, 2)}**`]),
+)}
+
+Where the time goes (median of the runs, in seconds; "Node 0 ready" counts from the start, the
+per-node steps are summed over the N joining nodes). Brokered figures come from the agents' own
+progress events (\`--log-format json\`), serial ones from the script's clock.
+
+${table(
+  ["1 + N", "Side", "Process start", "Node 0 ready", "Broker hand-offs", "Member add (503s)", "etcd start", "Promote → voter", "Complete"],
+  j.sizes.flatMap((size) => {
+    const mine = j.runs.filter((x) => x.n === size && x.brokeredBreakdown && x.serialBreakdown);
+    if (mine.length === 0) return [];
+    const b = (k: keyof JoinRun["brokeredBreakdown"]) => median(mine.map((x) => x.brokeredBreakdown[k]));
+    const s = (k: keyof JoinRun["serialBreakdown"]) => median(mine.map((x) => x.serialBreakdown[k]));
+    const sec = (ms: number) => n(ms / 1000, 2);
+    return [
+      [size, "brokered", sec(b("processStartMs")), sec(b("bootstrapMs")), sec(b("handoffMs")), `${sec(b("memberAddMs"))} (${int(b("memberAddRetries"))})`, sec(b("etcdStartMs")), sec(b("promoteMs")), sec(b("completeMs"))],
+      [size, "serial", sec(s("processStartMs")), sec(median(mine.map((x) => x.serialBreakdown.processStartMs + x.serialBreakdown.firstNodeMs))), "–", sec(s("memberAddMs")), sec(s("etcdStartMs")), sec(s("promoteMs")), "–"],
+    ];
+  }),
 )}
 `;
 }

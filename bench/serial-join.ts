@@ -43,7 +43,8 @@ async function main(): Promise<void> {
   const nodes = JSON.parse(nodesJson!) as NodeAddress[];
   const deadline = Date.now() + 300_000;
   const processes: EtcdProcess[] = [];
-  const steps: { node: string; addRetries: number; promoteRetries: number; ms: number }[] = [];
+  const steps: { node: string; addRetries: number; promoteRetries: number; addMs: number; startMs: number; promoteMs: number; voterMs: number; totalMs: number }[] = [];
+  const since = (t: number) => Math.round(performance.now() - t);
   try {
     const first = nodes[0]!;
     processes.push(
@@ -59,14 +60,16 @@ async function main(): Promise<void> {
         startTimeoutMs: 60_000,
       }),
     );
-    steps.push({ node: first.name, addRetries: 0, promoteRetries: 0, ms: Math.round(performance.now() - started) });
+    steps.push({ node: first.name, addRetries: 0, promoteRetries: 0, addMs: 0, startMs: since(started), promoteMs: 0, voterMs: 0, totalMs: since(started) });
     for (const node of nodes.slice(1)) {
+      const t0 = performance.now();
       const gateway = new EtcdGateway(processes.map((p) => p.clientURL), { timeoutMs: 5_000 });
       const added = await untilOk(`member add ${node.name}`, () => gateway.memberAdd([node.peerURL], { learner: true }), deadline);
       const initialCluster = [
         ...added.value.members.filter((m: EtcdMember) => m.name).flatMap((m: EtcdMember) => m.peerURLs.map((u) => `${m.name}=${u}`)),
         `${node.name}=${node.peerURL}`,
       ];
+      const t1 = performance.now();
       const proc = await startEtcd({
         bin: bin!,
         ...node,
@@ -78,7 +81,9 @@ async function main(): Promise<void> {
         startTimeoutMs: 60_000,
       });
       processes.push(proc);
+      const t2 = performance.now();
       const promoted = await untilOk(`member promote ${node.name}`, () => gateway.memberPromote(added.value.member.id), deadline);
+      const t3 = performance.now();
       const local = new EtcdGateway(node.clientURL, { timeoutMs: 2_000 });
       for (;;) {
         const s = await local.status(node.clientURL);
@@ -86,7 +91,16 @@ async function main(): Promise<void> {
         if (Date.now() > deadline) throw new Error(`${node.name} never became a voter`);
         await sleep(POLL_MS);
       }
-      steps.push({ node: node.name, addRetries: added.retries, promoteRetries: promoted.retries, ms: Math.round(performance.now() - started) });
+      steps.push({
+        node: node.name,
+        addRetries: added.retries,
+        promoteRetries: promoted.retries,
+        addMs: Math.round(t1 - t0),
+        startMs: Math.round(t2 - t1),
+        promoteMs: Math.round(t3 - t2),
+        voterMs: since(t3),
+        totalMs: since(t0),
+      });
     }
     process.stdout.write(`all voters ${Math.round(performance.now() - started)}\n`);
 
