@@ -12,13 +12,17 @@ import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support
 import { between, e2eSeed, pick, seededRandom } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
-/** Steps an agent can be killed at (a bootstrap node never reaches the learner steps; such a kill is skipped). */
+/** Steps an agent can be killed at. */
 const KILL_STEPS = ["ticket", "queued", "admitted", "member-add", "member-added", "etcd-start", "etcd-ready", "promote", "promoted", "complete"];
+/** The steps of the bootstrap node (which never queues nor is a learner); who bootstraps is only known at run time. */
+const BOOTSTRAP_STEPS = ["ticket", "admitted", "bootstrap", "etcd-start", "etcd-ready", "complete"];
 
 interface PlannedKill {
   node: string;
   run: number;
   step: string;
+  /** Used instead of `step` when the victim turns out to be the bootstrap node and `step` is not one of its steps. */
+  bootstrapStep: string;
   mode: "agent" | "group";
   restartAfterMs: number;
   done: boolean;
@@ -41,10 +45,18 @@ afterAll(async () => {
 
 function planKills(): PlannedKill[] {
   const victims = [...NODES].sort(() => random() - 0.5).slice(0, 3);
-  const plan = victims.map((node) => ({ node, run: 1, step: pick(random, KILL_STEPS), mode: pick(random, ["agent", "group"] as const), restartAfterMs: between(random, 200, 1500), done: false }));
+  const kill = (node: string, run: number): PlannedKill => ({
+    node,
+    run,
+    step: pick(random, KILL_STEPS),
+    bootstrapStep: pick(random, BOOTSTRAP_STEPS.slice(2)),
+    mode: pick(random, ["agent", "group"] as const),
+    restartAfterMs: between(random, 200, 1500),
+    done: false,
+  });
+  const plan = victims.map((node) => kill(node, 1));
   // One of them crashes a second time, after its restart.
-  const again = pick(random, victims);
-  plan.push({ node: again, run: 2, step: pick(random, KILL_STEPS), mode: pick(random, ["agent", "group"] as const), restartAfterMs: between(random, 200, 1500), done: false });
+  plan.push(kill(pick(random, victims), 2));
   return plan;
 }
 
@@ -58,6 +70,13 @@ it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still
   const work: Promise<unknown>[] = [];
   let brokerRestarted = false;
   h.onEvent((run: AgentRun, e) => {
+    if (e.step === "admitted" && e.role === "bootstrap") {
+      for (const k of kills) {
+        if (k.done || k.node !== run.node.name || k.run !== run.run || BOOTSTRAP_STEPS.includes(k.step)) continue;
+        h.timeline.add("kill-retargeted", k.node, { from: k.step, to: k.bootstrapStep });
+        k.step = k.bootstrapStep;
+      }
+    }
     const kill = kills.find((k) => !k.done && k.node === run.node.name && k.run === run.run && k.step === e.step);
     if (kill) {
       kill.done = true;
