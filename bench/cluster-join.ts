@@ -145,6 +145,22 @@ async function addresses(count: number): Promise<NodeAddress[]> {
   return Array.from({ length: count }, (_, i) => ({ name: `ctrl-${i}`, peerURL: `http://127.0.0.1:${ports[2 * i]}`, clientURL: `http://127.0.0.1:${ports[2 * i + 1]}` }));
 }
 
+/** Every process group this module started and has not yet stopped, for `killJoinProcesses`. */
+const live = new Set<ChildProcess>();
+
+/** Spawns in a process group of its own (so its etcd children can be stopped with it), and tracks it. */
+function spawnTracked(command: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}): ChildProcess {
+  const proc = spawn(command, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, NO_COLOR: "1", ...options.env } });
+  live.add(proc);
+  proc.once("exit", () => live.delete(proc));
+  return proc;
+}
+
+/** SIGKILL to every process group still running (on an interrupted run). */
+export function killJoinProcesses(): void {
+  for (const proc of live) killGroup(proc, "SIGKILL");
+}
+
 function killGroup(proc: ChildProcess, signal: NodeJS.Signals): void {
   try {
     if (proc.pid) process.kill(-proc.pid, signal);
@@ -227,12 +243,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
   try {
     const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { bearer: broker.adminToken, body: { description: "bench join" } });
     const token = (created.body as { token: string }).token;
-    const api = spawn(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0"], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: { ...process.env, NO_COLOR: "1" },
-    });
+    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0"]);
     procs.push(api);
     const apiOutput = watch(api);
     await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
@@ -241,15 +252,11 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const started = performance.now();
     const startedWall = Date.now();
     const agents = nodes.map((node) => {
-      const proc = spawn(
-        process.execPath,
-        [
-          BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", node.name, "--peer-url", node.peerURL,
-          "--join-api", joinApi, "--state-dir", join(dir, node.name), "--etcd-bin", etcdBin, "--data-dir", join(dir, node.name, "etcd"),
-          "--client-url", node.clientURL, "--log-format", "json", "--timeout", String(TIMEOUT_MS / 1000),
-        ],
-        { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, NO_COLOR: "1" } },
-      );
+      const proc = spawnTracked(process.execPath, [
+        BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", node.name, "--peer-url", node.peerURL,
+        "--join-api", joinApi, "--state-dir", join(dir, node.name), "--etcd-bin", etcdBin, "--data-dir", join(dir, node.name, "etcd"),
+        "--client-url", node.clientURL, "--log-format", "json", "--timeout", String(TIMEOUT_MS / 1000),
+      ]);
       procs.push(proc);
       const output = watch(proc);
       return { output, joined: whenPrinted(proc, output, /^joined cluster \S+ as (bootstrap|join)$/m, `agent ${node.name}`) };
@@ -279,7 +286,7 @@ async function serial(etcdBin: string, n: number, run: number): Promise<{ second
   const dir = mkdtempSync(join(scratchDir(), `serial-${n}-${run}-`));
   const nodes = await addresses(n + 1);
   const started = performance.now();
-  const proc = spawn(process.execPath, ["--import", "tsx", SERIAL, etcdBin, dir, JSON.stringify(nodes)], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const proc = spawnTracked(process.execPath, ["--import", "tsx", SERIAL, etcdBin, dir, JSON.stringify(nodes)]);
   try {
     const output = watch(proc);
     const done = await whenPrinted(proc, output, /^all voters \d+$/m, "serial script");

@@ -14,7 +14,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { brokerThroughput } from "./broker-throughput.ts";
-import { clusterJoin, joinChecksPassed } from "./cluster-join.ts";
+import { clusterJoin, joinChecksPassed, killJoinProcesses } from "./cluster-join.ts";
 import { handoff } from "./handoff.ts";
 import { queueScale } from "./queue-scale.ts";
 import { renderReport, type Results } from "./report.ts";
@@ -99,6 +99,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
+    killJoinProcesses();
     void Promise.all([...brokers].map((b) => b.stop())).finally(() => process.exit(130));
   };
   process.once("SIGINT", onSignal);

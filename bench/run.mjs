@@ -4,4 +4,9 @@ import { register } from "tsx/esm/api";
 
 register();
 const { main } = await import("./main.ts");
-process.exitCode = await main(process.argv.slice(2));
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (e) {
+  process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exitCode = 1;
+}

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import { ROOT, scratchDir } from "./paths.ts";
 
 export const ADMIN_TOKEN = "bench-admin-token-0123456789abcdef";
@@ -38,12 +38,55 @@ export async function startBenchBroker(label: string): Promise<BenchBroker> {
     ],
     {
       cwd: ROOT,
-      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1", FORCE_COLOR: "0" },
+      env: {
+        ...process.env,
+        // wrangler needs a newer Node than the system's may be: the project's own comes first, as under npm.
+        PATH: `${join(ROOT, "node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`,
+        CLOUDFLARE_CF_FETCH_ENABLED: "false",
+        WRANGLER_SEND_METRICS: "false",
+        CI: "true",
+        NO_COLOR: "1",
+        FORCE_COLOR: "0",
+      },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     },
   );
-  const url = await new Promise<string>((ok, fail) => {
+  const waitHealthy = async (url: string) => {
+    for (let i = 0; i < 300; i++) {
+      try {
+        if ((await fetch(`${url}/healthz`)).ok) return;
+      } catch {
+        /* not listening yet */
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`bench broker at ${url} never became healthy:\n${log}`);
+  };
+
+  const stop = async () => {
+    await stopProcess();
+    rmSync(persistDir, { recursive: true, force: true });
+  };
+  const stopProcess = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once("exit", r));
+    try {
+      process.kill(-proc.pid!, "SIGTERM");
+    } catch {
+      /* already gone */
+    }
+    const done = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
+    if (!done) {
+      try {
+        process.kill(-proc.pid!, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+
+  const ready = new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`wrangler dev did not start within 90 s:\n${log}`)), 90_000);
     const onData = (chunk: Buffer) => {
       // Keep only the tail: every committed state change is a log line, and there are many.
@@ -61,35 +104,14 @@ export async function startBenchBroker(label: string): Promise<BenchBroker> {
       fail(new Error(`wrangler dev exited with ${code}:\n${log}`));
     });
   });
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (i > 200) throw new Error(`bench broker at ${url} never became healthy:\n${log}`);
-    await new Promise((r) => setTimeout(r, 100));
+  let url: string;
+  try {
+    url = await ready;
+    await waitHealthy(url);
+  } catch (e) {
+    await stop();
+    throw e;
   }
-
-  const stop = async () => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise((r) => proc.once("exit", r));
-    try {
-      process.kill(-proc.pid!, "SIGTERM");
-    } catch {
-      /* already gone */
-    }
-    const done = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
-    if (!done) {
-      try {
-        process.kill(-proc.pid!, "SIGKILL");
-      } catch {
-        /* already gone */
-      }
-    }
-    rmSync(persistDir, { recursive: true, force: true });
-  };
-
   return { url, adminToken: ADMIN_TOKEN, persistDir, workerdPid: () => runtimeWorkerd(proc.pid!), stop, output: () => log };
 }
 
