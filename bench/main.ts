@@ -2,9 +2,9 @@
  * `npm run bench`: every benchmark against its ceiling or baseline in the same run, each figure
  * the median of several runs, written to bench/results.json and BENCHMARKS.md. `--quick` uses
  * fewer and smaller runs (under two minutes); `--only a,b` runs some of them and writes to
- * bench/out/ instead. Benchmarks assert nothing about time: the exit code is 0 unless a
- * benchmark could not run or a correctness check inside one (FIFO, exactly once, one cluster)
- * failed.
+ * bench/out/ instead; `--render` only rewrites BENCHMARKS.md from bench/results.json.
+ * Benchmarks assert nothing about time: the exit code is 0 unless a benchmark could not run or
+ * a correctness check inside one (FIFO, exactly once, one cluster) failed.
  * @module
  */
 import { execFileSync } from "node:child_process";
@@ -69,9 +69,15 @@ function machine(etcdBin: string) {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, only: { type: "string" }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, only: { type: "string" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
   if (values.help) {
-    process.stdout.write(`Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")}]\n`);
+    process.stdout.write(`Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")}] [-- --render]\n  --render  only rewrite BENCHMARKS.md from bench/results.json\n`);
+    return 0;
+  }
+  if (values.render) {
+    const results = JSON.parse(readFileSync(join(ROOT, "bench/results.json"), "utf8")) as Results;
+    writeFileSync(join(ROOT, "BENCHMARKS.md"), renderReport(results));
+    log("rewrote BENCHMARKS.md from bench/results.json");
     return 0;
   }
   const mode = values.quick ? "quick" : "full";
