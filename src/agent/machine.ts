@@ -188,8 +188,7 @@ class Agent {
     let view = start;
     const backoff = new Backoff(500, 10_000, this.#random);
     while (view.state === "queued") {
-      const eta = view.estimatedWaitSeconds !== undefined ? `, about ${view.estimatedWaitSeconds} s to go` : "";
-      this.#r.event("queued", `position ${view.position ?? "?"} in the queue${eta}`, {
+      this.#r.event("queued", `position ${view.position ?? "?"} in the queue`, {
         ticket: view.ticket,
         position: view.position,
         estimatedWaitSeconds: view.estimatedWaitSeconds,
@@ -555,8 +554,9 @@ class Agent {
   /** Announces the join, then (with --etcd-bin) supervises etcd until a signal. */
   async #serve(marker: JoinedMarker): Promise<number> {
     const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
-    this.#deps.print(line);
+    // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
     this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, role: marker.role });
+    this.#deps.print(line);
     if (!this.#etcd) return EXIT.ok;
     this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
     const stop = this.#deps.stop;

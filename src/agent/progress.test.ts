@@ -37,6 +37,8 @@ describe("progress", () => {
     const lines = out.text().trim().split("\n");
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+ ctrl-1 queued: position 3 in the queue$/);
+    createReporter({ format: "text", node: "n", verbose: false, stream: out.stream }).event("queued", "position 1 in the queue", { position: 1, estimatedWaitSeconds: 6 });
+    expect(out.text()).toContain("n queued: position 1 in the queue, about 6 s to go\n");
     expect(lines[2]).toContain("ctrl-1 admitted: admitted as join");
     const verbose = sink();
     createReporter({ format: "text", node: "n", verbose: true, stream: verbose.stream }).retry("broker unreachable");

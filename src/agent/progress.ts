@@ -92,7 +92,8 @@ class PlainReporter implements Reporter {
       this.#lastQueued = key;
       this.#lastQueuedAt = Date.now();
     }
-    this.stream.write(`${new Date().toISOString()} ${this.node} ${step}: ${message}\n`);
+    const eta = step === "queued" && typeof fields.estimatedWaitSeconds === "number" ? `, about ${fields.estimatedWaitSeconds} s to go` : "";
+    this.stream.write(`${new Date().toISOString()} ${this.node} ${step}: ${message}${eta}\n`);
   }
 
   retry(message: string, fields: Fields = {}): void {
@@ -159,10 +160,11 @@ class TerminalReporter implements Reporter {
     let eta = "";
     if (this.#step === "queued" && typeof this.#fields.estimatedWaitSeconds === "number") {
       const left = Math.max(0, this.#fields.estimatedWaitSeconds - Math.round((this.now() - this.#since) / 1000));
-      eta = ` · about ${formatDuration(left * 1000)} to go`;
+      eta = left > 0 ? ` · about ${formatDuration(left * 1000)} to go` : " · any moment now";
     }
     const text = `${this.node} · ${this.#step} · ${this.#line}${eta} · ${elapsed}`;
-    const width = Math.max(20, (this.stream.columns ?? 100) - 1);
+    // A pseudo-terminal may report 0 columns: assume a common width then.
+    const width = Math.max(20, (this.stream.columns || 100) - 1);
     this.stream.write(`\r\x1b[2K${text.length > width ? `${text.slice(0, width - 1)}…` : text}`);
   }
 
