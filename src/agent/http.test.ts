@@ -14,8 +14,8 @@ describe("HTTP helpers", () => {
 
   it("describes problems and transport failures in one line", () => {
     const problem = { code: "learner_pending", detail: "one learner at a time" };
-    expect(describeAnswer({ status: 503, body: null, problem, retryAfter: 5, etag: null })).toBe("HTTP 503 learner_pending: one learner at a time");
-    expect(describeAnswer({ status: 500, body: null, problem: null, retryAfter: null, etag: null })).toBe("HTTP 500");
+    expect(describeAnswer({ status: 503, body: null, problem, retryAfter: 5, etag: null, date: null })).toBe("HTTP 503 learner_pending: one learner at a time");
+    expect(describeAnswer({ status: 500, body: null, problem: null, retryAfter: null, etag: null, date: null })).toBe("HTTP 500");
     const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }) });
     expect(describeFetchError(refused)).toBe("ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9");
   });

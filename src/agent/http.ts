@@ -24,6 +24,8 @@ export interface HttpResult<T> {
   /** Seconds, from `Retry-After` (delta seconds or an HTTP date). */
   retryAfter: number | null;
   etag: string | null;
+  /** The server's clock (its `Date` header) in ms, to measure time on the server's terms. */
+  date: number | null;
 }
 
 /** The request never got an HTTP answer: connection refused or reset, DNS, or our own timeout. */
@@ -79,6 +81,7 @@ export async function requestJson<T>(url: string, options: RequestOptions): Prom
     problem,
     retryAfter: parseRetryAfter(response.headers.get("retry-after"), Date.now()),
     etag: response.headers.get("etag"),
+    date: parseDate(response.headers.get("date")),
   };
 }
 
@@ -99,6 +102,11 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | n
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return null;
   return Math.max(0, Math.ceil((date - nowMs) / 1000));
+}
+
+function parseDate(value: string | null): number | null {
+  const ms = value ? Date.parse(value) : NaN;
+  return Number.isNaN(ms) ? null : ms;
 }
 
 /** A short reason for a failed fetch: undici hides the useful part (ECONNREFUSED, …) in `cause`. */

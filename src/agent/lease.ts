@@ -1,6 +1,7 @@
 /**
  * Keeps an admitted ticket's lease alive while the node joins: a heartbeat every third of the
- * remaining lease. The broker is the judge of the lease: a heartbeat that cannot reach it is
+ * remaining lease, measured against the broker's `Date` so that a skewed local clock cannot let
+ * the lease lapse. The broker is the judge of the lease: a heartbeat that cannot reach it is
  * simply tried again, and only the broker's answer ends the lease here. When it says the
  * admission is no longer active, `signal` aborts with `AdmissionRevoked` or `LeaseLost`, which
  * stops whatever the node was doing with that admission.
@@ -28,10 +29,15 @@ export interface LeaseHooks {
   onTrouble?(message: string): void;
 }
 
+/** The first heartbeat comes soon: its answer tells the lease on the broker's clock. */
+const FIRST_HEARTBEAT_MS = 1_000;
+
 export class LeaseKeeper {
   readonly #controller = new AbortController();
   readonly #stopped = new AbortController();
+  /** When the lease ends, on this machine's clock. */
   #leaseExpiresAt: number;
+  #first = true;
   #done: Promise<void> = Promise.resolve();
 
   constructor(
@@ -66,7 +72,12 @@ export class LeaseKeeper {
     while (!stop.aborted && !this.#controller.signal.aborted) {
       const remaining = this.#leaseExpiresAt - Date.now();
       // A third of what is left, with a little jitter; quicker after a failed attempt.
-      const delay = failures > 0 ? Math.min(2_000 * failures, Math.max(1_000, remaining / 4)) : Math.max(1_000, (remaining / 3) * (0.9 + 0.2 * this.random()));
+      const delay = this.#first
+        ? FIRST_HEARTBEAT_MS
+        : failures > 0
+          ? Math.min(2_000 * failures, Math.max(1_000, remaining / 4))
+          : Math.max(1_000, (remaining / 3) * (0.9 + 0.2 * this.random()));
+      this.#first = false;
       await sleep(delay, stop);
       let result;
       try {
@@ -80,7 +91,8 @@ export class LeaseKeeper {
       if (result.status === 200 && result.body) {
         failures = 0;
         const next = result.body.leaseExpiresAt ? Date.parse(result.body.leaseExpiresAt) : NaN;
-        if (!Number.isNaN(next)) this.#leaseExpiresAt = next;
+        // The lease's length as the broker counts it, from now: immune to a skewed local clock.
+        if (!Number.isNaN(next)) this.#leaseExpiresAt = Date.now() + (next - (result.date ?? Date.now()));
         this.hooks.onHeartbeat?.(result.body.leaseExpiresAt ?? "");
         continue;
       }

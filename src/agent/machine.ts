@@ -126,7 +126,7 @@ class Agent {
     const pause = new Backoff(1_000, 15_000, this.#random);
     for (;;) {
       this.#saveState({ ticket: view.ticket, role: view.role });
-      await this.#resumeOwnEtcd(view.role);
+      if (view.state === "queued" || view.state === "admitted") await this.#resumeOwnEtcd(view.role);
       if (view.state === "queued") view = await this.#waitInQueue(view, signal);
       switch (view.state) {
         case "admitted":
@@ -618,12 +618,29 @@ class Agent {
     }
     if (e instanceof GaveUp) {
       const kept = await this.#stopEtcdUnlessVoter();
-      this.#r.event("gave-up", `${e.message}${kept}`);
+      const left = await this.#leaveQueue();
+      this.#r.event("gave-up", `${e.message}${left}${kept}`);
       return EXIT.gaveUp;
     }
     const kept = await this.#stopEtcdUnlessVoter();
     this.#r.event("error", `${e instanceof Error ? e.message : String(e)}${kept}`);
     return EXIT.failure;
+  }
+
+  /**
+   * Giving up: leave the queue (abandon the ticket) so that the nodes behind move on at once,
+   * unless etcd ran for this ticket already: then its member may exist, and the lease's natural
+   * end (after which the join API removes a learner that never started) is the safer path.
+   */
+  async #leaveQueue(): Promise<string> {
+    const ticket = this.#state?.ticket;
+    if (!ticket || this.#state.etcd?.ticket === ticket) return "";
+    try {
+      const res = await this.#broker.abandon(ticket, undefined, AbortSignal.timeout(5_000));
+      return res.status === 200 && res.body?.state === "abandoned" ? `; left the queue (ticket ${ticket} abandoned)` : "";
+    } catch {
+      return "";
+    }
   }
 
   /**

@@ -75,7 +75,7 @@ describe("command line", () => {
 describe("against a broker, a join API and real etcd", () => {
   let h: ClusterHarness;
   beforeAll(async () => {
-    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0"] });
+    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0"] });
   });
   afterAll(async () => {
     await h?.cleanup();
@@ -179,5 +179,21 @@ describe("against a broker, a join API and real etcd", () => {
     expect(run.events.find((e) => e.step === "refused")?.msg).toContain("already holds etcd data");
     expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
     expect((await new EtcdGateway(node.clientURL, { timeoutMs: 500 }).status(node.clientURL)).ok).toBe(false);
+  });
+
+  it("gives up after --timeout with exit 4 and leaves the queue, so the nodes behind it move on", async () => {
+    // A paused cluster admits nobody: the node waits in the queue until its deadline.
+    const cluster = "agent-late";
+    const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
+    expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/pause`)).status).toBe(200);
+    const args = h.agentArgs(h.node("late-0")).map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : all[i - 1] === "--timeout" ? "3" : a));
+    const run = h.startAgent("late-0", { args });
+    expect((await run.exited).code).toBe(4);
+    expect(run.events.some((e) => e.step === "queued")).toBe(true);
+    const gaveUp = run.events.find((e) => e.step === "gave-up")!;
+    expect(gaveUp.msg).toContain("--timeout 3 s");
+    expect(gaveUp.msg).toContain("abandoned");
+    const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
+    expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["late-0", "abandoned"]]);
   });
 });
