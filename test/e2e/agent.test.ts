@@ -12,9 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway } from "../../src/etcd/gateway.ts";
 import { startEtcd } from "../../src/etcd/process.ts";
 import { adminCall, ROOT } from "../support/broker.ts";
-import { ClusterHarness, hex } from "../support/cluster.ts";
+import { ClusterHarness, hex, stablePorts } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
-import { freePort } from "../support/etcd.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
@@ -157,7 +156,7 @@ describe("against a broker, a join API and real etcd", () => {
     // stray-0 is the first node of a brand-new cluster, so the broker hands it the bootstrap
     // ticket; but its data dir already holds another etcd cluster's data.
     const node = h.node("stray-0");
-    const peer = await freePort();
+    const [peer] = await stablePorts(1);
     const foreign = await startEtcd({
       bin: h.etcdBin,
       name: "stray-0",

@@ -8,11 +8,12 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/etcd/gateway.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess } from "./broker.ts";
-import { etcdBinary, freePorts } from "./etcd.ts";
+import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { Timeline } from "./timeline.ts";
 
@@ -99,7 +100,7 @@ export class ClusterHarness {
     const cluster = options.cluster ?? `e2e-${options.scenario}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40);
     const etcdBin = await etcdBinary();
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
-    const ports = await freePorts(options.nodes.length * 2);
+    const ports = await stablePorts(options.nodes.length * 2);
     const nodes = options.nodes.map((name, i) => ({
       name,
       peerURL: `http://127.0.0.1:${ports[2 * i]}`,
@@ -387,6 +388,38 @@ export class ClusterHarness {
     if (process.env.KEEP_E2E_DIR) console.log(`[${this.options.scenario}] kept ${this.dir}`);
     else rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Free loopback ports below the kernel's ephemeral range. A port picked by listening on port 0
+ * and closing it again can be handed out to the next listen(0) (the join API, a restarted
+ * wrangler) before a queued node's etcd binds it; ports below that range are never handed out
+ * that way, so each stays free until its etcd starts, however late that is.
+ */
+export async function stablePorts(count: number): Promise<number[]> {
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || ephemeralLow;
+  } catch {
+    /* not Linux: keep the usual default */
+  }
+  const low = 10_000;
+  const high = Math.max(low + 2_000, ephemeralLow);
+  const picked = new Set<number>();
+  for (let attempt = 0; picked.size < count && attempt < count * 100; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (!picked.has(port) && (await canListen(port))) picked.add(port);
+  }
+  if (picked.size < count) throw new Error(`found only ${picked.size} of ${count} free ports between ${low} and ${high}`);
+  return [...picked];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
 }
 
 /** etcd's IDs in hex, as etcd itself prints them. */
