@@ -4,8 +4,8 @@
  * same Worker: a no-op RPC round trip to that same Durable Object. For information, a third
  * phase creates tickets with console output discarded in the Worker and the object, which shows
  * what the local log pipeline (every state change is a log line that workerd writes and wrangler
- * prints) costs. The phases rotate order from run to run so that drift on a shared machine
- * favours none of them.
+ * prints) costs. The phases take turns in chunks of 250 requests, in rotating order, so that load
+ * from elsewhere on a shared machine falls on all of them alike.
  * @module
  */
 import type { BenchBroker } from "./support/broker.ts";
@@ -51,67 +51,71 @@ export interface ThroughputResult {
 const PHASES = ["ceiling", "tickets", "ticketsWithoutLogs"] as const;
 type Phase = (typeof PHASES)[number];
 
-async function phase(count: number, concurrency: number, one: (i: number) => Promise<unknown>): Promise<{ figures: PhaseFigures; latencies: number[] }> {
-  const latencies: number[] = [];
+/** `count` requests from `concurrency` clients in a closed loop: each sends its next request when the last one returns. */
+async function chunk(count: number, concurrency: number, one: () => Promise<unknown>, into: { latencies: number[]; ms: number; requests: number }): Promise<void> {
   const started = performance.now();
-  await pool(count, concurrency, async (i) => {
+  await pool(count, concurrency, async () => {
     const t0 = performance.now();
-    await one(i);
-    latencies.push(performance.now() - t0);
+    await one();
+    into.latencies.push(performance.now() - t0);
   });
-  const seconds = (performance.now() - started) / 1000;
-  return {
-    figures: { requests: count, seconds: round(seconds, 3), perSecond: round(count / seconds, 1), p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) },
-    latencies,
-  };
+  into.ms += performance.now() - started;
+  into.requests += count;
 }
+
+function figuresOf(p: { latencies: number[]; ms: number; requests: number }): PhaseFigures {
+  const seconds = p.ms / 1000;
+  return { requests: p.requests, seconds: round(seconds, 3), perSecond: round(p.requests / seconds, 1), p50Ms: round(percentile(p.latencies, 50)), p99Ms: round(percentile(p.latencies, 99)) };
+}
+
+/** Requests per chunk: the phases take turns chunk by chunk, so that all meet the same load on a shared machine. */
+const CHUNK = 250;
 
 export async function brokerThroughput(broker: BenchBroker, options: { runs: number; requests: number; concurrency: number }): Promise<ThroughputResult> {
   const http = new HttpClient(broker.url);
   const runs: ThroughputRun[] = [];
   const pooled = { ceiling: [] as number[], tickets: [] as number[], ticketsWithoutLogs: [] as number[] };
+  const warmup = Math.min(100, Math.ceil(options.requests / 5));
   try {
     for (let run = 0; run < options.runs; run++) {
       // A fresh cluster per phase, so that every phase meets the same queue depth; each is warmed
-      // first (isolate, Durable Object, SQLite pages, keep-alive sockets).
-      const fresh = async (phaseName: Phase): Promise<BenchCluster> => {
-        const cluster = await createCluster(http, broker.adminToken, `throughput-${run}-${phaseName.toLowerCase()}`);
-        await pool(100, options.concurrency, async () => void (await ping(cluster)));
-        await pool(100, options.concurrency, async (i) => void (await requestTicket(http, cluster, `warm-${i}`)));
-        return cluster;
-      };
+      // first (isolate, Durable Object, SQLite pages, keep-alive sockets) with up to 100 pings and
+      // 100 tickets.
       const ping = (cluster: BenchCluster) => http.expect([200], "GET", `/bench/clusters/${cluster.name}/ping`);
       const logging = (cluster: BenchCluster, on: boolean) => http.expect([200], "GET", `/bench/clusters/${cluster.name}/logs?on=${on ? 1 : 0}`);
-
-      const phases: Record<Phase, () => ReturnType<typeof phase>> = {
-        ceiling: async () => {
-          const cluster = await fresh("ceiling");
-          return phase(options.requests, options.concurrency, () => ping(cluster));
-        },
-        tickets: async () => {
-          const cluster = await fresh("tickets");
-          return phase(options.requests, options.concurrency, (i) => requestTicket(http, cluster, `node-${i}`));
-        },
-        ticketsWithoutLogs: async () => {
-          const cluster = await fresh("ticketsWithoutLogs");
-          await logging(cluster, false);
-          try {
-            return await phase(options.requests, options.concurrency, (i) => requestTicket(http, cluster, `node-${i}`));
-          } finally {
-            await logging(cluster, true);
-          }
-        },
-      };
-      const order = PHASES.map((_, i) => PHASES[(i + run) % PHASES.length]!);
-      const figures = {} as Record<Phase, PhaseFigures>;
-      for (const name of order) {
-        const { figures: f, latencies } = await phases[name]();
-        figures[name] = f;
-        pooled[name].push(...latencies);
+      const clusters = {} as Record<Phase, BenchCluster>;
+      for (const name of PHASES) {
+        const cluster = await createCluster(http, broker.adminToken, `throughput-${run}-${name.toLowerCase()}`);
+        await pool(warmup, options.concurrency, async () => void (await ping(cluster)));
+        await pool(warmup, options.concurrency, async (i) => void (await requestTicket(http, cluster, `warm-${i}`)));
+        clusters[name] = cluster;
       }
+      let node = 0;
+      const requestOf: Record<Phase, () => Promise<unknown>> = {
+        ceiling: () => ping(clusters.ceiling),
+        tickets: () => requestTicket(http, clusters.tickets, `node-${node++}`),
+        ticketsWithoutLogs: () => requestTicket(http, clusters.ticketsWithoutLogs, `node-${node++}`),
+      };
+      const measured = Object.fromEntries(PHASES.map((p) => [p, { latencies: [] as number[], ms: 0, requests: 0 }])) as Record<Phase, { latencies: number[]; ms: number; requests: number }>;
+      const chunks = Math.max(1, Math.round(options.requests / CHUNK));
+      for (let c = 0; c < chunks; c++) {
+        const size = c === chunks - 1 ? options.requests - CHUNK * (chunks - 1) : CHUNK;
+        for (let j = 0; j < PHASES.length; j++) {
+          const name = PHASES[(run + c + j) % PHASES.length]!;
+          if (name === "ticketsWithoutLogs") await logging(clusters[name], false);
+          try {
+            await chunk(size, options.concurrency, requestOf[name], measured[name]);
+          } finally {
+            if (name === "ticketsWithoutLogs") await logging(clusters[name], true);
+          }
+        }
+      }
+      const figures = Object.fromEntries(PHASES.map((p) => [p, figuresOf(measured[p])])) as Record<Phase, PhaseFigures>;
+      for (const p of PHASES) pooled[p].push(...measured[p].latencies);
+      const order = `${chunks} rounds of ${CHUNK}, rotating`;
       const ratio = round(figures.tickets.perSecond / figures.ceiling.perSecond, 3);
       const ratioWithoutLogs = round(figures.ticketsWithoutLogs.perSecond / figures.ceiling.perSecond, 3);
-      runs.push({ run, order: order.join(", "), ceiling: figures.ceiling, tickets: figures.tickets, ticketsWithoutLogs: figures.ticketsWithoutLogs, ratio, ratioWithoutLogs });
+      runs.push({ run, order, ceiling: figures.ceiling, tickets: figures.tickets, ticketsWithoutLogs: figures.ticketsWithoutLogs, ratio, ratioWithoutLogs });
       log(`broker run ${run + 1}/${options.runs}: tickets ${figures.tickets.perSecond}/s (p50 ${figures.tickets.p50Ms} ms), ceiling ${figures.ceiling.perSecond}/s, ratio ${ratio} (${ratioWithoutLogs} without logs)`);
     }
   } finally {

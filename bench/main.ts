@@ -28,10 +28,10 @@ type Section = (typeof SECTIONS)[number];
 
 export const SETTINGS = {
   quick: {
-    broker: { runs: 3, requests: 400, concurrency: 32 },
+    broker: { runs: 3, requests: 250, concurrency: 32 },
     handoff: { runs: 3, nodes: 200 },
     scale: { tickets: 1_000, concurrency: 32 },
-    verifier: { runs: 3, seconds: 0.5 },
+    verifier: { runs: 3, seconds: 1 },
     join: { sizes: [2], runs: 1 },
   },
   full: {
