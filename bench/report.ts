@@ -118,9 +118,10 @@ ${b.concurrency} concurrent clients, ${int(b.requestsPerPhase)} requests per pha
 cluster's queue (the first ticket is the bootstrap ticket, every other one queues). **Ceiling**:
 \`GET /bench/clusters/{cluster}/ping\`, one RPC round trip to a cluster's Durable Object that does
 nothing, through the same \`wrangler dev\` process (its proxy, the Worker, the object). Every phase
-gets a fresh cluster, warmed with pings and tickets, so all meet the same queue depth. For information, a third phase creates tickets with console output discarded in the
-Worker and the object: every state change of the broker is one structured log line, which under
-\`wrangler dev\` workerd writes to its stdout and wrangler reads and prints, on the same two cores.
+gets a fresh cluster, warmed with pings and tickets, so all meet the same queue depth. For
+information, a third phase creates tickets with console output discarded in the Worker and the
+object: every state change of the broker is one structured log line, which under \`wrangler dev\`
+workerd writes to its stdout and wrangler reads and prints, on the same two cores.
 The phases take turns in chunks of 250 requests, in rotating order, so that load from elsewhere
 on the shared machine falls on all of them alike; each phase's rate is its requests over the time
 its chunks took. Per-second figures and ratios are medians of the per-run figures; p50/p99 are
