@@ -112,8 +112,8 @@ class Agent {
         cluster: this.#o.cluster,
         peerURL: this.#o.peerURL,
       });
-      const marker2 = await this.#withDeadline((signal) => this.#join(signal));
-      return await this.#serve(marker2);
+      const joined = await this.#withDeadline((signal) => this.#join(signal));
+      return await this.#serve(joined);
     } catch (e) {
       return await this.#fail(e);
     }
