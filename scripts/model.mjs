@@ -1,0 +1,169 @@
+// `npm run model`: model-checks the join protocol (model/join.pml) with spin.
+//
+// Every property is checked exhaustively in each configuration below, and every mutant of the
+// model must make spin find a counterexample naming the property it breaks: a model that cannot
+// fail proves nothing. docs/safety.md explains the properties and the bounds.
+//
+// Options: --only TEXT   run only the checks whose name contains TEXT
+//          --jobs N      checks run in parallel (default: 2, at most the CPU count)
+//          --trail       print the counterexample of every check that found one
+//          --keep        keep the build directory (pan.c, pan, trails) and print its path
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { ensureTool } from "./tools.mjs";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const MODEL = join(ROOT, "model", "join.pml");
+const RUN_TIMEOUT_MS = 10 * 60_000;
+
+// Exhaustive search: safety runs store compressed states (COLLAPSE) in a bounded amount of memory;
+// a search that hits a bound is reported as incomplete, which fails the check.
+const SAFETY = { cflags: ["-DSAFETY", "-DCOLLAPSE", "-DMEMLIM=6144"], pan: ["-m9000000", "-w25"] };
+const PROGRESS = { cflags: ["-DCOLLAPSE", "-DNFAIR=3", "-DMEMLIM=4096"], pan: ["-a", "-f", "-m2000000", "-w24"] };
+// Looking for a counterexample: breadth first, so that the one found is a shortest one.
+const COUNTEREXAMPLE = { cflags: ["-DSAFETY", "-DBFS", "-DCOLLAPSE", "-DMEMLIM=4096"], pan: ["-w24"] };
+
+/** What must hold: `null` for no error at all, otherwise the violation spin must report. */
+const CHECKS = [
+  { name: "safety, maxInFlight 1, etcd learner limit 1 (etcd 3.4/3.5)", mode: SAFETY, defines: [], expect: null },
+  { name: "safety, maxInFlight 2, etcd learner limit 2 (etcd 3.6 --max-learners=2)", mode: SAFETY, defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
+  { name: "progress, maxInFlight 1, up to 4 faults", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=4"], expect: null },
+  { name: "progress, maxInFlight 2, etcd learner limit 2, up to 3 faults", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=3", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
+  // A limit of the design, kept as a check: the broker bounds admissions, etcd bounds learners.
+  { name: "limit: more etcd learners allowed than maxInFlight", mode: COUNTEREXAMPLE, defines: ["MAX_LEARNERS=2"], expect: "learners_bounded" },
+  // Mutants: each breaks one rule of the protocol, and spin must catch it.
+  { name: "mutant: bootstrap handed to another node when its lease expires", mode: COUNTEREXAMPLE, defines: ["MUTANT_BOOTSTRAP_ON_EXPIRY"], expect: "one_cluster" },
+  { name: "mutant: joiners admitted before the cluster is bootstrapped", mode: COUNTEREXAMPLE, defines: ["MUTANT_JOIN_BEFORE_BOOTSTRAP"], expect: "one_cluster" },
+  { name: "mutant: agent trusts its marker instead of the broker", mode: COUNTEREXAMPLE, defines: ["MUTANT_AGENT_TRUSTS_MARKER"], expect: "one_cluster" },
+  { name: "mutant: admission without a free slot", mode: COUNTEREXAMPLE, defines: ["MUTANT_ADMIT_WITHOUT_SLOT"], expect: "admissions_bounded" },
+  { name: "mutant: revocation frees the slot but is not published", mode: COUNTEREXAMPLE, defines: ["MUTANT_REVOCATION_UNPUBLISHED"], expect: "no_add_after_revocation" },
+  { name: "mutant: join API does not re-check revocations before the add", mode: COUNTEREXAMPLE, defines: ["MUTANT_NO_RECHECK"], expect: "no_add_after_revocation" },
+  { name: "mutant: join API adds voters instead of learners", mode: COUNTEREXAMPLE, defines: ["MUTANT_ADD_AS_VOTER"], expect: "quorum_kept" },
+  { name: "mutant: join API promotes learners that are not running", mode: COUNTEREXAMPLE, defines: ["MUTANT_PROMOTE_UNSTARTED"], expect: "quorum_kept" },
+  { name: "mutant: reaper spares started learners of ended admissions", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=4", "MUTANT_REAP_UNSTARTED_ONLY"], expect: "acceptance cycle" },
+];
+
+function findCompiler() {
+  for (const cc of [process.env.CC, "gcc", "cc", "clang"].filter(Boolean)) {
+    if (spawnSync(cc, ["--version"], { stdio: "ignore" }).status === 0) return cc;
+  }
+  if (process.getuid?.() === 0) {
+    console.error("[model] no C compiler: installing Debian package gcc…");
+    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+    spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
+    spawnSync("apt-get", ["install", "-y", "-qq", "gcc", "libc6-dev"], { stdio: "inherit", env });
+    if (spawnSync("gcc", ["--version"], { stdio: "ignore" }).status === 0) return "gcc";
+  }
+  throw new Error("spin's verifier is C: install a C compiler ('sudo apt-get install -y gcc') or set CC");
+}
+
+function run(cmd, args, cwd) {
+  return new Promise((resolvePromise) => {
+    const child = spawn(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal, out });
+    });
+  });
+}
+
+/** The facts of a pan report that decide a check. */
+export function readPanReport(out) {
+  const violation = out.match(/assertion violated (\w+)/)?.[1] ?? (/acceptance cycle/.test(out) ? "acceptance cycle" : /invalid end state/.test(out) ? "invalid end state" : null);
+  const errors = Number(out.match(/errors: (\d+)/)?.[1] ?? NaN);
+  const incomplete = /Search not completed|max search depth too small|reached -DMEMLIM bound|out of memory/i.test(out);
+  const states = Number(out.match(/([\d.e+]+) states, stored/)?.[1] ?? NaN);
+  return { violation, errors, incomplete, states };
+}
+
+async function check(c, dir, { spin, cc, trail }) {
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(MODEL, join(dir, "join.pml"));
+  const defines = c.defines.map((d) => `-D${d}`);
+  const started = Date.now();
+  const gen = await run(spin, [...defines, "-a", "join.pml"], dir);
+  if (gen.code !== 0) return { ok: false, detail: `spin -a failed:\n${gen.out}` };
+  const build = await run(cc, ["-O2", "-w", ...c.mode.cflags, "-o", "pan", "pan.c"], dir);
+  if (build.code !== 0) return { ok: false, detail: `compiling pan failed:\n${build.out}` };
+  const pan = await run("./pan", c.mode.pan, dir);
+  writeFileSync(join(dir, "pan.out"), pan.out);
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (pan.signal) return { ok: false, detail: `pan was killed (${pan.signal})`, seconds };
+  const r = readPanReport(pan.out);
+  let ok;
+  let verdict;
+  if (c.expect === null) {
+    ok = r.errors === 0 && !r.incomplete;
+    verdict = ok ? `holds (${r.states.toLocaleString("en")} states)` : r.errors > 0 ? `VIOLATED: ${r.violation ?? "error"}` : "INCOMPLETE search";
+  } else {
+    ok = r.errors > 0 && r.violation === c.expect;
+    verdict = ok ? `counterexample found: ${r.violation}` : r.errors > 0 ? `WRONG counterexample: ${r.violation} (expected ${c.expect})` : `NO counterexample (expected ${c.expect})`;
+  }
+  let trailText;
+  if (r.errors > 0 && (trail || !ok)) {
+    const t = await run(spin, [...defines, "-t", "-p", "-g", "join.pml"], dir);
+    writeFileSync(join(dir, "trail.txt"), t.out);
+    trailText = condenseTrail(t.out);
+  }
+  return { ok, verdict, seconds, detail: ok ? undefined : pan.out.split("\n").slice(-40).join("\n"), trail: trailText };
+}
+
+/** A counterexample as the model's narration (its "@ " lines), the start of a cycle, and the violation. */
+function condenseTrail(out) {
+  const lines = out
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith("@ ") || /START OF CYCLE|assertion violated|acceptance cycle/.test(l))
+    .map((l) => (l.startsWith("@ ") ? l.slice(2) : l));
+  return lines.length > 120 ? [`… ${lines.length - 120} earlier events …`, ...lines.slice(-120)].join("\n") : lines.join("\n");
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: { only: { type: "string" }, jobs: { type: "string" }, trail: { type: "boolean" }, keep: { type: "boolean" } },
+  });
+  const spin = ensureTool("spin");
+  const cc = findCompiler();
+  const checks = CHECKS.filter((c) => !values.only || c.name.includes(values.only));
+  if (checks.length === 0) throw new Error(`no check matches --only ${values.only}`);
+  const jobs = Math.max(1, Math.min(Number(values.jobs ?? 2), availableParallelism(), checks.length));
+  const root = mkdtempSync(join(tmpdir(), "join-broker-model-"));
+  console.log(`[model] ${checks.length} checks of model/join.pml with ${spin}, ${jobs} at a time (build dir ${root})`);
+
+  const started = Date.now();
+  const results = new Array(checks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      while (next < checks.length) {
+        const i = next++;
+        const c = checks[i];
+        const r = await check(c, join(root, String(i).padStart(2, "0")), { spin, cc, trail: values.trail });
+        results[i] = r;
+        console.log(`${r.ok ? "ok  " : "FAIL"} ${c.name}: ${r.verdict ?? "error"} [${r.seconds ?? "?"} s]`);
+        if (r.trail) console.log(`--- counterexample (${c.name}):\n${r.trail}\n---`);
+        if (!r.ok && r.detail) console.log(r.detail);
+      }
+    }),
+  );
+  const failed = results.filter((r) => !r.ok).length;
+  console.log(`[model] ${checks.length - failed}/${checks.length} checks as expected in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  if (failed > 0 || values.keep) console.log(`[model] build dir kept: ${root}`);
+  else rmSync(root, { recursive: true, force: true });
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e) => {
+    console.error(`[model] ${e.message}`);
+    process.exit(1);
+  });
+}
