@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyEtcdError, initialClusterEntries, isRetryableEtcdError, memberByPeerUrl, parseEndpoints, type EtcdMember } from "./gateway.ts";
+import { classifyEtcdError, initialClusterEntries, isGatewayAnswer, isRetryableEtcdError, memberByPeerUrl, parseEndpoints, type EtcdMember } from "./gateway.ts";
 
 describe("parseEndpoints", () => {
   it("splits, trims, drops trailing slashes and duplicates", () => {
@@ -38,6 +38,34 @@ describe("classifyEtcdError", () => {
     expect(isRetryableEtcdError("learner_not_ready")).toBe(true);
     expect(isRetryableEtcdError("peer_url_exists")).toBe(false);
     expect(isRetryableEtcdError("bad_request")).toBe(false);
+  });
+});
+
+describe("isGatewayAnswer", () => {
+  // etcd 3.4.23's gateway, verbatim.
+  const etcd: [number, Record<string, unknown>][] = [
+    [200, { header: { cluster_id: "15118495548433857066", member_id: "13668033151171901709", raft_term: "2" }, members: [] }],
+    [404, { error: "etcdserver: member not found", message: "etcdserver: member not found", code: 5 }],
+    [400, { error: "etcdserver: too many learner members in cluster", message: "etcdserver: too many learner members in cluster", code: 9 }],
+    [503, { error: "etcdserver: unhealthy cluster", message: "etcdserver: unhealthy cluster", code: 14 }],
+    [503, { code: 14, message: "etcdserver: request timed out" }], // grpc-gateway v2 drops `error`
+  ];
+  it.each(etcd)("HTTP %i %j is etcd", (status, body) => {
+    expect(isGatewayAnswer(status, body)).toBe(true);
+  });
+  // Other servers on an etcd endpoint.
+  const strangers: [number, Record<string, unknown>][] = [
+    [404, { type: "about:blank", title: "Not Found", status: 404, code: "not_found", detail: "no route" }],
+    [404, { message: "Not Found", code: 404 }],
+    [404, { error: "etcdserver: member not found", code: 9 }],
+    [405, { error: "Method Not Allowed", code: 12 }],
+    [500, { status: "error", detail: "upstream failed" }],
+    [502, { error: "bad gateway" }],
+    [200, {}],
+    [200, { ok: true }],
+  ];
+  it.each(strangers)("HTTP %i %j is not etcd", (status, body) => {
+    expect(isGatewayAnswer(status, body)).toBe(false);
   });
 });
 

@@ -4,9 +4,10 @@
  * The gateway speaks the proto field names: uint64 values are decimal strings, defaults are
  * omitted (an unstarted member has no `name`, `isLearner` is absent when false), and the
  * response header uses snake_case (`cluster_id`, `member_id`). Every call goes to one endpoint
- * and moves on to the next one when that endpoint cannot be reached or times out, so a caller
- * can hand it every controller's client URL. etcd's own refusals come back as typed results,
- * never as exceptions: the caller decides which of them are "not now".
+ * and moves on to the next one when that endpoint cannot be reached, times out, or answers as
+ * something other than etcd's gateway (another server on that port), so a caller can hand it
+ * every controller's client URL. etcd's own refusals come back as typed results, never as
+ * exceptions: the caller decides which of them are "not now".
  * @module
  */
 
@@ -127,6 +128,22 @@ export function classifyEtcdError(message: string, grpcCode?: number): EtcdError
   return "unknown";
 }
 
+/**
+ * Whether a parsed JSON answer can have come from etcd's gateway. A success carries the response
+ * `header` that etcd puts on every answer of this client's calls; an error is grpc-gateway's
+ * body, a numeric gRPC `code` with an `error` and/or `message` string. The gateway answers 404
+ * only for gRPC NotFound (code 5) and never 405. Anything else is another server on that port
+ * (a proxy, a web app answering problem+json): that endpoint is as good as down.
+ */
+export function isGatewayAnswer(httpStatus: number, body: Record<string, unknown>): boolean {
+  if (httpStatus >= 200 && httpStatus < 300 && body.error === undefined) return typeof body.header === "object" && body.header !== null;
+  if (httpStatus === 405) return false;
+  const code = body.code;
+  if (typeof code !== "number" || !Number.isInteger(code) || code < 0 || code > 16) return false;
+  if (httpStatus === 404 && code !== 5) return false;
+  return typeof body.error === "string" || typeof body.message === "string";
+}
+
 /** Which errors mean "the cluster cannot take this change now, ask again later". */
 export function isRetryableEtcdError(kind: EtcdErrorKind): boolean {
   return kind === "too_many_learners" || kind === "unhealthy_cluster" || kind === "not_enough_started" || kind === "learner_not_ready" || kind === "unavailable";
@@ -233,9 +250,15 @@ export class EtcdGateway {
       } catch {
         parsed = null;
       }
-      if (parsed === null || typeof parsed !== "object") {
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
         // Not the gateway (a proxy's error page, say): this endpoint is as good as down.
         unreachable.push(`${endpoint}: HTTP ${res.status} with a body that is not JSON`);
+        continue;
+      }
+      if (!isGatewayAnswer(res.status, parsed)) {
+        // JSON, but not in etcd's words (another server's 404 problem, say): no etcd error to report.
+        const type = res.headers.get("content-type")?.split(";")[0]?.trim();
+        unreachable.push(`${endpoint}: HTTP ${res.status}${type ? ` ${type}` : ""} that is not etcd's gateway`);
         continue;
       }
       if (res.ok && parsed.error === undefined) {

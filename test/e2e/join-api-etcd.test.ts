@@ -1,7 +1,10 @@
 /**
  * The join API's etcd layer against a real etcd 3.4: the gateway client's typed errors and
- * failover, the process runner, and the reaping of a learner nobody here added.
+ * failover (also past servers on an endpoint that are not etcd), the process runner, and the
+ * reaping of a learner nobody here added.
  */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway, memberByPeerUrl } from "../../src/etcd/gateway.ts";
 import { etcdFlags } from "../../src/etcd/process.ts";
@@ -32,6 +35,35 @@ describe("etcd gateway client", () => {
     expect(health).toMatchObject({ healthy: true, clusterId: list.value.header.clusterId, leader: list.value.header.memberId });
     expect(await gateway.health(etcd.first.clientURL)).toBe(true);
     expect(await gateway.health(dead)).toBe(false);
+  });
+
+  it("moves on past another server's JSON answers (404/405 problems, bodies etcd never writes) to the real etcd", async () => {
+    const answers: [number, string, string][] = [
+      [404, "application/problem+json", JSON.stringify({ type: "about:blank", title: "Not Found", status: 404, code: "not_found", detail: "no route for POST /v3/cluster/member/list" })],
+      [405, "application/json", JSON.stringify({ error: "Method Not Allowed", code: 405 })],
+      [404, "application/json", JSON.stringify({ message: "not here", code: 404 })],
+      [500, "application/json", JSON.stringify({ status: "error", detail: "upstream failed" })],
+      [200, "application/json", "{}"],
+    ];
+    const servers = await Promise.all(answers.map(([status, type, body]) => jsonServer(status, type, body)));
+    try {
+      for (const [i, server] of servers.entries()) {
+        const foreign = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const both = new EtcdGateway([foreign, etcd.first.clientURL], { timeoutMs: 5_000 });
+        const list = await both.memberList();
+        expect(list.ok && list.endpoint, `answer ${i}: ${answers[i]![0]} ${answers[i]![2]}`).toBe(etcd.first.clientURL);
+        if (list.ok) expect(list.value.members.map((m) => m.name)).toContain("gw-0");
+        // The next call starts with the endpoint that answered, not with the stranger.
+        const status = await both.status();
+        expect(status.ok && status.endpoint).toBe(etcd.first.clientURL);
+        // Alone, the stranger is no etcd at all: unavailable ("not now"), never an etcd error.
+        const alone = await new EtcdGateway([foreign], { timeoutMs: 5_000 }).memberList();
+        expect(!alone.ok && [alone.error.kind, alone.error.httpStatus]).toEqual(["unavailable", 0]);
+        if (!alone.ok) expect(alone.error.message).toContain("not etcd's gateway");
+      }
+    } finally {
+      await Promise.all(servers.map((s) => new Promise((ok) => s.close(ok))));
+    }
   });
 
   it("says unavailable, not an exception, when no endpoint answers", async () => {
@@ -65,6 +97,19 @@ describe("etcd gateway client", () => {
     expect(removed.ok && removed.value.members.map((m) => m.name)).toEqual(["gw-0"]);
   });
 });
+
+/** A loopback server that answers every request with this status and body. */
+async function jsonServer(status: number, type: string, body: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(status, { "content-type": type });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  return server;
+}
 
 describe("etcd process", () => {
   it("starts a member with the flags it prints, and stops it", async () => {
