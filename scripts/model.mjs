@@ -111,18 +111,18 @@ async function check(c, dir, { spin, cc, trail }) {
   if (r.errors > 0 && (trail || !ok)) {
     const t = await run(spin, [...defines, "-t", "-p", "-g", "join.pml"], dir);
     writeFileSync(join(dir, "trail.txt"), t.out);
-    trailText = condenseTrail(t.out);
+    trailText = condenseTrail(t.out, r.violation);
   }
   return { ok, verdict, seconds, detail: ok ? undefined : pan.out.split("\n").slice(-40).join("\n"), trail: trailText };
 }
 
 /** A counterexample as the model's narration (its "@ " lines), the start of a cycle, and the violation. */
-function condenseTrail(out) {
+function condenseTrail(out, violation) {
   const lines = out
     .split("\n")
     .map((l) => l.trim())
-    .filter((l) => l.startsWith("@ ") || /START OF CYCLE|assertion violated|acceptance cycle/.test(l))
-    .map((l) => (l.startsWith("@ ") ? l.slice(2) : l));
+    .filter((l) => l.startsWith("@ ") || /START OF CYCLE|assertion violated/.test(l))
+    .map((l) => (l.startsWith("@ ") ? l.slice(2) : /assertion violated/.test(l) ? `VIOLATED: ${violation}` : l));
   return lines.length > 120 ? [`… ${lines.length - 120} earlier events …`, ...lines.slice(-120)].join("\n") : lines.join("\n");
 }
 
