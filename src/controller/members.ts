@@ -1,7 +1,8 @@
 /**
  * The etcd side of the join API: add a node as a learner (once, even when asked twice), promote
- * it when it has started and caught up, and make room by removing a learner that never started
- * and whose admission has ended. Every membership change of this process runs one at a time.
+ * it when it has started and caught up, and make room by removing a learner whose admission has
+ * ended (or that nobody here knows and that stalled for the grace period), started or not.
+ * Voters are never removed. Every membership change of this process runs one at a time.
  * @module
  */
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
@@ -19,7 +20,7 @@ export interface PromotedMember {
   learner: false;
 }
 
-/** Which admission added which member, so a learner that never started can be reaped. */
+/** Which admission added which member, so a learner whose admission ended can be reaped. */
 export interface AdmissionRecord {
   node: string;
   peerURL: string;
@@ -29,13 +30,17 @@ export interface AdmissionRecord {
   addedAt: number;
 }
 
+/** The broker's introspection answer, reduced to what reaping needs. */
+export type AdmissionStatus = { active: true } | { active: false; reason: string };
+
 export interface MembershipOptions {
   gateway: EtcdGateway;
-  /** Is this admission token still active? null when that cannot be told now. */
-  admissionActive(token: string): Promise<boolean | null>;
+  /** Is this admission token still active, and if not, why? null when that cannot be told now. */
+  admissionStatus(token: string): Promise<AdmissionStatus | null>;
   /**
-   * How long an unstarted learner this process knows nothing about (added by another join API
-   * instance, or before a restart) may block the next join before it is removed. Default 5 min.
+   * How long a learner this process cannot vouch for (added by another join API instance or
+   * before a restart, or still a learner after its node reported completion) may block the next
+   * join before it is removed. Default 5 min.
    */
   unknownLearnerGraceMs?: number;
   log?: (line: string) => void;
@@ -44,19 +49,19 @@ export interface MembershipOptions {
 
 export class Membership {
   readonly #gateway: EtcdGateway;
-  readonly #admissionActive: MembershipOptions["admissionActive"];
+  readonly #admissionStatus: MembershipOptions["admissionStatus"];
   readonly #graceMs: number;
   readonly #log: (line: string) => void;
   readonly #now: () => number;
   /** By canonical peer URL. In memory: a restarted join API falls back on the grace period. */
   readonly #records = new Map<string, AdmissionRecord>();
-  /** When an unstarted learner with no record was first seen, by member ID. */
+  /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: MembershipOptions) {
     this.#gateway = options.gateway;
-    this.#admissionActive = options.admissionActive;
+    this.#admissionStatus = options.admissionStatus;
     this.#graceMs = options.unknownLearnerGraceMs ?? 300_000;
     this.#log = options.log ?? (() => {});
     this.#now = options.now ?? Date.now;
@@ -98,7 +103,10 @@ export class Membership {
     const existing = memberByPeerUrl(members, peerURL);
     if (existing) return this.#alreadyMember(existing, members, input, peerURL);
 
-    for (const learner of members.filter((m) => m.isLearner)) {
+    const learners = members.filter((m) => m.isLearner);
+    // Forget grace clocks of learners that are gone or promoted meanwhile.
+    for (const id of this.#unknownSince.keys()) if (!learners.some((m) => m.id === id)) this.#unknownSince.delete(id);
+    for (const learner of learners) {
       const blocked = await this.#makeRoom(learner);
       if (blocked) return blocked;
     }
@@ -130,42 +138,55 @@ export class Membership {
     return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
   }
 
-  /** null when this learner is out of the way (or was removed), else the answer to give. */
+  /**
+   * null when this learner is out of the way (or was removed), else the answer to give.
+   *
+   * etcd ≤ 3.5 allows one learner, so a learner left behind blocks every later add. It goes when:
+   * - its recorded admission is no longer active (lease expired, revoked, abandoned, superseded),
+   *   started or not: its node is no longer allowed to join with it, and a node admitted again
+   *   is added anew. Not when the admission is `completed`: its node reported itself a voter, so
+   *   it is being promoted (through another join API instance, say).
+   * - nothing here vouches for it (no record: added by another instance or before a restart; or
+   *   still a learner after its node completed) and it kept blocking joins for the grace period,
+   *   like k3s evicting a learner stalled for 5 minutes.
+   * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
+   * and their majority are the same before and after. Voters never come here.
+   */
   async #makeRoom(learner: EtcdMember): Promise<Outcome<AddedMember> | null> {
     const who = learner.name || learner.peerURLs.join(",");
-    if (learner.started) {
-      return refuse(503, "learner_pending", `learner ${who} (${learner.id}) is running and waits for promotion; etcd allows one learner at a time`, RETRY_AFTER.learnerPending);
-    }
+    const state = learner.started ? "is running and waits for promotion" : "has not started";
     const record = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
-    let why: string;
+    let why: string | null = null;
     if (record) {
-      const active = await this.#admissionActive(record.token);
-      if (active === null) {
-        return refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) has not started and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable);
+      const status = await this.#admissionStatus(record.token);
+      if (status === null) {
+        return refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable);
       }
-      if (active) {
-        return refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} has not started yet and its admission is active; etcd allows one learner at a time`, RETRY_AFTER.learnerPending);
+      if (status.active) {
+        return refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} ${state} and its admission is active; etcd allows one learner at a time`, RETRY_AFTER.learnerPending);
       }
-      why = `its admission ${record.jti} for node ${record.node} is no longer active`;
-    } else {
+      if (status.reason !== "completed") why = `its admission ${record.jti} for node ${record.node} is no longer active (${status.reason})`;
+    }
+    if (why === null) {
       const since = this.#unknownSince.get(learner.id) ?? this.#now();
       this.#unknownSince.set(learner.id, since);
       const waited = this.#now() - since;
+      const unvouched = record ? `node ${record.node} reported completion but it is still a learner` : "it was not added here";
       if (waited < this.#graceMs) {
         return refuse(
           503,
           "learner_pending",
-          `learner ${who} (${learner.id}) has not started and was not added here; it is removed if still unstarted ${Math.ceil((this.#graceMs - waited) / 1000)} s from now`,
+          `learner ${who} (${learner.id}) ${state}; ${unvouched}, so it is removed if still a learner ${Math.ceil((this.#graceMs - waited) / 1000)} s from now`,
           RETRY_AFTER.learnerPending,
         );
       }
-      why = `it was not added here and stayed unstarted for ${Math.round(waited / 1000)} s`;
+      why = `${unvouched}, and it blocked joins for ${Math.round(waited / 1000)} s`;
     }
     const removed = await this.#gateway.memberRemove(learner.id);
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
     for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
     this.#unknownSince.delete(learner.id);
-    this.#log(`removed unstarted learner ${learner.id} (${learner.peerURLs.join(",")}): ${why}`);
+    this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${learner.id} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
   }
 

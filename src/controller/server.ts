@@ -42,9 +42,9 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     gateway,
     log,
     unknownLearnerGraceMs: options.unknownLearnerGraceSeconds !== undefined ? options.unknownLearnerGraceSeconds * 1000 : undefined,
-    admissionActive: async (token) => {
+    admissionStatus: async (token) => {
       try {
-        return (await trust.introspect(token)).active;
+        return await trust.introspect(token);
       } catch {
         return null;
       }

@@ -143,7 +143,7 @@ describe("membership: a learner nobody here added", () => {
     if (!strayAdd.ok) return;
     let now = Date.now();
     const lines: string[] = [];
-    const membership = new Membership({ gateway, admissionActive: async () => true, unknownLearnerGraceMs: 60_000, now: () => now, log: (l) => lines.push(l) });
+    const membership = new Membership({ gateway, admissionStatus: async () => ({ active: true }), unknownLearnerGraceMs: 60_000, now: () => now, log: (l) => lines.push(l) });
     const next = await memberAddress("gw-4");
     const request = { node: "gw-4", peerURL: next.peerURL, jti: "adm_gw4", token: "unused" };
     const blocked = await membership.addLearner(request);
@@ -154,5 +154,51 @@ describe("membership: a learner nobody here added", () => {
     const list = await gateway.memberList();
     expect(list.ok && list.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
     expect(lines.some((l) => l.includes(`removed unstarted learner ${strayAdd.value.member.id}`))).toBe(true);
+  });
+
+  it("a started one goes too after the grace period, and so does one still a learner after its node completed", async () => {
+    // Out of the way first: the learner the test above left.
+    const before = await gateway.memberList();
+    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    const first = `gw-0=${etcd.first.peerURL}`;
+
+    // A started learner that this process did not add (another instance, or before a restart).
+    const stray = await memberAddress("stray-2");
+    const strayAdd = await gateway.memberAdd([stray.peerURL], { learner: true });
+    if (!strayAdd.ok) throw new Error(strayAdd.error.message);
+    await etcd.startMember(stray, [first, `stray-2=${stray.peerURL}`]);
+    const listed = await gateway.memberList();
+    expect(listed.ok && memberByPeerUrl(listed.value.members, stray.peerURL)).toMatchObject({ isLearner: true, started: true });
+
+    let now = Date.now();
+    const lines: string[] = [];
+    const statuses = new Map<string, { active: true } | { active: false; reason: string }>();
+    const membership = new Membership({ gateway, admissionStatus: async (t) => statuses.get(t) ?? { active: true }, unknownLearnerGraceMs: 60_000, now: () => now, log: (l) => lines.push(l) });
+    const gw5 = await memberAddress("gw-5");
+    const request5 = { node: "gw-5", peerURL: gw5.peerURL, jti: "adm_gw5", token: "t5" };
+    const young = await membership.addLearner(request5);
+    expect(!young.ok && [young.problem.code, young.problem.detail]).toEqual(["learner_pending", expect.stringContaining("not added here")]);
+    now += 61_000;
+    const added5 = await membership.addLearner(request5);
+    if (!added5.ok) throw new Error(added5.problem.detail);
+    const afterStray = await gateway.memberList();
+    expect(afterStray.ok && afterStray.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
+    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${strayAdd.value.member.id}`));
+
+    // gw-5 starts; its node reports completion, yet it stays a learner: kept while young, removed once stalled.
+    await etcd.startMember(gw5, added5.value.initialCluster);
+    statuses.set("t5", { active: false, reason: "completed" });
+    const request6 = { node: "gw-6", peerURL: (await memberAddress("gw-6")).peerURL, jti: "adm_gw6", token: "t6" };
+    const kept = await membership.addLearner(request6);
+    expect(!kept.ok && [kept.problem.code, kept.problem.detail]).toEqual(["learner_pending", expect.stringContaining("reported completion")]);
+    const stillThere = await gateway.memberList();
+    expect(stillThere.ok && memberByPeerUrl(stillThere.value.members, gw5.peerURL)).toMatchObject({ id: added5.value.memberID, isLearner: true, started: true });
+    now += 61_000;
+    const added6 = await membership.addLearner(request6);
+    expect(added6.ok).toBe(true);
+    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${added5.value.memberID}`));
+    // Voters are never touched.
+    const after = await gateway.memberList();
+    expect(after.ok && after.value.members.filter((m) => !m.isLearner).map((m) => m.name)).toEqual(["gw-0"]);
   });
 });

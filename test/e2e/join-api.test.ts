@@ -122,7 +122,9 @@ afterAll(async () => {
 describe("join API against etcd 3.4", () => {
   let a1: Admission;
   let a2: Admission;
+  let a4: Admission;
   let ctrl1: MemberAddress;
+  let ctrl4: MemberAddress;
   let ctrl2: MemberAddress;
   let learnerID: string;
   let initialCluster: string[];
@@ -246,8 +248,8 @@ describe("join API against etcd 3.4", () => {
     const learner3 = added3.reply.body.memberID as string;
     expect(added3.reply.body.initialCluster).toHaveLength(3);
 
-    const ctrl4 = await memberAddress("ctrl-4");
-    const a4 = await admit(ctrl4);
+    ctrl4 = await memberAddress("ctrl-4");
+    a4 = await admit(ctrl4);
     const blocked = await addMember(a4);
     expect([blocked.status, blocked.body.code]).toEqual([503, "learner_pending"]);
 
@@ -259,6 +261,55 @@ describe("join API against etcd 3.4", () => {
     expect(memberByPeerUrl(after, ctrl4.peerURL)).toMatchObject({ id: added4.reply.body.memberID, isLearner: true, started: false });
     expect(after.filter((m) => !m.isLearner).map((m) => m.name).sort()).toEqual(["ctrl-0", "ctrl-1"]);
     expect(joinApi.output()).toContain(`removed unstarted learner ${learner3}`);
+  });
+
+  it("removes a started learner whose admission ended, but never one whose node reported completion", async () => {
+    // ctrl-4's learner (added above, admission still active) starts and waits for promotion.
+    const again4 = await addMember(a4);
+    expect(again4.status).toBe(200);
+    const learner4 = again4.body.memberID as string;
+    await etcd.startMember(ctrl4, again4.body.initialCluster);
+    expect(memberByPeerUrl(await members(), ctrl4.peerURL)).toMatchObject({ id: learner4, isLearner: true, started: true });
+
+    // Its admission is active: the next node waits.
+    const ctrl5 = await memberAddress("ctrl-5");
+    const a5 = await admit(ctrl5);
+    const pending = await addMember(a5);
+    expect([pending.status, pending.body.code]).toEqual([503, "learner_pending"]);
+
+    // Its admission ends (revoked here; an expired lease is the same): the running learner no
+    // longer blocks the cluster's joins. It never counted toward quorum, so removing it is safe.
+    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/admissions/${a4.jti}/revoke`, { reason: "stalled learner" })).status).toBe(200);
+    const added5 = await until200(() => addMember(a5), 30_000);
+    const afterReap = await members();
+    expect(afterReap.find((m) => m.id === learner4)).toBeUndefined();
+    expect(memberByPeerUrl(afterReap, ctrl5.peerURL)).toMatchObject({ id: added5.reply.body.memberID, isLearner: true });
+    expect(joinApi.output()).toContain(`removed started learner ${learner4}`);
+
+    // ctrl-5 starts and reports completion without being promoted: its learner stays, because a
+    // completed admission means its node counts it as a voter (its promotion may be under way).
+    await etcd.startMember(ctrl5, added5.reply.body.initialCluster);
+    const done = await fetch(`${broker.url}/v1/clusters/${CLUSTER}/tickets/${a5.ticket}/complete`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${a5.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ memberID: added5.reply.body.memberID }),
+    });
+    expect(done.status).toBe(200);
+    const ctrl6 = await memberAddress("ctrl-6");
+    const a6 = await admit(ctrl6);
+    for (let i = 0; i < 2; i++) {
+      const held = await addMember(a6);
+      expect([held.status, held.body.code]).toEqual([503, "learner_pending"]);
+    }
+    expect(memberByPeerUrl(await members(), ctrl5.peerURL)).toMatchObject({ id: added5.reply.body.memberID, isLearner: true, started: true });
+    // Once promoted (here by hand), the next node is added.
+    for (let i = 0; i < 60; i++) {
+      if ((await gateway.memberPromote(added5.reply.body.memberID)).ok) break;
+      await new Promise((ok) => setTimeout(ok, 500));
+    }
+    const added6 = await until200(() => addMember(a6), 30_000);
+    expect(memberByPeerUrl(await members(), ctrl6.peerURL)).toMatchObject({ id: added6.reply.body.memberID, isLearner: true });
+    expect(memberByPeerUrl(await members(), ctrl5.peerURL)).toMatchObject({ isLearner: false });
   });
 
   it("reports etcd's health and stops cleanly on SIGTERM", async () => {
