@@ -43,7 +43,7 @@ runs. Benchmarks assert nothing about time (\`npm test\` stays fast and never ru
 only if a benchmark cannot run or a correctness check inside it fails (FIFO order, exactly-once
 admission, one etcd cluster).
 
-    npm run bench              # full run (about 15 minutes); writes bench/results.json and this file
+    npm run bench              # full run (about 13 minutes); writes bench/results.json and this file
     npm run bench -- --quick   # fewer, smaller runs (under 2 minutes)
     npm run bench -- --only broker,handoff,scale,verifier,join   # some of them, written to bench/out/
     npm run bench -- --render  # rewrite this file from bench/results.json
