@@ -510,6 +510,7 @@ export class JoinQueue extends DurableObject<Env> {
       result = this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.#pendingLogs = [];
+      this.#store.forgetCluster();
       throw e;
     }
     const cluster = this.#store.cluster()?.name ?? this.ctx.id.name;

@@ -104,6 +104,11 @@ export interface MetricsSnapshot {
 export class QueueStore {
   /** False until the schema exists; until then there is no cluster and nothing else is read. */
   schemaReady = false;
+  /**
+   * The cluster row, read once and kept until this store writes it: the object is the only
+   * writer, so the copy cannot go stale (a rolled-back write merely causes one more read).
+   */
+  #cluster: ClusterRow | null | undefined = undefined;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -124,10 +129,17 @@ export class QueueStore {
 
   cluster(): ClusterRow | null {
     if (!this.schemaReady) return null;
-    return this.first<ClusterRow>(`SELECT * FROM cluster WHERE id = 1`);
+    if (this.#cluster === undefined) this.#cluster = this.first<ClusterRow>(`SELECT * FROM cluster WHERE id = 1`);
+    return this.#cluster;
+  }
+
+  /** Drops the cached cluster row; after a rolled-back transaction it may hold uncommitted values. */
+  forgetCluster(): void {
+    this.#cluster = undefined;
   }
 
   createCluster(name: string, issuer: string, policy: QueuePolicy, nowMs: number): void {
+    this.#cluster = undefined;
     this.run(
       `INSERT INTO cluster (id, name, issuer, created_at, max_in_flight, lease_seconds, admission_ttl_seconds, max_queue) VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
       name, issuer, nowMs, policy.maxInFlight, policy.leaseSeconds, policy.admissionTtlSeconds, policy.maxQueue,
@@ -137,10 +149,12 @@ export class QueueStore {
   updateCluster(fields: Partial<Omit<ClusterRow, "name" | "issuer" | "created_at">>): void {
     const entries = Object.entries(fields);
     if (entries.length === 0) return;
+    this.#cluster = undefined;
     this.run(`UPDATE cluster SET ${entries.map(([k]) => `${k} = ?`).join(", ")} WHERE id = 1`, ...entries.map(([, v]) => v));
   }
 
   takeSeq(): number {
+    this.#cluster = undefined;
     return this.first<{ seq: number }>(`UPDATE cluster SET next_seq = next_seq + 1 WHERE id = 1 RETURNING next_seq - 1 AS seq`)!.seq;
   }
 
