@@ -6,6 +6,9 @@
  * running if the agent itself is killed; its pid goes to `<state-dir>/etcd.pid`. A restarted agent
  * first stops an etcd left running on the same data dir (found by that pid file, or by its
  * `--data-dir` flag in /proc), so two etcd processes never share a data dir.
+ *
+ * An etcd that exits saying its member was removed from the cluster is not restarted: its data
+ * dir can never serve again, and what to do with it is the agent's decision (`removed`).
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -17,6 +20,10 @@ const MAX_LOG_BYTES = 64 * 1024 * 1024;
 /** More unexpected exits than this within RESTART_WINDOW_MS and the supervisor gives up. */
 const MAX_RESTARTS = 5;
 const RESTART_WINDOW_MS = 120_000;
+/** etcd's words (3.4, 3.5) when peers tell it that its member was removed; it then exits. */
+const REMOVED_MESSAGES = ["the member has been permanently removed from the cluster", "data-dir used by this member must be removed"];
+/** How much of the log written since the last start is searched for them. */
+const REMOVED_SCAN_BYTES = 256 * 1024;
 
 export interface SupervisorHooks {
   /** etcd exited without being asked to. */
@@ -31,8 +38,11 @@ export class EtcdSupervisor {
   #exits: number[] = [];
   #restartTimer: NodeJS.Timeout | null = null;
   #failure: string | null = null;
-  readonly #failed: Promise<string>;
+  #removed = false;
+  #failed!: Promise<string>;
   #fail!: (reason: string) => void;
+  /** Size of etcd.log when the current etcd was spawned: what it wrote since starts there. */
+  #logStart = 0;
 
   constructor(
     readonly bin: string,
@@ -40,6 +50,13 @@ export class EtcdSupervisor {
     readonly dataDir: string,
     readonly hooks: SupervisorHooks = {},
   ) {
+    this.#resetFailure();
+  }
+
+  #resetFailure(): void {
+    this.#exits = [];
+    this.#failure = null;
+    this.#removed = false;
     this.#failed = new Promise((resolve) => (this.#fail = resolve));
   }
 
@@ -50,6 +67,22 @@ export class EtcdSupervisor {
 
   get failure(): string | null {
     return this.#failure;
+  }
+
+  /** etcd exited saying this member was removed from the cluster (a `failure` too). */
+  get removed(): boolean {
+    return this.#removed;
+  }
+
+  /**
+   * Forgets an earlier failure, for an etcd that starts over on a fresh data dir (the agent
+   * moved the removed member's data aside). Only while etcd is not running.
+   */
+  startOver(): void {
+    if (this.running) throw new Error("etcd is still running");
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    this.#restartTimer = null;
+    this.#resetFailure();
   }
 
   get running(): boolean {
@@ -130,6 +163,7 @@ export class EtcdSupervisor {
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     rotateLog(this.dir.etcdLogPath);
     const log = openSync(this.dir.etcdLogPath, "a", 0o600);
+    this.#logStart = fstatSync(log).size;
     let child: ChildProcess;
     try {
       child = spawn(this.bin, this.#args, { stdio: ["ignore", log, log] });
@@ -145,6 +179,14 @@ export class EtcdSupervisor {
   #exited(child: ChildProcess, description: string): void {
     if (this.#child !== child) return;
     if (this.#stopping) return;
+    if (this.#saidRemoved()) {
+      this.#removed = true;
+      this.#failure = `etcd ${description}: its member was removed from the cluster, so its data dir cannot serve again`;
+      this.hooks.onUnexpectedExit?.(`${description}; it says this member was removed from the cluster`, false);
+      this.dir.removeFile(this.dir.etcdPidPath);
+      this.#fail(this.#failure);
+      return;
+    }
     const now = Date.now();
     this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];
     const willRestart = this.#exits.length <= MAX_RESTARTS;
@@ -160,6 +202,24 @@ export class EtcdSupervisor {
       this.#restartTimer = null;
       if (!this.#stopping && !this.running) this.#spawn();
     }, delay);
+  }
+
+  /** Whether the etcd that just exited logged that its member was removed from the cluster. */
+  #saidRemoved(): boolean {
+    const path = this.dir.etcdLogPath;
+    if (!existsSync(path)) return false;
+    const fd = openSync(path, "r");
+    try {
+      const size = fstatSync(fd).size;
+      const from = Math.max(this.#logStart, size - REMOVED_SCAN_BYTES);
+      if (size <= from) return false;
+      const buf = Buffer.alloc(size - from);
+      readSync(fd, buf, 0, buf.length, from);
+      const text = buf.toString("utf8");
+      return REMOVED_MESSAGES.some((m) => text.includes(m));
+    } finally {
+      closeSync(fd);
+    }
   }
 }
 

@@ -15,6 +15,10 @@
  * agent did not fill for this cluster is never started. While admitted, a lease keeper
  * heartbeats; if the broker ends the admission the current step stops: a revocation refuses
  * (exit 3), an expiry goes back to the queue.
+ *
+ * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
+ * for the next node). Its data can never serve again, so a node that never was a voter moves it
+ * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
  * @module
  */
 import { existsSync, renameSync } from "node:fs";
@@ -97,7 +101,7 @@ class Agent {
     this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
     this.#etcd = options.etcdBin
       ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
-          onUnexpectedExit: (how, again) => this.#r.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; giving up on it"}`, { restart: again }),
+          onUnexpectedExit: (how, again) => this.#r.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
           onLeftoverStopped: (pid) => this.#r.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
         })
       : null;
@@ -271,7 +275,14 @@ class Agent {
       learner: added.learner,
       members: added.initialCluster.length,
     });
-    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID });
+    const owned = this.#state.etcd;
+    if (owned?.memberID && owned.memberID !== added.memberID && hasEtcdData(this.#o.dataDir)) {
+      // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
+      // the data was made for is gone. etcd would refuse that data ("permanently removed").
+      await this.#discardLearnerData(`the join API added this node anew as member ${hexId(added.memberID)}; its data belongs to member ${hexId(owned.memberID)}, which was removed`);
+    }
+    const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
+    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}) });
     await this.#startEtcd(signal);
     let status = await this.#waitEtcd("serving", signal);
     this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
@@ -301,7 +312,8 @@ class Agent {
       );
     }
     this.#r.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
-    if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing" });
+    if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#markVoter();
     await this.#startEtcd(signal);
     const status = await this.#waitEtcd("serving", signal);
     return this.#writeMarker(view, status);
@@ -339,7 +351,7 @@ class Agent {
     const backoff = new Backoff(500, 5_000, this.#random);
     let rejected = 0;
     for (;;) {
-      if (this.#etcd?.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+      await this.#checkEtcd();
       let res: HttpResult<MemberPromoted>;
       try {
         res = await this.#joinApi.promote(admission, this.#o.node, signal);
@@ -349,7 +361,10 @@ class Agent {
         await sleep(backoff.next(), signal);
         continue;
       }
-      if (res.status === 200 && res.body) return res.body;
+      if (res.status === 200 && res.body) {
+        if (res.body.learner === false) this.#markVoter();
+        return res.body;
+      }
       if (res.status === 404 && res.problem?.code === "member_not_found") {
         await this.#discardLearnerData(describeAnswer(res));
         throw new LeaseLost("member_removed", `this node's learner is no longer an etcd member (${describeAnswer(res)}); joining again`);
@@ -442,27 +457,78 @@ class Agent {
   }
 
   /**
-   * The learner this node started was removed from etcd (its data now belongs to no cluster):
-   * stop etcd and move the data aside, so that the next add starts from scratch. A learner holds
-   * nothing the cluster lacks; a voter's data is never touched.
+   * Stops with GaveUp when the supervised etcd keeps failing. When etcd exited because its member
+   * was removed from the cluster, a learner's data is moved aside instead and the node joins again
+   * (LeaseLost): the join API adds it anew.
    */
-  async #discardLearnerData(why: string): Promise<void> {
-    const s = await this.#local.status(this.#o.clientURL);
-    if (s.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet the join API says: ${why}`);
-    if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${this.#o.dataDir} away and run again`);
-    await this.#etcd.stop();
-    if (hasEtcdData(this.#o.dataDir) || existsSync(this.#o.dataDir)) {
-      const aside = `${this.#o.dataDir}.removed-${Date.now()}`;
-      renameSync(this.#o.dataDir, aside);
-      this.#r.event("etcd-exit", `moved the removed learner's data to ${aside}`, { aside });
+  async #checkEtcd(): Promise<void> {
+    if (!this.#etcd?.failure) return;
+    if (this.#etcd.removed) {
+      await this.#discardLearnerData("etcd says this member was removed from the cluster");
+      throw new LeaseLost("member_removed", "this node's learner was removed from the cluster; joining again");
     }
-    this.#saveState({ etcd: undefined });
+    throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
   }
 
-  /** After a restart: a member's etcd (data present, same role as before) runs again while the agent catches up. */
+  /** Why this node's etcd data must never be moved aside automatically; null when it may be. */
+  #keepDataReason(): string | null {
+    const owned = this.#state.etcd;
+    if (this.#dir.readMarker()) return `${this.#dir.markerPath} says this node joined`;
+    if (!owned) return `${this.#o.dataDir} was not filled by this agent`;
+    if (owned.role !== "join") return "this node bootstrapped the cluster from this data";
+    if (owned.voter) return `member ${owned.memberID ? hexId(owned.memberID) : "?"} was a voter`;
+    return null;
+  }
+
+  /**
+   * The learner this node started was removed from etcd (its lease ended and the join API made
+   * room for the next node, say): its data belongs to no cluster any more and etcd refuses it.
+   * Stop etcd and move the data aside (never delete it), so that the next add starts from
+   * scratch. Only for a node that never was a voter and did not bootstrap, as its state files
+   * tell: a learner holds nothing the cluster lacks. Anything else is refused (exit 3).
+   */
+  async #discardLearnerData(why: string): Promise<void> {
+    const { dataDir } = this.#o;
+    const keep = this.#keepDataReason();
+    if (keep) {
+      throw new Refusal(
+        `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
+          `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${this.#o.node} --cluster ${this.#o.cluster}', and run again.`,
+      );
+    }
+    const s = this.#etcd?.running ? await this.#local.status(this.#o.clientURL) : null;
+    if (s?.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet: ${why}`);
+    if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
+    await this.#etcd.stop();
+    await this.#etcd.stopLeftovers();
+    if (existsSync(dataDir)) {
+      const aside = `${dataDir}.removed-${Date.now()}`;
+      renameSync(dataDir, aside);
+      this.#r.event("etcd-exit", `${why}: moved the removed learner's data to ${aside}; etcd starts fresh once the join API adds this node again`, { aside });
+    }
+    this.#saveState({ etcd: undefined });
+    this.#etcd.startOver();
+  }
+
+  /** Records, once, that this node's member is a voter: from then on its data is never moved aside. */
+  #markVoter(): void {
+    const owned = this.#state.etcd;
+    if (owned && !owned.voter) this.#saveState({ etcd: { ...owned, voter: true } });
+  }
+
+  /**
+   * After a restart, or back in the queue: a member's etcd (data present, same role as before)
+   * runs again while the agent catches up. One that etcd says was removed from the cluster is
+   * not started again: a learner's data is moved aside now (the next add starts it fresh).
+   */
   async #resumeOwnEtcd(role: Role): Promise<void> {
     const owned = this.#state.etcd;
     if (!this.#etcd || this.#etcd.running || !owned || owned.role !== role || !hasEtcdData(this.#o.dataDir)) return;
+    if (this.#etcd.removed) {
+      await this.#discardLearnerData(`etcd says member ${owned.memberID ? hexId(owned.memberID) : "?"} was removed from the cluster`);
+      return;
+    }
+    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
     await this.#etcd.start(this.#etcdArgs());
   }
@@ -502,6 +568,7 @@ class Agent {
       return;
     }
     if (this.#etcd.running) return;
+    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
     this.#r.event("etcd-start", `starting etcd (${this.#state.etcd!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
       state: this.#state.etcd!.initialClusterState,
     });
@@ -514,10 +581,11 @@ class Agent {
     let lastNote = began;
     let last = "";
     for (;;) {
-      if (this.#etcd?.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+      await this.#checkEtcd();
       const s = await this.#local.status(this.#o.clientURL);
       if (s.ok) {
         const v = s.value;
+        if (!v.isLearner) this.#markVoter();
         if (want === "serving") return v;
         if (!v.isLearner && want === "voter") return v;
         if (!v.isLearner && want === "healthy" && v.leader && (await this.#local.health(this.#o.clientURL))) return v;
@@ -589,7 +657,8 @@ class Agent {
       );
     }
     this.#r.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
-    if (!this.#state.etcd) this.#recordEtcd({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing" });
+    if (!this.#state.etcd) this.#recordEtcd({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#markVoter();
     const status = await this.#withDeadline(async (signal) => {
       await this.#startEtcd(signal);
       return this.#waitEtcd("serving", signal);
@@ -630,7 +699,7 @@ class Agent {
   /**
    * Giving up: leave the queue (abandon the ticket) so that the nodes behind move on at once,
    * unless etcd ran for this ticket already: then its member may exist, and the lease's natural
-   * end (after which the join API removes a learner that never started) is the safer path.
+   * end (after which the join API removes its learner) is the safer path.
    */
   async #leaveQueue(): Promise<string> {
     const ticket = this.#state?.ticket;

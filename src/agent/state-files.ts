@@ -3,8 +3,9 @@
  * the directory) so that a crash at any instant leaves either the old or the new content:
  *
  * - `joined.json`: the marker, written only after the broker recorded the join as complete.
- * - `agent-state.json`: progress (ticket, role, and whether this agent already started etcd on
- *   the data dir). It never decides between bootstrap and join; the broker does.
+ * - `agent-state.json`: progress (ticket, role, whether this agent already started etcd on the
+ *   data dir, for which member, and whether that member ever was a voter). It never decides
+ *   between bootstrap and join; the broker does.
  * - `agent.pid`: the running agent, so that two agents never drive the same node.
  * - `etcd.pid`: the etcd this agent started, so that a restarted agent can stop one left running.
  * @module
@@ -27,7 +28,7 @@ export interface JoinedMarker {
   joinedAt: string;
 }
 
-/** What this agent did to the etcd data dir. Written before etcd is first started, never after. */
+/** What this agent did to the etcd data dir. Written before etcd is first started; later only `voter` is added. */
 export interface EtcdOwnership {
   cluster: string;
   node: string;
@@ -35,7 +36,13 @@ export interface EtcdOwnership {
   ticket: string;
   initialCluster: string[];
   initialClusterState: "new" | "existing";
+  /** The member the join API added for this data dir (decimal). */
   memberID?: string;
+  /**
+   * Set once etcd reported this member a voter (or the join API promoted it). From then on the
+   * data dir is never moved aside automatically, whatever happens to the member.
+   */
+  voter?: boolean;
   at: string;
 }
 
