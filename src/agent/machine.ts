@@ -597,7 +597,7 @@ class Agent {
         lastNote = Date.now();
         this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((Date.now() - began) / 1000)} s): ${last}`);
       }
-      await sleep(250, signal);
+      await sleep(100, signal);
     }
   }
 

@@ -33,8 +33,9 @@ Flags:
                                 not on a revocation list fetched at most SECONDS ago (refreshed
                                 every SECONDS/2). Off by default: no broker, no admission.
   --unknown-learner-grace SECONDS
-                                remove an unstarted learner this process did not add after it
-                                has blocked joins this long (default 300)
+                                remove a learner (started or not) that this process did not add,
+                                or that stays a learner after its node completed, once it has
+                                blocked joins this long (default 300)
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
   -h, --help                    this text
 

@@ -55,10 +55,13 @@ export function refuse<T>(status: number, code: JoinApiProblemCode, detail: stri
 
 /** Seconds a caller should wait before asking again, per etcd refusal. */
 export const RETRY_AFTER = {
-  /** etcd needs the leader connected to every voter for 5 s before the next change. */
-  unhealthy: 5,
+  /**
+   * etcd needs the leader connected to every voter for 5 s after the last change; how much of
+   * that window is left is unknown here, and a second too early costs one cheap refusal.
+   */
+  unhealthy: 1,
   /** One learner at a time: the pending one must start and be promoted first. */
-  learnerPending: 5,
+  learnerPending: 2,
   tooManyLearners: 10,
   learnerNotStarted: 2,
   learnerNotInSync: 1,

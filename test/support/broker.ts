@@ -3,7 +3,7 @@
  * Object state persisted in a directory of its own, so a test can kill and restart it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -22,7 +22,10 @@ export interface BrokerProcess {
 }
 
 export async function startBroker(options: { persistDir?: string; port?: number } = {}): Promise<BrokerProcess> {
+  const ownsDir = options.persistDir === undefined;
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), "join-broker-state-"));
+  // stop() keeps the state for a restart; a directory made here goes when the test process ends.
+  if (ownsDir) process.once("exit", () => rmSync(persistDir, { recursive: true, force: true }));
   let port = options.port ?? 0;
   let child: ChildProcess | null = null;
   let log = "";
