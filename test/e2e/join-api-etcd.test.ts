@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway, memberByPeerUrl } from "../../src/etcd/gateway.ts";
 import { etcdFlags } from "../../src/etcd/process.ts";
 import { Membership } from "../../src/controller/members.ts";
+import { RETRY_AFTER } from "../../src/controller/outcome.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
 
 let etcd: TestEtcd;
@@ -147,7 +148,7 @@ describe("membership: a learner nobody here added", () => {
     const next = await memberAddress("gw-4");
     const request = { node: "gw-4", peerURL: next.peerURL, jti: "adm_gw4", token: "unused" };
     const blocked = await membership.addLearner(request);
-    expect(!blocked.ok && [blocked.problem.code, blocked.retryAfter]).toEqual(["learner_pending", 5]);
+    expect(!blocked.ok && [blocked.problem.code, blocked.retryAfter]).toEqual(["learner_pending", RETRY_AFTER.learnerPending]);
     now += 61_000;
     const added = await membership.addLearner(request);
     expect(added.ok).toBe(true);
