@@ -111,6 +111,13 @@ export class Membership {
       if (blocked) return blocked;
     }
 
+    // The admission may have ended while this add waited its turn, listed members or made room:
+    // ask once more right before the add, so no member is added after its end is visible here.
+    const status = await this.#admissionStatus(input.token);
+    if (status && !status.active) {
+      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
+    }
+
     const added = await this.#gateway.memberAdd([peerURL], { learner: true });
     if (!added.ok) {
       if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {

@@ -203,3 +203,22 @@ describe("membership: a learner nobody here added", () => {
     expect(after.ok && after.value.members.filter((m) => !m.isLearner).map((m) => m.name)).toEqual(["gw-0"]);
   });
 });
+
+describe("membership: an admission that ends while its add waits", () => {
+  it("adds no member once the end is visible, even though the token was active when the request came in", async () => {
+    // Out of the way first: whatever learner the tests above left.
+    const before = await gateway.memberList();
+    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    const ids = async () => {
+      const list = await gateway.memberList();
+      return list.ok ? list.value.members.map((m) => m.id).sort() : [];
+    };
+    const members = await ids();
+    // The route verified the token (active); the broker revokes it before the add's own check.
+    const membership = new Membership({ gateway, admissionStatus: async () => ({ active: false, reason: "revoked" }) });
+    const late = await memberAddress("gw-late");
+    const r = await membership.addLearner({ node: "gw-late", peerURL: late.peerURL, jti: "adm_late", token: "t-late" });
+    expect(!r.ok && [r.problem.status, r.problem.code]).toEqual([410, "admission_revoked"]);
+    expect(await ids()).toEqual(members);
+  });
+});
