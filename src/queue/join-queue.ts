@@ -147,7 +147,7 @@ export class JoinQueue extends DurableObject<Env> {
             return previous.id;
           }
           const fresh = randomId("tkt_");
-          this.#store.insertTicket({ id: fresh, seq: this.#store.takeSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
+          this.#store.insertTicket({ id: fresh, seq: this.#store.nextSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
           if (role === "bootstrap") this.#store.updateCluster({ bootstrap_node: input.node });
           this.#record(now, `node:${input.node}`, "ticket.created", fresh, { node: input.node, peerURL: input.peerURL, role, enrollmentToken: enrollment.id });
           return fresh;

@@ -22,7 +22,6 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
         lease_seconds INTEGER NOT NULL,
         admission_ttl_seconds INTEGER NOT NULL,
         max_queue INTEGER NOT NULL,
-        next_seq INTEGER NOT NULL DEFAULT 1,
         typical_admission_ms INTEGER NOT NULL DEFAULT 0
       );
       CREATE TABLE tickets (

@@ -17,7 +17,6 @@ export interface ClusterRow {
   lease_seconds: number;
   admission_ttl_seconds: number;
   max_queue: number;
-  next_seq: number;
   typical_admission_ms: number;
 }
 
@@ -153,9 +152,9 @@ export class QueueStore {
     this.run(`UPDATE cluster SET ${entries.map(([k]) => `${k} = ?`).join(", ")} WHERE id = 1`, ...entries.map(([, v]) => v));
   }
 
-  takeSeq(): number {
-    this.#cluster = undefined;
-    return this.first<{ seq: number }>(`UPDATE cluster SET next_seq = next_seq + 1 WHERE id = 1 RETURNING next_seq - 1 AS seq`)!.seq;
+  /** The next queue position number: one past the highest ever given (read from the seq index). */
+  nextSeq(): number {
+    return this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) + 1 AS seq FROM tickets`)!.seq;
   }
 
   // -- tickets
