@@ -4,33 +4,13 @@
  * @module
  */
 import type { EtcdError } from "../etcd/gateway.ts";
-import { problem, type Problem } from "../http/problem.ts";
+import { problem, type Problem, type ProblemCode } from "../http/problem.ts";
+import type { AdmissionErrorCode } from "../verifier/errors.ts";
 
+/** The join API's codes: the request checks it shares with the broker, the verifier's, and etcd's. */
 export type JoinApiProblemCode =
-  | "invalid_request"
-  | "invalid_node"
-  | "invalid_peer_url"
-  | "malformed_json"
-  | "unsupported_media_type"
-  | "body_too_large"
-  | "unauthorized"
-  | "not_found"
-  | "method_not_allowed"
-  // from the verifier (src/verifier/errors.ts)
-  | "invalid_token"
-  | "unknown_key"
-  | "token_not_yet_valid"
-  | "wrong_node"
-  | "wrong_peer_url"
-  | "wrong_role"
-  | "token_expired"
-  | "admission_revoked"
-  | "admission_completed"
-  | "admission_inactive"
-  | "broker_unavailable"
-  // membership
-  | "member_not_found"
-  | "peer_url_conflict"
+  | Extract<ProblemCode, "invalid_request" | "invalid_node" | "invalid_peer_url" | "malformed_json" | "unsupported_media_type" | "body_too_large" | "unauthorized" | "not_found" | "method_not_allowed" | "member_not_found" | "peer_url_conflict" | "internal_error">
+  | AdmissionErrorCode
   | "learner_pending"
   | "learner_not_started"
   | "learner_not_in_sync"
@@ -38,8 +18,7 @@ export type JoinApiProblemCode =
   | "etcd_unhealthy"
   | "not_enough_started_members"
   | "etcd_unavailable"
-  | "etcd_error"
-  | "internal_error";
+  | "etcd_error";
 
 export type JoinApiProblem = Problem<JoinApiProblemCode>;
 
