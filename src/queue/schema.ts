@@ -83,8 +83,9 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
         source TEXT NOT NULL,
         joined_at INTEGER NOT NULL
       );
+      -- Rows are never deleted, so the rowid alone keeps seq increasing (no AUTOINCREMENT write).
       CREATE TABLE audit_log (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq INTEGER PRIMARY KEY,
         at INTEGER NOT NULL,
         actor TEXT NOT NULL,
         action TEXT NOT NULL,
