@@ -147,7 +147,10 @@ the same run): answering right after the Worker, validation and the enrollment t
 lookup, 0.82–1.01; after every read that decides the ticket (lease check, live ticket, member,
 queue length), 0.68–0.93; after the write transaction (the ticket, its audit row, the token's use
 count), 0.46–0.48; the whole request (also the admission check and the view with its queue
-position) is the figure above. The durable write is the largest step: a Durable Object answers
+position) is the figure above. Within the write, the audit row (and the structured log line that
+goes with it) weighs most: without it and the use count, the same request reached 0.49–0.71; both
+are part of the broker's contract (every state change audited in its own transaction). The
+durable write is the largest step: a Durable Object answers
 only once its writes are stored (its output gate), and a node must never hear of a ticket that
 could still be lost, while the no-op ceiling writes nothing. The target of 0.6 is not met; the
 absolute rate (a few hundred tickets per second into one cluster's queue) is far above what a
