@@ -16,7 +16,7 @@ import { EtcdGateway } from "../src/etcd/gateway.ts";
 import type { BenchBroker } from "./support/broker.ts";
 import { HttpClient } from "./support/http.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
-import { freePorts } from "./support/ports.ts";
+import { freePorts } from "../scripts/ports.mjs";
 import { log, median, round } from "./support/stats.ts";
 
 const BIN = join(ROOT, "bin/join-broker");

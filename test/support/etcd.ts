@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { startEtcd, type EtcdProcess, type StartEtcdOptions } from "../../src/etcd/process.ts";
+import { freePorts } from "../../scripts/ports.mjs";
 
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 
@@ -36,23 +37,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Distinct free ports (held open together while picking, so no two are the same). */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => {
-      const server = createServer();
-      return new Promise<ReturnType<typeof createServer>>((ok, fail) => {
-        server.once("error", fail);
-        server.listen(0, "127.0.0.1", () => ok(server));
-      });
-    }),
-  );
-  const ports = servers.map((s) => {
-    const a = s.address();
-    return typeof a === "object" && a ? a.port : 0;
-  });
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
+export { freePorts };
 
 export interface MemberAddress {
   name: string;

@@ -1,15 +1,14 @@
-/**
- * Free loopback ports, held open together while picking so that no two are the same.
- * @module
- */
-import { createServer, type Server } from "node:net";
+// Distinct free loopback ports for tests and benchmarks: held open together while picking, so
+// that no two are the same.
+import { createServer } from "node:net";
 
-export async function freePorts(count: number): Promise<number[]> {
+/** @param {number} count @returns {Promise<number[]>} */
+export async function freePorts(count) {
   const servers = await Promise.all(
     Array.from(
       { length: count },
       () =>
-        new Promise<Server>((ok, fail) => {
+        new Promise((ok, fail) => {
           const server = createServer();
           server.once("error", fail);
           server.listen(0, "127.0.0.1", () => ok(server));
