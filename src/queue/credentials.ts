@@ -29,7 +29,7 @@ export class Credentials {
 
   async authenticate(bearer: string, nowMs: number): Promise<{ ok: true; value: Principal } | Failure> {
     if (bearer.startsWith(ENROLLMENT_TOKEN_PREFIX)) {
-      const row = this.store.enrollmentTokenByHash(await sha256Hex(bearer));
+      const row = this.store.enrollmentCredential(await sha256Hex(bearer));
       if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= nowMs)) {
         return fail(401, "unauthorized", row ? "the enrollment token is revoked or expired" : "unknown enrollment token");
       }

@@ -67,7 +67,7 @@ export class JoinQueue extends DurableObject<Env> {
   readonly #store: QueueStore;
   readonly #waiters = new Waiters();
   readonly #credentials: Credentials;
-  #admitting: Promise<void> = Promise.resolve();
+  #admitting: Promise<unknown> = Promise.resolve();
   #pendingLogs: Record<string, unknown>[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -102,16 +102,18 @@ export class JoinQueue extends DurableObject<Env> {
       peerURL: input.peerURL,
       live: live && { peerURL: live.peer_url },
       member: member && { peerURL: member.peer_url },
-      queuedCount: this.#store.countByState("queued"),
+      queuedCount: this.#store.liveCount("queued"),
       policy: clusterPolicy(c),
     });
 
     let ticketId: string;
+    let known: TicketRow | undefined;
     let created = false;
     switch (decision.kind) {
       case "existing":
         ticketId = live!.id;
         if (live!.enrollment_token_id !== enrollment.id) this.#store.setTicketEnrollment(live!.id, enrollment.id);
+        else known = live!;
         break;
       case "already_joined": {
         const last = this.#store.latestTicketOf(input.node);
@@ -136,7 +138,7 @@ export class JoinQueue extends DurableObject<Env> {
           return fail(409, "peer_url_conflict", `node ${input.node} holds the bootstrap ticket with peerURL ${previous.peer_url}`);
         }
         const role: Role = decision.kind === "new" ? decision.role : "bootstrap";
-        const id = this.#transact(() => {
+        const written = this.#transact((): { id: string; row?: TicketRow } | null => {
           // The bootstrap ticket coming back to its node is not a new use of the enrollment token.
           if (!previous && !this.#store.useEnrollmentToken(enrollment.id)) return null;
           if (previous) {
@@ -144,22 +146,24 @@ export class JoinQueue extends DurableObject<Env> {
               state: "queued", enrollment_token_id: enrollment.id, ended_at: null, end_reason: null, jti: null, lease_expires_at: null,
             });
             this.#record(now, `node:${input.node}`, "ticket.bootstrap_returned", previous.id, { node: input.node, previousState: previous.state });
-            return previous.id;
+            return { id: previous.id };
           }
           const fresh = randomId("tkt_");
-          this.#store.insertTicket({ id: fresh, seq: this.#store.nextSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
+          const row = this.#store.insertTicket({ id: fresh, seq: this.#store.nextSeq(), node: input.node, peer_url: input.peerURL, role, enrollment_token_id: enrollment.id, created_at: now });
           if (role === "bootstrap") this.#store.updateCluster({ bootstrap_node: input.node });
           this.#record(now, `node:${input.node}`, "ticket.created", fresh, { node: input.node, peerURL: input.peerURL, role, enrollmentToken: enrollment.id });
-          return fresh;
+          return { id: fresh, row };
         });
-        if (id === null) return fail(403, "enrollment_token_exhausted", "the enrollment token has reached its use limit");
-        ticketId = id;
+        if (written === null) return fail(403, "enrollment_token_exhausted", "the enrollment token has reached its use limit");
+        ticketId = written.id;
         created = true;
-        await this.#admitWaiting();
+        const admitted = await this.#admitWaiting();
+        // Only an admission can have changed the ticket since it was written.
+        if (!admitted.includes(ticketId)) known = written.row;
         break;
       }
     }
-    const row = this.#store.ticket(ticketId)!;
+    const row = known ?? this.#store.ticket(ticketId)!;
     return this.#viewOutcome(row, created ? 201 : 200);
   }
 
@@ -324,7 +328,7 @@ export class JoinQueue extends DurableObject<Env> {
         bootstrapNode: c.bootstrap_node,
         paused: c.paused === 1,
         policy: clusterPolicy(c),
-        queue: { queued: this.#store.countByState("queued"), admitted: admitted.length },
+        queue: { queued: this.#store.liveCount("queued"), admitted: this.#store.liveCount("admitted") },
         inFlight: admitted.map((t) => adminTicketView(c.name, t)),
         members: this.#store.members().map(memberView),
         signingKey: current?.kid ?? null,
@@ -510,7 +514,7 @@ export class JoinQueue extends DurableObject<Env> {
       result = this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.#pendingLogs = [];
-      this.#store.forgetCluster();
+      this.#store.forgetCached();
       throw e;
     }
     const cluster = this.#store.cluster()?.name ?? this.ctx.id.name;
@@ -571,7 +575,8 @@ export class JoinQueue extends DurableObject<Env> {
   async #settle(): Promise<void> {
     if (!this.#store.cluster()) return;
     const now = Date.now();
-    const due = this.#store.dueLeases(now);
+    const earliest = this.#store.earliestLeaseEnd();
+    const due = earliest !== null && earliest <= now ? this.#store.dueLeases(now) : [];
     if (due.length > 0) {
       this.#transact(() => {
         for (const t of due) {
@@ -586,22 +591,34 @@ export class JoinQueue extends DurableObject<Env> {
     await this.#admitWaiting();
   }
 
-  /** Admits queued tickets into free slots. Serialized: signing is async, so two runs must not plan at once. */
-  #admitWaiting(): Promise<void> {
+  /**
+   * Admits queued tickets into free slots; resolves to the tickets it admitted. Serialized:
+   * signing is async, so two runs must not plan at once. With no free slot, or nobody queued,
+   * there is nothing to plan (a run already under way cannot have planned a newer ticket).
+   */
+  #admitWaiting(): Promise<string[]> {
+    if (!this.#openSlots()) return Promise.resolve([]);
     const run = this.#admitting.then(() => this.#admitOnce());
     this.#admitting = run.catch(() => undefined);
     return run;
   }
 
-  async #admitOnce(): Promise<void> {
+  /** The role that may be admitted now and how many slots are free, if any ticket is queued for them. */
+  #openSlots(): { role: Role; slots: number } | null {
     const c = this.#store.cluster();
-    if (!c) return;
+    if (!c || this.#store.liveCount("queued") === 0) return null;
     const facts = clusterFacts(c);
     const role = admittableRole(facts);
-    const slots = freeSlots(this.#store.countByState("admitted"), clusterPolicy(c), facts);
-    if (role === null || slots === 0) return;
-    const candidates = this.#store.queuedOfRole(role, slots);
-    if (candidates.length === 0) return;
+    const slots = freeSlots(this.#store.liveCount("admitted"), clusterPolicy(c), facts);
+    return role === null || slots === 0 ? null : { role, slots };
+  }
+
+  async #admitOnce(): Promise<string[]> {
+    const open = this.#openSlots();
+    if (!open) return [];
+    const c = this.#store.cluster()!;
+    const candidates = this.#store.queuedOfRole(open.role, open.slots);
+    if (candidates.length === 0) return [];
 
     const { kid, key } = await this.#credentials.signingKey();
     const now = Date.now();
@@ -617,7 +634,7 @@ export class JoinQueue extends DurableObject<Env> {
       const done: string[] = [];
       for (const { t, claims, token } of signed) {
         const fresh = this.#store.cluster()!;
-        if (freeSlots(this.#store.countByState("admitted"), clusterPolicy(fresh), clusterFacts(fresh)) === 0) break;
+        if (freeSlots(this.#store.liveCount("admitted"), clusterPolicy(fresh), clusterFacts(fresh)) === 0) break;
         const lease = leaseEnd(now, clusterPolicy(fresh), claims.exp);
         if (!this.#store.updateTicket(t.id, "queued", { state: "admitted", admitted_at: now, lease_expires_at: lease, jti: claims.jti })) continue;
         this.#store.insertAdmission({ jti: claims.jti, ticket_id: t.id, node: t.node, kid, token, issued_at: claims.iat, expires_at: claims.exp });
@@ -630,6 +647,7 @@ export class JoinQueue extends DurableObject<Env> {
       this.#waiters.notify(admitted);
       await this.#armAlarm();
     }
+    return admitted;
   }
 
   async #armAlarm(): Promise<void> {

@@ -1,6 +1,12 @@
 /**
  * Typed reads and writes of the JoinQueue's SQLite tables. Every method is synchronous so that
  * callers can group a state change and its audit row in one `transactionSync`.
+ *
+ * The object is the only writer of its database, so a few facts that every ticket request needs
+ * (the cluster row, how many tickets are queued and admitted, the highest seq, the earliest lease
+ * end, the enrollment tokens already presented) are kept in memory and updated by the very
+ * methods that write them. After a rolled-back transaction the caller drops them all
+ * (`forgetCached`) and they are read again.
  * @module
  */
 import type { ClusterFacts, QueuePolicy, Role, TicketState } from "./policy.ts";
@@ -92,6 +98,12 @@ export interface AuditRow {
 
 type Row = Record<string, SqlStorageValue>;
 
+/** What authenticating an enrollment token needs; none of it changes except by revocation. */
+export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at">;
+
+/** The ticket states that hold a place in the queue or a slot. */
+type LiveState = "queued" | "admitted";
+
 export interface MetricsSnapshot {
   admissionsByStatus: Partial<Record<AdmissionStatus, number>>;
   admissionsByRole: Partial<Record<Role, number>>;
@@ -108,6 +120,11 @@ export class QueueStore {
    * writer, so the copy cannot go stale (a rolled-back write merely causes one more read).
    */
   #cluster: ClusterRow | null | undefined = undefined;
+  #live: Record<LiveState, number> | undefined = undefined;
+  #maxSeq: number | undefined = undefined;
+  #earliestLease: number | null | undefined = undefined;
+  /** Known enrollment tokens by hash (unknown hashes are never kept, so this stays small). */
+  readonly #credentials = new Map<string, EnrollmentCredential>();
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -132,13 +149,17 @@ export class QueueStore {
     return this.#cluster;
   }
 
-  /** Drops the cached cluster row; after a rolled-back transaction it may hold uncommitted values. */
-  forgetCluster(): void {
+  /** Drops every value kept in memory; after a rolled-back transaction they may hold uncommitted values. */
+  forgetCached(): void {
     this.#cluster = undefined;
+    this.#live = undefined;
+    this.#maxSeq = undefined;
+    this.#earliestLease = undefined;
+    this.#credentials.clear();
   }
 
   createCluster(name: string, issuer: string, policy: QueuePolicy, nowMs: number): void {
-    this.#cluster = undefined;
+    this.forgetCached();
     this.run(
       `INSERT INTO cluster (id, name, issuer, created_at, max_in_flight, lease_seconds, admission_ttl_seconds, max_queue) VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
       name, issuer, nowMs, policy.maxInFlight, policy.leaseSeconds, policy.admissionTtlSeconds, policy.maxQueue,
@@ -152,9 +173,10 @@ export class QueueStore {
     this.run(`UPDATE cluster SET ${entries.map(([k]) => `${k} = ?`).join(", ")} WHERE id = 1`, ...entries.map(([, v]) => v));
   }
 
-  /** The next queue position number: one past the highest ever given (read from the seq index). */
+  /** The next queue position number: one past the highest ever given. */
   nextSeq(): number {
-    return this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) + 1 AS seq FROM tickets`)!.seq;
+    this.#maxSeq ??= this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) AS seq FROM tickets`)!.seq;
+    return this.#maxSeq + 1;
   }
 
   // -- tickets
@@ -175,22 +197,40 @@ export class QueueStore {
     return this.first<TicketRow>(`SELECT * FROM tickets WHERE role = 'bootstrap' ORDER BY seq DESC LIMIT 1`);
   }
 
-  insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at">): void {
-    this.run(
-      `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)`,
-      t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
-    );
+  /** A new queued ticket; returns the row as stored. */
+  insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at">): TicketRow {
+    const row = this.sql
+      .exec<Row>(
+        `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *`,
+        t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
+      )
+      .one() as unknown as TicketRow;
+    if (this.#live) this.#live.queued++;
+    if (this.#maxSeq !== undefined) this.#maxSeq = Math.max(this.#maxSeq, t.seq);
+    return row;
   }
 
   /** Compare-and-set on state; bumps the version that long polls watch. Returns whether it applied. */
   updateTicket(id: string, expected: TicketState, fields: Partial<Omit<TicketRow, "id" | "seq" | "version">>): boolean {
     const entries = Object.entries(fields);
-    return (
+    const applied =
       this.run(
         `UPDATE tickets SET ${[...entries.map(([k]) => `${k} = ?`), "version = version + 1"].join(", ")} WHERE id = ? AND state = ?`,
         ...entries.map(([, v]) => v), id, expected,
-      ) > 0
-    );
+      ) > 0;
+    if (applied && fields.state !== undefined && fields.state !== expected) {
+      this.#countMove(expected, fields.state);
+      this.#earliestLease = undefined;
+    } else if (applied && "lease_expires_at" in fields) {
+      this.#earliestLease = undefined;
+    }
+    return applied;
+  }
+
+  #countMove(from: TicketState, to: TicketState): void {
+    if (!this.#live) return;
+    if (from === "queued" || from === "admitted") this.#live[from]--;
+    if (to === "queued" || to === "admitted") this.#live[to]++;
   }
 
   /** Records which enrollment token now holds the ticket; not a state change, so no new version. */
@@ -198,12 +238,19 @@ export class QueueStore {
     this.run(`UPDATE tickets SET enrollment_token_id = ? WHERE id = ?`, enrollmentTokenId, id);
   }
 
-  countByState(state: TicketState): number {
-    return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = ?`, state)!.n;
+  /** How many tickets are queued, or admitted (holding a slot). */
+  liveCount(state: LiveState): number {
+    if (!this.#live) {
+      const rows = this.all<{ state: LiveState; n: number }>(`SELECT state, count(*) AS n FROM tickets WHERE state IN ('queued', 'admitted') GROUP BY state`);
+      this.#live = { queued: 0, admitted: 0 };
+      for (const r of rows) this.#live[r.state] = r.n;
+    }
+    return this.#live[state];
   }
 
-  /** 1 for the ticket that is next to be admitted. */
+  /** 1 for the ticket that is next to be admitted. The newest ticket is last in line, without a count. */
   position(seq: number): number {
+    if (seq === this.#maxSeq) return this.liveCount("queued");
     return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = 'queued' AND seq <= ?`, seq)!.n;
   }
 
@@ -216,7 +263,10 @@ export class QueueStore {
   }
 
   earliestLeaseEnd(): number | null {
-    return this.first<{ t: number | null }>(`SELECT min(lease_expires_at) AS t FROM tickets WHERE state = 'admitted'`)?.t ?? null;
+    if (this.#earliestLease === undefined) {
+      this.#earliestLease = this.first<{ t: number | null }>(`SELECT min(lease_expires_at) AS t FROM tickets WHERE state = 'admitted'`)?.t ?? null;
+    }
+    return this.#earliestLease;
   }
 
   listTickets(state: TicketState | null, limit: number, afterSeq: number): TicketRow[] {
@@ -253,8 +303,12 @@ export class QueueStore {
 
   // -- enrollment tokens
 
-  enrollmentTokenByHash(hash: string): EnrollmentTokenRow | null {
-    return this.first<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens WHERE token_hash = ?`, hash);
+  enrollmentCredential(hash: string): EnrollmentCredential | null {
+    const known = this.#credentials.get(hash);
+    if (known) return known;
+    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at FROM enrollment_tokens WHERE token_hash = ?`, hash);
+    if (row) this.#credentials.set(hash, row);
+    return row;
   }
 
   enrollmentToken(id: string): EnrollmentTokenRow | null {
@@ -278,6 +332,7 @@ export class QueueStore {
   }
 
   revokeEnrollmentToken(id: string, nowMs: number): boolean {
+    this.#credentials.clear();
     return this.run(`UPDATE enrollment_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, nowMs, id) > 0;
   }
 
