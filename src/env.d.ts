@@ -4,4 +4,6 @@ interface Env {
   ADMIN_TOKEN?: string;
   /** The `iss` of admission tokens; defaults to the origin that created the cluster. */
   ISSUER?: string;
+  /** Which state changes are logged: `debug` (all), `info` (default: all but the routine ones), `warn` (none). */
+  LOG_LEVEL?: string;
 }

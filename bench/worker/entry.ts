@@ -3,13 +3,14 @@
  * calls that production does not need. `GET /bench/clusters/{cluster}/ping` is one RPC round
  * trip to the cluster's Durable Object that does nothing (the ceiling any broker request can
  * reach on this runtime); `GET /bench/clusters/{cluster}/stats` reports the size of the Durable
- * Object's SQLite database as the object itself sees it; `GET /bench/clusters/{cluster}/logs?on=0|1`
- * discards (or restores) console output in the Worker and the object, to measure what the local
- * log pipeline (workerd's stdout, printed by wrangler) costs per state change.
+ * Object's SQLite database as the object itself sees it; `GET /bench/clusters/{cluster}/log-level?level=debug|info|warn`
+ * sets the object's LOG_LEVEL while it runs, to measure what a log line per state change costs
+ * (under `wrangler dev`: workerd's tail stream and stdout, read and printed by wrangler).
  * @module
  */
 import { app } from "../../src/app.ts";
 import { JoinQueue as BrokerJoinQueue } from "../../src/queue/join-queue.ts";
+import { parseLogLevel, type LogLevel } from "../../src/queue/event-log.ts";
 
 /** The production JoinQueue, plus the bench calls. Every production method is inherited as is. */
 export class JoinQueue extends BrokerJoinQueue {
@@ -21,20 +22,13 @@ export class JoinQueue extends BrokerJoinQueue {
     return { databaseSize: this.ctx.storage.sql.databaseSize };
   }
 
-  setLogging(on: boolean): boolean {
-    return setLogging(on);
+  setLogLevel(level: LogLevel): LogLevel {
+    this.logLevel = level;
+    return level;
   }
 }
 
-const consoleLog = console.log;
-
-/** Console output on or off in this isolate (the object may share it with the Worker, or not). */
-function setLogging(on: boolean): boolean {
-  console.log = on ? consoleLog : () => {};
-  return on;
-}
-
-const BENCH_PATH = /^\/bench\/clusters\/([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)\/(ping|stats|logs)$/;
+const BENCH_PATH = /^\/bench\/clusters\/([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)\/(ping|stats|log-level)$/;
 
 export default {
   async fetch(request, env, ctx) {
@@ -44,8 +38,6 @@ export default {
     const stub = env.JOIN_QUEUE.getByName(match[1]) as unknown as DurableObjectStub<JoinQueue>;
     if (match[2] === "ping") return Response.json({ pong: await stub.ping() });
     if (match[2] === "stats") return Response.json(await stub.stats());
-    const on = url.searchParams.get("on") !== "0";
-    setLogging(on);
-    return Response.json({ logging: await stub.setLogging(on) });
+    return Response.json({ logLevel: await stub.setLogLevel(parseLogLevel(url.searchParams.get("level") ?? undefined)) });
   },
 } satisfies ExportedHandler<Env>;

@@ -3,7 +3,7 @@
  *
  * It stores everything in SQLite (see schema.ts), applies the rules of policy.ts, and signs
  * admission tokens with keys that never leave it. Every state change is written together with
- * its audit row in one `transactionSync`. Lease expiry runs on one alarm armed at the earliest
+ * its audit row in one `transactionSync`, and logged (event-log.ts) once committed. Lease expiry runs on one alarm armed at the earliest
  * lease end; it is also applied lazily at the start of every call, so a late alarm never keeps
  * an expired admission active. Long polls wait here, in memory, and are woken by the change.
  *
@@ -27,6 +27,7 @@ import {
   type TicketState,
 } from "./policy.ts";
 import { Credentials, type Principal } from "./credentials.ts";
+import { actionLevel, isLogged, parseLogLevel, type LogLevel } from "./event-log.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
@@ -68,10 +69,13 @@ export class JoinQueue extends DurableObject<Env> {
   readonly #waiters = new Waiters();
   readonly #credentials: Credentials;
   #admitting: Promise<unknown> = Promise.resolve();
-  #pendingLogs: Record<string, unknown>[] = [];
+  #pendingLogs: { level: "debug" | "info"; entry: Record<string, unknown> }[] = [];
+  /** Which state changes are logged (LOG_LEVEL); protected so that the bench can switch it. */
+  protected logLevel: LogLevel;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.logLevel = parseLogLevel(env.LOG_LEVEL);
     this.#store = new QueueStore(ctx.storage.sql);
     this.#credentials = new Credentials(this.#store);
     // Reads of a cluster that does not exist must not create storage: the schema is created with
@@ -518,16 +522,21 @@ export class JoinQueue extends DurableObject<Env> {
       throw e;
     }
     const cluster = this.#store.cluster()?.name ?? this.ctx.id.name;
-    for (const entry of this.#pendingLogs) console.log(JSON.stringify({ cluster, ...entry }));
+    for (const { level, entry } of this.#pendingLogs) {
+      const line = JSON.stringify({ cluster, ...entry });
+      if (level === "debug") console.debug(line);
+      else console.log(line);
+    }
     this.#pendingLogs = [];
     this.#waiters.notify([AUDIT_WAITERS]);
     return result;
   }
 
-  /** An audit row, and (after commit) the matching structured log line for Workers Logs. */
+  /** An audit row, and (after commit, at its level) the matching structured log line for Workers Logs. */
   #record(at: number, actor: string, action: string, subject: string, detail: Record<string, unknown> = {}): void {
     this.#store.audit(at, actor, action, subject, detail);
-    this.#pendingLogs.push({ event: action, time: new Date(at).toISOString(), actor, subject, ...detail });
+    const level = actionLevel(action);
+    if (isLogged(level, this.logLevel)) this.#pendingLogs.push({ level, entry: { event: action, time: new Date(at).toISOString(), actor, subject, ...detail } });
   }
 
   #migrate(): void {
