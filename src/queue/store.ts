@@ -197,17 +197,15 @@ export class QueueStore {
     return this.first<TicketRow>(`SELECT * FROM tickets WHERE role = 'bootstrap' ORDER BY seq DESC LIMIT 1`);
   }
 
-  /** A new queued ticket; returns the row as stored. */
+  /** A new queued ticket; returns the row as stored (the columns not given take their defaults). */
   insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at">): TicketRow {
-    const row = this.sql
-      .exec<Row>(
-        `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *`,
-        t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
-      )
-      .one() as unknown as TicketRow;
+    this.run(
+      `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)`,
+      t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
+    );
     if (this.#live) this.#live.queued++;
     if (this.#maxSeq !== undefined) this.#maxSeq = Math.max(this.#maxSeq, t.seq);
-    return row;
+    return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null };
   }
 
   /** Compare-and-set on state; bumps the version that long polls watch. Returns whether it applied. */

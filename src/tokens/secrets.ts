@@ -14,7 +14,12 @@ export function newEnrollmentToken(): string {
   return ENROLLMENT_TOKEN_PREFIX + base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
 }
 
+const utf8 = new TextEncoder();
+const HEX_BYTES = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", utf8.encode(text)));
+  let hex = "";
+  for (const b of digest) hex += HEX_BYTES[b];
+  return hex;
 }
