@@ -98,8 +98,7 @@ export class JoinQueue extends DurableObject<Env> {
 
     const now = Date.now();
     const c = this.#store.cluster()!;
-    const live = this.#store.liveTicketOf(input.node);
-    const member = this.#store.member(input.node);
+    const { live, member } = this.#store.nodeStanding(input.node);
     const decision = decideTicketRequest({
       cluster: clusterFacts(c),
       node: input.node,
@@ -144,7 +143,7 @@ export class JoinQueue extends DurableObject<Env> {
         const role: Role = decision.kind === "new" ? decision.role : "bootstrap";
         const written = this.#transact((): { id: string; row?: TicketRow } | null => {
           // The bootstrap ticket coming back to its node is not a new use of the enrollment token.
-          if (!previous && !this.#store.useEnrollmentToken(enrollment.id)) return null;
+          if (!previous && !this.#store.enrollmentUseLeft(enrollment.id)) return null;
           if (previous) {
             this.#store.updateTicket(previous.id, previous.state, {
               state: "queued", enrollment_token_id: enrollment.id, ended_at: null, end_reason: null, jti: null, lease_expires_at: null,

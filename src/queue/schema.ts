@@ -94,6 +94,20 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    id: 2,
+    name: "enrollment token uses counted by the ticket insert",
+    // A new ticket is one use of the enrollment token it was requested with (a bootstrap ticket
+    // returned to its node is an update, not a use). Counting it in the insert itself saves a
+    // statement on every ticket request; the use limit is checked before the insert.
+    sql: `
+      CREATE TRIGGER tickets_count_enrollment_use AFTER INSERT ON tickets
+      WHEN NEW.enrollment_token_id IS NOT NULL
+      BEGIN
+        UPDATE enrollment_tokens SET uses = uses + 1 WHERE id = NEW.enrollment_token_id;
+      END;
+    `,
+  },
 ];
 
 /** Whether this object has a schema at all: objects that only ever answered reads have none. */
@@ -101,13 +115,13 @@ export function hasSchema(storage: DurableObjectStorage): boolean {
   return storage.sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sql_schema_migrations'`).toArray().length > 0;
 }
 
-/** Applies every migration not yet recorded, each in its own transaction. */
-export function migrate(storage: DurableObjectStorage, nowMs: number): void {
+/** Applies every migration not yet recorded, up to `upTo`, each in its own transaction. */
+export function migrate(storage: DurableObjectStorage, nowMs: number, upTo = Number.POSITIVE_INFINITY): void {
   const sql = storage.sql;
   sql.exec(`CREATE TABLE IF NOT EXISTS _sql_schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
   const applied = new Set(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations`).toArray().map((r) => r.id));
   for (const m of MIGRATIONS) {
-    if (applied.has(m.id)) continue;
+    if (applied.has(m.id) || m.id > upTo) continue;
     storage.transactionSync(() => {
       sql.exec(m.sql);
       sql.exec(`INSERT INTO _sql_schema_migrations (id, name, applied_at) VALUES (?, ?, ?)`, m.id, m.name, nowMs);

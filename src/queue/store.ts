@@ -98,8 +98,8 @@ export interface AuditRow {
 
 type Row = Record<string, SqlStorageValue>;
 
-/** What authenticating an enrollment token needs; none of it changes except by revocation. */
-export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at">;
+/** What authenticating and using an enrollment token needs. */
+export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "max_uses" | "uses">;
 
 /** The ticket states that hold a place in the queue or a slot. */
 type LiveState = "queued" | "admitted";
@@ -123,8 +123,9 @@ export class QueueStore {
   #live: Record<LiveState, number> | undefined = undefined;
   #maxSeq: number | undefined = undefined;
   #earliestLease: number | null | undefined = undefined;
-  /** Known enrollment tokens by hash (unknown hashes are never kept, so this stays small). */
+  /** Known enrollment tokens by hash and by id (unknown hashes are never kept, so these stay small). */
   readonly #credentials = new Map<string, EnrollmentCredential>();
+  readonly #credentialsById = new Map<string, EnrollmentCredential>();
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -156,6 +157,7 @@ export class QueueStore {
     this.#maxSeq = undefined;
     this.#earliestLease = undefined;
     this.#credentials.clear();
+    this.#credentialsById.clear();
   }
 
   createCluster(name: string, issuer: string, policy: QueuePolicy, nowMs: number): void {
@@ -189,6 +191,22 @@ export class QueueStore {
     return this.first<TicketRow>(`SELECT * FROM tickets WHERE node = ? AND state IN ('queued', 'admitted')`, node);
   }
 
+  /** A node's live ticket and its membership, read together (one statement for every ticket request). */
+  nodeStanding(node: string): { live: TicketRow | null; member: MemberRow | null } {
+    const row = this.first<TicketRow & { m_node: string | null; m_peer_url: string; m_member_id: string | null; m_source: MemberRow["source"]; m_joined_at: number }>(
+      `SELECT t.*, m.node AS m_node, m.peer_url AS m_peer_url, m.member_id AS m_member_id, m.source AS m_source, m.joined_at AS m_joined_at
+       FROM (SELECT ? AS node) AS n
+       LEFT JOIN tickets AS t ON t.node = n.node AND t.state IN ('queued', 'admitted')
+       LEFT JOIN members AS m ON m.node = n.node`,
+      node,
+    )!;
+    const { m_node, m_peer_url, m_member_id, m_source, m_joined_at, ...ticket } = row;
+    return {
+      live: ticket.id === null ? null : ticket,
+      member: m_node === null ? null : { node: m_node, peer_url: m_peer_url, member_id: m_member_id, source: m_source, joined_at: m_joined_at },
+    };
+  }
+
   latestTicketOf(node: string): TicketRow | null {
     return this.first<TicketRow>(`SELECT * FROM tickets WHERE node = ? ORDER BY seq DESC LIMIT 1`, node);
   }
@@ -205,6 +223,9 @@ export class QueueStore {
     );
     if (this.#live) this.#live.queued++;
     if (this.#maxSeq !== undefined) this.#maxSeq = Math.max(this.#maxSeq, t.seq);
+    // The insert counted a use of its enrollment token (trigger tickets_count_enrollment_use).
+    const credential = t.enrollment_token_id === null ? undefined : this.#credentialsById.get(t.enrollment_token_id);
+    if (credential) credential.uses++;
     return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null };
   }
 
@@ -304,9 +325,18 @@ export class QueueStore {
   enrollmentCredential(hash: string): EnrollmentCredential | null {
     const known = this.#credentials.get(hash);
     if (known) return known;
-    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at FROM enrollment_tokens WHERE token_hash = ?`, hash);
-    if (row) this.#credentials.set(hash, row);
+    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses FROM enrollment_tokens WHERE token_hash = ?`, hash);
+    if (row) {
+      this.#credentials.set(hash, row);
+      this.#credentialsById.set(row.id, row);
+    }
     return row;
+  }
+
+  /** Whether the enrollment token may still be used for a new ticket (its use limit not reached). */
+  enrollmentUseLeft(id: string): boolean {
+    const t = this.#credentialsById.get(id) ?? this.first<Pick<EnrollmentTokenRow, "max_uses" | "uses">>(`SELECT max_uses, uses FROM enrollment_tokens WHERE id = ?`, id);
+    return t !== null && (t.max_uses === null || t.uses < t.max_uses);
   }
 
   enrollmentToken(id: string): EnrollmentTokenRow | null {
@@ -324,13 +354,9 @@ export class QueueStore {
     return this.all<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens ORDER BY created_at, id`);
   }
 
-  /** Counts one use, unless the token's use limit is reached; returns whether it counted. */
-  useEnrollmentToken(id: string): boolean {
-    return this.run(`UPDATE enrollment_tokens SET uses = uses + 1 WHERE id = ? AND (max_uses IS NULL OR uses < max_uses)`, id) > 0;
-  }
-
   revokeEnrollmentToken(id: string, nowMs: number): boolean {
     this.#credentials.clear();
+    this.#credentialsById.clear();
     return this.run(`UPDATE enrollment_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, nowMs, id) > 0;
   }
 

@@ -58,4 +58,19 @@ describe("authentication", () => {
     expect(list.body.tokens.map((t: { state: string }) => t.state)).toEqual(["exhausted", "revoked"]);
     expect(JSON.stringify(list.body)).not.toContain(once);
   });
+
+  it("counts one use per new ticket, not per request, and stops at maxUses", async () => {
+    const limited = await call("POST", "/v1/admin/clusters/auth-uses/enrollment-tokens", { token: ADMIN, body: { maxUses: 3 } });
+    const unlimited = await call("POST", "/v1/admin/clusters/auth-uses/enrollment-tokens", { token: ADMIN, body: {} });
+    const uses = async () => {
+      const list = await call("GET", "/v1/admin/clusters/auth-uses/enrollment-tokens", { token: ADMIN });
+      return list.body.tokens.map((t: { uses: number; state: string }) => `${t.uses} ${t.state}`);
+    };
+    for (const node of ["a", "b", "c"]) expect([201, 202]).toContain((await ticket("auth-uses", limited.body.token, node, peer(node.charCodeAt(0)))).status);
+    expect((await ticket("auth-uses", limited.body.token, "c", peer("c".charCodeAt(0)))).status).toBe(202); // the same ticket again
+    expect(await uses()).toEqual(["3 exhausted", "0 active"]);
+    expect((await ticket("auth-uses", limited.body.token, "d", peer(4))).body.code).toBe("enrollment_token_exhausted");
+    for (const node of ["d", "e"]) expect((await ticket("auth-uses", unlimited.body.token, node, peer(node.charCodeAt(0)))).status).toBe(202);
+    expect(await uses()).toEqual(["3 exhausted", "2 active"]);
+  });
 });

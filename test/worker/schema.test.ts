@@ -1,0 +1,38 @@
+/**
+ * Schema migrations on a real Durable Object database: a database made by an older version is
+ * upgraded in place, and what the newer migrations add works on the rows it already had.
+ */
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { SCHEMA_VERSION, migrate } from "../../src/queue/schema.ts";
+
+describe("schema migrations", () => {
+  it("upgrades a version-1 database: tokens keep their uses, and each new ticket counts one more", async () => {
+    await runInDurableObject(env.JOIN_QUEUE.getByName("schema-upgrade"), (_instance, state) => {
+      const sql = state.storage.sql;
+      const uses = () => sql.exec<{ uses: number }>(`SELECT uses FROM enrollment_tokens WHERE id = 'enr_a'`).one().uses;
+      const insertTicket = (id: string, seq: number, token: string | null) =>
+        sql.exec(`INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, 'https://n:2380', 'join', 'queued', ?, 1)`, id, seq, `node-${seq}`, token);
+
+      migrate(state.storage, 1, 1);
+      sql.exec(`INSERT INTO enrollment_tokens (id, token_hash, created_at, uses) VALUES ('enr_a', 'hash-a', 1, 2)`);
+      insertTicket("tkt_old", 1, "enr_a");
+      expect(uses(), "version 1 counts nothing by itself").toBe(2);
+
+      migrate(state.storage, 2);
+      expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2]);
+      expect(SCHEMA_VERSION).toBe(2);
+      expect(uses(), "the upgrade leaves existing counts alone").toBe(2);
+
+      insertTicket("tkt_new", 2, "enr_a");
+      expect(uses(), "a new ticket is one use of its token").toBe(3);
+      insertTicket("tkt_none", 3, null);
+      sql.exec(`UPDATE tickets SET state = 'expired' WHERE id = 'tkt_new'`);
+      expect(uses(), "tickets without a token, and updates, count nothing").toBe(3);
+
+      migrate(state.storage, 3);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(2);
+    });
+  });
+});
