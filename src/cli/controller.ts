@@ -36,6 +36,10 @@ Flags:
                                 remove a learner (started or not) that this process did not add,
                                 or that stays a learner after its node completed, once it has
                                 blocked joins this long (default 300)
+  --hold SECONDS                while etcd says "in a moment" (settling after a change, learner
+                                starting or catching up), hold an add or promote and retry it
+                                every 100 ms for up to SECONDS before answering 503 + Retry-After
+                                (default 10; 0 answers at once)
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
   -h, --help                    this text
 
@@ -50,6 +54,7 @@ const OPTIONS = {
   "clock-tolerance": { type: "string" },
   "revocation-list-max-age": { type: "string" },
   "unknown-learner-grace": { type: "string" },
+  hold: { type: "string" },
   "etcd-timeout": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -105,6 +110,7 @@ export async function run(argv: string[]): Promise<number> {
   const clockToleranceSeconds = seconds("clock-tolerance", values["clock-tolerance"] as string | undefined, 0, 600);
   const revocationListMaxAgeSeconds = seconds("revocation-list-max-age", values["revocation-list-max-age"] as string | undefined, 1, 86_400);
   const unknownLearnerGraceSeconds = seconds("unknown-learner-grace", values["unknown-learner-grace"] as string | undefined, 0, 86_400);
+  const holdSeconds = seconds("hold", values.hold as string | undefined, 0, 25);
   const etcdTimeout = seconds("etcd-timeout", values["etcd-timeout"] as string | undefined, 1, 300);
 
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
@@ -117,6 +123,7 @@ export async function run(argv: string[]): Promise<number> {
     clockToleranceSeconds,
     revocationListMaxAgeSeconds,
     unknownLearnerGraceSeconds,
+    holdSeconds,
     etcdTimeoutMs: etcdTimeout !== undefined ? etcdTimeout * 1000 : undefined,
     log,
   });

@@ -3,11 +3,16 @@
  * it when it has started and caught up, and make room by removing a learner whose admission has
  * ended (or that nobody here knows and that stalled for the grace period), started or not.
  * Voters are never removed. Every membership change of this process runs one at a time.
+ *
+ * When etcd says "in a moment" (the cluster settles for 5 s after each change, a learner starts
+ * and catches up), the request is held and retried here every 100 ms, for up to `holdMs`, rather
+ * than answered at once: HTTP's Retry-After counts whole seconds, so a node sent away would come
+ * back up to a second or two after etcd was ready, for every step of every join.
  * @module
  */
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
-import { RETRY_AFTER, fromEtcdError, refuse, type Outcome } from "./outcome.ts";
+import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export interface AddedMember {
   memberID: string;
@@ -43,14 +48,21 @@ export interface MembershipOptions {
    * join before it is removed. Default 5 min.
    */
   unknownLearnerGraceMs?: number;
+  /** How long an add or promote is held while etcd says "in a moment" (0: answer at once). Default 10 s. */
+  holdMs?: number;
   log?: (line: string) => void;
   now?: () => number;
 }
+
+/** etcd refusals that etcd lifts by itself within seconds: worth holding the request for. */
+const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
+const HOLD_RETRY_MS = 100;
 
 export class Membership {
   readonly #gateway: EtcdGateway;
   readonly #admissionStatus: MembershipOptions["admissionStatus"];
   readonly #graceMs: number;
+  readonly #holdMs: number;
   readonly #log: (line: string) => void;
   readonly #now: () => number;
   /** By canonical peer URL. In memory: a restarted join API falls back on the grace period. */
@@ -63,6 +75,7 @@ export class Membership {
     this.#gateway = options.gateway;
     this.#admissionStatus = options.admissionStatus;
     this.#graceMs = options.unknownLearnerGraceMs ?? 300_000;
+    this.#holdMs = options.holdMs ?? 10_000;
     this.#log = options.log ?? (() => {});
     this.#now = options.now ?? Date.now;
   }
@@ -73,12 +86,12 @@ export class Membership {
 
   /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
   addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
-    return this.#serialized(() => this.#addLearner(input));
+    return this.#held(() => this.#serialized(() => this.#addLearner(input)));
   }
 
   /** Promotes the learner with this peer URL once it has started and is in sync. */
   promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
-    return this.#serialized(() => this.#promote(input));
+    return this.#held(() => this.#serialized(() => this.#promote(input)));
   }
 
   /** The member with this peer URL, for read-only questions (no lock needed). */
@@ -86,6 +99,21 @@ export class Membership {
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
     return { ok: true, value: memberByPeerUrl(list.value.members, peerURL) ?? null };
+  }
+
+  /**
+   * Retries an attempt while etcd's refusal is one that passes by itself, for up to the hold time.
+   * Each attempt is a whole add or promote (member list, admission check, change), taken in turn
+   * with every other membership change; the waits between attempts hold no lock.
+   */
+  async #held<T>(attempt: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+    // Real time, not the injectable clock of the grace period: this wait really happens.
+    const until = Date.now() + this.#holdMs;
+    for (;;) {
+      const outcome = await attempt();
+      if (outcome.ok || !SETTLING.has(outcome.problem.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
+      await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+    }
   }
 
   #serialized<T>(task: () => Promise<T>): Promise<T> {

@@ -22,6 +22,8 @@ export interface JoinApiServerOptions {
   /** Opt-in: accept a revocation list at most this old when the broker is unreachable (and refresh it every half of that). */
   revocationListMaxAgeSeconds?: number;
   unknownLearnerGraceSeconds?: number;
+  /** How long an add or promote waits for etcd to settle before answering 503 (default 10). */
+  holdSeconds?: number;
   etcdTimeoutMs?: number;
   log?: (line: string) => void;
 }
@@ -42,6 +44,7 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     gateway,
     log,
     unknownLearnerGraceMs: options.unknownLearnerGraceSeconds !== undefined ? options.unknownLearnerGraceSeconds * 1000 : undefined,
+    holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
     admissionStatus: async (token) => {
       try {
         return await trust.introspect(token);

@@ -222,3 +222,35 @@ describe("membership: an admission that ends while its add waits", () => {
     expect(await ids()).toEqual(members);
   });
 });
+
+describe("membership: held while etcd settles", () => {
+  let cluster: TestEtcd;
+  afterAll(async () => cluster?.cleanup());
+
+  it("holds a promote until the learner is in sync, and an add until etcd accepts it again", async () => {
+    cluster = await startSingleNodeEtcd({ name: "hold-0" });
+    const gw = new EtcdGateway(cluster.first.clientURL, { timeoutMs: 5_000 });
+    const admissionStatus = async () => ({ active: true }) as const;
+    const answersAtOnce = new Membership({ gateway: gw, admissionStatus, holdMs: 0 });
+    const holds = new Membership({ gateway: gw, admissionStatus, holdMs: 20_000 });
+
+    const first = await memberAddress("hold-1");
+    const added = await holds.addLearner({ node: "hold-1", peerURL: first.peerURL, jti: "adm_h1", token: "t1" });
+    if (!added.ok) throw new Error(added.problem.detail);
+    await cluster.startMember(first, added.value.initialCluster);
+    // One request: held through "not in sync yet" (if etcd says so) until the promotion.
+    const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL });
+    expect(promoted.ok && promoted.value).toEqual({ memberID: added.value.memberID, learner: false });
+
+    // Right after a promotion etcd refuses every change until the leader has been connected to
+    // every voter for 5 s: without a hold that is a 503 at once, with one the same add succeeds.
+    const second = await memberAddress("hold-2");
+    const request = { node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" };
+    const atOnce = await answersAtOnce.addLearner(request);
+    expect(!atOnce.ok && [atOnce.problem.status, atOnce.problem.code, atOnce.retryAfter]).toEqual([503, "etcd_unhealthy", RETRY_AFTER.unhealthy]);
+    const held = await holds.addLearner(request);
+    expect(held.ok && held.value.learner).toBe(true);
+    const list = await gw.memberList();
+    expect(list.ok && list.value.members.map((m) => [m.isLearner, m.started]).sort()).toEqual([[false, true], [false, true], [true, false]]);
+  });
+});

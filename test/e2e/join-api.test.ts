@@ -72,7 +72,7 @@ async function until200(attempt: () => ReturnType<typeof call>, budgetMs = 60_00
 }
 
 async function startController(etcdEndpoints: string): Promise<typeof joinApi> {
-  const child = spawn(process.execPath, [join(ROOT, "bin/join-broker"), "controller", "--etcd", etcdEndpoints, "--broker", broker.url, "--cluster", CLUSTER, "--listen", "127.0.0.1:0", "--etcd-timeout", "5"], {
+  const child = spawn(process.execPath, [join(ROOT, "bin/join-broker"), "controller", "--etcd", etcdEndpoints, "--broker", broker.url, "--cluster", CLUSTER, "--listen", "127.0.0.1:0", "--etcd-timeout", "5", "--hold", "1"], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });
