@@ -191,19 +191,18 @@ export class QueueStore {
     return this.first<TicketRow>(`SELECT * FROM tickets WHERE node = ? AND state IN ('queued', 'admitted')`, node);
   }
 
-  /** A node's live ticket and its membership, read together (one statement for every ticket request). */
+  /**
+   * A node's live ticket and its membership. A node asking for the first time has neither, and
+   * then this is one statement that returns no row; the rows themselves are read only if found.
+   */
   nodeStanding(node: string): { live: TicketRow | null; member: MemberRow | null } {
-    const row = this.first<TicketRow & { m_node: string | null; m_peer_url: string; m_member_id: string | null; m_source: MemberRow["source"]; m_joined_at: number }>(
-      `SELECT t.*, m.node AS m_node, m.peer_url AS m_peer_url, m.member_id AS m_member_id, m.source AS m_source, m.joined_at AS m_joined_at
-       FROM (SELECT ? AS node) AS n
-       LEFT JOIN tickets AS t ON t.node = n.node AND t.state IN ('queued', 'admitted')
-       LEFT JOIN members AS m ON m.node = n.node`,
+    const found = this.all<{ k: 1 | 2 }>(
+      `SELECT 1 AS k FROM tickets WHERE node = ?1 AND state IN ('queued', 'admitted') UNION ALL SELECT 2 FROM members WHERE node = ?1`,
       node,
-    )!;
-    const { m_node, m_peer_url, m_member_id, m_source, m_joined_at, ...ticket } = row;
+    );
     return {
-      live: ticket.id === null ? null : ticket,
-      member: m_node === null ? null : { node: m_node, peer_url: m_peer_url, member_id: m_member_id, source: m_source, joined_at: m_joined_at },
+      live: found.some((r) => r.k === 1) ? this.liveTicketOf(node) : null,
+      member: found.some((r) => r.k === 2) ? this.member(node) : null,
     };
   }
 
