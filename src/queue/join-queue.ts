@@ -3,9 +3,10 @@
  *
  * It stores everything in SQLite (see schema.ts), applies the rules of policy.ts, and signs
  * admission tokens with keys that never leave it. Every state change is written together with
- * its audit row in one `transactionSync`, and logged (event-log.ts) once committed. Lease expiry runs on one alarm armed at the earliest
- * lease end; it is also applied lazily at the start of every call, so a late alarm never keeps
- * an expired admission active. Long polls wait here, in memory, and are woken by the change.
+ * its audit row in one `transactionSync`, and logged at its level (event-log.ts) once committed.
+ * Lease expiry runs on one alarm armed at the earliest lease end; it is also applied lazily at
+ * the start of every call, so a late alarm never keeps an expired admission active. Long polls
+ * wait here, in memory, and are woken by the change.
  *
  * RPC methods return an `Outcome` union for every expected result instead of throwing.
  * @module
