@@ -16,7 +16,7 @@ import { register } from "tsx/esm/api";
 register();
 const { startBroker, adminCall } = await import("../test/support/broker.ts");
 const { generateSigningKey, importPrivateKey, signAdmission } = await import("../src/tokens/keys.ts");
-const { SignJWT, UnsecuredJWT, base64url, decodeJwt } = await import("jose");
+const { CompactSign, SignJWT, UnsecuredJWT, base64url, decodeJwt } = await import("jose");
 
 const OUT = new URL("../integrations/vectors/admission-vectors.json", import.meta.url);
 const CLUSTER = "vectors";
@@ -127,6 +127,10 @@ try {
     { name: "trusted key: exp as a string", token: await forge({ ...j, exp: String(j.exp) }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
     { name: "trusted key: an unknown role", token: await forge({ ...j, role: "admin" }), trustForger: true, request: bind(joiner, { role: "any" }), expect: no(401, "invalid_token") },
     { name: "trusted key: sub not a string", token: await forge({ ...j, sub: 7 }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
+    { name: "trusted key: iat as a string", token: await forge({ ...j, iat: String(j.iat) }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
+    { name: "trusted key: nbf ahead and exp not a number (nbf is checked first)", token: await forge({ ...j, nbf: j.iat + 3_600, exp: "soon" }), trustForger: true, request: bind(joiner), expect: no(401, "token_not_yet_valid") },
+    { name: "trusted key: typ in upper case", token: await forge({ ...j }, { typ: "ADMISSION+JWT" }), trustForger: true, request: bind(joiner), expect: { ok: true, claims: ok(joiner).claims } },
+    { name: "trusted key: a payload that is not an object", token: await new CompactSign(new TextEncoder().encode("[1]")).setProtectedHeader({ alg: "EdDSA", kid: forger.kid, typ: "admission+jwt" }).sign(forgerKey), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
     { name: "trusted key: nbf an hour ahead", token: await forge({ ...j, nbf: j.iat + 3_600 }), trustForger: true, request: bind(joiner), expect: no(401, "token_not_yet_valid") },
     { name: "trusted key: HS256 is still not EdDSA", token: await new SignJWT({ ...j }).setProtectedHeader({ alg: "HS256", kid: forger.kid, typ: "admission+jwt" }).sign(new Uint8Array(32)), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
   ];

@@ -221,15 +221,6 @@ func verifyClaims(ctx context.Context, token string, opts Options, trust *Trust)
 	if !hasAudience(raw["aud"], audience) {
 		return nil, refuse(InvalidToken, "aud", nil, "the admission token's aud is %v, not %s", raw["aud"], audience)
 	}
-	times := map[string]float64{}
-	for _, name := range []string{"iat", "nbf", "exp"} {
-		n, ok := raw[name].(json.Number)
-		f, err := n.Float64()
-		if !ok || err != nil || math.IsInf(f, 0) {
-			return nil, refuse(InvalidToken, name, nil, "the admission token's %s claim is not a number", name)
-		}
-		times[name] = f
-	}
 	skew := opts.ClockSkew
 	if skew == 0 {
 		skew = DefaultClockSkew
@@ -238,11 +229,22 @@ func verifyClaims(ctx context.Context, token string, opts Options, trust *Trust)
 	}
 	now := float64(opts.now().Unix())
 	tolerance := skew.Seconds()
-	if times["nbf"] > now+tolerance {
-		return nil, refuse(TokenNotYetValid, "nbf", nil, "the admission token is not valid yet (nbf)")
-	}
-	if times["exp"] <= now-tolerance {
-		return nil, refuse(TokenExpired, "exp", nil, "the admission token has expired")
+	// In jose's order (the TypeScript verifier's): iat must be a number; nbf, then exp, each
+	// checked as soon as it is read.
+	times := map[string]float64{}
+	for _, name := range []string{"iat", "nbf", "exp"} {
+		n, ok := raw[name].(json.Number)
+		f, err := n.Float64()
+		if !ok || err != nil || math.IsInf(f, 0) {
+			return nil, refuse(InvalidToken, name, nil, "the admission token's %s claim is not a number", name)
+		}
+		times[name] = f
+		if name == "nbf" && f > now+tolerance {
+			return nil, refuse(TokenNotYetValid, "nbf", nil, "the admission token is not valid yet (nbf)")
+		}
+		if name == "exp" && f <= now-tolerance {
+			return nil, refuse(TokenExpired, "exp", nil, "the admission token has expired")
+		}
 	}
 	for _, name := range []string{"sub", "jti", "cluster", "ticket", "peer_url", "role"} {
 		if _, ok := raw[name].(string); !ok {
