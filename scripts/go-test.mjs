@@ -1,4 +1,5 @@
-// The Go verifier module (integrations/go): `go vet ./...` and `go test ./...`, offline (the
+// The Go verifier module (integrations/go): `go vet ./...` and `go test -count=1 ./...` (never
+// from the cache: the vectors it reads live outside the module), offline (the
 // shared vectors; the live-broker test is skipped here and run by test/e2e/go-verifier.test.ts).
 // Its one dependency, go-jose, comes through the Go module proxy, checked against go.sum.
 import { execFileSync, spawnSync } from "node:child_process";
@@ -38,7 +39,7 @@ export function go(args, env = {}) {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  for (const args of [["vet", "./..."], ["test", "./..."]]) {
+  for (const args of [["vet", "./..."], ["test", "-count=1", "./..."]]) {
     console.log(`go ${args.join(" ")}  (in integrations/go)`);
     const status = go(args);
     if (status !== 0) process.exit(status);
