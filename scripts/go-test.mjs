@@ -1,5 +1,6 @@
 // The Go verifier module (integrations/go): `go vet ./...` and `go test -count=1 ./...` (never
-// from Go's test cache, so regenerated vectors are always read), offline (the shared vectors; the live-broker test is skipped here and run by test/e2e/go-verifier.test.ts).
+// from Go's test cache, so regenerated vectors are always read), offline (the shared vectors;
+// the live-broker test is skipped here and run by test/e2e/go-verifier.test.ts).
 // Its one dependency, go-jose, comes through the Go module proxy, checked against go.sum.
 import { execFileSync, spawnSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
