@@ -484,7 +484,7 @@ export function sideBySide(naive: RunFigures, brokered: RunFigures): string {
   return [
     `  ${"".padEnd(34)}${cell("without the broker")}with the broker`,
     row("cluster IDs seen", (r) => `${r.clusterIds.length} (${r.clusterIds.join(", ") || "none"})`),
-    row("quorum losses (no leader ≥ 2 s)", (r) => `${r.quorumLosses} (${r.secondsWithoutQuorum} s)${r.quorumAtEnd ? "" : ", none at the end"}`),
+    row("quorum losses (no leader ≥ 2 s)", (r) => `${r.quorumLosses} (${r.secondsWithoutQuorum} s)${r.quorumAtEnd ? "" : ", no leader at the end"}`),
     row("nodes in another cluster at end", (r) => `${r.inOtherCluster.length}${r.inOtherCluster.length ? ` (${r.inOtherCluster.join(", ")})` : ""}`),
     row("nodes not serving at end", (r) => `${r.notServing.length}${r.notServing.length ? ` (${r.notServing.join(", ")})` : ""}`),
     row("first cluster's members at end", (r) => (r.members ? `${r.members.total}: ${r.members.voters} voters, ${r.members.learners} learners, ${r.members.unstarted} unstarted` : `? (${first(r)} unreachable)`)),
