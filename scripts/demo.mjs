@@ -8,12 +8,16 @@
 //   npm run demo -- --nodes 4          1 + 3
 //   npm run demo -- --faults           the join API fails at first, two agents are killed mid-join
 //   npm run demo -- --keep             leave the cluster running until Ctrl-C
+//   npm run demo -- --without-broker   first the same controllers joining the way k0s v1.28 did
+//                                      (no broker, a join API that adds voters at once), then the
+//                                      brokered run on the same seeded faults, side by side
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
 
 register();
 const { ClusterHarness, hex } = await import("../test/support/cluster.ts");
-const { seededRandom, pick, between } = await import("../test/support/seeded.ts");
+const { seededRandom } = await import("../test/support/seeded.ts");
+const { faultSchedule } = await import("../test/support/split-brain.ts");
 const { EtcdGateway } = await import("../src/etcd/gateway.ts");
 
 const { values } = parseArgs({
@@ -22,11 +26,13 @@ const { values } = parseArgs({
     faults: { type: "boolean", default: false },
     seed: { type: "string" },
     keep: { type: "boolean", default: false },
+    "without-broker": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker]");
+  console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
   process.exit(0);
 }
 const count = Number(values.nodes);
@@ -35,8 +41,12 @@ if (!Number.isInteger(count) || count < 2 || count > 12) {
   process.exit(2);
 }
 const seed = values.seed ? Number(values.seed) >>> 0 : Math.floor(Math.random() * 2 ** 32);
-const random = seededRandom(seed);
 const names = Array.from({ length: count }, (_, i) => `ctrl-${i}`);
+if (values["without-broker"]) {
+  const { compareRuns } = await import("./demo-compare.mjs");
+  process.exit(await compareRuns({ seed, names, faults: values.faults }));
+}
+const schedule = faultSchedule(seed, names);
 const tty = process.stdout.isTTY;
 const t0 = Date.now();
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
@@ -63,26 +73,25 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 try {
-  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random });
+  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random: seededRandom(seed ^ 0x5eed) });
 } catch (e) {
   console.error(`Could not start: ${e instanceof Error ? e.message : e}`);
   process.exit(1);
 }
 
-// Faults on request: the join API fails for its first seconds, two agents die mid-join.
+// Faults on request, from the seed: the join API fails for its first seconds, two agents die
+// mid-join with their etcd (the schedule `--without-broker` applies to both of its runs).
 const kills = [];
 if (values.faults) {
-  h.proxy.failFor(8_000);
-  for (const node of [...names.slice(1)].sort(() => random() - 0.5).slice(0, 2)) {
-    kills.push({ node, step: pick(random, ["queued", "admitted", "member-added", "etcd-start", "promote"]), done: false });
-  }
+  h.proxy.failFor(schedule.joinApiFailMs, schedule.dropShare);
+  kills.push(...schedule.kills.map((k) => ({ ...k, done: false })));
   h.onEvent((run, e) => {
     const k = kills.find((x) => !x.done && x.node === run.node.name && run.run === 1 && x.step === e.step);
     if (!k) return;
     k.done = true;
     void (async () => {
-      await h.kill(k.node, pick(random, ["agent", "group"]));
-      await new Promise((r) => setTimeout(r, between(random, 300, 1200)));
+      await h.kill(k.node, "group");
+      await new Promise((r) => setTimeout(r, k.restartAfterMs));
       h.startAgent(k.node);
     })();
   });
