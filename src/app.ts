@@ -13,6 +13,7 @@ import { newApp } from "./http/app.ts";
 import { json } from "./http/openapi.ts";
 import { AnyObject } from "./http/schemas.ts";
 import { problem, sendProblem } from "./http/problem.ts";
+import { jsonBodyProblem } from "./http/json-body.ts";
 import { admin } from "./routes/admin.ts";
 import { controller } from "./routes/controller.ts";
 import { tickets } from "./routes/tickets.ts";
@@ -36,6 +37,12 @@ app.use(async (c, next) => {
   const hasBody = (length !== undefined && length !== "0") || c.req.header("transfer-encoding") !== undefined;
   if (hasBody && !/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type ?? "")) {
     return sendProblem(c, problem(415, "unsupported_media_type", "request bodies must be application/json"));
+  }
+  if (hasBody) {
+    // Decoded strictly here, once: a lenient decoder would turn invalid UTF-8 into U+FFFD and
+    // store it. The validators read the same bytes again from Hono's body cache.
+    const why = jsonBodyProblem(await c.req.arrayBuffer());
+    if (why) return sendProblem(c, problem(400, "malformed_json", why));
   }
   await next();
 });
