@@ -383,8 +383,8 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { jti: after.jti, ticket: after.ticket_id, node: after.node, status: after.status, changed } };
   }
 
-  async setPaused(cluster: string, issuer: string, paused: boolean): Promise<Outcome<{ paused: boolean }>> {
-    await this.#ensureCluster(cluster, issuer);
+  async setPaused(cluster: string, _issuer: string, paused: boolean): Promise<Outcome<{ paused: boolean }>> {
+    if (!this.#store.cluster()) return UNKNOWN_CLUSTER(cluster);
     const now = Date.now();
     this.#transact(() => {
       this.#store.updateCluster({ paused: paused ? 1 : 0 });
@@ -394,9 +394,9 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { paused } };
   }
 
-  async setPolicy(cluster: string, issuer: string, patch: Partial<QueuePolicy>): Promise<Outcome<QueuePolicy>> {
-    await this.#ensureCluster(cluster, issuer);
-    const c = this.#store.cluster()!;
+  async setPolicy(cluster: string, _issuer: string, patch: Partial<QueuePolicy>): Promise<Outcome<QueuePolicy>> {
+    const c = this.#store.cluster();
+    if (!c) return UNKNOWN_CLUSTER(cluster);
     const next = { ...clusterPolicy(c), ...patch };
     const problem = validatePolicy(next);
     if (problem) return fail(400, "invalid_request", problem);
