@@ -23,7 +23,7 @@ interface Case {
   path: () => string;
   token?: () => string;
   body?: unknown;
-  raw?: string;
+  raw?: string | Uint8Array;
   headers?: Record<string, string>;
   status: number;
   code: string;
@@ -37,7 +37,39 @@ const tickets = () => `/v1/clusters/${C}/tickets`;
 const tkt = (suffix = "") => () => `/v1/clusters/${C}/tickets/${admitted.ticket}${suffix}`;
 const adm = (suffix: string) => () => `/v1/admin/clusters/${C}${suffix}`;
 
+const JSON_TYPE = { "content-type": "application/json" };
+/** `{"node":"z","description":"<invalid UTF-8>"}`: valid JSON once the bad bytes are replaced by U+FFFD. */
+const notUtf8 = (field: string) => new Uint8Array([...new TextEncoder().encode(`{"${field}":"`), 0xff, 0xfe, 0xc3, ...new TextEncoder().encode('"}')]);
+const peerCase = (peerURL: string) => ({ name: `tickets: peerURL ${JSON.stringify(peerURL)}`, method: "POST", path: tickets, token: E, body: { node: "z", peerURL }, status: 400, code: "invalid_peer_url" });
+
 const cases: Case[] = [
+  // peer URLs that a lenient parser accepts (contract v1.1: one strict parser)
+  ...[
+    " http://127.0.0.1:23815",
+    "http://127.0.0.1:23815 ",
+    "http:/127.0.0.1:23815",
+    "http://0177.0.0.1:23815",
+    "http://2130706433:23815",
+    "http://127.1:23815",
+    "http://127.0.0.1:023815",
+    "http://127.0.0.\u00011:23815",
+    "http://127.0.0.1\t:23815",
+    "http://ho\u007fst:23815",
+    "http://[::1%25lo]:23815",
+    "http://bücher.example:23815",
+  ].map(peerCase),
+  { name: "adopt: peerURL with a leading zero", method: "POST", path: adm("/adopt"), token: ADM, body: { members: [{ node: "m", peerURL: "http://010.0.0.1:2380" }] }, status: 400, code: "invalid_peer_url" },
+  // bodies that are not UTF-8 JSON, on every kind of route
+  { name: "tickets: body not UTF-8", method: "POST", path: tickets, token: E, raw: notUtf8("node"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "complete: body not UTF-8", method: "POST", path: tkt("/complete"), token: A, raw: notUtf8("memberID"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "introspect: body not UTF-8", method: "POST", path: () => `/v1/clusters/${C}/admissions/introspect`, raw: notUtf8("token"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "enrollment: body not UTF-8", method: "POST", path: adm("/enrollment-tokens"), token: ADM, raw: notUtf8("description"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "revoke: body not UTF-8", method: "POST", path: () => `/v1/admin/clusters/${C}/admissions/${admitted.jti}/revoke`, token: ADM, raw: notUtf8("reason"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "pause: malformed JSON body", method: "POST", path: adm("/pause"), token: ADM, raw: "{", headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "heartbeat: body not UTF-8", method: "POST", path: tkt("/heartbeat"), token: A, raw: new Uint8Array([0x22, 0xc0, 0x22]), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "policy: truncated JSON", method: "PUT", path: adm("/policy"), token: ADM, raw: '{"maxQueue": 5', headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "adopt: two JSON values", method: "POST", path: adm("/adopt"), token: ADM, raw: '{"members": []} {}', headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "enrollment: a UTF-8-encoded surrogate after the JSON", method: "POST", path: adm("/enrollment-tokens"), token: ADM, raw: new Uint8Array([0x7b, 0x7d, 0xed, 0xa0, 0x80]), headers: JSON_TYPE, status: 400, code: "malformed_json" },
   // POST tickets
   { name: "tickets: malformed JSON", method: "POST", path: tickets, token: E, raw: "{node:", headers: { "content-type": "application/json" }, status: 400, code: "malformed_json" },
   { name: "tickets: not JSON", method: "POST", path: tickets, token: E, raw: "node=a", headers: { "content-type": "application/x-www-form-urlencoded" }, status: 415, code: "unsupported_media_type" },
@@ -154,6 +186,47 @@ describe("reads of clusters that do not exist", () => {
     expect((await call("POST", "/v1/clusters/ghost/admissions/introspect", { body: { token: "a.b.c" } })).body).toEqual({ active: false, reason: "unknown_cluster" });
     expect((await call("POST", "/v1/clusters/ghost/tickets/tkt_x/complete", { token: "a.b.c", body: { memberID: "1" } })).status).toBe(401);
     const tables = await runInDurableObject(env.JOIN_QUEUE.getByName("ghost"), (_instance, state) => state.storage.sql.exec(`SELECT name FROM sqlite_master`).toArray());
+    expect(tables).toEqual([]);
+  });
+});
+
+describe("admin writes on clusters that do not exist", () => {
+  const ghost = "never-created";
+  const g = (suffix: string) => `/v1/admin/clusters/${ghost}${suffix}`;
+  // Every admin write but creating an enrollment token and adopt: 404 unknown_cluster, nothing created.
+  const writes: [string, string, unknown?][] = [
+    ["POST", g("/pause")],
+    ["POST", g("/resume")],
+    ["PUT", g("/policy"), { maxQueue: 10 }],
+    ["POST", g("/keys/rotate")],
+    ["POST", g("/admissions/adm_x/revoke"), { reason: "x" }],
+    ["DELETE", g("/enrollment-tokens/enr_x")],
+    ["DELETE", g("/members/n1")],
+    ["POST", g("/bootstrap"), { node: "n1", reason: "x" }],
+  ];
+
+  it.each(writes)("%s %s → 404 unknown_cluster", async (method, path, body) => {
+    const r = await call(method, path, { token: ADMIN, body });
+    expect({ status: r.status, code: r.body?.code }).toEqual({ status: 404, code: "unknown_cluster" });
+    expect(r.headers.get("content-type")).toBe("application/problem+json");
+  });
+
+  it.each([
+    ["PUT", g("/policy"), { maxInFlight: 0 }, 400, "invalid_request"],
+    ["PUT", g("/policy"), { leaseSeconds: 3600, admissionTtlSeconds: 60 }, 404, "unknown_cluster"],
+    ["POST", g("/adopt"), { members: [{ node: "m", peerURL: "http://0177.0.0.1:2380" }] }, 400, "invalid_peer_url"],
+    ["POST", g("/enrollment-tokens"), { ttlSeconds: 1 }, 400, "invalid_request"],
+  ] as const)("a refused %s %s creates nothing either", async (method, path, body, status, code) => {
+    const r = await call(method, path, { token: ADMIN, body });
+    expect({ status: r.status, code: r.body?.code }).toEqual({ status, code });
+  });
+
+  it("leave the cluster nonexistent: no status, no storage", async () => {
+    const { env } = await import("cloudflare:workers");
+    const { runInDurableObject } = await import("cloudflare:test");
+    for (const [method, path, body] of writes) await call(method, path, { token: ADMIN, body });
+    expect((await call("GET", g(""), { token: ADMIN })).status).toBe(404);
+    const tables = await runInDurableObject(env.JOIN_QUEUE.getByName(ghost), (_instance, state) => state.storage.sql.exec(`SELECT name FROM sqlite_master`).toArray());
     expect(tables).toEqual([]);
   });
 });
