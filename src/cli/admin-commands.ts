@@ -48,6 +48,15 @@ function int(values: Values, name: string): number | undefined {
   return Number(v);
 }
 
+/** A repeatable, comma-separated list flag; undefined when not given. */
+function list(values: Values, name: string): string[] | undefined {
+  const v = values[name];
+  if (v === undefined || typeof v === "boolean") return undefined;
+  const items = (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(",")).map((x) => x.trim());
+  if (items.some((x) => x === "")) throw new UsageError(`--${name} takes a comma-separated list without empty entries`);
+  return items;
+}
+
 function required(values: Values, name: string, what: string): string {
   const v = str(values, name);
   if (v === undefined || v.trim() === "") throw new UsageError(`--${name} is required: ${what}`);
@@ -83,19 +92,24 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "create"],
     args: [],
-    options: ["ttl", "max-uses", "description"],
-    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT]",
+    options: ["ttl", "max-uses", "description", "nodes", "peer-hosts"],
+    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…]",
     summary: "create an enrollment token (the secret is shown once); creates the cluster if new",
-    details: "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.",
+    details:
+      "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.\n" +
+      "--nodes limits the node names it may ask tickets for (glob patterns: * and ?), --peer-hosts the hosts of their\n" +
+      "peer URLs (host names, *.domain, IP addresses or CIDRs); both take a comma-separated list and may be repeated.",
     async run({ client, values, print }) {
       const ttlText = str(values, "ttl");
       const ttlSeconds = ttlText === undefined ? undefined : (parseDuration(ttlText) ?? undefined);
       if (ttlText !== undefined && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds or a duration like 10m, 24h, 7d, not ${JSON.stringify(ttlText)}`);
-      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description") });
+      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") });
       const t = reply.body;
+      const scope = [t.nodes ? `nodes ${t.nodes.join(", ")}` : "", t.peerHosts ? `peer hosts ${t.peerHosts.join(", ")}` : ""].filter(Boolean).join("; ");
       print(reply, () =>
         `Created enrollment token ${t.id} for cluster ${client.cluster}: ` +
-        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}.\n` +
+        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}` +
+        `${scope ? `, only for ${scope}` : ""}.\n` +
         `The token is shown only this once (the broker keeps only its hash):\n${t.token}\n`,
       );
     },

@@ -21,6 +21,10 @@ export interface CreatedEnrollmentToken {
   expiresAt: string | null;
   maxUses: number | null;
   description?: string;
+  /** Node name patterns the token is limited to (absent: any node). */
+  nodes?: string[];
+  /** Peer hosts (names, addresses, CIDRs) the token is limited to (absent: any host). */
+  peerHosts?: string[];
 }
 
 export interface ClusterStatus {

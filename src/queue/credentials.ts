@@ -8,11 +8,12 @@ import { decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWT
 import { ADMISSION_ALG, ADMISSION_TYP, audienceFor, customClaimsProblem } from "../tokens/claims.ts";
 import { importPrivateKey } from "../tokens/keys.ts";
 import { ENROLLMENT_TOKEN_PREFIX, sha256Hex } from "../tokens/secrets.ts";
-import type { QueueStore } from "./store.ts";
+import type { TokenScope } from "../protocol/token-scope.ts";
+import type { EnrollmentCredential, QueueStore } from "./store.ts";
 import { fail, type Failure } from "./views.ts";
 
 export type Principal =
-  | { kind: "enrollment"; id: string }
+  | { kind: "enrollment"; id: string; scope: TokenScope }
   | { kind: "admission"; jti: string; ticket: string; payload: JWTPayload };
 
 export interface VerifiedAdmission {
@@ -33,7 +34,7 @@ export class Credentials {
       if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= nowMs)) {
         return fail(401, "unauthorized", row ? "the enrollment token is revoked or expired" : "unknown enrollment token");
       }
-      return { ok: true, value: { kind: "enrollment", id: row.id } };
+      return { ok: true, value: { kind: "enrollment", id: row.id, scope: enrollmentScope(row) } };
     }
     const verified = await this.verifyAdmission(bearer);
     if (!verified) return fail(401, "unauthorized", "the bearer token is neither a valid enrollment token nor an admission token of this cluster");
@@ -87,4 +88,12 @@ export class Credentials {
     this.#publicKeys.set(kid, key);
     return key;
   }
+}
+
+/** The scope stored with an enrollment token (NULL columns: unrestricted). */
+export function enrollmentScope(row: Pick<EnrollmentCredential, "nodes" | "peer_hosts">): TokenScope {
+  return {
+    ...(row.nodes === null ? {} : { nodes: JSON.parse(row.nodes) as string[] }),
+    ...(row.peer_hosts === null ? {} : { peerHosts: JSON.parse(row.peer_hosts) as string[] }),
+  };
 }

@@ -46,6 +46,7 @@ import {
   type Outcome,
   type TicketView,
 } from "./views.ts";
+import { scopeProblem } from "../protocol/token-scope.ts";
 import { admissionClaims } from "../tokens/claims.ts";
 import { generateSigningKey, signAdmission } from "../tokens/keys.ts";
 import { newEnrollmentToken, randomId, sha256Hex } from "../tokens/secrets.ts";
@@ -58,6 +59,8 @@ export interface EnrollmentTokenInput {
   ttlSeconds?: number;
   maxUses?: number;
   description?: string;
+  nodes?: string[];
+  peerHosts?: string[];
 }
 
 const LONG_POLL_MAX_MS = 30_000;
@@ -95,11 +98,17 @@ export class JoinQueue extends DurableObject<Env> {
     if (!principal.ok) return principal;
     if (principal.value.kind !== "enrollment") return fail(403, "wrong_token_kind", "tickets are requested with an enrollment token, not an admission token");
     const enrollment = principal.value;
+    const outside = scopeProblem(enrollment.scope, input.node, input.peerURL);
+    if (outside) return fail(403, "outside_token_scope", outside);
     await this.#settle();
 
     const now = Date.now();
     const c = this.#store.cluster()!;
     const { live, member } = this.#store.nodeStanding(input.node);
+    if (live && live.enrollment_token_id !== enrollment.id) {
+      const held = this.#claimTicket(live, enrollment.id, now);
+      if (held) return held;
+    }
     const decision = decideTicketRequest({
       cluster: clusterFacts(c),
       node: input.node,
@@ -116,8 +125,7 @@ export class JoinQueue extends DurableObject<Env> {
     switch (decision.kind) {
       case "existing":
         ticketId = live!.id;
-        if (live!.enrollment_token_id !== enrollment.id) this.#store.setTicketEnrollment(live!.id, enrollment.id);
-        else known = live!;
+        if (live!.enrollment_token_id === enrollment.id) known = live!;
         break;
       case "already_joined": {
         const last = this.#store.latestTicketOf(input.node);
@@ -283,7 +291,7 @@ export class JoinQueue extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- admin
 
-  async createEnrollmentToken(cluster: string, issuer: string, input: EnrollmentTokenInput): Promise<Outcome<{ id: string; token: string; expiresAt: string | null; maxUses: number | null; description?: string }>> {
+  async createEnrollmentToken(cluster: string, issuer: string, input: EnrollmentTokenInput): Promise<Outcome<{ id: string; token: string; expiresAt: string | null; maxUses: number | null; description?: string; nodes?: string[]; peerHosts?: string[] }>> {
     await this.#ensureCluster(cluster, issuer);
     const now = Date.now();
     const token = newEnrollmentToken();
@@ -291,10 +299,13 @@ export class JoinQueue extends DurableObject<Env> {
     const expiresAt = input.ttlSeconds ? now + input.ttlSeconds * 1000 : null;
     const hash = await sha256Hex(token);
     this.#transact(() => {
-      this.#store.insertEnrollmentToken({ id, token_hash: hash, description: input.description ?? null, created_at: now, expires_at: expiresAt, max_uses: input.maxUses ?? null });
-      this.#record(now, "admin", "enrollment_token.created", id, { expiresAt: iso(expiresAt), maxUses: input.maxUses ?? null, description: input.description ?? null });
+      this.#store.insertEnrollmentToken({
+        id, token_hash: hash, description: input.description ?? null, created_at: now, expires_at: expiresAt, max_uses: input.maxUses ?? null,
+        nodes: input.nodes ? JSON.stringify(input.nodes) : null, peer_hosts: input.peerHosts ? JSON.stringify(input.peerHosts) : null,
+      });
+      this.#record(now, "admin", "enrollment_token.created", id, { expiresAt: iso(expiresAt), maxUses: input.maxUses ?? null, description: input.description ?? null, nodes: input.nodes ?? null, peerHosts: input.peerHosts ?? null });
     });
-    return { ok: true, status: 201, value: { id, token, expiresAt: iso(expiresAt) ?? null, maxUses: input.maxUses ?? null, description: input.description } };
+    return { ok: true, status: 201, value: { id, token, expiresAt: iso(expiresAt) ?? null, maxUses: input.maxUses ?? null, description: input.description, nodes: input.nodes, peerHosts: input.peerHosts } };
   }
 
   async listEnrollmentTokens(): Promise<Outcome<{ tokens: ReturnType<typeof enrollmentTokenView>[] }>> {
@@ -667,6 +678,24 @@ export class JoinQueue extends DurableObject<Env> {
     }
     // An alarm set for "now" from inside alarm() is dropped locally: always at least 1 ms ahead.
     await this.ctx.storage.setAlarm(Math.max(next, Date.now() + 1));
+  }
+
+  /**
+   * A live ticket belongs to the enrollment token that holds it: another token is refused (409
+   * `ticket_held`, audited) while the holder is still valid; once it is revoked or expired, the
+   * node takes its ticket back with the new token. Null when the ticket is now the asker's.
+   */
+  #claimTicket(live: TicketRow, enrollmentId: string, now: number): Failure | null {
+    const holder = live.enrollment_token_id;
+    if (holder !== null && this.#store.enrollmentTokenValid(holder, now)) {
+      this.#transact(() => this.#record(now, `node:${live.node}`, "ticket.held", live.id, { node: live.node, enrollmentToken: enrollmentId, heldBy: holder }));
+      return fail(409, "ticket_held", `node ${live.node} already has a live ticket, held by another enrollment token that is still valid; ask with that token, or revoke it first`);
+    }
+    this.#transact(() => {
+      this.#store.setTicketEnrollment(live.id, enrollmentId);
+      this.#record(now, `node:${live.node}`, "ticket.reclaimed", live.id, { node: live.node, enrollmentToken: enrollmentId, previousToken: holder });
+    });
+    return null;
   }
 
   /** Authorizes access to a ticket by the enrollment token that holds it or by one of its admission tokens. */

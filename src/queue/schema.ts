@@ -108,6 +108,15 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       END;
     `,
   },
+  {
+    id: 3,
+    name: "enrollment token scopes",
+    // JSON arrays, or NULL for "any": node name globs and peer hosts (names, addresses, CIDRs).
+    sql: `
+      ALTER TABLE enrollment_tokens ADD COLUMN nodes TEXT;
+      ALTER TABLE enrollment_tokens ADD COLUMN peer_hosts TEXT;
+    `,
+  },
 ];
 
 /** Whether this object has a schema at all: objects that only ever answered reads have none. */

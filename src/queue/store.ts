@@ -68,6 +68,10 @@ export interface EnrollmentTokenRow {
   max_uses: number | null;
   uses: number;
   revoked_at: number | null;
+  /** JSON array of node name globs, or null: any node. */
+  nodes: string | null;
+  /** JSON array of peer hosts (names, addresses, CIDRs), or null: any host. */
+  peer_hosts: string | null;
 }
 
 export interface SigningKeyRow {
@@ -99,7 +103,7 @@ export interface AuditRow {
 type Row = Record<string, SqlStorageValue>;
 
 /** What authenticating and using an enrollment token needs. */
-export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "max_uses" | "uses">;
+export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "max_uses" | "uses" | "nodes" | "peer_hosts">;
 
 /** The ticket states that hold a place in the queue or a slot. */
 type LiveState = "queued" | "admitted";
@@ -324,7 +328,7 @@ export class QueueStore {
   enrollmentCredential(hash: string): EnrollmentCredential | null {
     const known = this.#credentials.get(hash);
     if (known) return known;
-    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses FROM enrollment_tokens WHERE token_hash = ?`, hash);
+    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses, nodes, peer_hosts FROM enrollment_tokens WHERE token_hash = ?`, hash);
     if (row) {
       this.#credentials.set(hash, row);
       this.#credentialsById.set(row.id, row);
@@ -344,9 +348,15 @@ export class QueueStore {
 
   insertEnrollmentToken(t: Omit<EnrollmentTokenRow, "uses" | "revoked_at">): void {
     this.run(
-      `INSERT INTO enrollment_tokens (id, token_hash, description, created_at, expires_at, max_uses) VALUES (?, ?, ?, ?, ?, ?)`,
-      t.id, t.token_hash, t.description, t.created_at, t.expires_at, t.max_uses,
+      `INSERT INTO enrollment_tokens (id, token_hash, description, created_at, expires_at, max_uses, nodes, peer_hosts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      t.id, t.token_hash, t.description, t.created_at, t.expires_at, t.max_uses, t.nodes, t.peer_hosts,
     );
+  }
+
+  /** Whether the enrollment token still authenticates: it exists, is not revoked and has not expired. */
+  enrollmentTokenValid(id: string, nowMs: number): boolean {
+    const t = this.#credentialsById.get(id) ?? this.first<Pick<EnrollmentTokenRow, "expires_at" | "revoked_at">>(`SELECT expires_at, revoked_at FROM enrollment_tokens WHERE id = ?`, id);
+    return t !== null && t.revoked_at === null && (t.expires_at === null || t.expires_at > nowMs);
   }
 
   listEnrollmentTokens(): EnrollmentTokenRow[] {

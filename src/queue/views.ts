@@ -115,6 +115,8 @@ export function enrollmentTokenView(t: EnrollmentTokenRow, nowMs: number) {
     maxUses: t.max_uses,
     uses: t.uses,
     revokedAt: iso(t.revoked_at),
+    nodes: t.nodes === null ? undefined : (JSON.parse(t.nodes) as string[]),
+    peerHosts: t.peer_hosts === null ? undefined : (JSON.parse(t.peer_hosts) as string[]),
   };
 }
 

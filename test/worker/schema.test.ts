@@ -20,9 +20,8 @@ describe("schema migrations", () => {
       insertTicket("tkt_old", 1, "enr_a");
       expect(uses(), "version 1 counts nothing by itself").toBe(2);
 
-      migrate(state.storage, 2);
+      migrate(state.storage, 2, 2);
       expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2]);
-      expect(SCHEMA_VERSION).toBe(2);
       expect(uses(), "the upgrade leaves existing counts alone").toBe(2);
 
       insertTicket("tkt_new", 2, "enr_a");
@@ -32,7 +31,12 @@ describe("schema migrations", () => {
       expect(uses(), "tickets without a token, and updates, count nothing").toBe(3);
 
       migrate(state.storage, 3);
-      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(2);
+      expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2, 3]);
+      expect(SCHEMA_VERSION).toBe(3);
+      // Tokens from before scopes existed stay unrestricted.
+      expect(sql.exec(`SELECT nodes, peer_hosts FROM enrollment_tokens WHERE id = 'enr_a'`).one()).toEqual({ nodes: null, peer_hosts: null });
+      migrate(state.storage, 4);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(3);
     });
   });
 });
