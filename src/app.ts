@@ -11,6 +11,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { createRoute } from "@hono/zod-openapi";
 import { newApp } from "./http/app.ts";
 import { json } from "./http/openapi.ts";
+import { completeDocument } from "./http/openapi-document.ts";
 import { AnyObject } from "./http/schemas.ts";
 import { problem, sendProblem } from "./http/problem.ts";
 import { jsonBodyProblem } from "./http/json-body.ts";
@@ -61,7 +62,11 @@ app.route("/", admin);
 
 app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "Enrollment token or admission token" });
 app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret" });
-app.doc31("/openapi.json", { openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } });
+let document: object | undefined;
+app.get("/openapi.json", (c) => {
+  document ??= completeDocument(app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } }) as unknown as Record<string, unknown>);
+  return c.json(document);
+});
 
 app.notFound((c) => sendProblem(c, problem(404, "not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
 
