@@ -9,12 +9,14 @@ const C = "bad-input";
 let enrollment = "";
 let admitted = { ticket: "", admission: "", jti: "" };
 let queued = "";
+let scoped = "";
 
 beforeAll(async () => {
   ({ enrollment } = await bootstrapped(C));
   const a = await ticket(C, enrollment, "a", peer(2));
   admitted = { ticket: a.body.ticket, admission: a.body.admission, jti: a.body.jti };
   queued = (await ticket(C, enrollment, "q", peer(3))).body.ticket;
+  scoped = (await admin("POST", `${C}/enrollment-tokens`, { nodes: ["ctrl-*"], peerHosts: ["10.0.0.0/24"] })).body.token;
 });
 
 interface Case {
@@ -148,6 +150,14 @@ const cases: Case[] = [
   { name: "bootstrap: already bootstrapped", method: "POST", path: adm("/bootstrap"), token: ADM, body: { node: "a", reason: "x" }, status: 409, code: "already_bootstrapped" },
   { name: "audit: negative after", method: "GET", path: adm("/audit?after=-1"), token: ADM, status: 400, code: "invalid_request" },
   { name: "audit: unknown cluster", method: "GET", path: () => "/v1/admin/clusters/no-such-cluster/audit", token: ADM, status: 404, code: "unknown_cluster" },
+  // enrollment token scopes
+  { name: "enrollment: empty node scope", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { nodes: [] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: node pattern with a space", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { nodes: ["ctrl *"] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: CIDR prefix too long", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { peerHosts: ["10.0.0.0/33"] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: peer host with a leading zero", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { peerHosts: ["010.0.0.1"] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: peer host given as a URL", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { peerHosts: ["https://10.0.0.1:2380"] }, status: 400, code: "invalid_request" },
+  { name: "tickets: node outside the token's scope", method: "POST", path: tickets, token: () => scoped, body: { node: "worker-1", peerURL: peer(9) }, status: 403, code: "outside_token_scope" },
+  { name: "tickets: peer host outside the token's scope", method: "POST", path: tickets, token: () => scoped, body: { node: "ctrl-9", peerURL: "https://10.0.1.9:2380" }, status: 403, code: "outside_token_scope" },
   // routing
   { name: "unknown route", method: "GET", path: () => "/v2/anything", status: 404, code: "not_found" },
 ];
@@ -157,7 +167,7 @@ async function snapshot() {
   const list = await admin("GET", `${C}/tickets?limit=1000`);
   const tokens = await admin("GET", `${C}/enrollment-tokens`);
   const status = await admin("GET", C);
-  return { audit: audit.body.entries.length, tickets: list.body.tickets, tokens: tokens.body.tokens, policy: status.body.policy, members: status.body.members };
+  return { audit: audit.body.entries, tickets: list.body.tickets, tokens: tokens.body.tokens, status: status.body };
 }
 
 describe("bad input", () => {
