@@ -14,7 +14,7 @@ import { fail, type Failure } from "./views.ts";
 
 export type Principal =
   | { kind: "enrollment"; id: string; scope: TokenScope }
-  | { kind: "admission"; jti: string; ticket: string; payload: JWTPayload };
+  | { kind: "admission"; jti: string; ticket: string; exp: number; payload: JWTPayload };
 
 export interface VerifiedAdmission {
   payload: JWTPayload;
@@ -36,14 +36,16 @@ export class Credentials {
       }
       return { ok: true, value: { kind: "enrollment", id: row.id, scope: enrollmentScope(row) } };
     }
-    const verified = await this.verifyAdmission(bearer);
+    // An authentic but expired admission token still names its ticket: the ticket calls answer
+    // it 410 (expired), so that the node learns why.
+    const verified = await this.verifyAdmission(bearer, nowMs);
     if (!verified) return fail(401, "unauthorized", "the bearer token is neither a valid enrollment token nor an admission token of this cluster");
     const { payload } = verified;
-    return { ok: true, value: { kind: "admission", jti: String(payload.jti), ticket: String(payload.ticket), payload } };
+    return { ok: true, value: { kind: "admission", jti: String(payload.jti), ticket: String(payload.ticket), exp: Number(payload.exp), payload } };
   }
 
   /** Signature, typ, alg, aud and the custom claims; not whether the admission is still active. */
-  async verifyAdmission(token: string): Promise<VerifiedAdmission | null> {
+  async verifyAdmission(token: string, nowMs: number): Promise<VerifiedAdmission | null> {
     const cluster = this.store.cluster();
     if (!cluster) return null;
     let header;
@@ -58,7 +60,7 @@ export class Credentials {
     let payload: JWTPayload;
     let expired = false;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ADMISSION_ALG], typ: ADMISSION_TYP, audience: audienceFor(cluster.name), clockTolerance: 30 }));
+      ({ payload } = await jwtVerify(token, key, { algorithms: [ADMISSION_ALG], typ: ADMISSION_TYP, audience: audienceFor(cluster.name), clockTolerance: 30, currentDate: new Date(nowMs) }));
     } catch (e) {
       // jose checks the signature before the claims, so an expired token is an authentic one.
       if (!(e instanceof errors.JWTExpired)) return null;
@@ -69,7 +71,7 @@ export class Credentials {
     return { payload, expired };
   }
 
-  /** The current signing key, imported once per rotation. */
+  /** The current signing key, imported once per rotation. Callers re-check `kid` is still current when they use what they signed. */
   async signingKey(): Promise<{ kid: string; key: CryptoKey }> {
     const current = this.store.currentKey();
     if (!current) throw new Error("cluster has no signing key");

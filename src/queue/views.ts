@@ -33,12 +33,14 @@ export interface Failure {
   code: ProblemCode;
   detail: string;
   retryAfter?: number;
+  /** Extension members of the problem (RFC 9457), e.g. the `reason` of a 410. */
+  extra?: Record<string, unknown>;
 }
 
 export type Outcome<T> = { ok: true; status: 200 | 201 | 202; value: T; etag?: string; retryAfter?: number } | Failure;
 
-export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number): Failure {
-  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}) };
+export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number, extra?: Record<string, unknown>): Failure {
+  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}), ...(extra ? { extra } : {}) };
 }
 
 export function iso(ms: number | null | undefined): string | undefined {

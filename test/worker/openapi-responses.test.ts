@@ -75,6 +75,8 @@ describe("response bodies follow the OpenAPI document", () => {
     const revoked = await conforming("POST", `${A}/admissions/${a.body.jti}/revoke`, { token: ADMIN, body: { reason: "flows" } });
     expect(revoked.body.changed).toBe(true);
     await conforming("POST", `${T}/tickets/${a.body.ticket}/heartbeat`, { token: a.body.admission }); // 410
+    await conforming("GET", `${T}/tickets/${a.body.ticket}`, { token: a.body.admission }); // 410
+    await conforming("DELETE", `${T}/tickets/${a.body.ticket}`, { token: a.body.admission }); // 410
     await conforming("DELETE", `${T}/tickets/${q.body.ticket}`, { token: enrollment });
 
     await conforming("GET", `${T}/jwks.json`);
