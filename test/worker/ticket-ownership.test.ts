@@ -2,8 +2,14 @@
  * A live ticket belongs to the enrollment token that created it, and an enrollment token may be
  * scoped to node names and peer hosts.
  */
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { admin, auditActions, bootstrapped, call, enroll, peer, poll, ticket } from "./helpers.ts";
+import type { JoinQueue } from "../../src/queue/join-queue.ts";
+
+/** Moves the cluster object's clock forward (expiry by time, not by sleeping). */
+const advance = (cluster: string, ms: number) => runInDurableObject(env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>, (q: JoinQueue) => q.clock.advance(ms));
 
 async function state(cluster: string) {
   const audit = await admin("GET", `${cluster}/audit?limit=1000`);
@@ -56,6 +62,47 @@ describe("a ticket belongs to the token that created it", () => {
     expect(back.body.admission).toBe(mine.body.admission);
     expect((await poll(C, second, mine.body.ticket)).status).toBe(200);
     expect(await auditActions(C)).toContain("ticket.reclaimed");
+  });
+});
+
+describe("a ticket whose token expired", () => {
+  it("is taken back by its node with a new token, in its place in the queue", async () => {
+    const C = "own-expired";
+    const { enrollment } = await bootstrapped(C, { leaseSeconds: 3600, admissionTtlSeconds: 3600 });
+    await ticket(C, enrollment, "a", peer(2)); // holds the only slot
+    const shortLived = await enroll(C, { ttlSeconds: 60 });
+    const mine = await ticket(C, shortLived, "q", peer(3));
+    expect(mine.body).toMatchObject({ state: "queued", position: 1 });
+    const other = await enroll(C);
+    expect((await ticket(C, other, "q", peer(3))).body.code).toBe("ticket_held");
+
+    await advance(C, 61_000);
+    const back = await ticket(C, other, "q", peer(3));
+    expect({ status: back.status, ticket: back.body.ticket, position: back.body.position }).toEqual({ status: 202, ticket: mine.body.ticket, position: 1 });
+    expect((await poll(C, other, mine.body.ticket)).status).toBe(202);
+    expect(await auditActions(C)).toEqual(expect.arrayContaining(["ticket.held", "ticket.reclaimed"]));
+  });
+});
+
+describe("many tokens asking for one node at once", () => {
+  it("leave exactly one ticket, held by one token; every other answer is the same ticket (its holder) or 409 ticket_held", async () => {
+    for (let round = 0; round < 10; round++) {
+      const C = `own-race-${round}`;
+      await bootstrapped(C);
+      const tokens = await Promise.all([0, 1, 2, 3, 4].map(() => enroll(C)));
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => ticket(C, tokens[i % tokens.length], "n1", peer(2)).then((r) => ({ r, token: i % tokens.length }))));
+      const ids = new Set(answers.filter((a) => a.r.status < 300).map((a) => a.r.body.ticket));
+      expect(ids.size).toBe(1);
+      const winners = new Set(answers.filter((a) => a.r.status < 300).map((a) => a.token));
+      expect(winners.size).toBe(1);
+      for (const a of answers.filter((x) => x.r.status >= 300)) expect({ status: a.r.status, code: a.r.body.code }).toEqual({ status: 409, code: "ticket_held" });
+      const list = (await admin("GET", `${C}/tickets?limit=1000`)).body.tickets.filter((t: { node: string }) => t.node === "n1");
+      expect(list).toHaveLength(1);
+      const actions = await auditActions(C);
+      expect(actions.filter((x) => x === "ticket.created")).toHaveLength(2); // b0 and n1
+      expect(actions.filter((x) => x === "ticket.held")).toHaveLength(answers.filter((a) => a.r.status === 409).length);
+      expect(actions).not.toContain("ticket.reclaimed");
+    }
   });
 });
 
