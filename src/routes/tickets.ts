@@ -54,6 +54,7 @@ export const tickets = newApp()
         200: { description: "The ticket view", ...json(TicketView) },
         202: { description: "Still queued", ...json(TicketView) },
         ...problems,
+        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
       },
     }),
     async (c) => {
@@ -115,7 +116,11 @@ export const tickets = newApp()
       summary: "Abandon the ticket; frees its slot",
       security: bearer,
       request: { params: TicketParams },
-      responses: { 200: { description: "The abandoned ticket", ...json(TicketView) }, ...problems },
+      responses: {
+        200: { description: "The abandoned ticket", ...json(TicketView) },
+        ...problems,
+        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
+      },
     }),
     async (c) => {
       const token = bearerToken(c);
