@@ -166,6 +166,7 @@ export const COMMANDS: AdminCommand[] = [
           ["Queue", `${s.queue.queued} queued, ${s.queue.admitted} admitted`],
           ["Typical admission", s.typicalAdmissionSeconds ? duration(s.typicalAdmissionSeconds) : "unknown yet"],
           ["Signing key", s.signingKey],
+          ["Database", s.databaseSizeBytes === undefined ? "unknown" : `${(s.databaseSizeBytes / 1048576).toFixed(1)} MiB${s.retention ? ` (history kept: audit ${duration(s.retention.auditSeconds)}, ended tickets ${duration(s.retention.endedTicketSeconds)})` : ""}`],
         ]);
         out += `\nIn flight (${s.inFlight.length}):\n` + (s.inFlight.length ? ticketRows(s.inFlight, now) : "  none\n");
         out += `\nMembers (${s.members.length}):\n` + (s.members.length ? memberRows(s.members, now) : "  none\n");

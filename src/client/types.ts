@@ -43,6 +43,17 @@ export interface ClusterStatus {
   signingKey: string | null;
   typicalAdmissionSeconds: number;
   schemaVersion: number;
+  /** Size of the cluster's Durable Object database. */
+  databaseSizeBytes: number;
+  /** How long history is kept (seconds), and when the alarm last deleted what was past it. */
+  retention: {
+    endedTicketSeconds: number;
+    endedAdmissionSeconds: number;
+    endedEnrollmentTokenSeconds: number;
+    auditSeconds: number;
+    sweepIntervalSeconds: number;
+    lastSweptAt: string | null;
+  };
 }
 
 export interface TicketList {

@@ -17,7 +17,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { JWK, JWTPayload } from "jose";
-import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, needsBootstrap, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
+import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
 import { Clock } from "./clock.ts";
 import { QueueCommands, type SignedAdmission } from "./commands.ts";
 import { Credentials, type Principal } from "./credentials.ts";
@@ -25,7 +25,7 @@ import { parseLogLevel, type LogLevel } from "./event-log.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
-import { QueueStore, clusterFacts, clusterPolicy, type ClusterRow, type TicketRow } from "./store.ts";
+import { QueueStore, clusterPolicy, type ClusterRow, type TicketRow } from "./store.ts";
 import {
   adminTicketView,
   auditView,

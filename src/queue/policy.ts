@@ -8,9 +8,6 @@
 export type TicketState = "queued" | "admitted" | "joined" | "expired" | "abandoned" | "revoked";
 export type Role = "bootstrap" | "join";
 
-/** States in which a ticket still holds its node's place: at most one per node. */
-export const LIVE_STATES: readonly TicketState[] = ["queued", "admitted"];
-export const ENDED_STATES: readonly TicketState[] = ["expired", "abandoned", "revoked"];
 
 export interface QueuePolicy {
   /** Admitted tickets at once; etcd <= 3.5 allows a single learner, so 1 by default. */

@@ -55,7 +55,7 @@ export const tickets = newApp()
         200: { description: "The ticket view", ...json(TicketView) },
         202: { description: "Still queued", ...json(TicketView) },
         ...problems,
-        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (reason in `reason`)"),
+        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
       },
     }),
     async (c) => {
@@ -120,7 +120,7 @@ export const tickets = newApp()
       responses: {
         200: { description: "The abandoned ticket", ...json(TicketView) },
         ...problems,
-        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (reason in `reason`)"),
+        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
       },
     }),
     async (c) => {
