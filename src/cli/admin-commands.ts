@@ -63,10 +63,12 @@ function required(values: Values, name: string, what: string): string {
   return v;
 }
 
-const tokenRows = (tokens: { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string }[], now: number) =>
+type TokenRow = { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string; nodes?: string[]; peerHosts?: string[] };
+const tokenScope = (t: TokenRow) => [t.nodes ? `nodes ${t.nodes.join(",")}` : "", t.peerHosts ? `hosts ${t.peerHosts.join(",")}` : ""].filter(Boolean).join(" ") || "any";
+const tokenRows = (tokens: TokenRow[], now: number) =>
   table(
-    ["ID", "STATE", "USES", "EXPIRES", "DESCRIPTION"],
-    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", t.description]),
+    ["ID", "STATE", "USES", "EXPIRES", "SCOPE", "DESCRIPTION"],
+    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", tokenScope(t), t.description]),
   );
 
 const ticketRows = (tickets: AdminTicket[], now: number) =>
