@@ -17,6 +17,8 @@ import { classifyError, OVERLOADED_RETRY_AFTER_SECONDS, TRANSIENT_RETRY_AFTER_SE
 const stub = (cluster: string) => env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>;
 /** Moves the cluster object's clock forward. */
 const advance = (cluster: string, ms: number) => runInDurableObject(stub(cluster), (q: JoinQueue) => q.clock.advance(ms));
+/** Sets the cluster object's clock to `ms` (epoch milliseconds), wherever real time has got to. */
+const advanceTo = (cluster: string, ms: number) => runInDurableObject(stub(cluster), (q: JoinQueue) => q.clock.advance(ms - q.clock.now()));
 const introspect = (cluster: string, token: string) => call("POST", `/v1/clusters/${cluster}/admissions/introspect`, { body: { token } });
 const audit = async (cluster: string) => (await admin("GET", `${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string; detail: Record<string, unknown> }[];
 const states = async (cluster: string) => {
@@ -30,10 +32,12 @@ describe("time, by the object's clock", () => {
     const a = await ticket("sw-lease", enrollment, "a", peer(2));
     const b = await ticket("sw-lease", enrollment, "b", peer(3));
     expect([a.body.state, b.body.state]).toEqual(["admitted", "queued"]);
-    expect((await heartbeat("sw-lease", a.body.admission, a.body.ticket)).status).toBe(200);
-    await advance("sw-lease", 59_000);
-    expect((await poll("sw-lease", enrollment, a.body.ticket)).body.state, "inside the 60 s lease").toBe("admitted");
-    await advance("sw-lease", 2_000);
+    const beat = await heartbeat("sw-lease", a.body.admission, a.body.ticket);
+    expect(beat.status).toBe(200);
+    const leaseEnd = Date.parse(beat.body.leaseExpiresAt);
+    await advanceTo("sw-lease", leaseEnd - 1_000);
+    expect((await poll("sw-lease", enrollment, a.body.ticket)).body.state, "inside the lease").toBe("admitted");
+    await advanceTo("sw-lease", leaseEnd + 1_000);
     const hb = await heartbeat("sw-lease", a.body.admission, a.body.ticket);
     expect(hb.status).toBe(410);
     expect(hb.body).toMatchObject({ code: "admission_inactive", reason: "expired" });
@@ -137,9 +141,10 @@ describe("signing keys", () => {
     const jwks = createLocalJWKSet((await call("GET", "/v1/clusters/sw-keys/jwks.json")).body);
     await expect(jwtVerify(a.body.admission, jwks, { audience: "etcd-join:sw-keys" })).resolves.toBeTruthy();
     expect((await heartbeat("sw-keys", a.body.admission, a.body.ticket)).status).toBe(200);
-    await advance("sw-keys", 59_000);
+    const exp = Date.parse(a.body.admissionExpiresAt);
+    await advanceTo("sw-keys", exp - 1_000);
     expect(await kids(), "before the last token's exp").toContain(oldKid);
-    await advance("sw-keys", 2_000);
+    await advanceTo("sw-keys", exp + 1_000);
     expect(await kids(), "after the last token's exp").toEqual([rotated.body.kid]);
     await advance("sw-keys", 3_600_000);
     await runDurableObjectAlarm(stub("sw-keys"));
