@@ -28,6 +28,7 @@ const steps = [
   ["type check", ["tsc", "--noEmit"]],
   ["model check of the join protocol (spin)", ["node", "scripts/model.mjs"]],
   ["Go verifier module: go vet, go test (integrations/go)", ["node", "scripts/go-test.mjs"]],
+  ["OpenAPI document lint (Redocly, recommended rules)", ["node", "scripts/openapi.mjs", "lint", `${results}/openapi.json`]],
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ["end-to-end tests", vitest("e2e", ["e2e"])],

@@ -33,7 +33,7 @@ import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./options.ts";
 import type { Reporter } from "./progress.ts";
-import { Backoff, sleep, type Random } from "./retry.ts";
+import { Backoff, ServerFailures, sleep, type Random } from "./retry.ts";
 import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../queue/policy.ts";
 
@@ -191,6 +191,7 @@ class Agent {
   async #waitInQueue(start: TicketView, signal: AbortSignal): Promise<TicketView> {
     let view = start;
     const backoff = new Backoff(500, 10_000, this.#random);
+    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
     while (view.state === "queued") {
       this.#r.event("queued", `position ${view.position ?? "?"} in the queue`, {
         ticket: view.ticket,
@@ -211,6 +212,11 @@ class Agent {
         await sleep(backoff.next(), signal);
         continue;
       }
+      if (res.status === 500) {
+        await this.#brokerFault("waiting in the queue", res, faults, signal);
+        continue;
+      }
+      faults.reset();
       if (res.body) {
         backoff.reset();
         view = res.body;
@@ -418,6 +424,7 @@ class Agent {
   /** Calls the broker until it answers something other than "not now" (transport errors, 429, 5xx). */
   async #brokerRetry<T>(what: string, call: () => Promise<HttpResult<T>>, signal: AbortSignal): Promise<HttpResult<T>> {
     const backoff = new Backoff(500, 10_000, this.#random);
+    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
     for (;;) {
       let res: HttpResult<T>;
       try {
@@ -428,10 +435,32 @@ class Agent {
         await sleep(backoff.next(), signal);
         continue;
       }
+      if (res.status === 500) {
+        await this.#brokerFault(what, res, faults, signal);
+        continue;
+      }
+      faults.reset();
       if (res.status !== 429 && res.status < 500) return res;
       this.#r.retry(`${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       await sleep(backoff.after(res.retryAfter), signal);
     }
+  }
+
+  /** A 500 from the broker: reported every time, backed off from, and given up on when it repeats. */
+  async #brokerFault(what: string, res: HttpResult<unknown>, faults: ServerFailures, signal: AbortSignal): Promise<void> {
+    const delay = faults.failed();
+    const correlation = typeof res.problem?.correlationId === "string" ? ` (correlation id ${res.problem.correlationId})` : "";
+    if (delay === null) {
+      throw new GaveUp(
+        `${what}: the broker failed with an internal error ${faults.count} times in a row${correlation}: ${describeAnswer(res)}. ` +
+          `This is a fault in the broker, not a wait: report it to the broker's operator with the correlation id, then run the agent again.`,
+      );
+    }
+    this.#r.event("broker-error", `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`, {
+      status: res.status,
+      attempt: faults.count,
+    });
+    await sleep(delay, signal);
   }
 
   // ------------------------------------------------------------------ etcd

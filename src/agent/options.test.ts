@@ -76,6 +76,11 @@ describe("join flags", () => {
     expect(usageError(set("--node", "ctrl_1!"))).toContain("not a valid node name");
     expect(usageError(set("--peer-url", "https://10.0.0.4"))).toContain("must name a port");
     expect(usageError(set("--peer-url", "https://10.0.0.4:2380/path"))).toContain("must not have a path");
+    // The broker's and the join API's strict parser: other spellings of an address are refused here already.
+    expect(usageError(set("--peer-url", "https://010.0.0.4:2380"))).toContain("IPv4");
+    expect(usageError(set("--peer-url", "https://167772164:2380"))).toContain("IPv4");
+    expect(usageError(set("--peer-url", "https://10.0.0.4:02380"))).toContain("without leading zeros");
+    expect(usageError(set("--peer-url", "https:/10.0.0.4:2380"))).toContain("absolute URL");
     expect(usageError(set("--join-api", "ftp://x"))).toContain("http or https");
     expect(usageError([...REQUIRED, "--etcd-arg=--data-dir=/x"])).toContain("may not set --data-dir");
     expect(usageError([...REQUIRED, "--etcd-arg=heartbeat"])).toContain("not an etcd flag");

@@ -25,6 +25,7 @@ export type Step =
   | "joined"
   | "running"
   | "retry"
+  | "broker-error"
   | "lease"
   | "refused"
   | "gave-up"

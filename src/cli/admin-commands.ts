@@ -48,16 +48,27 @@ function int(values: Values, name: string): number | undefined {
   return Number(v);
 }
 
+/** A repeatable, comma-separated list flag; undefined when not given. */
+function list(values: Values, name: string): string[] | undefined {
+  const v = values[name];
+  if (v === undefined || typeof v === "boolean") return undefined;
+  const items = (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(",")).map((x) => x.trim());
+  if (items.some((x) => x === "")) throw new UsageError(`--${name} takes a comma-separated list without empty entries`);
+  return items;
+}
+
 function required(values: Values, name: string, what: string): string {
   const v = str(values, name);
   if (v === undefined || v.trim() === "") throw new UsageError(`--${name} is required: ${what}`);
   return v;
 }
 
-const tokenRows = (tokens: { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string }[], now: number) =>
+type TokenRow = { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string; nodes?: string[]; peerHosts?: string[] };
+const tokenScope = (t: TokenRow) => [t.nodes ? `nodes ${t.nodes.join(",")}` : "", t.peerHosts ? `hosts ${t.peerHosts.join(",")}` : ""].filter(Boolean).join(" ") || "any";
+const tokenRows = (tokens: TokenRow[], now: number) =>
   table(
-    ["ID", "STATE", "USES", "EXPIRES", "DESCRIPTION"],
-    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", t.description]),
+    ["ID", "STATE", "USES", "EXPIRES", "SCOPE", "DESCRIPTION"],
+    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", tokenScope(t), t.description]),
   );
 
 const ticketRows = (tickets: AdminTicket[], now: number) =>
@@ -83,19 +94,24 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "create"],
     args: [],
-    options: ["ttl", "max-uses", "description"],
-    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT]",
+    options: ["ttl", "max-uses", "description", "nodes", "peer-hosts"],
+    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…]",
     summary: "create an enrollment token (the secret is shown once); creates the cluster if new",
-    details: "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.",
+    details:
+      "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.\n" +
+      "--nodes limits the node names it may ask tickets for (glob patterns: * and ?), --peer-hosts the hosts of their\n" +
+      "peer URLs (host names, *.domain, IP addresses or CIDRs); both take a comma-separated list and may be repeated.",
     async run({ client, values, print }) {
       const ttlText = str(values, "ttl");
       const ttlSeconds = ttlText === undefined ? undefined : (parseDuration(ttlText) ?? undefined);
       if (ttlText !== undefined && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds or a duration like 10m, 24h, 7d, not ${JSON.stringify(ttlText)}`);
-      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description") });
+      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") });
       const t = reply.body;
+      const scope = [t.nodes ? `nodes ${t.nodes.join(", ")}` : "", t.peerHosts ? `peer hosts ${t.peerHosts.join(", ")}` : ""].filter(Boolean).join("; ");
       print(reply, () =>
         `Created enrollment token ${t.id} for cluster ${client.cluster}: ` +
-        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}.\n` +
+        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}` +
+        `${scope ? `, only for ${scope}` : ""}.\n` +
         `The token is shown only this once (the broker keeps only its hash):\n${t.token}\n`,
       );
     },
@@ -152,6 +168,7 @@ export const COMMANDS: AdminCommand[] = [
           ["Queue", `${s.queue.queued} queued, ${s.queue.admitted} admitted`],
           ["Typical admission", s.typicalAdmissionSeconds ? duration(s.typicalAdmissionSeconds) : "unknown yet"],
           ["Signing key", s.signingKey],
+          ["Database", s.databaseSizeBytes === undefined ? "unknown" : `${(s.databaseSizeBytes / 1048576).toFixed(1)} MiB${s.retention ? ` (history kept: audit ${duration(s.retention.auditSeconds)}, ended tickets ${duration(s.retention.endedTicketSeconds)})` : ""}`],
         ]);
         out += `\nIn flight (${s.inFlight.length}):\n` + (s.inFlight.length ? ticketRows(s.inFlight, now) : "  none\n");
         out += `\nMembers (${s.members.length}):\n` + (s.members.length ? memberRows(s.members, now) : "  none\n");

@@ -33,6 +33,8 @@ const COMMAND_OPTIONS = {
   "admission-ttl-seconds": { type: "string" },
   "max-queue": { type: "string" },
   member: { type: "string", multiple: true },
+  nodes: { type: "string", multiple: true },
+  "peer-hosts": { type: "string", multiple: true },
   follow: { type: "boolean", short: "f" },
 } as const;
 

@@ -89,8 +89,11 @@ export class Membership {
     return this.#held(() => this.#serialized(() => this.#addLearner(input)));
   }
 
-  /** Promotes the learner with this peer URL once it has started and is in sync. */
-  promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+  /**
+   * Promotes the learner with this peer URL once it has started and is in sync. The broker is
+   * asked again before every attempt (the hold may outlive the admission).
+   */
+  promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
     return this.#held(() => this.#serialized(() => this.#promote(input)));
   }
 
@@ -225,13 +228,19 @@ export class Membership {
     return null;
   }
 
-  async #promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+  async #promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
     const member = memberByPeerUrl(list.value.members, peerURL);
     if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
+    // As before an add: the admission may have ended while this promote was held or waited its
+    // turn, so the broker is asked right before each promote attempt.
+    const status = await this.#admissionStatus(input.token);
+    if (status && !status.active) {
+      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
+    }
     // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
     if (!member.started) {
       return refuse(503, "learner_not_started", `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`, RETRY_AFTER.learnerNotStarted);

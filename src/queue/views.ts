@@ -33,12 +33,14 @@ export interface Failure {
   code: ProblemCode;
   detail: string;
   retryAfter?: number;
+  /** Extension members of the problem (RFC 9457), e.g. the `reason` of a 410. */
+  extra?: Record<string, unknown>;
 }
 
 export type Outcome<T> = { ok: true; status: 200 | 201 | 202; value: T; etag?: string; retryAfter?: number } | Failure;
 
-export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number): Failure {
-  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}) };
+export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number, extra?: Record<string, unknown>): Failure {
+  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}), ...(extra ? { extra } : {}) };
 }
 
 export function iso(ms: number | null | undefined): string | undefined {
@@ -115,6 +117,8 @@ export function enrollmentTokenView(t: EnrollmentTokenRow, nowMs: number) {
     maxUses: t.max_uses,
     uses: t.uses,
     revokedAt: iso(t.revoked_at),
+    nodes: t.nodes === null ? undefined : (JSON.parse(t.nodes) as string[]),
+    peerHosts: t.peer_hosts === null ? undefined : (JSON.parse(t.peer_hosts) as string[]),
   };
 }
 

@@ -22,6 +22,7 @@ import {
   TicketListQuery,
 } from "../http/schemas.ts";
 import type { Context, MiddlewareHandler } from "hono";
+import { canonicalPeerUrl } from "../protocol/identifiers.ts";
 
 const common = {
   400: problemDoc("Invalid input"),
@@ -112,7 +113,7 @@ admin
   })
   .openapi(route("post", "/adopt", "Declare an existing cluster and its members: no bootstrap, ever", { body: { required: true, ...json(AdoptRequest) } }, { responses: conflict }), async (c) => {
     const { cluster } = c.req.valid("param");
-    const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: m.peerURL.replace(/\/$/, "") }));
+    const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: canonicalPeerUrl(m.peerURL) }));
     return respond(c, await queue(c, cluster).adopt(cluster, issuer(c), members));
   })
   .openapi(

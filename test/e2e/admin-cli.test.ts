@@ -125,6 +125,18 @@ describe("join-broker admin: happy paths", () => {
     expect((await askTicket(C, secret!, "ctrl-9", 9)).status).toBe(401);
   });
 
+  it("token create --nodes and --peer-hosts scope a token: token list shows it, requests outside it are refused", async () => {
+    const S = `${C}-scoped`;
+    const scoped = await okJson(["token", "create", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
+    expect(scoped).toMatchObject({ nodes: ["scoped-*", "other-?"], peerHosts: ["10.9.0.0/16", "scoped.example"] });
+    const human = await ok(["token", "create", "--nodes", "ctrl-*"], S);
+    expect(human.stdout).toContain("only for nodes ctrl-*");
+    const table = (await ok(["token", "list"], S)).stdout;
+    expect(table).toMatch(new RegExp(`${scoped.id}\\s+active\\s+0\\s+never\\s+nodes scoped-\\*,other-\\? hosts 10\\.9\\.0\\.0/16,scoped\\.example`));
+    const outside = await askTicket(S, scoped.token, "ctrl-1", 9);
+    expect([outside.status, outside.body.code]).toEqual([403, "outside_token_scope"]);
+  });
+
   it("status and tickets show the bootstrap holder, the queue and what is in flight", async () => {
     for (const [i, node] of ["ctrl-1", "ctrl-2", "ctrl-3"].entries()) {
       const r = await askTicket(C, enrollment, node, i + 1);
@@ -332,10 +344,10 @@ describe("join-broker admin: errors", () => {
   });
 
   it("reports an unknown cluster with its code and exit 1", async () => {
-    // token create, pause, resume, policy set and adopt create the cluster they name; the others need it to exist.
-    const creating = new Set(["token create", "pause", "resume", "policy set", "adopt"]);
+    // Only token create and adopt create the cluster they name; the others need it to exist.
+    const creating = new Set(["token create", "adopt"]);
     const reading = EVERY.filter((a) => !creating.has(a[0] === "token" || a[0] === "policy" ? `${a[0]} ${a[1]}` : a[0]));
-    expect(reading.length).toBe(11);
+    expect(reading.length).toBe(14);
     const runs = [];
     for (let i = 0; i < reading.length; i += 4) runs.push(...(await Promise.all(reading.slice(i, i + 4).map((args) => admin([...args, ...on("no-such-cluster")])))));
     for (const [i, r] of runs.entries()) {
@@ -375,6 +387,8 @@ describe("join-broker admin: errors", () => {
       [["status", "--reason", "x", ...conn], /--reason does not apply to 'status'/],
       [["token", "create", "--ttl", "soon", ...conn], /--ttl must be seconds or a duration/],
       [["token", "create", "--ttl", "30s", ...conn], /ttlSeconds: .*60/],
+      [["token", "create", "--peer-hosts", "10.0.0.0/33", ...conn], /peerHosts/],
+      [["token", "create", "--nodes", "a,,b", ...conn], /--nodes takes a comma-separated list/],
       [["revoke", "adm_x", ...conn], /--reason is required/],
       [["policy", "set", ...conn], /policy set needs at least one of/],
       [["policy", "set", "--max-in-flight", "two", ...conn], /--max-in-flight must be a whole number/],

@@ -239,7 +239,7 @@ describe("membership: held while etcd settles", () => {
     if (!added.ok) throw new Error(added.problem.detail);
     await cluster.startMember(first, added.value.initialCluster);
     // One request: held through "not in sync yet" (if etcd says so) until the promotion.
-    const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL });
+    const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL, jti: "adm_h1", token: "t1" });
     expect(promoted.ok && promoted.value).toEqual({ memberID: added.value.memberID, learner: false });
 
     // Right after a promotion etcd refuses every change until the leader has been connected to
@@ -252,5 +252,17 @@ describe("membership: held while etcd settles", () => {
     expect(held.ok && held.value.learner).toBe(true);
     const list = await gw.memberList();
     expect(list.ok && list.value.members.map((m) => [m.isLearner, m.started]).sort()).toEqual([[false, true], [false, true], [true, false]]);
+
+    // A promote held for a learner that has not started asks the broker before every attempt: once
+    // the admission ends, the hold ends with 410 instead of running out (and nothing is promoted).
+    let asked = 0;
+    const revokedMidway = new Membership({ gateway: gw, admissionStatus: async () => (++asked <= 3 ? { active: true } : { active: false, reason: "revoked" }), holdMs: 20_000 });
+    const started = Date.now();
+    const refused = await revokedMidway.promote({ node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" });
+    expect(!refused.ok && [refused.problem.status, refused.problem.code]).toEqual([410, "admission_revoked"]);
+    expect(asked).toBe(4);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const still = await gw.memberList();
+    expect(still.ok && still.value.members.filter((m) => m.isLearner)).toHaveLength(1);
   });
 });

@@ -41,7 +41,7 @@ async function call(path: string, token: string | null, body: unknown, headers: 
   const res = await fetch(`${joinApi.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
+    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
@@ -153,6 +153,12 @@ describe("join API against etcd 3.4", () => {
     expect([unknownField.status, unknownField.body.code]).toEqual([400, "invalid_request"]);
     const badPeer = await call("/v1beta1/etcd/members", none, { node: "ctrl-1", peerAddress: "http://10.0.0.1:2380/path" });
     expect([badPeer.status, badPeer.body.code]).toEqual([400, "invalid_peer_url"]);
+    for (const peerAddress of ["http://0177.0.0.1:2380", "http://2130706433:2380", "http://127.0.0.1:02380", " http://127.0.0.1:2380", "http:/127.0.0.1:2380"]) {
+      const lenient = await call("/v1beta1/etcd/members", none, { node: "ctrl-1", peerAddress });
+      expect({ peerAddress, status: lenient.status, code: lenient.body.code }).toEqual({ peerAddress, status: 400, code: "invalid_peer_url" });
+    }
+    const notUtf8 = await call("/v1beta1/etcd/members", none, Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]));
+    expect([notUtf8.status, notUtf8.body.code]).toEqual([400, "malformed_json"]);
     const notJson = await call("/v1beta1/etcd/members", none, "{not json");
     expect([notJson.status, notJson.body.code]).toEqual([400, "malformed_json"]);
     const tooBig = await call("/v1beta1/etcd/members", none, JSON.stringify({ node: "x".repeat(20_000) }));
