@@ -89,13 +89,18 @@ export class ExecCommand {
     }
   }
 
-  /** `signal` (SIGTERM by default) to the group, SIGKILL after `graceMs`; resolves once the shell exited. */
+  /**
+   * `signal` (SIGTERM by default) to the group, SIGKILL after `graceMs`; resolves once the shell
+   * exited and nothing is left in its group (also for a shell that had exited already).
+   */
   async stop(signal: NodeJS.Signals = "SIGTERM", graceMs = 30_000): Promise<CommandExit> {
-    if (this.#exit) return this.#exit;
-    this.signal(signal);
-    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
-    const exit = await this.exited;
-    clearTimeout(timer);
+    if (!this.#exit) {
+      this.signal(signal);
+      const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    const exit = this.#exit!;
     // Whatever of the group outlived the shell gets the same treatment.
     if (this.#child.pid) await stopGroup(this.#child.pid, 5_000);
     return exit;

@@ -121,10 +121,9 @@ export class Gate {
       }
       return;
     }
-    if (command?.running) {
-      this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
-      await command.stop("SIGTERM", STOP_GRACE_MS);
-    }
+    if (command?.running) this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
+    // Also what a failed COMMAND left in its process group: none of it is to be trusted now.
+    await command?.stop("SIGTERM", STOP_GRACE_MS);
     await this.removeOwnNonVoter();
   }
 

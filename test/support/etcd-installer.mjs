@@ -158,9 +158,11 @@ async function retry(what, call, done) {
   process.exit(1);
 }
 
-function failOnce(point) {
+async function failOnce(point) {
   if (o["fail-once-after"] !== point || !o["fail-once-file"] || existsSync(o["fail-once-file"])) return;
   writeFileSync(o["fail-once-file"], `failed once after ${point}\n`);
+  // Not at once: the nodes behind it are queued by then.
+  await sleep(2_000);
   say(`failing on purpose after ${point}`);
   process.exit(1);
 }
@@ -198,12 +200,12 @@ async function joinCluster() {
   } else {
     say(`reusing member ${hex(member.ID)} (${member.isLearner ? "learner" : "voter"})`);
   }
-  failOnce("add");
+  await failOnce("add");
   if (!runningEtcd()) {
     const initial = members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`));
     startEtcd([...initial, `${o.name}=${o["peer-url"]}`], "existing");
   }
-  failOnce("start");
+  await failOnce("start");
   await retry(
     `promoting ${hex(member.ID)}`,
     () => etcdctl(["member", "promote", hex(member.ID)]),
