@@ -92,7 +92,8 @@ Gate mode, for an installer that adds its own etcd member (k0s, kubeadm, k3s; do
   --etcd URL[,URL…]     etcd client URLs to ask (the cluster's, or this node's; default: --client-url)
   --etcd-cacert FILE    CA bundle for https etcd endpoints
   --etcd-cert FILE      client certificate for etcd (with --etcd-key)
-  --etcd-key FILE       client key for etcd
+  --etcd-key FILE       client key for etcd. The three are read whenever etcd is asked, so
+                        they may be files the installer writes only while it joins.
   --service             COMMAND is the node's long-running service (k0s controller, k3s server):
                         run it again on every start, also once the node has joined, and stay in
                         the foreground while it runs. Without it, a joined node exits 0 at once.
@@ -261,14 +262,9 @@ function gateOptions(
   }
   const files: EtcdTlsFiles = {};
   for (const [flag, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
+    // Read when etcd is asked, not now: a joining installer may write them only while it joins.
     const path = str(flag);
-    if (!path) continue;
-    try {
-      readFileSync(path);
-    } catch (e) {
-      throw new UsageError(`cannot read --${flag} ${path}: ${(e as Error).message}`);
-    }
-    files[field] = resolve(path);
+    if (path) files[field] = resolve(path);
   }
   if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
   return { endpoints, tls: Object.keys(files).length ? files : null };

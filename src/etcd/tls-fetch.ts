@@ -14,18 +14,38 @@ export interface TlsFiles {
   key?: string;
 }
 
-/** A fetch that presents these files to https endpoints (and speaks plain http to http ones). */
+/**
+ * A fetch that presents these files to https endpoints (and speaks plain http to http ones).
+ * The files are read on every request, so that certificates an installer writes while it joins
+ * (or rotates later) are used as soon as they exist; until then a request fails like an
+ * unreachable endpoint.
+ */
 export function tlsFetch(files: TlsFiles): typeof fetch {
-  const agent = new Agent({
-    keepAlive: true,
-    ca: files.ca ? readFileSync(files.ca) : undefined,
-    cert: files.cert ? readFileSync(files.cert) : undefined,
-    key: files.key ? readFileSync(files.key) : undefined,
-  });
+  let agentFor = "";
+  let agent: Agent | null = null;
+  const currentAgent = (): Agent => {
+    const ca = files.ca ? readFileSync(files.ca) : undefined;
+    const cert = files.cert ? readFileSync(files.cert) : undefined;
+    const key = files.key ? readFileSync(files.key) : undefined;
+    const id = [ca, cert, key].map((b) => b?.toString("base64") ?? "").join(".");
+    if (!agent || id !== agentFor) {
+      agent?.destroy();
+      agent = new Agent({ keepAlive: true, ca, cert, key });
+      agentFor = id;
+    }
+    return agent;
+  };
   const fetchWithTls = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
       const secure = url.protocol === "https:";
+      let agent: Agent | undefined;
+      try {
+        agent = secure ? currentAgent() : undefined;
+      } catch (e) {
+        reject(new Error(`cannot read etcd's TLS files: ${(e as Error).message}`));
+        return;
+      }
       const headers: Record<string, string> = {};
       new Headers(init.headers).forEach((value, name) => (headers[name] = value));
       const body = typeof init.body === "string" ? init.body : undefined;
