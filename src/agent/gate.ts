@@ -21,7 +21,7 @@ import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
 import type { TicketView } from "./broker-client.ts";
-import { GaveUp, Stopped } from "./errors.ts";
+import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
 import type { AgentOptions } from "./options.ts";
 import type { Reporter } from "./progress.ts";
@@ -44,6 +44,9 @@ const STOP_GRACE_MS = 30_000;
 /** COMMAND exited before the node was a voter: the agent leaves the queue and exits 4. */
 export class CommandFailed extends GaveUp {}
 
+/** A node told to join is a voter of another cluster than the one it was to join: exit 3. */
+export class SplitBrain extends Refusal {}
+
 export class Gate {
   readonly #o: AgentOptions;
   readonly #r: Reporter;
@@ -55,6 +58,10 @@ export class Gate {
   #running: ExecCommand | null = null;
   /** What was last reported about this node's member, so that each change is logged once. */
   #seen = "";
+  /** The role the broker gave this node's current ticket. */
+  #role: string | null = null;
+  /** The etcd cluster ID of the first member list that showed other members than this node (decimal). */
+  #cluster: string | null = null;
 
   constructor(options: AgentOptions, reporter: Reporter, dir: StateDir) {
     this.#o = options;
@@ -76,6 +83,7 @@ export class Gate {
    * resolves once etcd does. COMMAND keeps running after that if it does not exit by itself.
    */
   async admitted(view: TicketView, admission: string, signal: AbortSignal): Promise<Voter> {
+    this.#role = view.role;
     try {
       const already = await this.findVoter();
       if (already) {
@@ -165,8 +173,25 @@ export class Gate {
       if (!own.isLearner && own.started) this.#r.event("promoted", `a voter: member ${hex(own.id)}`, fields);
     }
     this.#seen = seen;
+    const clusterID = list.value.header.clusterId;
+    const others = list.value.members.filter((m) => m !== own);
+    if (others.length > 0) this.#cluster ??= clusterID;
     if (!own || own.isLearner || !own.started) return null;
-    return { memberID: own.id, clusterID: list.value.header.clusterId };
+    // The failure the broker exists to prevent (k0s issue #5149): an installer that decided on
+    // its own to start a new cluster. Never report that as a join.
+    if (this.#role === "join" && others.length === 0) {
+      throw new SplitBrain(
+        `the broker told this node to join, but etcd at ${list.endpoint} lists it as the only member of cluster ${hex(clusterID)}: ` +
+          `its installer started a new cluster of its own (split brain). Stop it, remove its etcd data, and run this command again with a recipe that joins when JOIN_BROKER_ROLE=join.`,
+      );
+    }
+    if (this.#cluster && clusterID !== this.#cluster) {
+      throw new SplitBrain(
+        `etcd at ${list.endpoint} lists this node as a voter of cluster ${hex(clusterID)}, but the cluster it was to join is ${hex(this.#cluster)} (split brain). ` +
+          `Stop its installer, remove its etcd data, and run this command again.`,
+      );
+    }
+    return { memberID: own.id, clusterID };
   }
 
   #own(members: readonly EtcdMember[]): EtcdMember | undefined {

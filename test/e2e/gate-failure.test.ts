@@ -2,7 +2,9 @@
  * Gate mode: an installer that fails before its node is a voter. Its agent removes the learner
  * the installer left behind, leaves the queue (the ticket is abandoned), and exits 4 naming the
  * installer's exit status; the node queued behind it goes next and joins without meeting that
- * learner. Run again (as a service manager would), the failed node joins at the back.
+ * learner. Run again (as a service manager would), the failed node joins at the back. And an
+ * installer that starts a cluster of its own although the broker said join (k0s issue #5149's
+ * failure) is refused, never reported as joined.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
@@ -11,11 +13,13 @@ import { installerCommand, NonVoterWatch } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2"];
+/** A node whose recipe ignores the broker's role and always creates a cluster. */
+const ROGUE = "ctrl-3";
 let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: NODES });
+  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, ROGUE] });
 });
 
 afterAll(async () => {
@@ -67,3 +71,20 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   expect(watch.maxNonVoters).toBeLessThanOrEqual(1);
   Object.assign(summary, { clusterId: final.clusterId, maxNonVoters: watch.maxNonVoters });
 }, 300_000);
+
+it("an installer that starts a new cluster although told to join is refused (exit 3), never recorded as joined", async () => {
+  const node = h.node(ROGUE);
+  // Asking only its own etcd, the agent sees what that node really became.
+  const args = h.gateAgentArgs(node, await installerCommand(h, node, { alwaysInit: true }), ["--etcd", node.clientURL]);
+  h.startAgent(ROGUE, { args });
+  const run = h.current(ROGUE)!;
+  expect((await run.exited).code, h.describeAgents()).toBe(3);
+  expect(run.events.find((e) => e.step === "exec")?.role).toBe("join");
+  expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/lists it as the only member of cluster \S+: its installer started a new cluster of its own \(split brain\)/);
+  expect(run.stdout).toBe("");
+  const audit = await h.audit();
+  expect(audit.filter((a) => a.action === "ticket.joined" && a.detail.node === ROGUE)).toEqual([]);
+  // The real cluster never heard of it.
+  const views = await h.finalViews(["ctrl-0"]);
+  expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES].sort());
+}, 120_000);

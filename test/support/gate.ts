@@ -15,6 +15,8 @@ export interface InstallerOptions {
   foreground?: boolean;
   /** Exit 1 the first time, after this point (the learner stays behind). */
   failOnceAfter?: "add" | "start";
+  /** A wrong recipe: always `init`, whatever JOIN_BROKER_ROLE says (a node that starts a cluster of its own). */
+  alwaysInit?: boolean;
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -45,6 +47,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
   ].map(quote);
   const [node0, script, ...rest] = args;
+  if (options.alwaysInit) return `exec ${node0} ${script} init ${rest.join(" ")}`;
   return `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec ${node0} ${script} init ${rest.join(" ")}; else exec ${node0} ${script} join ${rest.join(" ")}; fi`;
 }
 
