@@ -5,7 +5,9 @@
  * killed with SIGKILL mid-join (its installer runs on, orphaned, until the restarted agent stops
  * it). Agents that exit 4 are started again, as a service manager would. The end: one cluster
  * ID, seven started voters, one bootstrap, never more than one non-voting member, no two nodes'
- * installers running at once. All choices come from one printed seed (E2E_SEED replays it).
+ * installers running at once. Then the supervisors' agents are stopped and started again (a
+ * reboot): `--service` runs each supervisor again on its data, and the cluster is whole again.
+ * All choices come from one printed seed (E2E_SEED replays it).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness, type AgentEvent, type AgentRun } from "../support/cluster.ts";
@@ -134,5 +136,23 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
   // A signal to a supervising agent is passed on to its installer; the agent exits 0.
   const exits = await Promise.all([...supervisors].map((n) => h.stop(n)));
   expect(exits.map((x) => x.code)).toEqual([...supervisors].map(() => 0));
+
+  // A reboot: with --service the agent starts the supervisor again on the node's data, without a
+  // new ticket, and each node is a voter of the same cluster again.
+  const before = (await h.audit()).length;
+  for (const n of supervisors) start(n);
+  await h.waitFor("the supervisors to run again", () => [...supervisors].every((n) => h.current(n)!.events.some((e) => e.step === "running")), 120_000);
+  for (const n of supervisors) expect(h.current(n)!.stdout).toMatch(new RegExp(`^joined cluster ${final.clusterId} as (bootstrap|join)$`, "m"));
+  await h.waitFor("every node to be a voter again", async () => {
+    try {
+      await expectOneHealthyCluster(h, NODES);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 60_000);
+  expect((await h.audit()).slice(before).filter((a) => a.action.startsWith("ticket.")), "no ticket for a node that joined").toEqual([]);
+  const again = await Promise.all([...supervisors].map((n) => h.stop(n)));
+  expect(again.map((x) => x.code)).toEqual([...supervisors].map(() => 0));
   Object.assign(summary, { tookMs: took, clusterId: final.clusterId, plan, installerKill, agentKill, maxNonVoters: watch.maxNonVoters });
 }, 400_000);
