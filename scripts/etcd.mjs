@@ -9,7 +9,7 @@
 // 3.4 is Debian's etcd-server (installed with apt-get when missing and we are root). 3.5 and later
 // are built from their Go modules: a tiny `main` calling go.etcd.io/etcd/server/v3/etcdmain.Main
 // for etcd, and one calling go.etcd.io/etcd/etcdctl/v3/ctlv3 for etcdctl, once per machine, into
-// $ETCD_CACHE_DIR (default ~/.cache/etcd-join-broker/etcd/<release>/), reusing Go's module and
+// $JOIN_BROKER_ETCD_CACHE (default ~/.cache/etcd-join-broker/etcd/<release>/), reusing Go's module and
 // build caches. Two processes asking at once build once: a lock file per release makes the second
 // wait, and the finished directory appears by an atomic rename, so a half-built one is never used.
 // Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
@@ -41,9 +41,9 @@ export function normalizeMinor(version) {
   throw new Error(`unknown etcd version '${version}': choose one of ${known}`);
 }
 
-/** Where built releases live: $ETCD_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/etcd. */
+/** Where built releases live: $JOIN_BROKER_ETCD_CACHE, else $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/etcd. */
 export function etcdCacheDir() {
-  if (process.env.ETCD_CACHE_DIR) return resolve(process.env.ETCD_CACHE_DIR);
+  if (process.env.JOIN_BROKER_ETCD_CACHE) return resolve(process.env.JOIN_BROKER_ETCD_CACHE);
   const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
   return join(base, "etcd-join-broker", "etcd");
 }
@@ -288,7 +288,7 @@ const USAGE = `usage: node scripts/etcd.mjs path VERSION | list [--no-build]
   list              every version with its exact release and path (builds what is missing)
   list --no-build   the same, without building ("not built" for what is missing)
 
-Built releases live in ${etcdCacheDir()} (set ETCD_CACHE_DIR to move them).
+Built releases live in ${etcdCacheDir()} (set JOIN_BROKER_ETCD_CACHE to move them).
 Pinned releases: scripts/etcd-versions.json.`;
 
 async function main(argv) {
