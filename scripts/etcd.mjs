@@ -233,7 +233,7 @@ function run(cmd, args, { cwd, env, label, log }) {
 async function buildFromModules(pin, log) {
   const go = findGo();
   if (!go) {
-    throw new Error(`etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go 1.24 or newer`);
+    throw new Error(`etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go (the pinned releases' dependencies need Go 1.26 or newer)`);
   }
   const cache = etcdCacheDir();
   const final = join(cache, pin.release);

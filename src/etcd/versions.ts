@@ -154,7 +154,11 @@ const TABLE: Readonly<Record<EtcdMinor, EtcdTraits>> = {
     defaultMaxLearners: 1,
     errorBodyFields: ["error", "message", "code"],
     statusExtraFields: [],
-    refusedFlags: { "--max-learners": NO_MAX_LEARNERS, "--experimental-max-learners": NO_MAX_LEARNERS },
+    refusedFlags: {
+      "--max-learners": NO_MAX_LEARNERS,
+      "--experimental-max-learners": NO_MAX_LEARNERS,
+      "--experimental-compact-hash-check-enabled": "etcd 3.5 added it",
+    },
   }),
   "3.5": traits("3.5", {
     maxLearnersFlag: null,

@@ -14,6 +14,9 @@ import { EtcdGateway, classifyEtcdError } from "../../src/etcd/gateway.ts";
 import { startEtcd, type EtcdProcess } from "../../src/etcd/process.ts";
 import { maxLearnersArgs, refusedFlag, type EtcdMinor, type EtcdRefusal, type EtcdTraits } from "../../src/etcd/versions.ts";
 import { fromEtcdError } from "../../src/controller/outcome.ts";
+import { EtcdSupervisor } from "../../src/agent/etcd-supervisor.ts";
+import { GaveUp } from "../../src/agent/errors.ts";
+import { StateDir } from "../../src/agent/state-files.ts";
 import { etcdPin } from "../../scripts/etcd.mjs";
 import { TEST_TIMING, etcdUnderTest, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
 
@@ -208,6 +211,25 @@ describe("flags", () => {
         expect(r.output).toContain(`flag provided but not defined: -${flag.replace(/^--/, "")}`);
         expect(refusedFlag(traits, [`${flag}=1`])?.flag).toBe(flag);
       }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it("the agent's supervisor names this version and refuses, before starting etcd, each flag it refuses", async () => {
+    const scratch = mkdtempSync(join(tmpdir(), "join-broker-etcd-supervisor-"));
+    try {
+      const supervisor = new EtcdSupervisor(bin, new StateDir(join(scratch, "state")), join(scratch, "data"));
+      expect(await supervisor.version()).toMatchObject({ version, minor, traits });
+      for (const flag of Object.keys(traits.refusedFlags)) {
+        const refused = supervisor.start(["--name=x", `${flag}=1`]);
+        await expect(refused).rejects.toBeInstanceOf(GaveUp);
+        await expect(refused).rejects.toThrow(`etcd ${version} (${bin}) does not take ${flag}: ${traits.refusedFlags[flag]}`);
+        expect(supervisor.running).toBe(false);
+      }
+      await expect(supervisor.checkFlags(["--name=x", ...(traits.maxLearnersFlag ? maxLearnersArgs(traits, 4) : [])])).resolves.toBeUndefined();
+      const missing = new EtcdSupervisor(join(scratch, "no-such-etcd"), new StateDir(join(scratch, "state2")), join(scratch, "data2"));
+      await expect(missing.checkFlags([])).rejects.toThrow(/cannot run/);
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
