@@ -15,7 +15,7 @@
 // Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
 // code is 1.
 import { spawn, execFileSync } from "node:child_process";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -178,6 +178,52 @@ function alive(pid) {
   }
 }
 
+const STALE_LOCK_MS = 60 * 60 * 1000;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function readLock(path) {
+  try {
+    const text = readFileSync(path, "utf8").trim();
+    return { text, holder: Number(text), age: Date.now() - statSync(path).mtimeMs };
+  } catch {
+    return null; // released meanwhile
+  }
+}
+
+/** Held by a process that died, or far longer than any build takes (its pid reused since). */
+function isStale(lock) {
+  if (lock.age > STALE_LOCK_MS) return true;
+  if (!Number.isInteger(lock.holder) || lock.holder <= 0) return lock.age > 5_000; // its pid is still being written
+  return !alive(lock.holder);
+}
+
+/**
+ * Removes a stale lock, unless it changed since it was seen. Removers take turns (mkdir is
+ * atomic), and a lock file is only ever created where none is (`wx`), so between the second look
+ * and the removal nobody else can put a live lock there: two processes never both take over.
+ */
+async function removeStale(path, seen) {
+  const guard = `${path}.takeover`;
+  try {
+    mkdirSync(guard);
+  } catch (e) {
+    if (e.code !== "EEXIST") throw e;
+    try {
+      if (Date.now() - statSync(guard).mtimeMs > 60_000) rmSync(guard, { recursive: true, force: true }); // left by a crash
+    } catch {
+      /* gone meanwhile */
+    }
+    await sleep(200);
+    return;
+  }
+  try {
+    const again = readLock(path);
+    if (again && again.text === seen.text && isStale(again)) rmSync(path, { force: true });
+  } finally {
+    rmSync(guard, { recursive: true, force: true });
+  }
+}
+
 /** Takes `<cache>/<release>.lock`, waiting while a live process holds it; returns its release function. */
 async function lock(path, what, log) {
   let announced = false;
@@ -190,21 +236,15 @@ async function lock(path, what, log) {
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
     }
-    let holder = NaN;
-    try {
-      holder = Number(readFileSync(path, "utf8").trim());
-    } catch {
-      continue; // released meanwhile
-    }
-    if (!Number.isInteger(holder) || holder <= 0 || !alive(holder)) {
-      // Left by a process that died while building (or is still writing its pid: look again soon).
-      if (Number.isInteger(holder) && holder > 0) rmSync(path, { force: true });
-      else await new Promise((r) => setTimeout(r, 200));
+    const seen = readLock(path);
+    if (!seen) continue;
+    if (isStale(seen)) {
+      await removeStale(path, seen);
       continue;
     }
-    if (!announced) log(`[etcd] process ${holder} is building ${what}; waiting for it`);
+    if (!announced) log(`[etcd] process ${seen.holder || "?"} is building ${what}; waiting for it`);
     announced = true;
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
 }
 
