@@ -3,7 +3,8 @@
  * (etcd-installer.mjs, kubeadm's etcd phase with the real etcdctl) as a node's `--exec` COMMAND,
  * and a fast watcher of etcd's member list that records how many members were not voters at once.
  */
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { EtcdGateway } from "../../src/etcd/gateway.ts";
 import type { AgentRun, ClusterHarness, NodeSpec } from "./cluster.ts";
 import { ensureTool } from "./etcd.ts";
@@ -31,7 +32,9 @@ export function installerDataDir(node: NodeSpec): string {
  * `kubeadm init` and `kubeadm join`. The installer itself never reads a JOIN_BROKER_ variable.
  */
 export async function installerCommand(h: ClusterHarness, node: NodeSpec, options: InstallerOptions = {}): Promise<string> {
-  const etcdctl = await ensureTool("etcdctl");
+  // The etcdctl of the etcd under test when it was built beside it (scripts/etcd.mjs), else Debian's.
+  const beside = join(dirname(h.etcdBin), "etcdctl");
+  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
   const args = [
     process.execPath,
     INSTALLER,
