@@ -19,6 +19,9 @@
  * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
  * for the next node). Its data can never serve again, so a node that never was a voter moves it
  * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
+ *
+ * Gate mode (`--exec`, gate.ts): once admitted, an unmodified installer runs instead of the join
+ * API calls and etcd, and etcd's member list decides when the node is a voter.
  * @module
  */
 import { existsSync, renameSync } from "node:fs";
