@@ -2,9 +2,10 @@
  * Gate mode: an installer that fails before its node is a voter. Its agent removes the learner
  * the installer left behind, leaves the queue (the ticket is abandoned), and exits 4 naming the
  * installer's exit status; the node queued behind it goes next and joins without meeting that
- * learner. Run again (as a service manager would), the failed node joins at the back. And an
- * installer that starts a cluster of its own although the broker said join (k0s issue #5149's
- * failure) is refused, never reported as joined.
+ * learner. Run again (as a service manager would), the failed node joins at the back. An agent
+ * killed after its installer finished asks etcd before anything else and does not run it again.
+ * And an installer that starts a cluster of its own although the broker said join (k0s issue
+ * #5149's failure) is refused, never reported as joined.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
@@ -13,13 +14,15 @@ import { installerCommand, NonVoterWatch } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2"];
+/** A node whose agent dies after its installer made it a voter, before it reported that. */
+const RESUMER = "ctrl-3";
 /** A node whose recipe ignores the broker's role and always creates a cluster. */
-const ROGUE = "ctrl-3";
+const ROGUE = "ctrl-4";
 let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, ROGUE] });
+  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, RESUMER, ROGUE] });
 });
 
 afterAll(async () => {
@@ -72,6 +75,32 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   Object.assign(summary, { clusterId: final.clusterId, maxNonVoters: watch.maxNonVoters });
 }, 300_000);
 
+it("an agent killed after its installer made the node a voter asks etcd first: it completes without running the installer again", async () => {
+  const node = h.node(RESUMER);
+  const args = h.gateAgentArgs(node, await installerCommand(h, node));
+  h.startAgent(RESUMER, { args });
+  await h.waitForStep(RESUMER, "exec");
+  // Frozen: no heartbeat and no look at etcd while its installer carries on.
+  const first = h.current(RESUMER)!;
+  process.kill(first.pid, "SIGSTOP");
+  await h.waitFor(`${RESUMER} to be a started voter`, async () => {
+    const [view] = await h.finalViews(["ctrl-0"]);
+    return view!.members.some((m) => m.name === RESUMER && !m.isLearner);
+  }, 120_000);
+  await h.kill(RESUMER, "agent");
+  h.startAgent(RESUMER, { args });
+  const second = h.current(RESUMER)!;
+  expect((await second.exited).code, h.describeAgents()).toBe(0);
+  expect(second.events.find((e) => e.step === "ticket")?.msg).toMatch(/^resuming ticket \S+: admitted/);
+  expect(second.events.filter((e) => e.step === "exec"), "the installer did not run again").toEqual([]);
+  expect(second.events.some((e) => e.step === "promoted" && /etcd already lists this node as voter/.test(e.msg))).toBe(true);
+  expect(second.stdout).toMatch(/^joined cluster \S+ as join$/m);
+  const final = await expectOneHealthyCluster(h, [...NODES, RESUMER]);
+  expect(second.stdout).toBe(`joined cluster ${final.clusterId} as join\n`);
+  const joined = (await h.audit()).filter((a) => a.action === "ticket.joined" && a.detail.node === RESUMER);
+  expect(joined.map((a) => String(a.detail.memberID))).toEqual([final.ids.get(RESUMER)]);
+}, 240_000);
+
 it("an installer that starts a new cluster although told to join is refused (exit 3), never recorded as joined", async () => {
   const node = h.node(ROGUE);
   // Asking only its own etcd, the agent sees what that node really became.
@@ -86,5 +115,5 @@ it("an installer that starts a new cluster although told to join is refused (exi
   expect(audit.filter((a) => a.action === "ticket.joined" && a.detail.node === ROGUE)).toEqual([]);
   // The real cluster never heard of it.
   const views = await h.finalViews(["ctrl-0"]);
-  expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES].sort());
+  expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES, RESUMER].sort());
 }, 120_000);

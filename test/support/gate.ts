@@ -89,7 +89,7 @@ export class NonVoterWatch {
   }
 }
 
-/** Each run's COMMAND windows: from its `exec` event to its exit or the ticket's `complete`, whichever comes first. */
+/** Each run's join attempts: from its `exec` event to COMMAND's exit or the ticket's `complete`, whichever comes first. */
 export function execWindows(h: ClusterHarness): { node: string; run: number; from: number; to: number }[] {
   const out: { node: string; run: number; from: number; to: number }[] = [];
   for (const run of [...h.runs.values()].flat() as AgentRun[]) {
@@ -97,9 +97,12 @@ export function execWindows(h: ClusterHarness): { node: string; run: number; fro
     const next = h.runs.get(run.node.name)?.[run.run]?.events[0];
     const end = next ? Date.parse(next.time) : Number.POSITIVE_INFINITY;
     let from: number | null = null;
+    let joined = false;
     for (const e of run.events) {
       const t = Date.parse(e.time);
-      if (e.step === "exec") from = t;
+      // After `joined`, an `exec` is --service starting a supervisor on a node that is a voter already: no join.
+      if (e.step === "joined") joined = true;
+      if (e.step === "exec" && !joined) from = t;
       if (from !== null && (e.step === "exec-exit" || e.step === "complete" || e.step === "refused" || e.step === "gave-up")) {
         out.push({ node: run.node.name, run: run.run, from, to: t });
         from = null;
