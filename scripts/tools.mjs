@@ -5,6 +5,7 @@ import { accessSync, constants } from "node:fs";
 
 const TOOLS = {
   etcd: { env: "ETCD_BIN", candidates: ["/usr/bin/etcd", "/usr/local/bin/etcd"], apt: "etcd-server" },
+  etcdctl: { env: "ETCDCTL_BIN", candidates: ["/usr/bin/etcdctl", "/usr/local/bin/etcdctl"], apt: "etcd-client" },
   spin: { env: "SPIN_BIN", candidates: ["/usr/bin/spin", "/usr/local/bin/spin"], apt: "spin" },
 };
 

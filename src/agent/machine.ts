@@ -19,6 +19,9 @@
  * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
  * for the next node). Its data can never serve again, so a node that never was a voter moves it
  * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
+ *
+ * Gate mode (`--exec`, gate.ts): once admitted, an unmodified installer runs instead of the join
+ * API calls and etcd, and etcd's member list decides when the node is a voter.
  * @module
  */
 import { existsSync, renameSync } from "node:fs";
@@ -28,6 +31,7 @@ import { EXIT, UsageError } from "../cli/exit-codes.ts";
 import { BrokerClient, type TicketView } from "./broker-client.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
+import { Gate } from "./gate.ts";
 import { TransportError, describeAnswer, type HttpResult } from "./http.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
@@ -87,6 +91,8 @@ class Agent {
   readonly #joinApi: JoinApiClient;
   readonly #local: EtcdGateway;
   readonly #etcd: EtcdSupervisor | null;
+  /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
+  readonly #gate: Gate | null;
   #state!: AgentState;
   #printedFlags = "";
 
@@ -105,10 +111,12 @@ class Agent {
           onLeftoverStopped: (pid) => this.#r.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
         })
       : null;
+    this.#gate = options.exec ? new Gate(options, deps.reporter, dir) : null;
   }
 
   async run(): Promise<number> {
     try {
+      await this.#gate?.prepare();
       this.#state = this.#loadState();
       const marker = this.#dir.readMarker();
       if (marker) return await this.#resumeJoined(marker);
@@ -249,6 +257,11 @@ class Agent {
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
+      if (this.#gate) {
+        const voter = await this.#gate.admitted(view, admission, signal);
+        await this.#complete(view, admission, voter.memberID, signal);
+        return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
+      }
       return view.role === "bootstrap" ? await this.#bootstrap(view, admission, signal) : await this.#joinAsLearner(view, admission, signal);
     } finally {
       await lease.stop();
@@ -309,6 +322,16 @@ class Agent {
   /** The broker says this node already joined (a crash after `complete`, or an adopted member). */
   async #alreadyJoined(view: TicketView, signal: AbortSignal): Promise<JoinedMarker> {
     const { node, cluster, dataDir } = this.#o;
+    if (this.#gate) {
+      const voter = await this.#gate.findVoter();
+      if (!voter) {
+        throw new Refusal(
+          `the broker says ${node} already joined cluster ${cluster}, but etcd (${this.#o.etcdEndpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL}. ` +
+            `If its member is gone for good: run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${this.#o.brokerUrl}', delete ${this.#dir.markerPath} if it exists, and run this command again.`,
+        );
+      }
+      return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
+    }
     if (!hasEtcdData(dataDir)) {
       throw new Refusal(
         `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${hexId(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
@@ -633,14 +656,19 @@ class Agent {
   // ------------------------------------------------------------------ the end
 
   #writeMarker(view: TicketView, status: EtcdStatus): JoinedMarker {
+    return this.#writeMarkerIds(view, status.header.memberId, status.header.clusterId);
+  }
+
+  /** IDs in decimal, as etcd's gateway spells them. */
+  #writeMarkerIds(view: TicketView, memberId: string, clusterId: string): JoinedMarker {
     const marker: JoinedMarker = {
       version: 1,
       cluster: this.#o.cluster,
       node: this.#o.node,
       peerURL: this.#o.peerURL,
       role: view.role,
-      memberID: status.header.memberId || view.memberID || this.#state.etcd?.memberID || "",
-      clusterID: status.header.clusterId ? hexId(status.header.clusterId) : null,
+      memberID: memberId || view.memberID || this.#state.etcd?.memberID || "",
+      clusterID: clusterId ? hexId(clusterId) : null,
       ticket: view.ticket,
       joinedAt: new Date().toISOString(),
     };
@@ -654,6 +682,12 @@ class Agent {
     // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
     this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, role: marker.role });
     this.#deps.print(line);
+    if (this.#gate) {
+      const end = await this.#gate.serve(this.#deps.stop, { role: marker.role, ticket: marker.ticket });
+      if (end.code === "ok") return EXIT.ok;
+      this.#r.event("gave-up", end.message ?? "the command failed");
+      return EXIT.gaveUp;
+    }
     if (!this.#etcd) return EXIT.ok;
     this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
     const stop = this.#deps.stop;
@@ -700,8 +734,9 @@ class Agent {
   }
 
   async #fail(e: unknown): Promise<number> {
+    if (!(e instanceof Stopped)) await this.#gate?.stopCommand();
     if (e instanceof Stopped) {
-      this.#r.event("stopping", `${e.message}; stopping etcd. Run the same command again to resume.`);
+      this.#r.event("stopping", `${e.message}; stopping ${this.#gate ? "the command" : "etcd"}. Run the same command again to resume.`);
       await this.#etcd?.stop();
       return e.exitCode;
     }

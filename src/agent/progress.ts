@@ -17,6 +17,8 @@ export type Step =
   | "member-add"
   | "member-added"
   | "etcd-start"
+  | "exec"
+  | "exec-exit"
   | "etcd-ready"
   | "etcd-exit"
   | "promote"

@@ -18,7 +18,8 @@ import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { Timeline } from "./timeline.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
-export const RESULTS_DIR = join(ROOT, "test-results", "e2e");
+/** Per etcd version when one is chosen ($E2E_ETCD_VERSION), so that the runs of one `npm test` keep their timelines apart. */
+export const RESULTS_DIR = join(ROOT, "test-results", "e2e", ...(process.env.E2E_ETCD_VERSION ? [`etcd-${process.env.E2E_ETCD_VERSION}`] : []));
 
 export interface AgentEvent {
   time: string;
@@ -170,6 +171,28 @@ export class ClusterHarness {
       "--log-format", "json",
       "--timeout", "600",
       ...(this.options.agentArgs ?? []),
+    ];
+  }
+
+  /**
+   * Gate mode: `join-broker join --exec COMMAND` for this node, asking every node's etcd whether
+   * it is a voter. No join API, no --etcd-bin: COMMAND adds the member and runs etcd.
+   */
+  gateAgentArgs(node: NodeSpec, exec: string, extra: string[] = []): string[] {
+    return [
+      "join",
+      "--broker", this.broker.url,
+      "--cluster", this.cluster,
+      "--token", this.token,
+      "--node", node.name,
+      "--peer-url", node.peerURL,
+      "--state-dir", node.stateDir,
+      "--client-url", node.clientURL,
+      "--etcd", this.nodes.map((n) => n.clientURL).join(","),
+      "--exec", exec,
+      "--log-format", "json",
+      "--timeout", "600",
+      ...extra,
     ];
   }
 
