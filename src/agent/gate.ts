@@ -211,6 +211,8 @@ export class Gate {
       JOIN_BROKER_PEER_URL: this.#o.peerURL,
       JOIN_BROKER_TICKET: context.ticket,
     });
+    if (this.#o.joinApiUrl) env.JOIN_BROKER_JOIN_API = this.#o.joinApiUrl;
+    else delete env.JOIN_BROKER_JOIN_API;
     if (context.admission) env.JOIN_BROKER_ADMISSION = context.admission;
     else delete env.JOIN_BROKER_ADMISSION;
     const command = ExecCommand.start(this.#command, this.#dir, env);

@@ -189,13 +189,15 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const exec = typeof values.exec === "string" ? values.exec : null;
   if (exec !== null && exec.trim() === "") throw new UsageError("--exec needs a command");
   const gate = gateOptions(exec, values, str);
-  const joinApiUrl = exec === null ? httpUrl("--join-api", required("join-api")) : "";
+  // In gate mode a join API is optional: the installer is told where it is (JOIN_BROKER_JOIN_API).
+  const joinApiText = exec === null ? required("join-api") : str("join-api");
+  const joinApiUrl = joinApiText === undefined ? "" : httpUrl("--join-api", joinApiText);
   const stateDir = resolve(required("state-dir"));
   const dataDir = resolve(str("data-dir") ?? join(stateDir, "etcd"));
   const clientURL = peerUrl("--client-url", str("client-url") ?? "http://127.0.0.1:2379");
 
   const etcdBinRaw = str("etcd-bin");
-  if (exec !== null) for (const flag of ["join-api", "etcd-bin", "etcd-arg", "print-etcd-flags"]) if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --exec: in gate mode the installer adds the member and runs etcd`);
+  if (exec !== null) for (const flag of ["etcd-bin", "etcd-arg", "print-etcd-flags"]) if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --exec: in gate mode the installer adds the member and runs etcd`);
   const etcdBin = etcdBinRaw ? (isAbsolute(etcdBinRaw) || !etcdBinRaw.includes("/") ? etcdBinRaw : resolve(etcdBinRaw)) : null;
   const etcdArgs = (values["etcd-arg"] as string[] | undefined) ?? [];
   for (const arg of etcdArgs) {
