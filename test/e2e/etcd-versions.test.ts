@@ -184,7 +184,7 @@ describe("two voters", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("with a voter that never started: refuses a learner (unhealthy: the leader cannot reach every voter) and another voter (too few started)", async () => {
+  it("with a voter that never started: refuses a learner (unhealthy: the leader cannot reach every voter) and another voter (too few started); without quorum, a write is 'not now'", async () => {
     dir = mkdtempSync(join(tmpdir(), "join-broker-etcd-versions-"));
     const [a, b] = [await memberAddress("a"), await memberAddress("b")];
     const initial = [`a=${a.peerURL}`, `b=${b.peerURL}`];
@@ -210,6 +210,16 @@ describe("two voters", () => {
     expectRefusal(await add(a.clientURL, (await memberAddress("l")).peerURL), "unhealthy_cluster");
     // ...and a fourth voter would need 3 started voters of 4, which etcd checks first.
     expectRefusal(await add(a.clientURL, (await memberAddress("d")).peerURL, false), "not_enough_started");
+
+    // Without the other voter there is no quorum: a write times out in one of the table's "not now" answers.
+    await procs[1]!.stop(3_000);
+    const started = Date.now();
+    const put = await post(a.clientURL, "/v3/kv/put", { key: Buffer.from("k").toString("base64"), value: Buffer.from("v").toString("base64") });
+    const entry = Object.entries(traits.unavailable).find(([, e]) => e.message === put.body.message);
+    expect(entry, `etcd ${version} answered ${put.status} ${JSON.stringify(put.body)} after ${Date.now() - started} ms`).toBeDefined();
+    expect({ status: put.status, code: put.body.code }).toEqual({ status: entry![1].httpStatus, code: entry![1].grpcCode });
+    expect(Object.keys(put.body).sort()).toEqual([...traits.errorBodyFields].sort());
+    expect(classifyEtcdError(String(put.body.message), Number(put.body.code))).toBe("unavailable");
   });
 });
 
