@@ -62,7 +62,10 @@ for (const [name, [cmd, ...args], env = {}] of steps) {
 
 let passed = 0;
 let failed = 0;
-const reports = existsSync(results) ? readdirSync(results).filter((f) => f.endsWith(".json")).map((f) => `${results}/${f}`) : [];
+// Only vitest's reports: other steps write JSON here too (the OpenAPI document).
+const reports = existsSync(results)
+  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+)\.json$/.test(f)).map((f) => `${results}/${f}`)
+  : [];
 for (const file of reports) {
   const report = JSON.parse(readFileSync(file, "utf8"));
   passed += report.numPassedTests ?? 0;
