@@ -207,7 +207,7 @@ class Agent {
         res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`broker unreachable: ${e.reason}`);
+        this.#r.failure("broker", `broker unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -222,7 +222,7 @@ class Agent {
       }
       if (res.status === 404) return await this.#requestTicket(signal);
       if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
-      this.#r.retry(`waiting in the queue: ${describeAnswer(res)}`);
+      this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
       await sleep(backoff.after(res.retryAfter), signal);
     }
     return view;
@@ -238,7 +238,7 @@ class Agent {
       leaseExpiresAt: view.leaseExpiresAt,
     });
     const lease = new LeaseKeeper(this.#broker, view.ticket, admission, view.leaseExpiresAt, this.#random, {
-      onTrouble: (m) => this.#r.retry(m),
+      onTrouble: (m) => this.#r.failure("broker", m),
     });
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
@@ -330,7 +330,7 @@ class Agent {
         res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`join API unreachable: ${e.reason}`);
+        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -357,7 +357,7 @@ class Agent {
         res = await this.#joinApi.promote(admission, this.#o.node, signal);
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`join API unreachable: ${e.reason}`);
+        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -424,12 +424,12 @@ class Agent {
         res = await call();
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`${what}: broker unreachable (${e.reason})`);
+        this.#r.failure("broker", `${what}: broker unreachable (${e.reason})`);
         await sleep(backoff.next(), signal);
         continue;
       }
       if (res.status !== 429 && res.status < 500) return res;
-      this.#r.retry(`${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
+      this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       await sleep(backoff.after(res.retryAfter), signal);
     }
   }

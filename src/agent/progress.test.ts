@@ -45,6 +45,23 @@ describe("progress", () => {
     expect(verbose.text()).toContain("n retry: broker unreachable");
   });
 
+  it("plain: a failing service is logged at once, then at most every 10 s, with the error and how many were folded", () => {
+    let now = 0;
+    const out = sink();
+    const r = createReporter({ format: "text", node: "ctrl-1", verbose: false, stream: out.stream, now: () => now });
+    r.failure("broker", "ticket request: broker unreachable (ECONNREFUSED 127.0.0.1:9)");
+    for (now = 1_000; now < 10_000; now += 1_000) r.failure("broker", "ticket request: broker unreachable (ECONNREFUSED 127.0.0.1:9)");
+    // Another service is not held back by the broker's quiet period.
+    r.failure("join-api", "join API unreachable: ECONNREFUSED 127.0.0.1:10");
+    now = 10_000;
+    r.failure("broker", "ticket request: broker unreachable (ETIMEDOUT)");
+    const lines = out.text().trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/ ctrl-1 retry: ticket request: broker unreachable \(ECONNREFUSED 127\.0\.0\.1:9\)$/);
+    expect(lines[1]).toContain("retry: join API unreachable: ECONNREFUSED");
+    expect(lines[2]).toMatch(/retry: ticket request: broker unreachable \(ETIMEDOUT\) \(and 9 more like it in the last 10 s\)$/);
+  });
+
   it("terminal: one line rewritten in place, with position and estimate; final steps end the line", () => {
     let now = 0;
     const out = sink(true);

@@ -2,7 +2,9 @@
  * The agent's progress on stderr. On a terminal it is one line, rewritten in place (step,
  * queue position, estimated wait, elapsed time); otherwise one plain log line per event, or one
  * JSON object per line with `--log-format json` (what scripts and the end-to-end tests read).
- * Repeated identical waiting states are not logged again, so a long queue stays quiet.
+ * Repeated identical waiting states are not logged again, so a long queue stays quiet. Failures
+ * to reach a service are always logged: the first at once, then at most one line every 10 s per
+ * service, saying how many were folded into it.
  * @module
  */
 import type { LogFormat } from "./options.ts";
@@ -31,6 +33,12 @@ export type Step =
   | "stopping"
   | "error";
 
+/** The services whose failures the agent reports. */
+export type Service = "broker" | "join-api";
+
+/** How often a repeating failure is logged when the output is not a terminal. */
+export const FAILURE_LOG_INTERVAL_MS = 10_000;
+
 export type Fields = Record<string, string | number | boolean | null | undefined>;
 
 export interface Reporter {
@@ -38,6 +46,11 @@ export interface Reporter {
   event(step: Step, message: string, fields?: Fields): void;
   /** A retry: shown on a terminal, logged only with --verbose (but always as JSON). */
   retry(message: string, fields?: Fields): void;
+  /**
+   * A failed call to a service (the broker is unreachable, or answers 5xx/429): shown like a retry
+   * on a terminal, and without one logged at once, then at most every FAILURE_LOG_INTERVAL_MS.
+   */
+  failure(service: Service, message: string, fields?: Fields): void;
   /** Ends the updating line, if any. */
   close(): void;
 }
@@ -52,10 +65,32 @@ export interface ReporterOptions {
 
 export function createReporter(options: ReporterOptions): Reporter {
   const stream = options.stream ?? process.stderr;
+  const now = options.now ?? Date.now;
   if (options.format === "json") return new JsonReporter(stream, options.node);
-  if (stream.isTTY) return new TerminalReporter(stream, options.node, options.now ?? Date.now);
-  return new PlainReporter(stream, options.node, options.verbose);
+  if (stream.isTTY) return new TerminalReporter(stream, options.node, now);
+  return new PlainReporter(stream, options.node, options.verbose, now);
 }
+
+/** Lets through the first failure of a service, then one per interval, counting the rest. */
+class FailureThrottle {
+  readonly #last = new Map<Service, { at: number; folded: number }>();
+
+  constructor(readonly now: () => number) {}
+
+  /** null: stay quiet; else how many failures of `service` were not logged since the last line. */
+  admit(service: Service): number | null {
+    const now = this.now();
+    const last = this.#last.get(service);
+    if (last && now - last.at < FAILURE_LOG_INTERVAL_MS) {
+      last.folded++;
+      return null;
+    }
+    this.#last.set(service, { at: now, folded: 0 });
+    return last?.folded ?? 0;
+  }
+}
+
+const foldedNote = (folded: number) => (folded > 0 ? ` (and ${folded} more like it in the last ${FAILURE_LOG_INTERVAL_MS / 1000} s)` : "");
 
 class JsonReporter implements Reporter {
   constructor(
@@ -71,18 +106,26 @@ class JsonReporter implements Reporter {
     this.event("retry", message, fields);
   }
 
+  failure(service: Service, message: string, fields: Fields = {}): void {
+    this.event("retry", message, { ...fields, failure: service });
+  }
+
   close(): void {}
 }
 
 class PlainReporter implements Reporter {
   #lastQueued = "";
   #lastQueuedAt = 0;
+  readonly #throttle: FailureThrottle;
 
   constructor(
     readonly stream: NodeJS.WritableStream,
     readonly node: string,
     readonly verbose: boolean,
-  ) {}
+    now: () => number,
+  ) {
+    this.#throttle = new FailureThrottle(now);
+  }
 
   event(step: Step, message: string, fields: Fields = {}): void {
     if (step === "queued") {
@@ -98,6 +141,12 @@ class PlainReporter implements Reporter {
 
   retry(message: string, fields: Fields = {}): void {
     if (this.verbose) this.event("retry", message, fields);
+  }
+
+  failure(service: Service, message: string, fields: Fields = {}): void {
+    if (this.verbose) return this.event("retry", message, fields);
+    const folded = this.#throttle.admit(service);
+    if (folded !== null) this.event("retry", `${message}${foldedNote(folded)}`, fields);
   }
 
   close(): void {}
@@ -143,6 +192,10 @@ class TerminalReporter implements Reporter {
     this.#fields = { ...this.#fields, ...fields };
     this.#line = `${this.#stepMessageHead()}${message}`;
     this.#render();
+  }
+
+  failure(_service: Service, message: string, fields: Fields = {}): void {
+    this.retry(message, fields);
   }
 
   close(): void {

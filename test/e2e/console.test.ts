@@ -19,7 +19,8 @@ const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  [broker, chromium] = await Promise.all([startBroker(), launchChromium()]);
+  // Assigned as each starts, so that afterAll stops whichever did when the other fails.
+  await Promise.all([startBroker().then((b) => (broker = b)), launchChromium().then((c) => (chromium = c))]);
 });
 
 afterAll(async () => {
