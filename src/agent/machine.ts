@@ -270,8 +270,9 @@ class Agent {
     this.#checkDataIsOurs("join");
     this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
     const added = await this.#addMember(view, admission, signal);
-    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${added.memberID} of ${added.initialCluster.length}`, {
+    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${hexId(added.memberID)} of ${added.initialCluster.length}`, {
       memberID: added.memberID,
+      memberIDHex: hexId(added.memberID),
       learner: added.learner,
       members: added.initialCluster.length,
     });
@@ -604,13 +605,15 @@ class Agent {
   // ------------------------------------------------------------------ the end
 
   #writeMarker(view: TicketView, status: EtcdStatus): JoinedMarker {
+    const memberID = status.header.memberId || view.memberID || this.#state.etcd?.memberID || "";
     const marker: JoinedMarker = {
       version: 1,
       cluster: this.#o.cluster,
       node: this.#o.node,
       peerURL: this.#o.peerURL,
       role: view.role,
-      memberID: status.header.memberId || view.memberID || this.#state.etcd?.memberID || "",
+      memberID,
+      memberIDHex: hexId(memberID),
       clusterID: status.header.clusterId ? hexId(status.header.clusterId) : null,
       ticket: view.ticket,
       joinedAt: new Date().toISOString(),
@@ -623,7 +626,7 @@ class Agent {
   async #serve(marker: JoinedMarker): Promise<number> {
     const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
     // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
-    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, role: marker.role });
+    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: hexId(marker.memberID), role: marker.role });
     this.#deps.print(line);
     if (!this.#etcd) return EXIT.ok;
     this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });

@@ -5,6 +5,7 @@
  */
 import type { AdminClient, Reply } from "../client/index.ts";
 import type { AdminTicket, AuditEntry, Member } from "../client/index.ts";
+import { memberIdHex } from "../protocol/member-id.ts";
 import { UsageError } from "./exit-codes.ts";
 import { duration, fields, inlineDetail, parseDuration, relative, table, when } from "./format.ts";
 
@@ -69,7 +70,7 @@ const ticketRows = (tickets: AdminTicket[], now: number) =>
 const memberRows = (members: Member[], now: number) =>
   table(
     ["NODE", "PEER URL", "MEMBER ID", "SOURCE", "JOINED"],
-    members.map((m) => [m.node, m.peerURL, m.memberID, m.source, relative(m.joinedAt, now)]),
+    members.map((m) => [m.node, m.peerURL, m.memberID === undefined ? undefined : memberIdHex(m.memberID), m.source, relative(m.joinedAt, now)]),
   );
 
 export const auditLine = (e: AuditEntry) => `${String(e.seq).padStart(6)}  ${e.time?.slice(0, 23)}Z  ${e.actor.padEnd(16)}  ${e.action.padEnd(26)}  ${e.subject}  ${inlineDetail(e.detail)}`.trimEnd();

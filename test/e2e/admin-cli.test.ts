@@ -161,6 +161,10 @@ describe("join-broker admin: happy paths", () => {
 
   it("revoke ends an admission at once and frees its slot; revoking it again changes nothing", async () => {
     expect((await nodeApi("POST", `/v1/clusters/${C}/tickets/${tickets["ctrl-2"].ticket}/complete`, tickets["ctrl-2"].admission!, { memberID: "1201" })).status).toBe(200);
+    // Member IDs read as etcdctl prints them: 1201 is 4b1.
+    const members = (await ok(["status"], C)).stdout;
+    expect(members).toMatch(/^ctrl-2 .* 4b1 /m);
+    expect((await ok(["audit"], C)).stdout).toMatch(/ticket\.joined .* memberID=4b1/);
     const three = await nodeApi("GET", `/v1/clusters/${C}/tickets/${tickets["ctrl-3"].ticket}`, enrollment);
     expect(three.body.state).toBe("admitted");
     expect(await introspect(C, three.body.admission)).toMatchObject({ active: true });
