@@ -32,7 +32,7 @@ import { TransportError, describeAnswer, type HttpResult } from "./http.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./options.ts";
-import type { Reporter } from "./progress.ts";
+import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, sleep, type Random } from "./retry.ts";
 import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../queue/policy.ts";
@@ -191,12 +191,9 @@ class Agent {
   async #waitInQueue(start: TicketView, signal: AbortSignal): Promise<TicketView> {
     let view = start;
     const backoff = new Backoff(500, 10_000, this.#random);
+    let shown: TicketView | null = null;
     while (view.state === "queued") {
-      this.#r.event("queued", `position ${view.position ?? "?"} in the queue`, {
-        ticket: view.ticket,
-        position: view.position,
-        estimatedWaitSeconds: view.estimatedWaitSeconds,
-      });
+      if (view !== shown) reportQueued(this.#r, view);
       const began = Date.now();
       // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
       // once, and the position shown is never older than the broker thinks useful.
@@ -217,7 +214,12 @@ class Agent {
         // A poll that came back early (the ticket changed but is still queued) must not bring the
         // next request forward: requests stay at least Retry-After apart, plus jitter.
         const early = hint * 1000 - (Date.now() - began);
-        if (view.state === "queued" && early > 0) await sleep(early + hint * 250 * this.#random(), signal);
+        if (view.state === "queued" && early > 0) {
+          // Show the new position at once; the next request still waits its turn.
+          reportQueued(this.#r, view);
+          shown = view;
+          await sleep(early + hint * 250 * this.#random(), signal);
+        }
         continue;
       }
       if (res.status === 404) return await this.#requestTicket(signal);

@@ -130,7 +130,7 @@ class PlainReporter implements Reporter {
   event(step: Step, message: string, fields: Fields = {}): void {
     if (step === "queued") {
       // Log a waiting node again only when its position moved, or once a minute.
-      const key = `${fields.position}`;
+      const key = `${fields.position} ${fields.waitingFor}`;
       if (key === this.#lastQueued && Date.now() - this.#lastQueuedAt < 60_000) return;
       this.#lastQueued = key;
       this.#lastQueuedAt = Date.now();
@@ -224,6 +224,32 @@ class TerminalReporter implements Reporter {
   #clear(): void {
     this.stream.write("\r\x1b[2K");
   }
+}
+
+/** What a queued ticket view says about the wait (the broker's fields; see TicketView). */
+export interface QueuedView {
+  ticket: string;
+  position?: number;
+  estimatedWaitSeconds?: number;
+  waitingFor?: "paused" | "bootstrap";
+  bootstrapNode?: string;
+}
+
+/** The "queued" event: the position, and what the queue waits for when it is not just turns. */
+export function reportQueued(r: Reporter, view: QueuedView): void {
+  const where = `position ${view.position ?? "?"} in the queue`;
+  const message =
+    view.waitingFor === "paused" ? `${where}; admissions are paused by an admin`
+    : view.waitingFor === "bootstrap" ? `${where}; waiting for the bootstrap node${view.bootstrapNode ? ` ${view.bootstrapNode}` : ""} to start the cluster`
+    : where;
+  r.event("queued", message, {
+    ticket: view.ticket,
+    position: view.position,
+    // An estimate made from typical admissions means nothing while the queue is blocked.
+    estimatedWaitSeconds: view.waitingFor ? undefined : view.estimatedWaitSeconds,
+    waitingFor: view.waitingFor,
+    bootstrapNode: view.bootstrapNode,
+  });
 }
 
 export function formatDuration(ms: number): string {

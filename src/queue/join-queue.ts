@@ -65,6 +65,17 @@ const LONG_POLL_MAX_MS = 30_000;
 const AUDIT_WAITERS = "*audit";
 const UNKNOWN_CLUSTER = (cluster: string) => fail(404, "unknown_cluster", `cluster ${cluster} does not exist on this broker (an admin creates it with its first enrollment token)`);
 
+/** How many queued tickets at the head of the queue hear of every admission (their position moved). */
+const POSITION_REFRESH_COUNT = 8;
+
+/** What a queued ticket waits for besides its turn: the cluster is paused, or not yet bootstrapped. */
+function queueBlocker(c: ClusterRow, row: TicketRow): { waitingFor?: "paused" | "bootstrap"; bootstrapNode?: string } {
+  const facts = clusterFacts(c);
+  if (facts.paused) return { waitingFor: "paused" };
+  if (row.role === "join" && needsBootstrap(facts)) return { waitingFor: "bootstrap", ...(c.bootstrap_node ? { bootstrapNode: c.bootstrap_node } : {}) };
+  return {};
+}
+
 export class JoinQueue extends DurableObject<Env> {
   readonly #store: QueueStore;
   readonly #waiters = new Waiters();
@@ -569,7 +580,7 @@ export class JoinQueue extends DurableObject<Env> {
     if (row.state === "queued") {
       const position = this.#store.position(row.seq);
       const typical = c.typical_admission_ms / 1000;
-      queued = { position, retryAfter: retryAfterSeconds(position, typical, policy), estimatedWaitSeconds: estimatedWaitSeconds(position, typical, policy) };
+      queued = { position, retryAfter: retryAfterSeconds(position, typical, policy), estimatedWaitSeconds: estimatedWaitSeconds(position, typical, policy), ...queueBlocker(c, row) };
     }
     if (row.state === "admitted" && row.jti) {
       const a = this.#store.admission(row.jti);
@@ -653,7 +664,9 @@ export class JoinQueue extends DurableObject<Env> {
       return done;
     });
     if (admitted.length > 0) {
-      this.#waiters.notify(admitted);
+      // The admitted, and the next few in line (their positions moved), answer now; further back,
+      // positions change little between polls, and waking them would cost a request per node.
+      this.#waiters.notify([...admitted, ...this.#store.listTickets("queued", POSITION_REFRESH_COUNT, 0).map((t) => t.id)]);
       await this.#armAlarm();
     }
     return admitted;
