@@ -3,7 +3,14 @@
  * client (`admin`).
  * @module
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { EXIT, UsageError } from "./exit-codes.ts";
+
+/** The package's version, from its package.json (the CLI runs from source, so it is always there). */
+export function version(): string {
+  return (JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string }).version;
+}
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
@@ -16,7 +23,7 @@ export const USAGE = `Usage: join-broker <command> [flags]
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(11)} ${c.summary}`).join("\n")}
 
-Run 'join-broker <command> --help' for a command's flags.
+Run 'join-broker <command> --help' for a command's flags, 'join-broker --version' for the version.
 Exit codes: 0 ok, 2 bad usage, 3 refused (revoked, forbidden), 4 gave up.
 `;
 
@@ -25,6 +32,10 @@ export async function main(argv: string[]): Promise<number> {
   if (!name || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(USAGE);
     return name ? EXIT.ok : EXIT.usage;
+  }
+  if (name === "--version" || name === "-v" || name === "-V" || name === "version") {
+    process.stdout.write(`join-broker ${version()} (protocol v1.1)\n`);
+    return EXIT.ok;
   }
   const command = COMMANDS[name];
   if (!command) {

@@ -1,0 +1,22 @@
+/**
+ * The `join-broker` command's own conventions, as a user meets them: the version, and what it
+ * says about a mistyped command. Runs the real bin; no broker is needed.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "../support/broker.ts";
+
+const BIN = join(ROOT, "bin/join-broker");
+const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, encoding: "utf8", timeout: 60_000, env: { ...process.env, JOIN_BROKER_URL: "", JOIN_BROKER_ADMIN_TOKEN: "" } });
+
+describe("join-broker", () => {
+  it("prints its version for --version, -v and version, and exits 0", () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+    for (const flag of ["--version", "-v", "version"]) {
+      const r = run(flag);
+      expect({ flag, status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({ flag, status: 0, stdout: `join-broker ${version} (protocol v1.1)\n`, stderr: "" });
+    }
+  });
+});
