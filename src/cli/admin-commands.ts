@@ -234,6 +234,25 @@ export const COMMANDS: AdminCommand[] = [
     },
   },
   {
+    words: ["policy"],
+    args: [],
+    options: [],
+    synopsis: "policy",
+    summary: "show the queue policy",
+    async run({ client, print }) {
+      const reply = await client.policy();
+      const p = reply.body;
+      print(reply, () =>
+        fields([
+          ["maxInFlight", `${p.maxInFlight}  (nodes admitted at once)`],
+          ["leaseSeconds", `${p.leaseSeconds}  (an admitted node must heartbeat or complete within this)`],
+          ["admissionTtlSeconds", `${p.admissionTtlSeconds}  (lifetime of an admission token)`],
+          ["maxQueue", `${p.maxQueue}  (live tickets at most)`],
+        ]),
+      );
+    },
+  },
+  {
     words: ["keys", "rotate"],
     args: [],
     options: [],

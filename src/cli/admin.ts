@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type Reply } from "../client/index.ts";
 import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
+import { closest, didYouMean } from "./suggest.ts";
 
 const CONNECTION_OPTIONS = {
   cluster: { type: "string" },
@@ -65,6 +66,18 @@ function commandUsage(c: AdminCommand): string {
   return `Usage: join-broker admin ${c.synopsis} --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]\n\n${c.summary}.\n${c.details ? `${c.details}\n` : ""}\nRun 'join-broker admin --help' for the connection flags and exit codes.\n`;
 }
 
+/** What to say about positionals that name no subcommand: the closest ones, whatever was mistyped. */
+function unknownSubcommand(positionals: string[]): string {
+  const names = COMMANDS.map((c) => c.words.join(" "));
+  const two = positionals.slice(0, 2).join(" ");
+  const typed = positionals.length > 1 && closest(two, names).length ? two : positionals[0];
+  const near = closest(typed, names);
+  const group = names.filter((n) => n.startsWith(`${positionals[0]} `));
+  const options = near.length ? near : group;
+  const hint = options.length ? `; did you mean ${options.map((n) => `'${n}'`).join(" or ")}?` : "; 'join-broker admin --help' lists them";
+  return `unknown subcommand '${typed}'${hint}`;
+}
+
 /** The subcommand named by the leading positionals: "token create" takes two words, "status" one. */
 function findCommand(positionals: string[]): { command: AdminCommand; args: string[] } | null {
   for (const c of COMMANDS) {
@@ -100,7 +113,10 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, options: { ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }, allowPositionals: true, strict: true });
   } catch (e) {
-    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""));
+    const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, "");
+    const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+    const flags = Object.keys({ ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }).map((f) => `--${f}`);
+    throw new UsageError(unknown ? `unknown flag '${unknown}'${didYouMean(unknown, flags)}` : message);
   }
   const values = parsed.values as Values;
   const found = findCommand(parsed.positionals);
@@ -113,10 +129,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     io.stderr(ADMIN_USAGE);
     return EXIT.usage;
   }
-  if (!found) {
-    const group = COMMANDS.filter((c) => c.words.length > 1 && c.words[0] === parsed.positionals[0]).map((c) => c.words.join(" "));
-    throw new UsageError(group.length ? `'${parsed.positionals.join(" ")}' is not a subcommand; did you mean ${group.map((g) => `'${g}'`).join(" or ")}?` : `unknown subcommand '${parsed.positionals[0]}'`);
-  }
+  if (!found) throw new UsageError(unknownSubcommand(parsed.positionals));
   const { command, args } = found;
   const name = command.words.join(" ");
   if (args.length < command.args.length) throw new UsageError(`'${name}' needs ${command.args.slice(args.length).join(" ")}: join-broker admin ${command.synopsis}`);

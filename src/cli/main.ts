@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EXIT, UsageError } from "./exit-codes.ts";
+import { didYouMean } from "./suggest.ts";
 
 /** The package's version, from its package.json (the CLI runs from source, so it is always there). */
 export function version(): string {
@@ -39,7 +40,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS[name];
   if (!command) {
-    process.stderr.write(`join-broker: unknown command '${name}'\n\n${USAGE}`);
+    // An admin subcommand typed without 'admin' is a common slip: suggest it too.
+    const { COMMANDS: ADMIN_COMMANDS } = await import("./admin-commands.ts");
+    const known = [...Object.keys(COMMANDS), ...ADMIN_COMMANDS.map((c) => `admin ${c.words.join(" ")}`)];
+    const near = didYouMean(name, Object.keys(COMMANDS)) || didYouMean(`admin ${name}`, known);
+    process.stderr.write(`join-broker: unknown command '${name}'${near}\n\n${USAGE}`);
     return EXIT.usage;
   }
   try {

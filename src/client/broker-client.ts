@@ -128,6 +128,11 @@ export class AdminClient {
     return this.#t.request("POST", `${this.#base}/resume`);
   }
 
+  /** The queue policy. */
+  policy(): Promise<Reply<QueuePolicy>> {
+    return this.#t.request("GET", `${this.#base}/policy`);
+  }
+
   /** Changes the given policy fields; the others keep their value. */
   setPolicy(patch: PolicyInput): Promise<Reply<QueuePolicy>> {
     return this.#t.request("PUT", `${this.#base}/policy`, { body: check(PolicyRequest, patch, "policy") });

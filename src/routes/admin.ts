@@ -22,6 +22,7 @@ import {
   TicketListQuery,
 } from "../http/schemas.ts";
 import type { Context, MiddlewareHandler } from "hono";
+import type { Outcome } from "../queue/views.ts";
 
 const common = {
   400: problemDoc("Invalid input"),
@@ -102,6 +103,11 @@ admin
   .openapi(route("post", "/resume", "Resume admissions"), async (c) => {
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).setPaused(cluster, issuer(c), false));
+  })
+  .openapi(route("get", "/policy", "The queue policy"), async (c) => {
+    const outcome = (await queue(c, c.req.valid("param").cluster).status()) as Outcome<{ policy?: object }>;
+    if (!outcome.ok) return respond(c, outcome);
+    return c.json(outcome.value.policy ?? {}, 200);
   })
   .openapi(route("put", "/policy", "Change the queue policy (fields not given keep their value)", { body: { required: true, ...json(PolicyRequest) } }), async (c) => {
     const { cluster } = c.req.valid("param");

@@ -201,6 +201,9 @@ describe("join-broker admin: happy paths", () => {
   it("policy set changes only the given fields", async () => {
     const p = await okJson(["policy", "set", "--max-in-flight", "2", "--lease-seconds", "90"], C);
     expect(p).toEqual({ maxInFlight: 2, leaseSeconds: 90, admissionTtlSeconds: 900, maxQueue: 1000 });
+    // 'policy' alone shows it.
+    expect(await okJson(["policy"], C)).toEqual(p);
+    expect((await ok(["policy"], C)).stdout).toMatch(/^maxInFlight +2 +\(nodes admitted at once\)$/m);
     const r = await ok(["policy", "set", "--max-queue", "50"], C);
     expect(r.stdout).toContain("maxInFlight 2, leaseSeconds 90, admissionTtlSeconds 900, maxQueue 50");
     expect((await okJson(["status"], C)).policy).toEqual({ maxInFlight: 2, leaseSeconds: 90, admissionTtlSeconds: 900, maxQueue: 50 });

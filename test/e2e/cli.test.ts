@@ -19,4 +19,20 @@ describe("join-broker", () => {
       expect({ flag, status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({ flag, status: 0, stdout: `join-broker ${version} (protocol v1.1)\n`, stderr: "" });
     }
   });
+
+  it("suggests the closest command, subcommand or flag for a typo, and exits 2", () => {
+    const cases: [string[], string][] = [
+      [["admin", "stauts"], "unknown subcommand 'stauts'; did you mean 'status'?"],
+      [["admin", "tokens", "list"], "unknown subcommand 'tokens list'; did you mean 'token list'?"],
+      [["admin", "token", "crate"], "unknown subcommand 'token crate'; did you mean 'token create'?"],
+      [["admin", "token"], "unknown subcommand 'token'; did you mean 'token create' or 'token list' or 'token revoke'?"],
+      [["admin", "status", "--clster", "x"], "unknown flag '--clster'; did you mean '--cluster'?"],
+      [["admn"], "unknown command 'admn'; did you mean 'admin'?"],
+      [["stauts"], "unknown command 'stauts'; did you mean 'admin status'?"],
+    ];
+    for (const [args, message] of cases) {
+      const r = run(...args);
+      expect({ args, status: r.status, first: r.stderr.split("\n")[0] }).toEqual({ args, status: 2, first: expect.stringContaining(message) });
+    }
+  });
 });
