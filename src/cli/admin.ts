@@ -172,7 +172,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     });
     return EXIT.ok;
   } catch (e) {
-    if (e instanceof InvalidInput) throw new UsageError(e.message);
+    if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, values));
     if (e instanceof BrokerProblem) {
       if (json) io.stdout(`${e.text.trimEnd()}\n`);
       io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster)}\n`);
@@ -188,6 +188,42 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/** Request fields as the flags (or arguments) that set them, and the unit a bound is in. */
+const FIELD_FLAGS: Record<string, { flag: string; unit?: string }> = {
+  ttlSeconds: { flag: "--ttl", unit: "s" },
+  maxUses: { flag: "--max-uses" },
+  description: { flag: "--description", unit: "characters" },
+  reason: { flag: "--reason", unit: "characters" },
+  state: { flag: "--state" },
+  limit: { flag: "--limit" },
+  after: { flag: "--after" },
+  maxInFlight: { flag: "--max-in-flight" },
+  leaseSeconds: { flag: "--lease-seconds", unit: "s" },
+  admissionTtlSeconds: { flag: "--admission-ttl-seconds", unit: "s" },
+  maxQueue: { flag: "--max-queue" },
+  members: { flag: "--member" },
+};
+
+/** A refused input, said in the words the user typed: the flag, its value, and the rule. */
+function inFlagTerms(e: InvalidInput, values: Values): string {
+  if (e.issues.length === 0) return e.message;
+  return e.issues
+    .map((i) => {
+      const field = i.path.split(".")[0];
+      const known = FIELD_FLAGS[field];
+      if (!known) return i.path ? `${i.path}: ${i.message}` : i.message;
+      const typed = values[known.flag.slice(2)];
+      const given = typeof typed === "string" ? ` ${typed}` : "";
+      const unit = known.unit ? ` ${known.unit}` : "";
+      const rule =
+        i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
+        : i.code === "too_big" && i.maximum !== undefined ? `must be at most ${i.maximum}${unit}`
+        : i.message.charAt(0).toLowerCase() + i.message.slice(1);
+      return `${known.flag}${given}: ${rule}`;
+    })
+    .join("; ");
 }
 
 /** What to check next, for the problems an operator meets most. */

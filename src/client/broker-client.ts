@@ -54,7 +54,17 @@ function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const why = result.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
-  throw new InvalidInput(`${what}: ${why}`);
+  const issues = result.error.issues.map((i) => {
+    const bounds = i as { minimum?: number | bigint; maximum?: number | bigint };
+    return {
+      path: i.path.join("."),
+      message: i.message,
+      code: i.code,
+      ...(bounds.minimum !== undefined ? { minimum: Number(bounds.minimum) } : {}),
+      ...(bounds.maximum !== undefined ? { maximum: Number(bounds.maximum) } : {}),
+    };
+  });
+  throw new InvalidInput(`${what}: ${why}`, issues);
 }
 
 const segment = (value: string) => encodeURIComponent(value);

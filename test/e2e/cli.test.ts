@@ -35,4 +35,19 @@ describe("join-broker", () => {
       expect({ args, status: r.status, first: r.stderr.split("\n")[0] }).toEqual({ args, status: 2, first: expect.stringContaining(message) });
     }
   });
+
+  it("names the flag the user typed, with its value, when a value is out of range (nothing is sent)", () => {
+    const on = ["--cluster", "c", "--broker", "http://127.0.0.1:1", "--admin-token", "t"];
+    const cases: [string[], string][] = [
+      [["token", "create", "--ttl", "30s"], "--ttl 30s: must be at least 60 s"],
+      [["token", "create", "--max-uses", "0"], "--max-uses 0: must be at least 1"],
+      [["policy", "set", "--max-in-flight", "0", "--lease-seconds", "100000"], "--max-in-flight 0: must be at least 1; --lease-seconds 100000: must be at most 3600 s"],
+      [["tickets", "--limit", "0"], "--limit 0: must be at least 1"],
+    ];
+    for (const [args, message] of cases) {
+      const r = run("admin", ...args, ...on);
+      expect({ args, status: r.status, first: r.stderr.split("\n")[0] }).toEqual({ args, status: 2, first: `join-broker admin: ${message}` });
+      expect(r.stderr).not.toMatch(/ttlSeconds|maxUses|maxInFlight|leaseSeconds/);
+    }
+  });
 });
