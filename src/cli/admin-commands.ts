@@ -121,7 +121,12 @@ export const COMMANDS: AdminCommand[] = [
     details: "Tickets it created stay in the queue, and admission tokens already issued stay valid; revoke those with 'revoke JTI'.",
     async run({ client, args, print }) {
       const reply = await client.revokeEnrollmentToken(args[0]);
-      print(reply, () => `Revoked enrollment token ${reply.body.id} (state ${reply.body.state}, used ${reply.body.uses} time(s)).\n`);
+      const t = reply.body;
+      print(reply, () =>
+        t.changed === false
+          ? `Enrollment token ${t.id} was already revoked${t.revokedAt ? ` (at ${t.revokedAt})` : ""}; nothing changed.\n`
+          : `Revoked enrollment token ${t.id} (used ${t.uses} time(s)).\n`,
+      );
     },
   },
   {

@@ -234,7 +234,8 @@ function hint(e: BrokerProblem, cluster: string): string {
     case "rate_limited":
       return `\n  too many failed authentications from this address; wait ${e.retryAfter ?? 60} s and check the admin token`;
     case "unknown_cluster":
-      return `\n  check --cluster (${cluster}); a cluster exists once an admin has created its first enrollment token`;
+      // The broker's detail already says how a cluster comes to exist: do not say it twice.
+      return `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo`;
     case "admission_not_found":
       return "\n  'join-broker admin tickets' lists each admitted ticket's JTI";
     default:

@@ -112,7 +112,8 @@ export class AdminClient {
     return this.#t.request("GET", `${this.#base}/enrollment-tokens`);
   }
 
-  revokeEnrollmentToken(id: string): Promise<Reply<EnrollmentToken>> {
+  /** Revokes an enrollment token; `changed` is false when it had been revoked already. */
+  revokeEnrollmentToken(id: string): Promise<Reply<EnrollmentToken & { changed?: boolean }>> {
     return this.#t.request("DELETE", `${this.#base}/enrollment-tokens/${segment(check(EnrollmentTokenId, id, "enrollment token id"))}`);
   }
 

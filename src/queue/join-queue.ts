@@ -314,15 +314,18 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { tokens: this.#store.listEnrollmentTokens().map((t) => enrollmentTokenView(t, now)) } };
   }
 
-  async revokeEnrollmentToken(id: string): Promise<Outcome<ReturnType<typeof enrollmentTokenView>>> {
+  async revokeEnrollmentToken(id: string): Promise<Outcome<ReturnType<typeof enrollmentTokenView> & { changed: boolean }>> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
     const row = this.#store.enrollmentToken(id);
     if (!row) return fail(404, "enrollment_token_not_found", `no enrollment token ${id}`);
     const now = Date.now();
-    this.#transact(() => {
-      if (this.#store.revokeEnrollmentToken(id, now)) this.#record(now, "admin", "enrollment_token.revoked", id, {});
+    const changed = this.#transact(() => {
+      const revoked = this.#store.revokeEnrollmentToken(id, now);
+      if (revoked) this.#record(now, "admin", "enrollment_token.revoked", id, {});
+      return revoked;
     });
-    return { ok: true, status: 200, value: enrollmentTokenView(this.#store.enrollmentToken(id)!, now) };
+    // `changed` is false when it had been revoked before: the call is idempotent, and says so.
+    return { ok: true, status: 200, value: { ...enrollmentTokenView(this.#store.enrollmentToken(id)!, now), changed } };
   }
 
   async status(): Promise<Outcome<Record<string, unknown>>> {

@@ -121,6 +121,10 @@ describe("join-broker admin: happy paths", () => {
 
     const revoked = await ok(["token", "revoke", second], C);
     expect(revoked.stdout).toContain(`Revoked enrollment token ${second}`);
+    // Again: idempotent, and it says so.
+    const again = await ok(["token", "revoke", second], C);
+    expect(again.stdout).toMatch(new RegExp(`^Enrollment token ${second} was already revoked \\(at \\S+\\); nothing changed\\.$`, "m"));
+    expect(await okJson(["token", "revoke", second], C)).toMatchObject({ id: second, state: "revoked", changed: false });
     expect((await okJson(["token", "list"], C)).tokens.find((t: { id: string }) => t.id === second).state).toBe("revoked");
     expect((await askTicket(C, secret!, "ctrl-9", 9)).status).toBe(401);
   });
@@ -349,6 +353,7 @@ describe("join-broker admin: errors", () => {
       expect({ args: reading[i], code: r.code }).toEqual({ args: reading[i], code: 1 });
       expect(r.stderr).toContain("unknown_cluster (HTTP 404)");
       expect(r.stderr).toContain("check --cluster (no-such-cluster)");
+      expect(r.stderr.match(/enrollment token/g)).toHaveLength(1);
     }
   });
 
