@@ -677,7 +677,8 @@ class Agent {
 
   async #fail(e: unknown): Promise<number> {
     if (e instanceof Stopped) {
-      this.#r.event("stopping", `${e.message}; stopping etcd. Run the same command again to resume.`);
+      // Only an etcd this agent runs is stopped; a node still queued has none.
+      this.#r.event("stopping", `${e.message}${this.#etcd?.running ? "; stopping etcd" : ""}. Run the same command again to resume.`);
       await this.#etcd?.stop();
       return e.exitCode;
     }
