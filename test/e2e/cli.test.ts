@@ -2,7 +2,7 @@
  * The `join-broker` command's own conventions, as a user meets them: the version, and what it
  * says about a mistyped command. Runs the real bin; no broker is needed.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -49,5 +49,25 @@ describe("join-broker", () => {
       expect({ args, status: r.status, first: r.stderr.split("\n")[0] }).toEqual({ args, status: 2, first: `join-broker admin: ${message}` });
       expect(r.stderr).not.toMatch(/ttlSeconds|maxUses|maxInFlight|leaseSeconds/);
     }
+  });
+
+  it("controller --log-format json writes one JSON object per log line", async () => {
+    const child = spawn(process.execPath, [BIN, "controller", "--etcd", "http://127.0.0.1:2", "--broker", "http://127.0.0.1:3", "--cluster", "c1", "--listen", "127.0.0.1:0", "--log-format", "json"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    await expect.poll(() => out, { timeout: 30_000 }).toMatch(/join API listening on http:\/\/127\.0\.0\.1:\d+/);
+    await expect.poll(() => err, { timeout: 10_000 }).toContain("\n");
+    const closed = new Promise((r) => child.on("close", r));
+    child.kill("SIGTERM");
+    expect(await closed).toBe(0);
+    const lines = err.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const l of lines) expect(l).toEqual({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), cluster: "c1", msg: expect.any(String) });
+    expect(lines.at(-1).msg).toBe("SIGTERM: shutting down");
+    const bad = run("controller", "--etcd", "http://127.0.0.1:2", "--broker", "http://127.0.0.1:3", "--cluster", "c1", "--log-format", "xml");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("--log-format must be text or json");
   });
 });
