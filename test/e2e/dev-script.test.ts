@@ -61,6 +61,8 @@ describe("npm run dev", () => {
     const a = await dev(["--port", String(first), "--persist-to", state]);
     expect(a.url).toBe(`http://127.0.0.1:${first}`);
     expect(a.output()).toContain(`Broker: http://127.0.0.1:${first}`);
+    // The generated binding types match what `npm run dev` serves: wrangler has nothing to warn about.
+    expect(a.output()).not.toContain("might be out of date");
     const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"))![1].trim();
     const created = await adminCall({ url: a.url, adminToken }, "POST", "/v1/admin/clusters/dev-port/enrollment-tokens", {});
     expect(created.status).toBe(201);
