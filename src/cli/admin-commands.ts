@@ -3,7 +3,7 @@
  * its answer reads for a human. `--json` output is handled by the caller, from the same reply.
  * @module
  */
-import type { AdminClient, Reply } from "../client/index.ts";
+import type { AdminClient, BrokerClient, Reply } from "../client/index.ts";
 import type { AdminTicket, AuditEntry, Member } from "../client/index.ts";
 import { memberIdHex } from "../protocol/member-id.ts";
 import { UsageError } from "./exit-codes.ts";
@@ -13,6 +13,8 @@ export type Values = Record<string, string | boolean | string[] | undefined>;
 
 export interface CommandContext {
   client: AdminClient;
+  /** The whole broker, for commands that are not about one cluster. */
+  broker: BrokerClient;
   /** Positional arguments after the subcommand words. */
   args: string[];
   values: Values;
@@ -33,6 +35,8 @@ export interface AdminCommand {
   synopsis: string;
   summary: string;
   details?: string;
+  /** false: the command lists or acts across clusters, and --cluster is not needed. */
+  perCluster?: false;
   run(ctx: CommandContext): Promise<void>;
 }
 
@@ -126,6 +130,23 @@ export const COMMANDS: AdminCommand[] = [
         t.changed === false
           ? `Enrollment token ${t.id} was already revoked${t.revokedAt ? ` (at ${t.revokedAt})` : ""}; nothing changed.\n`
           : `Revoked enrollment token ${t.id} (used ${t.uses} time(s)).\n`,
+      );
+    },
+  },
+  {
+    words: ["clusters"],
+    args: [],
+    options: [],
+    synopsis: "clusters",
+    summary: "list the clusters on this broker (no --cluster needed)",
+    perCluster: false,
+    async run({ broker, print }) {
+      const reply = await broker.clusters();
+      const now = Date.now();
+      print(reply, () =>
+        reply.body.clusters.length === 0
+          ? "No cluster yet: 'join-broker admin token create --cluster NAME' creates one.\n"
+          : table(["CLUSTER", "CREATED"], reply.body.clusters.map((c) => [c.name, `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`])),
       );
     },
   },

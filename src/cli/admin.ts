@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type Reply } from "../client/index.ts";
+import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type AdminClient, type Reply } from "../client/index.ts";
 import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { closest, didYouMean } from "./suggest.ts";
@@ -141,7 +141,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   const cluster = (values.cluster as string | undefined) ?? io.env.JOIN_BROKER_CLUSTER;
   const broker = (values.broker as string | undefined) ?? io.env.JOIN_BROKER_URL;
   const token = adminToken(values, io.env);
-  if (!cluster) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
+  if (!cluster && command.perCluster !== false) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
   if (!broker) throw new UsageError("--broker URL is required (or JOIN_BROKER_URL)");
   if (!token) throw new UsageError("--admin-token TOKEN is required (or JOIN_BROKER_ADMIN_TOKEN, or --admin-token-file PATH)");
   const timeoutText = values["timeout-seconds"] as string | undefined;
@@ -156,14 +156,18 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     process.once("SIGTERM", onSignal);
   }
   try {
-    let client;
+    let brokerClient;
+    let client: AdminClient | undefined;
     try {
-      client = new BrokerClient({ baseUrl: broker, bearer: token, timeoutMs: timeoutText ? Number(timeoutText) * 1000 : undefined, userAgent: "join-broker-admin/1" }).admin(cluster);
+      brokerClient = new BrokerClient({ baseUrl: broker, bearer: token, timeoutMs: timeoutText ? Number(timeoutText) * 1000 : undefined, userAgent: "join-broker-admin/1" });
+      client = cluster ? brokerClient.admin(cluster) : undefined;
     } catch (e) {
       throw new UsageError(e instanceof InvalidInput ? `--${e.message}` : `--broker: ${(e as Error).message}`);
     }
     await command.run({
-      client,
+      // Commands that are not about one cluster (perCluster: false) never read it.
+      client: client as AdminClient,
+      broker: brokerClient,
       args,
       values,
       signal: stop.signal,
@@ -175,7 +179,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, values));
     if (e instanceof BrokerProblem) {
       if (json) io.stdout(`${e.text.trimEnd()}\n`);
-      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster)}\n`);
+      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "")}\n`);
       // rate_limited answers only failed authentications: it is a refusal like the 401s before it.
       return e.refused || e.code === "rate_limited" ? EXIT.refused : EXIT.failure;
     }
@@ -235,7 +239,7 @@ function hint(e: BrokerProblem, cluster: string): string {
       return `\n  too many failed authentications from this address; wait ${e.retryAfter ?? 60} s and check the admin token`;
     case "unknown_cluster":
       // The broker's detail already says how a cluster comes to exist: do not say it twice.
-      return `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo`;
+      return `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo; 'join-broker admin clusters' lists the clusters`;
     case "admission_not_found":
       return "\n  'join-broker admin tickets' lists each admitted ticket's JTI";
     default:

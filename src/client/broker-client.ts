@@ -86,6 +86,11 @@ export class BrokerClient {
     return new ClusterClient(this.transport, check(ClusterName, cluster, "cluster"));
   }
 
+  /** The clusters on this broker, by name (admin token). */
+  clusters(): Promise<Reply<{ clusters: { name: string; createdAt: string }[] }>> {
+    return this.transport.request("GET", "/v1/admin/clusters");
+  }
+
   /** The broker's OpenAPI 3.1 document. */
   openapi(): Promise<Reply<Record<string, unknown>>> {
     return this.transport.request("GET", "/openapi.json");

@@ -43,6 +43,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <div class="summary-head">
         <h2 id="summary-title">Cluster <span id="cluster-name"></span></h2>
         <span id="state-badge" class="badge"></span>
+        <select id="switch-cluster" aria-label="Switch to another cluster" hidden></select>
         <button type="button" id="pause" class="action"></button>
       </div>
       <dl id="facts" class="facts"></dl>

@@ -180,6 +180,21 @@ function rememberCluster(name) {
 function renderKnownClusters(list) {
   $('known-clusters').replaceChildren(...list.map((c) => h('option', { value: c })));
 }
+/** The broker's own list of clusters (admin clusters), merged into the picker and the switcher. */
+async function loadClusterList() {
+  let listed = [];
+  try {
+    listed = (await api('GET', '/v1/admin/clusters')).clusters.map((c) => c.name);
+  } catch {
+    return;
+  }
+  const all = [...new Set([...listed, ...knownClusters()])].sort();
+  renderKnownClusters(all);
+  const switcher = $('switch-cluster');
+  switcher.replaceChildren(...all.map((c) => h('option', { value: c, text: c, selected: c === state.cluster })));
+  switcher.hidden = all.length < 2;
+}
+
 function clusterFromHash() {
   const m = /(?:^#|&)cluster=([^&]*)/.exec(location.hash);
   return m ? decodeURIComponent(m[1]) : '';
@@ -232,8 +247,9 @@ async function open(cluster) {
   // Drawn again now that the dashboard has its size (the timeline fits its width).
   render();
   renderAudit([]);
-  $('main').focus();
+  $('main').focus({ preventScroll: true });
   follow(generation, abort.signal);
+  loadClusterList();
 }
 
 async function loadAudit(signal) {
@@ -547,7 +563,8 @@ function renderTimeline() {
   const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + height, width, height, role: 'img', 'aria-label': 'Timeline of the last ' + tickets.length + ' tickets: queued, admitted, joined or ended' });
   const ticks = niceTicks(start, end, Math.max(2, Math.floor((width - label) / 90)));
   const axisGroup = svg('g', { class: 'axis' });
-  for (const t of ticks) {
+  // A label needs about 50 px: ticks whose label would be cut at either edge are left out.
+  for (const t of ticks.filter((t) => x(t) >= label + 20 && x(t) <= width - 26)) {
     axisGroup.append(svg('line', { class: 'grid', x1: x(t), x2: x(t), y1: top, y2: top + tickets.length * row }));
     axisGroup.append(svg('text', { x: x(t), y: height - 6, 'text-anchor': 'middle', text: clock(t) }));
   }
@@ -628,6 +645,9 @@ function start() {
     $('token').focus();
   });
   $('pause').addEventListener('click', (e) => togglePause(e.currentTarget));
+  $('switch-cluster').addEventListener('change', (e) => {
+    location.hash = '#cluster=' + encodeURIComponent(e.currentTarget.value);
+  });
   $('token-form').addEventListener('submit', createToken);
   $('copy-token').addEventListener('click', async () => {
     const field = $('new-token-value');

@@ -48,7 +48,8 @@ button:disabled { opacity: .5; cursor: default; }
 .error strong { display: block; }
 .summary-head { display: flex; align-items: center; gap: .75rem; flex-wrap: wrap; }
 .summary-head h2 { margin: 0; }
-.summary-head .action { margin-left: auto; }
+.summary-head #switch-cluster { margin-left: auto; }
+select { font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: .35rem .5rem; max-width: 14rem; }
 #cluster-name { font-family: var(--mono); }
 .badge { font-size: .8rem; padding: .1rem .55rem; border-radius: 999px; background: color-mix(in srgb, var(--joined) 15%, transparent); color: var(--joined); font-weight: 600; }
 .badge.paused { background: color-mix(in srgb, var(--paused) 18%, transparent); color: var(--paused); }
@@ -109,7 +110,7 @@ dialog input { width: 100%; }
   .card { padding: .8rem; }
   .columns { grid-template-columns: minmax(0, 1fr); }
   .facts { grid-template-columns: repeat(2, minmax(0, 1fr)); }
-  .summary-head .action { margin-left: 0; }
+  .summary-head #switch-cluster { margin-left: 0; }
   .fields { grid-template-columns: 1fr; }
   .audit li { grid-template-columns: 5.5rem 1fr; }
   .audit .detail { grid-column: 1 / -1; }

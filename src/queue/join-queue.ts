@@ -32,6 +32,7 @@ import { actionLevel, isLogged, parseLogLevel, type LogLevel } from "./event-log
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
+import { CLUSTER_INDEX_NAME, ClusterIndex, INDEXED_KEY, type IndexedCluster } from "./cluster-index.ts";
 import { QueueStore, clusterFacts, clusterPolicy, type AdmissionRow, type ClusterRow, type TicketRow } from "./store.ts";
 import {
   adminTicketView,
@@ -95,6 +96,32 @@ export class JoinQueue extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(async () => {
       if (hasSchema(ctx.storage)) this.#migrate();
     });
+    // A cluster made before the cluster index existed joins it the first time it wakes.
+    if (ctx.id.name !== CLUSTER_INDEX_NAME) void ctx.blockConcurrencyWhile(async () => this.#joinIndex());
+  }
+
+  // ---------------------------------------------------------------- the cluster index (its own instance)
+
+  /** Adds a cluster to the index; called on the index's instance only. */
+  async indexAdd(name: string, createdAtMs: number): Promise<void> {
+    new ClusterIndex(this.ctx.storage.sql).add(name, createdAtMs);
+  }
+
+  /** Every cluster the index knows, by name; called on the index's instance only. */
+  async indexList(): Promise<Outcome<{ clusters: IndexedCluster[] }>> {
+    return { ok: true, status: 200, value: { clusters: new ClusterIndex(this.ctx.storage.sql).list() } };
+  }
+
+  /** Registers this cluster with the index once; a failure is retried the next time it wakes. */
+  async #joinIndex(): Promise<void> {
+    const c = this.#store.schemaReady ? this.#store.cluster() : null;
+    if (!c || this.ctx.storage.kv.get(INDEXED_KEY)) return;
+    try {
+      await this.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexAdd(c.name, c.created_at);
+      this.ctx.storage.kv.put(INDEXED_KEY, true);
+    } catch (e) {
+      console.error(JSON.stringify({ cluster: c.name, event: "cluster_index.error", message: e instanceof Error ? e.message : String(e) }));
+    }
   }
 
   // ---------------------------------------------------------------- node-facing
@@ -569,6 +596,7 @@ export class JoinQueue extends DurableObject<Env> {
       this.#store.insertKey({ kid: key.kid, private_jwk: JSON.stringify(key.privateJwk), public_jwk: JSON.stringify(key.publicJwk), created_at: now });
       this.#record(now, "admin", "cluster.created", cluster, { issuer, policy: DEFAULT_POLICY, kid: key.kid });
     });
+    await this.#joinIndex();
   }
 
   #joinedWithoutTicket(c: ClusterRow, m: { node: string; peer_url: string; member_id: string | null; joined_at: number }): TicketView {

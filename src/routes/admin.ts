@@ -23,6 +23,7 @@ import {
 } from "../http/schemas.ts";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Outcome } from "../queue/views.ts";
+import { CLUSTER_INDEX_NAME } from "../queue/cluster-index.ts";
 
 const common = {
   400: problemDoc("Invalid input"),
@@ -65,6 +66,17 @@ const route = <P extends string, M extends "get" | "post" | "put" | "delete", R 
 
 export const admin = newApp();
 admin.use("/v1/admin/*", adminAuth);
+
+admin.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/admin/clusters",
+    summary: "The clusters on this broker, by name",
+    security,
+    responses: { 200: { description: "The clusters on this broker, by name", ...json(AnyObject) }, 401: common[401], 429: common[429] },
+  }),
+  async (c) => respond(c, await c.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexList()),
+);
 
 admin
   .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {

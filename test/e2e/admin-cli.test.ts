@@ -129,6 +129,15 @@ describe("join-broker admin: happy paths", () => {
     expect((await askTicket(C, secret!, "ctrl-9", 9)).status).toBe(401);
   });
 
+  it("clusters lists the broker's clusters without --cluster", async () => {
+    const json = await admin(["clusters", "--json", "--broker", broker.url, "--admin-token", broker.adminToken]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).clusters.map((c: { name: string }) => c.name)).toContain(C);
+    const text = await admin(["clusters", "--broker", broker.url, "--admin-token", broker.adminToken]);
+    expect(text.stdout).toMatch(/^CLUSTER +CREATED$/m);
+    expect(text.stdout).toMatch(new RegExp(`^${C} +\\d{4}-\\d\\d-\\d\\dT`, "m"));
+  });
+
   it("status and tickets show the bootstrap holder, the queue and what is in flight", async () => {
     for (const [i, node] of ["ctrl-1", "ctrl-2", "ctrl-3"].entries()) {
       const r = await askTicket(C, enrollment, node, i + 1);

@@ -238,6 +238,13 @@ describe("the console", () => {
     // …and works: a node takes a ticket with it.
     expect((await node(cluster, shown, "ctrl-8", 8)).state).toBe("queued");
 
+    // The broker's clusters are one choice away; switching follows the link form #cluster=NAME.
+    await expect.poll(() => page.locator("#switch-cluster option").allTextContents()).toEqual(expect.arrayContaining(["console-live", "prod-eu"]));
+    await page.locator("#switch-cluster").selectOption("console-live");
+    await expect.poll(() => page.locator("#cluster-name").textContent()).toBe("console-live");
+    expect(page.url()).toBe(`${broker.url}/console#cluster=console-live`);
+    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ timeout: 10_000 });
+
     // On a phone.
     const phone = await newPage({ width: 390, height: 844 });
     await signIn(phone.page, cluster);
