@@ -2,7 +2,8 @@
 // Durable Objects), the reference join API and one node agent per controller, each with its own
 // real etcd in a temporary directory, all at the same moment; shows each node's progress live;
 // and ends with a summary: the cluster ID, its members, and how long it took. Everything it
-// started is stopped on exit or Ctrl-C.
+// started is stopped on exit or Ctrl-C. Without a terminal it prints one line per event, and
+// each fault it injects and each wait for etcd to settle is a line of its own.
 //
 //   npm run demo                       1 bootstrap node + 6 joiners
 //   npm run demo -- --nodes 4          1 + 3
@@ -82,24 +83,48 @@ try {
 // Faults on request, from the seed: the join API fails for its first seconds, two agents die
 // mid-join with their etcd (the schedule `--without-broker` applies to both of its runs).
 const kills = [];
+// Faults and pauses worth explaining: a line each without a terminal; the latest under the live view.
+let notice = "";
+const announce = (text) => {
+  notice = text;
+  if (!tty && !finished) console.log(`[${secs(Date.now() - t0).padStart(7)}] ${text}`);
+};
+let finished = false;
 if (values.faults) {
   h.proxy.failFor(schedule.joinApiFailMs, schedule.dropShare);
+  announce(`FAULT: for ${Math.round(schedule.joinApiFailMs / 1000)} s the join API answers 500 or drops the connection; agents retry`);
   kills.push(...schedule.kills.map((k) => ({ ...k, done: false })));
   h.onEvent((run, e) => {
     const k = kills.find((x) => !x.done && x.node === run.node.name && run.run === 1 && x.step === e.step);
     if (!k) return;
     k.done = true;
     void (async () => {
+      announce(`FAULT: killing ${k.node}'s agent and its etcd at ${k.step}`);
       await h.kill(k.node, "group");
       await new Promise((r) => setTimeout(r, k.restartAfterMs));
+      announce(`FAULT: restarting ${k.node}'s agent: it resumes from its state files`);
       h.startAgent(k.node);
     })();
   });
 }
 
 const joinedAt = new Map();
-let finished = false;
+// etcd accepts a membership change only once its leader has been in touch with every voter for
+// 5 s: from the third node on, each add waits for the voter that joined just before.
+const ETCD_SETTLE = "etcd takes a new member only once its leader has heard from every voter for 5 s, the newest too";
+const settleTimers = new Map();
+const settling = () => (h.timeline.members.at(-1)?.voters ?? 0) >= 2;
+let settleExplained = false;
 h.onEvent((run, e) => {
+  if (e.step === "member-add") {
+    clearTimeout(settleTimers.get(run.node.name));
+    settleTimers.set(run.node.name, setTimeout(() => {
+      // With a single voter there is nothing to settle: a wait then has another cause (a fault).
+      if ((settleExplained && tty) || !settling()) return;
+      settleExplained = true;
+      announce(`${run.node.name} waits at member-add: ${ETCD_SETTLE}`);
+    }, 1_500));
+  } else if (e.step !== "retry") clearTimeout(settleTimers.get(run.node.name));
   if (e.step === "joined" && !joinedAt.has(run.node.name)) joinedAt.set(run.node.name, Date.now() - t0);
   if (!tty && !finished && e.step !== "retry") console.log(`[${secs(Date.now() - t0).padStart(7)}] ${run.node.name}${run.run > 1 ? ` (run ${run.run})` : ""} ${e.step}: ${e.msg}`);
 });
@@ -117,9 +142,12 @@ const draw = () => {
     const last = [...events].reverse().find((e) => e.step !== "retry" && e.step !== "running");
     const retry = events.at(-1)?.step === "retry" ? ` (${events.at(-1).msg})` : "";
     const again = run && run.run > 1 ? ` [run ${run.run}]` : "";
-    const text = `  ${n.padEnd(8)}${(last?.step ?? "starting").padEnd(13)}${last?.msg ?? ""}${retry}${again}`;
+    const settles = last?.step === "member-add" && Date.now() - Date.parse(last.time) > 1_500 && settling();
+    const message = settles ? "waiting for etcd to settle: it takes a member 5 s after the last voter joined" : (last?.msg ?? "");
+    const text = `  ${n.padEnd(8)}${(last?.step ?? "starting").padEnd(13)}${message}${retry}${again}`;
     lines.push(text.length > width ? `${text.slice(0, width - 1)}…` : text);
   }
+  if (notice) lines.push(`  ${notice.length > width - 2 ? `${notice.slice(0, width - 3)}…` : notice}`);
   process.stdout.write(`${drawn ? `\x1b[${drawn}A` : "\x1b[?25l"}${lines.map((l) => `\x1b[2K${l}`).join("\n")}\n`);
   drawn = lines.length;
 };

@@ -8,6 +8,7 @@ import { ETCD_MATRIX, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs"
 process.env.ETCD_BIN = ensureTool("etcd");
 process.env.SPIN_BIN = ensureTool("spin");
 process.env.ETCDCTL_BIN = ensureTool("etcdctl");
+process.env.CHROMIUM_BIN = ensureTool("chromium");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 

@@ -18,6 +18,7 @@ import { jsonBodyProblem } from "./http/json-body.ts";
 import { admin } from "./routes/admin.ts";
 import { controller } from "./routes/controller.ts";
 import { tickets } from "./routes/tickets.ts";
+import { consoleRoutes } from "./console/routes.ts";
 
 const MAX_BODY_BYTES = 16 * 1024;
 /** Seconds to come back after a transient runtime failure (an object reset or moved). */
@@ -76,6 +77,7 @@ app.openapi(
 app.route("/", tickets);
 app.route("/", controller);
 app.route("/", admin);
+app.route("/", consoleRoutes);
 
 app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "Enrollment token or admission token" });
 app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret" });

@@ -254,6 +254,11 @@ export class Gate {
     return { code: "gave-up", message: `${this.#label} ${describeExit(outcome)}` };
   }
 
+  /** Whether COMMAND runs now. */
+  get commandRunning(): boolean {
+    return this.#running?.running ?? false;
+  }
+
   /** Stops COMMAND if it runs (an unexpected failure of the agent). */
   async stopCommand(): Promise<void> {
     if (this.#running?.running) await this.#running.stop("SIGTERM", STOP_GRACE_MS);

@@ -36,7 +36,7 @@ import { TransportError, describeAnswer, type HttpResult } from "./http.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./options.ts";
-import type { Reporter } from "./progress.ts";
+import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, sleep, type Random } from "./retry.ts";
 import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../queue/policy.ts";
@@ -200,12 +200,9 @@ class Agent {
     let view = start;
     const backoff = new Backoff(500, 10_000, this.#random);
     const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
+    let shown: TicketView | null = null;
     while (view.state === "queued") {
-      this.#r.event("queued", `position ${view.position ?? "?"} in the queue`, {
-        ticket: view.ticket,
-        position: view.position,
-        estimatedWaitSeconds: view.estimatedWaitSeconds,
-      });
+      if (view !== shown) reportQueued(this.#r, view);
       const began = Date.now();
       // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
       // once, and the position shown is never older than the broker thinks useful.
@@ -216,7 +213,7 @@ class Agent {
         res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`broker unreachable: ${e.reason}`);
+        this.#r.failure("broker", `broker unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -231,12 +228,17 @@ class Agent {
         // A poll that came back early (the ticket changed but is still queued) must not bring the
         // next request forward: requests stay at least Retry-After apart, plus jitter.
         const early = hint * 1000 - (Date.now() - began);
-        if (view.state === "queued" && early > 0) await sleep(early + hint * 250 * this.#random(), signal);
+        if (view.state === "queued" && early > 0) {
+          // Show the new position at once; the next request still waits its turn.
+          reportQueued(this.#r, view);
+          shown = view;
+          await sleep(early + hint * 250 * this.#random(), signal);
+        }
         continue;
       }
       if (res.status === 404) return await this.#requestTicket(signal);
       if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
-      this.#r.retry(`waiting in the queue: ${describeAnswer(res)}`);
+      this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
       await sleep(backoff.after(res.retryAfter), signal);
     }
     return view;
@@ -252,7 +254,7 @@ class Agent {
       leaseExpiresAt: view.leaseExpiresAt,
     });
     const lease = new LeaseKeeper(this.#broker, view.ticket, admission, view.leaseExpiresAt, this.#random, {
-      onTrouble: (m) => this.#r.retry(m),
+      onTrouble: (m) => this.#r.failure("broker", m),
     });
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
@@ -289,8 +291,9 @@ class Agent {
     this.#checkDataIsOurs("join");
     this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
     const added = await this.#addMember(view, admission, signal);
-    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${added.memberID} of ${added.initialCluster.length}`, {
+    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${hexId(added.memberID)} of ${added.initialCluster.length}`, {
       memberID: added.memberID,
+      memberIDHex: hexId(added.memberID),
       learner: added.learner,
       members: added.initialCluster.length,
     });
@@ -359,7 +362,7 @@ class Agent {
         res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`join API unreachable: ${e.reason}`);
+        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -386,7 +389,7 @@ class Agent {
         res = await this.#joinApi.promote(admission, this.#o.node, signal);
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`join API unreachable: ${e.reason}`);
+        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -454,7 +457,7 @@ class Agent {
         res = await call();
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`${what}: broker unreachable (${e.reason})`);
+        this.#r.failure("broker", `${what}: broker unreachable (${e.reason})`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -464,7 +467,7 @@ class Agent {
       }
       faults.reset();
       if (res.status !== 429 && res.status < 500) return res;
-      this.#r.retry(`${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
+      this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       await sleep(backoff.after(res.retryAfter), signal);
     }
   }
@@ -661,13 +664,15 @@ class Agent {
 
   /** IDs in decimal, as etcd's gateway spells them. */
   #writeMarkerIds(view: TicketView, memberId: string, clusterId: string): JoinedMarker {
+    const memberID = memberId || view.memberID || this.#state.etcd?.memberID || "";
     const marker: JoinedMarker = {
       version: 1,
       cluster: this.#o.cluster,
       node: this.#o.node,
       peerURL: this.#o.peerURL,
       role: view.role,
-      memberID: memberId || view.memberID || this.#state.etcd?.memberID || "",
+      memberID,
+      memberIDHex: hexId(memberID),
       clusterID: clusterId ? hexId(clusterId) : null,
       ticket: view.ticket,
       joinedAt: new Date().toISOString(),
@@ -680,7 +685,7 @@ class Agent {
   async #serve(marker: JoinedMarker): Promise<number> {
     const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
     // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
-    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, role: marker.role });
+    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: hexId(marker.memberID), role: marker.role });
     this.#deps.print(line);
     if (this.#gate) {
       const end = await this.#gate.serve(this.#deps.stop, { role: marker.role, ticket: marker.ticket });
@@ -736,7 +741,9 @@ class Agent {
   async #fail(e: unknown): Promise<number> {
     if (!(e instanceof Stopped)) await this.#gate?.stopCommand();
     if (e instanceof Stopped) {
-      this.#r.event("stopping", `${e.message}; stopping ${this.#gate ? "the command" : "etcd"}. Run the same command again to resume.`);
+      // Only what this agent runs is stopped; a node still queued runs nothing.
+      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#etcd?.running ? "; stopping etcd" : "";
+      this.#r.event("stopping", `${e.message}${running}. Run the same command again to resume.`);
       await this.#etcd?.stop();
       return e.exitCode;
     }

@@ -3,8 +3,9 @@
  * its answer reads for a human. `--json` output is handled by the caller, from the same reply.
  * @module
  */
-import type { AdminClient, Reply } from "../client/index.ts";
+import type { AdminClient, BrokerClient, Reply } from "../client/index.ts";
 import type { AdminTicket, AuditEntry, Member } from "../client/index.ts";
+import { memberIdHex } from "../protocol/member-id.ts";
 import { UsageError } from "./exit-codes.ts";
 import { duration, fields, inlineDetail, parseDuration, relative, table, when } from "./format.ts";
 
@@ -12,6 +13,8 @@ export type Values = Record<string, string | boolean | string[] | undefined>;
 
 export interface CommandContext {
   client: AdminClient;
+  /** The whole broker, for commands that are not about one cluster. */
+  broker: BrokerClient;
   /** Positional arguments after the subcommand words. */
   args: string[];
   values: Values;
@@ -32,6 +35,8 @@ export interface AdminCommand {
   synopsis: string;
   summary: string;
   details?: string;
+  /** false: the command lists or acts across clusters, and --cluster is not needed. */
+  perCluster?: false;
   run(ctx: CommandContext): Promise<void>;
 }
 
@@ -80,7 +85,7 @@ const ticketRows = (tickets: AdminTicket[], now: number) =>
 const memberRows = (members: Member[], now: number) =>
   table(
     ["NODE", "PEER URL", "MEMBER ID", "SOURCE", "JOINED"],
-    members.map((m) => [m.node, m.peerURL, m.memberID, m.source, relative(m.joinedAt, now)]),
+    members.map((m) => [m.node, m.peerURL, m.memberID === undefined ? undefined : memberIdHex(m.memberID), m.source, relative(m.joinedAt, now)]),
   );
 
 export const auditLine = (e: AuditEntry) => `${String(e.seq).padStart(6)}  ${e.time?.slice(0, 23)}Z  ${e.actor.padEnd(16)}  ${e.action.padEnd(26)}  ${e.subject}  ${inlineDetail(e.detail)}`.trimEnd();
@@ -136,7 +141,29 @@ export const COMMANDS: AdminCommand[] = [
     details: "Tickets it created stay in the queue, and admission tokens already issued stay valid; revoke those with 'revoke JTI'.",
     async run({ client, args, print }) {
       const reply = await client.revokeEnrollmentToken(args[0]);
-      print(reply, () => `Revoked enrollment token ${reply.body.id} (state ${reply.body.state}, used ${reply.body.uses} time(s)).\n`);
+      const t = reply.body;
+      print(reply, () =>
+        t.changed === false
+          ? `Enrollment token ${t.id} was already revoked${t.revokedAt ? ` (at ${t.revokedAt})` : ""}; nothing changed.\n`
+          : `Revoked enrollment token ${t.id} (used ${t.uses} time(s)).\n`,
+      );
+    },
+  },
+  {
+    words: ["clusters"],
+    args: [],
+    options: [],
+    synopsis: "clusters",
+    summary: "list the clusters on this broker (no --cluster needed)",
+    perCluster: false,
+    async run({ broker, print }) {
+      const reply = await broker.clusters();
+      const now = Date.now();
+      print(reply, () =>
+        reply.body.clusters.length === 0
+          ? "No cluster yet: 'join-broker admin token create --cluster NAME' creates one.\n"
+          : table(["CLUSTER", "CREATED"], reply.body.clusters.map((c) => [c.name, `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`])),
+      );
     },
   },
   {
@@ -247,6 +274,25 @@ export const COMMANDS: AdminCommand[] = [
       const reply = await client.setPolicy(patch);
       const p = reply.body;
       print(reply, () => `Policy of ${client.cluster}: maxInFlight ${p.maxInFlight}, leaseSeconds ${p.leaseSeconds}, admissionTtlSeconds ${p.admissionTtlSeconds}, maxQueue ${p.maxQueue}.\n`);
+    },
+  },
+  {
+    words: ["policy"],
+    args: [],
+    options: [],
+    synopsis: "policy",
+    summary: "show the queue policy",
+    async run({ client, print }) {
+      const reply = await client.policy();
+      const p = reply.body;
+      print(reply, () =>
+        fields([
+          ["maxInFlight", `${p.maxInFlight}  (nodes admitted at once)`],
+          ["leaseSeconds", `${p.leaseSeconds}  (an admitted node must heartbeat or complete within this)`],
+          ["admissionTtlSeconds", `${p.admissionTtlSeconds}  (lifetime of an admission token)`],
+          ["maxQueue", `${p.maxQueue}  (live tickets at most)`],
+        ]),
+      );
     },
   },
   {

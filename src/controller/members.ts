@@ -11,6 +11,7 @@
  * @module
  */
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
+import { memberIdHex } from "../protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
@@ -163,7 +164,7 @@ export class Membership {
     }
     const member = added.value.member;
     this.#remember(input, peerURL, member.id);
-    this.#log(`added learner ${member.id} for node ${input.node} (${peerURL}, admission ${input.jti})`);
+    this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL) } };
   }
 
@@ -172,7 +173,7 @@ export class Membership {
       return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
     }
     if (member.isLearner || !member.started) this.#remember(input, peerURL, member.id);
-    this.#log(`node ${input.node} asked again for ${peerURL}: already member ${member.id}${member.isLearner ? " (learner)" : ""}`);
+    this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
     return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
   }
 
@@ -224,7 +225,7 @@ export class Membership {
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
     for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
     this.#unknownSince.delete(learner.id);
-    this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${learner.id} (${learner.peerURLs.join(",")}): ${why}`);
+    this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
   }
 
@@ -251,7 +252,7 @@ export class Membership {
       return fromEtcdError(promoted.error);
     }
     this.#records.delete(peerURL);
-    this.#log(`promoted learner ${member.id} (node ${input.node}, ${peerURL}) to voter`);
+    this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
 

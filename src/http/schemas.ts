@@ -41,6 +41,8 @@ export const TicketView = z
     position: z.number().int().optional(),
     retryAfter: z.number().int().optional(),
     estimatedWaitSeconds: z.number().int().optional(),
+    waitingFor: z.enum(["paused", "bootstrap"]).optional(),
+    bootstrapNode: z.string().optional(),
     admission: z.string().optional(),
     jti: z.string().optional(),
     leaseExpiresAt: z.string().optional(),

@@ -17,7 +17,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { JWK, JWTPayload } from "jose";
-import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
+import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, needsBootstrap, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
 import { Clock } from "./clock.ts";
 import { QueueCommands, type SignedAdmission } from "./commands.ts";
 import { Credentials, type Principal } from "./credentials.ts";
@@ -25,7 +25,8 @@ import { parseLogLevel, type LogLevel } from "./event-log.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
-import { QueueStore, clusterPolicy, type ClusterRow, type TicketRow } from "./store.ts";
+import { CLUSTER_INDEX_NAME, ClusterIndex, INDEXED_KEY, type IndexedCluster } from "./cluster-index.ts";
+import { QueueStore, clusterFacts, clusterPolicy, type ClusterRow, type TicketRow } from "./store.ts";
 import {
   adminTicketView,
   auditView,
@@ -63,6 +64,17 @@ const AUDIT_WAITERS = "*audit";
 const MAX_SIGNING_ATTEMPTS = 5;
 const UNKNOWN_CLUSTER = (cluster: string) => fail(404, "unknown_cluster", `cluster ${cluster} does not exist on this broker (an admin creates it with its first enrollment token)`);
 
+/** How many queued tickets at the head of the queue hear of every admission (their position moved). */
+const POSITION_REFRESH_COUNT = 8;
+
+/** What a queued ticket waits for besides its turn: the cluster is paused, or not yet bootstrapped. */
+function queueBlocker(c: ClusterRow, row: TicketRow): { waitingFor?: "paused" | "bootstrap"; bootstrapNode?: string } {
+  const facts = clusterFacts(c);
+  if (facts.paused) return { waitingFor: "paused" };
+  if (row.role === "join" && needsBootstrap(facts)) return { waitingFor: "bootstrap", ...(c.bootstrap_node ? { bootstrapNode: c.bootstrap_node } : {}) };
+  return {};
+}
+
 export class JoinQueue extends DurableObject<Env> {
   readonly #store: QueueStore;
   readonly #commands: QueueCommands;
@@ -96,6 +108,32 @@ export class JoinQueue extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(async () => {
       if (hasSchema(ctx.storage)) this.#migrate();
     });
+    // A cluster made before the cluster index existed joins it the first time it wakes.
+    if (ctx.id.name !== CLUSTER_INDEX_NAME) void ctx.blockConcurrencyWhile(async () => this.#joinIndex());
+  }
+
+  // ---------------------------------------------------------------- the cluster index (its own instance)
+
+  /** Adds a cluster to the index; called on the index's instance only. */
+  async indexAdd(name: string, createdAtMs: number): Promise<void> {
+    new ClusterIndex(this.ctx.storage.sql).add(name, createdAtMs);
+  }
+
+  /** Every cluster the index knows, by name; called on the index's instance only. */
+  async indexList(): Promise<Outcome<{ clusters: IndexedCluster[] }>> {
+    return { ok: true, status: 200, value: { clusters: new ClusterIndex(this.ctx.storage.sql).list() } };
+  }
+
+  /** Registers this cluster with the index once; a failure is retried the next time it wakes. */
+  async #joinIndex(): Promise<void> {
+    const c = this.#store.schemaReady ? this.#store.cluster() : null;
+    if (!c || this.ctx.storage.kv.get(INDEXED_KEY)) return;
+    try {
+      await this.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexAdd(c.name, c.created_at);
+      this.ctx.storage.kv.put(INDEXED_KEY, true);
+    } catch (e) {
+      console.error(JSON.stringify({ cluster: c.name, event: "cluster_index.error", message: e instanceof Error ? e.message : String(e) }));
+    }
   }
 
   // ---------------------------------------------------------------- node-facing
@@ -221,17 +259,19 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { tokens: this.#store.listEnrollmentTokens().map((t) => enrollmentTokenView(t, now)) } };
   }
 
-  async revokeEnrollmentToken(id: string): Promise<Outcome<ReturnType<typeof enrollmentTokenView>>> {
+  async revokeEnrollmentToken(id: string): Promise<Outcome<ReturnType<typeof enrollmentTokenView> & { changed: boolean }>> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
     const now = this.clock.now();
-    const row = this.#commands.run(() => {
+    const result = this.#commands.run(() => {
       if (!this.#store.enrollmentToken(id)) return null;
-      if (this.#store.revokeEnrollmentToken(id, now)) this.#commands.record(now, "admin", "enrollment_token.revoked", id, {});
-      return this.#store.enrollmentToken(id)!;
+      const changed = this.#store.revokeEnrollmentToken(id, now);
+      if (changed) this.#commands.record(now, "admin", "enrollment_token.revoked", id, {});
+      return { row: this.#store.enrollmentToken(id)!, changed };
     });
     await this.#afterCommand();
-    if (!row) return fail(404, "enrollment_token_not_found", `no enrollment token ${id}`);
-    return { ok: true, status: 200, value: enrollmentTokenView(row, now) };
+    if (!result) return fail(404, "enrollment_token_not_found", `no enrollment token ${id}`);
+    // `changed` is false when it had been revoked before: the call is idempotent, and says so.
+    return { ok: true, status: 200, value: { ...enrollmentTokenView(result.row, now), changed: result.changed } };
   }
 
   async status(): Promise<Outcome<Record<string, unknown>>> {
@@ -403,7 +443,9 @@ export class JoinQueue extends DurableObject<Env> {
     const admitted = await this.#admitWaiting();
     if (admitted.length) {
       const more = this.#commands.takeEffects();
-      this.#waiters.notify(more.tickets);
+      // The admitted, and the next few in line (their positions moved), answer now; further back,
+      // positions change little between polls, and waking them would cost a request per node.
+      this.#waiters.notify([...more.tickets, ...this.#store.listTickets("queued", POSITION_REFRESH_COUNT, 0).map((t) => t.id)]);
       this.#waiters.notify([AUDIT_WAITERS]);
       effects = { ...effects, leases: effects.leases || more.leases };
     }
@@ -423,6 +465,7 @@ export class JoinQueue extends DurableObject<Env> {
       this.#store.insertKey({ kid: key.kid, private_jwk: JSON.stringify(key.privateJwk), public_jwk: JSON.stringify(key.publicJwk), created_at: now });
       this.#commands.record(now, "admin", "cluster.created", cluster, { issuer, policy: DEFAULT_POLICY, kid: key.kid });
     });
+    await this.#joinIndex();
   }
 
   #joinedWithoutTicket(c: ClusterRow, m: { node: string; peer_url: string; member_id: string | null; joined_at: number }): TicketView {
@@ -437,7 +480,7 @@ export class JoinQueue extends DurableObject<Env> {
     if (row.state === "queued") {
       const position = this.#store.position(row.seq);
       const typical = c.typical_admission_ms / 1000;
-      queued = { position, retryAfter: retryAfterSeconds(position, typical, policy), estimatedWaitSeconds: estimatedWaitSeconds(position, typical, policy) };
+      queued = { position, retryAfter: retryAfterSeconds(position, typical, policy), estimatedWaitSeconds: estimatedWaitSeconds(position, typical, policy), ...queueBlocker(c, row) };
     }
     if (row.state === "admitted" && row.jti) {
       const a = this.#store.admission(row.jti);

@@ -17,6 +17,10 @@ export interface TicketView {
   position?: number;
   retryAfter?: number;
   estimatedWaitSeconds?: number;
+  /** queued only: what the queue waits for besides this ticket's turn (contract v1.1 addition). */
+  waitingFor?: "paused" | "bootstrap";
+  /** queued behind a bootstrap: the node that holds the bootstrap ticket. */
+  bootstrapNode?: string;
   admission?: string;
   jti?: string;
   leaseExpiresAt?: string;
@@ -55,6 +59,8 @@ export interface QueuedExtras {
   position: number;
   retryAfter: number;
   estimatedWaitSeconds: number;
+  waitingFor?: "paused" | "bootstrap";
+  bootstrapNode?: string;
 }
 
 export function ticketView(

@@ -23,6 +23,8 @@ import {
 } from "../http/schemas.ts";
 import type { Context, MiddlewareHandler } from "hono";
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
+import type { Outcome } from "../queue/views.ts";
+import { CLUSTER_INDEX_NAME } from "../queue/cluster-index.ts";
 
 const common = {
   400: problemDoc("Invalid input"),
@@ -66,6 +68,17 @@ const route = <P extends string, M extends "get" | "post" | "put" | "delete", R 
 export const admin = newApp();
 admin.use("/v1/admin/*", adminAuth);
 
+admin.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/admin/clusters",
+    summary: "The clusters on this broker, by name",
+    security,
+    responses: { 200: { description: "The clusters on this broker, by name", ...json(AnyObject) }, 401: common[401], 429: common[429] },
+  }),
+  async (c) => respond(c, await c.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexList()),
+);
+
 admin
   .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {
     const { cluster } = c.req.valid("param");
@@ -103,6 +116,11 @@ admin
   .openapi(route("post", "/resume", "Resume admissions"), async (c) => {
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).setPaused(cluster, issuer(c), false));
+  })
+  .openapi(route("get", "/policy", "The queue policy"), async (c) => {
+    const outcome = (await queue(c, c.req.valid("param").cluster).status()) as Outcome<{ policy?: object }>;
+    if (!outcome.ok) return respond(c, outcome);
+    return c.json(outcome.value.policy ?? {}, 200);
   })
   .openapi(route("put", "/policy", "Change the queue policy (fields not given keep their value)", { body: { required: true, ...json(PolicyRequest) } }), async (c) => {
     const { cluster } = c.req.valid("param");

@@ -14,7 +14,7 @@ const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "tr
 /** Served on purpose without an operation: service discovery, the liveness probe and the document itself. */
 const UNDOCUMENTED = new Set(["GET /openapi.json"]);
 /** Service identification and liveness: no credential, and nothing to refuse. */
-const SERVICE_ROUTES = new Set(["GET /", "GET /healthz"]);
+const SERVICE_ROUTES = new Set(["GET /", "GET /healthz", "GET /console", "GET /console/app.js", "GET /console/app.css", "GET /console/icon.svg"]);
 
 // The parts of the OpenAPI 3.1 specification this document uses, as the specification requires them.
 const Reference = z.strictObject({ $ref: z.string().startsWith("#/"), summary: z.string().optional(), description: z.string().optional() });
