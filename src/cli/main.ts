@@ -1,6 +1,6 @@
 /**
- * `join-broker`: the node agent (`join`), the reference join API (`controller`) and the admin
- * client (`admin`).
+ * `join-broker`: the node agent (`join`), the reference join API (`controller`), the admin
+ * client (`admin`) and the self-hosted broker (`serve`).
  * @module
  */
 import { EXIT, UsageError } from "./exit-codes.ts";
@@ -9,6 +9,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
   controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: () => import("./controller.ts") },
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: () => import("./admin.ts") },
+  serve: { summary: "the broker itself, self-hosted on workerd with its state on local disk", load: () => import("./serve.ts") },
 };
 
 export const USAGE = `Usage: join-broker <command> [flags]
