@@ -41,6 +41,8 @@ Flags:
                                 every 100 ms for up to SECONDS before answering 503 + Retry-After
                                 (default 10; 0 answers at once)
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
+  --ca-file FILE                PEM file of CA certificates to trust for HTTPS to the broker
+                                (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
   -h, --help                    this text
 
 Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage.

@@ -3,6 +3,7 @@
  * client (`admin`) and the self-hosted broker (`serve`).
  * @module
  */
+import { CA_FILE_COMMANDS, extractCaFile, rerunWithExtraCa, trustCaFile } from "./ca-file.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
@@ -33,7 +34,13 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   try {
-    return await (await command.load()).run(rest);
+    let args = rest;
+    if (CA_FILE_COMMANDS.has(name)) {
+      const { caFile, rest: withoutCa } = extractCaFile(rest);
+      if (caFile !== undefined && !trustCaFile(caFile)) return await rerunWithExtraCa(caFile, [name, ...withoutCa]);
+      args = withoutCa;
+    }
+    return await (await command.load()).run(args);
   } catch (e) {
     if (e instanceof UsageError) {
       process.stderr.write(`join-broker ${name}: ${e.message}\nRun 'join-broker ${name} --help' for usage.\n`);
