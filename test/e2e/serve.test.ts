@@ -5,7 +5,7 @@
  * copied away, wiped and restored carries on.
  */
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +13,15 @@ import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/bro
 
 const BIN = join(ROOT, "bin/join-broker");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Whether `pid` runs (a killed orphan may linger as a zombie until something reaps it). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
 
 function serve(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, [BIN, "serve", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789", ...env }, timeout: 60_000 });
@@ -120,8 +129,11 @@ describe("durability", () => {
   });
 
   it("SIGKILL of serve alone: the next serve replaces the workerd it left behind", async () => {
+    const orphan = Number(readFileSync(join(broker.persistDir, "run", "workerd.pid"), "utf8"));
     await broker.kill("serve");
+    expect(running(orphan)).toBe(true);
     await broker.restart();
+    expect(running(orphan)).toBe(false);
     expect((await status()).bootstrapped).toBe(true);
     expect((await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment)).body.state).toBe("admitted");
   });

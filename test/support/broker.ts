@@ -135,11 +135,12 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     throw new Error(`broker at ${url} never became healthy:\n${log}`);
   };
 
-  const stop = async (hard = false) => {
+  const stop = async (hard = false, reapOrphans = true) => {
     const proc = child as ChildProcess | null;
     if (!proc || proc.exitCode !== null) {
-      // A serve killed alone leaves its workerd behind, in serve's process group.
-      if (lastGroup) {
+      // A serve killed alone leaves its workerd behind, in serve's process group (a restart
+      // leaves it to the next serve, which must replace it).
+      if (lastGroup && reapOrphans) {
         try {
           process.kill(-lastGroup, "SIGKILL");
         } catch {
@@ -187,8 +188,8 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     persistDir,
     stop,
     restart: async () => {
-      await stop();
       // After a kill("serve"), its orphaned workerd still runs: the next serve replaces it.
+      await stop(false, false);
       const again = await launch();
       await waitHealthy(again);
     },
