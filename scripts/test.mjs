@@ -6,6 +6,7 @@ import { ensureTool } from "./tools.mjs";
 
 process.env.ETCD_BIN = ensureTool("etcd");
 process.env.SPIN_BIN = ensureTool("spin");
+process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 

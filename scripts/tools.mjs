@@ -1,4 +1,4 @@
-// Finds the external programs the tests drive (etcd, spin) and installs Debian's packages when
+// Finds the external programs the tests drive (etcd, spin, systemd-analyze) and installs Debian's packages when
 // they are missing and we are root. Anything else is a clear failure, never a skipped test.
 import { execFileSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
@@ -6,6 +6,7 @@ import { accessSync, constants } from "node:fs";
 const TOOLS = {
   etcd: { env: "ETCD_BIN", candidates: ["/usr/bin/etcd", "/usr/local/bin/etcd"], apt: "etcd-server" },
   spin: { env: "SPIN_BIN", candidates: ["/usr/bin/spin", "/usr/local/bin/spin"], apt: "spin" },
+  "systemd-analyze": { env: "SYSTEMD_ANALYZE_BIN", candidates: ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"], apt: "systemd" },
 };
 
 function executable(path) {
