@@ -31,12 +31,15 @@ const steps = [
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ["end-to-end tests", vitest("e2e", ["e2e"])],
+  // The parallel-join and fault scenarios again, with the broker under join-broker serve (workerd
+  // from npm, state on local disk) instead of wrangler dev.
+  ["end-to-end scenarios on join-broker serve", [...vitest("e2e-serve", ["e2e"]), "test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"], { JOIN_BROKER_E2E_RUNTIME: "serve" }],
 ];
 
 let failedStep = null;
-for (const [name, [cmd, ...args]] of steps) {
-  console.log(`\n== ${name}: ${cmd} ${args.join(" ")}`);
-  const r = spawnSync(cmd, args, { stdio: "inherit", env: process.env });
+for (const [name, [cmd, ...args], env = {}] of steps) {
+  console.log(`\n== ${name}: ${Object.entries(env).map(([k, v]) => `${k}=${v} `).join("")}${cmd} ${args.join(" ")}`);
+  const r = spawnSync(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
   if (r.status !== 0) {
     failedStep = `${name} (exit ${r.status ?? r.signal})`;
     break;
@@ -45,7 +48,7 @@ for (const [name, [cmd, ...args]] of steps) {
 
 let passed = 0;
 let failed = 0;
-for (const file of ["in-process", "e2e"].map((n) => `${results}/${n}.json`).filter(existsSync)) {
+for (const file of ["in-process", "e2e", "e2e-serve"].map((n) => `${results}/${n}.json`).filter(existsSync)) {
   const report = JSON.parse(readFileSync(file, "utf8"));
   passed += report.numPassedTests ?? 0;
   // A file that fails to load fails no test, yet the run failed: count it.

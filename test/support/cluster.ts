@@ -367,7 +367,9 @@ export class ClusterHarness {
 
   /** Writes the timeline, with every agent's last step and exit (the etcd logs stay in the temp dir until cleanup). */
   writeTimeline(summary: Record<string, unknown> = {}): string {
-    const path = this.timeline.write(RESULTS_DIR, { ...summary, agents: this.describeAgents().split("\n").map((l) => l.trim()) });
+    // A run against join-broker serve keeps its timelines apart from the wrangler dev run's.
+    const dir = this.broker.runtime === "serve" ? join(RESULTS_DIR, "serve") : RESULTS_DIR;
+    const path = this.timeline.write(dir, { ...summary, runtime: this.broker.runtime, agents: this.describeAgents().split("\n").map((l) => l.trim()) });
     console.log(`[${this.options.scenario}] timeline: ${path}`);
     return path;
   }
