@@ -47,6 +47,7 @@ export async function run(argv: string[]): Promise<number> {
         tls: options.tls && { cert: resolve(options.tls.cert), key: resolve(options.tls.key) },
         issuer: options.issuer,
         logLevel: options.logLevel,
+        clientIpHeader: options.clientIpHeader,
       }),
       { mode: 0o600 },
     );

@@ -31,6 +31,8 @@ export interface WorkerdConfigInput {
   tls?: { cert: string; key: string };
   issuer?: string;
   logLevel?: string;
+  /** Header a trusted reverse proxy sets to the client's address. */
+  clientIpHeader?: string;
 }
 
 /** A Cap'n Proto text literal (its escapes are C's, which JSON's are a subset of for our text). */
@@ -46,6 +48,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     `(name = "ADMIN_TOKEN", fromEnvironment = ${text(ADMIN_TOKEN_ENV)})`,
     ...(input.issuer ? [`(name = "ISSUER", text = ${text(input.issuer)})`] : []),
     ...(input.logLevel ? [`(name = "LOG_LEVEL", text = ${text(input.logLevel)})`] : []),
+    ...(input.clientIpHeader ? [`(name = "CLIENT_IP_HEADER", text = ${text(input.clientIpHeader.toLowerCase())})`] : []),
   ];
   return `# Written by join-broker serve at every start; edits are overwritten.
 using Workerd = import "/workerd/workerd.capnp";

@@ -31,11 +31,11 @@ const usage = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => {
 describe("join-broker serve flags", () => {
   it("--help explains every flag", () => {
     expect(parse(["--help"])).toEqual({ help: true });
-    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level", "JOIN_BROKER_ADMIN_TOKEN"]) expect(SERVE_HELP).toContain(flag);
+    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level", "--client-ip-header", "JOIN_BROKER_ADMIN_TOKEN"]) expect(SERVE_HELP).toContain(flag);
   });
 
   it("parses an address, a data dir and the token from the environment", () => {
-    expect(options(["--listen", "127.0.0.1:8443", "--data-dir", "/tmp/jb"])).toEqual({ host: "127.0.0.1", port: 8443, dataDir: "/tmp/jb", adminToken: TOKEN.JOIN_BROKER_ADMIN_TOKEN, tls: undefined, issuer: undefined, logLevel: undefined });
+    expect(options(["--listen", "127.0.0.1:8443", "--data-dir", "/tmp/jb"])).toEqual({ host: "127.0.0.1", port: 8443, dataDir: "/tmp/jb", adminToken: TOKEN.JOIN_BROKER_ADMIN_TOKEN, tls: undefined, issuer: undefined, logLevel: undefined, clientIpHeader: undefined });
     expect(parseListen("[::1]:0")).toEqual({ host: "::1", port: 0 });
     expect(options(["--listen", "127.0.0.1:1"], { ...TOKEN, STATE_DIRECTORY: "/var/lib/join-broker" }).dataDir).toBe("/var/lib/join-broker");
   });

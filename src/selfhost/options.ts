@@ -33,6 +33,11 @@ Flags:
   --log-level LEVEL         which state changes are logged as JSON lines on stdout: debug, info
                             (default: all but the routine ticket.created and lease.extended),
                             warn (none; errors always are). The audit log keeps every one.
+  --client-ip-header NAME   header through which a reverse proxy in front passes the client's
+                            address (X-Real-IP, X-Forwarded-For: the last entry is used), for
+                            the per-address limit on failed authentications (20 a minute, then
+                            429). Without it all failed authentications share one limit, since
+                            any address header could be forged by the client.
   -h, --help                this help
 
 Environment:
@@ -50,6 +55,7 @@ export interface ServeOptions {
   adminToken: string;
   issuer?: string;
   logLevel?: string;
+  clientIpHeader?: string;
 }
 
 const LOG_LEVELS = ["debug", "info", "warn"];
@@ -89,6 +95,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: 
         "admin-token": { type: "string" },
         issuer: { type: "string" },
         "log-level": { type: "string" },
+        "client-ip-header": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -150,5 +157,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: 
   const logLevel = values["log-level"] as string | undefined;
   if (logLevel !== undefined && !LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}`);
 
-  return { help: false, options: { host, port, dataDir, tls: cert && key ? { cert, key } : undefined, adminToken, issuer: issuer?.replace(/\/$/, ""), logLevel } };
+  const clientIpHeader = values["client-ip-header"] as string | undefined;
+  if (clientIpHeader !== undefined && !/^[A-Za-z0-9-]+$/.test(clientIpHeader)) throw new UsageError(`--client-ip-header ${JSON.stringify(clientIpHeader)} is not a header name`);
+
+  return { help: false, options: { host, port, dataDir, tls: cert && key ? { cert, key } : undefined, adminToken, issuer: issuer?.replace(/\/$/, ""), logLevel, clientIpHeader } };
 }

@@ -1,10 +1,12 @@
 /**
  * The Worker as `join-broker serve` runs it on workerd: the production Worker and its JoinQueue
  * class unchanged, with the one binding only Cloudflare provides (`AUTH_FAILURES`, the failed
- * authentication rate limiter) supplied by a local equivalent.
+ * authentication rate limiter) supplied by a local equivalent, and the client address it counts
+ * against taken only from where it cannot be forged (see client-ip.ts).
  * @module
  */
 import worker from "../index.ts";
+import { withTrustedClientIp } from "./client-ip.ts";
 import { AUTH_FAILURE_LIMIT, FixedWindowLimiter } from "./rate-limit.ts";
 
 export { JoinQueue } from "../index.ts";
@@ -23,5 +25,5 @@ function selfHostedEnv(env: Env): Env {
 }
 
 export default {
-  fetch: (request, env, ctx) => worker.fetch(request, selfHostedEnv(env), ctx),
+  fetch: (request, env, ctx) => worker.fetch(withTrustedClientIp(request, (env as { CLIENT_IP_HEADER?: string }).CLIENT_IP_HEADER), selfHostedEnv(env), ctx),
 } satisfies ExportedHandler<Env>;

@@ -63,6 +63,26 @@ describe("command line", () => {
   });
 });
 
+describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, here local)", () => {
+  let broker: BrokerProcess;
+  beforeAll(async () => {
+    broker = await startBroker({ runtime: "serve", args: ["--client-ip-header", "X-Forwarded-For"] });
+  });
+  afterAll(async () => broker?.stop(true));
+
+  const fail = (headers: Record<string, string>) => fetch(`${broker.url}/v1/admin/clusters/limits`, { headers: { authorization: "Bearer wrong-token", ...headers } }).then((r) => r.status);
+
+  it("answers 429 after 20 failures a minute from one address, even with a forged cf-connecting-ip; other addresses are not affected", async () => {
+    const statuses = [];
+    for (let i = 0; i < 22; i++) statuses.push(await fail({ "x-forwarded-for": "10.9.9.9", "cf-connecting-ip": `192.0.2.${i}` }));
+    expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
+    expect(statuses.slice(20)).toEqual([429, 429]);
+    expect(await fail({ "x-forwarded-for": "10.9.9.10" })).toBe(401);
+    // A valid admin token is not limited.
+    expect((await adminCall(broker, "POST", "/v1/admin/clusters/limits/enrollment-tokens", {})).status).toBe(201);
+  });
+});
+
 describe("durability", () => {
   const cluster = "durable";
   let broker: BrokerProcess;

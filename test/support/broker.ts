@@ -43,6 +43,8 @@ export interface StartBrokerOptions {
   tls?: { cert: string; key: string };
   /** `serve` only: more environment for the serve process. */
   env?: Record<string, string>;
+  /** `serve` only: more flags. */
+  args?: string[];
 }
 
 export async function startBroker(options: StartBrokerOptions = {}): Promise<BrokerProcess> {
@@ -62,6 +64,7 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     new Promise<string>((ok, fail) => {
       const args = [join(ROOT, "bin/join-broker"), "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", persistDir, "--log-level", "debug"];
       if (options.tls) args.push("--tls-cert", options.tls.cert, "--tls-key", options.tls.key);
+      args.push(...(options.args ?? []));
       const proc = spawn(process.execPath, args, {
         cwd: ROOT,
         env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env },
