@@ -8,6 +8,7 @@
 //   npm run demo -- --nodes 4          1 + 3
 //   npm run demo -- --faults           the join API fails at first, two agents are killed mid-join
 //   npm run demo -- --keep             leave the cluster running until Ctrl-C
+//   npm run demo -- --self-hosted      the broker under join-broker serve (workerd from npm, state on disk)
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
 
@@ -22,11 +23,12 @@ const { values } = parseArgs({
     faults: { type: "boolean", default: false },
     seed: { type: "string" },
     keep: { type: "boolean", default: false },
+    "self-hosted": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--self-hosted]");
   process.exit(0);
 }
 const count = Number(values.nodes);
@@ -44,7 +46,8 @@ const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
-console.log(`Starting the broker (wrangler dev), the join API and ${count} node agents with real etcd${values.faults ? ", with faults" : ""} (seed ${seed})…`);
+const runtime = values["self-hosted"] ? "serve" : "wrangler";
+console.log(`Starting the broker (${runtime === "serve" ? "join-broker serve on workerd" : "wrangler dev"}), the join API and ${count} node agents with real etcd${values.faults ? ", with faults" : ""} (seed ${seed})…`);
 let h;
 let cleaning = null;
 const cleanup = async () => {
@@ -63,7 +66,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 try {
-  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random });
+  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random, broker: { runtime } });
 } catch (e) {
   console.error(`Could not start: ${e instanceof Error ? e.message : e}`);
   process.exit(1);
