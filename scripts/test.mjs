@@ -33,6 +33,8 @@ const steps = [
   ["end-to-end tests", vitest("e2e", ["e2e"])],
   // The parallel-join and fault scenarios again, with the broker under join-broker serve (workerd
   // from npm, state on local disk) instead of wrangler dev.
+  // The Worker tests' HTTP contract (every route, every bad input) over loopback against serve.
+  ["HTTP contract on join-broker serve", vitest("contract-serve", ["contract-serve"])],
   ["end-to-end scenarios on join-broker serve", [...vitest("e2e-serve", ["e2e"]), "test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"], { JOIN_BROKER_E2E_RUNTIME: "serve" }],
 ];
 
@@ -48,7 +50,7 @@ for (const [name, [cmd, ...args], env = {}] of steps) {
 
 let passed = 0;
 let failed = 0;
-for (const file of ["in-process", "e2e", "e2e-serve"].map((n) => `${results}/${n}.json`).filter(existsSync)) {
+for (const file of ["in-process", "e2e", "contract-serve", "e2e-serve"].map((n) => `${results}/${n}.json`).filter(existsSync)) {
   const report = JSON.parse(readFileSync(file, "utf8"));
   passed += report.numPassedTests ?? 0;
   // A file that fails to load fails no test, yet the run failed: count it.

@@ -57,6 +57,18 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   let child: ChildProcess | null = null;
   let log = "";
   let lastGroup = 0;
+  /** Process groups of earlier serve runs: a serve killed alone leaves its workerd in its group. */
+  const groups = new Set<number>();
+  const reapGroups = () => {
+    for (const group of groups) {
+      try {
+        process.kill(-group, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+    groups.clear();
+  };
 
   const launch = () => (runtime === "serve" ? launchServe() : launchWrangler());
 
@@ -73,6 +85,7 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
       });
       child = proc;
       lastGroup = proc.pid ?? 0;
+      if (lastGroup) groups.add(lastGroup);
       const timer = setTimeout(() => fail(new Error(`join-broker serve did not start within 60 s:\n${log}`)), 60_000);
       const onData = (chunk: Buffer) => {
         log += chunk.toString();
@@ -143,13 +156,7 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     if (!proc || proc.exitCode !== null) {
       // A serve killed alone leaves its workerd behind, in serve's process group (a restart
       // leaves it to the next serve, which must replace it).
-      if (lastGroup && reapOrphans) {
-        try {
-          process.kill(-lastGroup, "SIGKILL");
-        } catch {
-          /* gone */
-        }
-      }
+      if (reapOrphans) reapGroups();
       return;
     }
     const exited = new Promise((r) => proc.once("exit", r));
@@ -160,6 +167,7 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     }
     await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
     child = null;
+    if (reapOrphans) reapGroups();
   };
 
   const kill = async (target: "workerd" | "serve") => {
