@@ -8,9 +8,9 @@ import { join } from "node:path";
 
 export const WORKER_ENTRY = join(import.meta.dirname, "worker.ts");
 
-export async function bundleWorker(outfile: string): Promise<void> {
+export async function bundleWorker(outfile: string, entry = WORKER_ENTRY): Promise<void> {
   await build({
-    entryPoints: [WORKER_ENTRY],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     format: "esm",
