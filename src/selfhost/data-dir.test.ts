@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DATA_FORMAT, DataDirError, openDataDir, VERSION_FILE } from "./data-dir.ts";
+import { DATA_FORMAT, DataDirError, openDataDir, storedAdminToken, VERSION_FILE } from "./data-dir.ts";
 
 const fresh = () => mkdtempSync(join(tmpdir(), "serve-data-"));
 
@@ -40,5 +40,16 @@ describe("the data directory", () => {
     expect(() => openDataDir(broken, "1.0.0")).toThrow(/cannot read/);
     writeFileSync(join(broken, VERSION_FILE), "{}");
     expect(() => openDataDir(broken, "1.0.0")).toThrow(/no valid "format"/);
+  });
+
+  it("keeps a random admin token when none is given: made once, private, then reused", () => {
+    const dir = fresh();
+    const made = storedAdminToken(dir);
+    expect(made.created).toBe(true);
+    expect(made.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(statSync(made.file).mode & 0o777).toBe(0o600);
+    expect(storedAdminToken(dir)).toEqual({ ...made, created: false });
+    writeFileSync(made.file, "short\n");
+    expect(() => storedAdminToken(dir)).toThrow(DataDirError);
   });
 });

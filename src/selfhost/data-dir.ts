@@ -3,12 +3,14 @@
  * one `serve` at a time uses it.
  *
  *     DIR/join-broker-data.json        format version (and who wrote it)
+ *     DIR/admin-token                  the admin token, when none is given (made on the first start)
  *     DIR/durable-objects/             workerd's SQLite files: one per cluster, plus the alarms
  *     DIR/run/                         written at every start: bundle, workerd config, pid files
  *
  * Everything worth a backup is the version file and `durable-objects/`; `run/` is rebuilt.
  * @module
  */
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -94,6 +96,22 @@ function writeAtomically(file: string, content: string): void {
   const tmp = `${file}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600 });
   renameSync(tmp, file);
+}
+
+/**
+ * The admin token kept in the data directory: read, or made (32 random bytes, base64url, mode
+ * 0600) when there is none. `created` says whether it was made now.
+ */
+export function storedAdminToken(root: string): { token: string; file: string; created: boolean } {
+  const file = join(root, "admin-token");
+  if (existsSync(file)) {
+    const token = readFileSync(file, "utf8").trim();
+    if (token.length < 16) throw new DataDirError(`${file} holds no admin token of at least 16 characters; delete it to have a new one made`);
+    return { token, file, created: false };
+  }
+  const token = randomBytes(32).toString("base64url");
+  writeAtomically(file, `${token}\n`);
+  return { token, file, created: true };
 }
 
 /** Whether process `pid` is alive and its command line contains `needle` (Linux /proc; elsewhere: alive). */

@@ -44,7 +44,8 @@ describe("join-broker serve flags", () => {
     const tokenFile = file("token", "from-a-file-0123456789\n");
     expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", tokenFile], {}).adminToken).toBe("from-a-file-0123456789");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token", "x".repeat(20)])).toContain("not accepted by serve");
-    expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir], {})).toContain("an admin token is required");
+    expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir], {}).adminToken).toBeUndefined(); // serve keeps one in DIR
+    expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", file("empty", "\n")], {})).toContain("is empty");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "short" })).toContain("at least 16");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", join(dir, "missing")])).toContain("cannot read --admin-token-file");
   });

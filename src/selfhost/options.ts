@@ -27,7 +27,8 @@ Flags:
                             only behind a TLS-terminating proxy on a trusted network)
   --admin-token-file FILE   file holding the admin API's bearer token (ADMIN_TOKEN). Otherwise
                             it is read from JOIN_BROKER_ADMIN_TOKEN; never from the command line.
-                            At least 16 characters.
+                            At least 16 characters. With neither, serve makes a random one on
+                            the first start and keeps it in DIR/admin-token (mode 0600).
   --issuer URL              the 'iss' of admission tokens (the broker's public origin). Default:
                             the origin of the admin request that created each cluster.
   --log-level LEVEL         which state changes are logged as JSON lines on stdout: debug, info
@@ -41,7 +42,7 @@ Flags:
   -h, --help                this help
 
 Environment:
-  JOIN_BROKER_ADMIN_TOKEN   the admin token, when --admin-token-file is not given
+  JOIN_BROKER_ADMIN_TOKEN   the admin token, when --admin-token-file is not given (else DIR/admin-token)
   JOIN_BROKER_WORKERD       another workerd binary than the npm package's
 
 Exit codes: 0 stopped by a signal, 1 could not start (or workerd kept failing), 2 bad usage.
@@ -52,7 +53,8 @@ export interface ServeOptions {
   port: number;
   dataDir: string;
   tls?: { cert: string; key: string };
-  adminToken: string;
+  /** Absent: serve uses DIR/admin-token, made with a random token on the first start. */
+  adminToken?: string;
   issuer?: string;
   logLevel?: string;
   clientIpHeader?: string;
@@ -140,9 +142,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: 
   } else {
     adminToken = env.JOIN_BROKER_ADMIN_TOKEN?.trim();
   }
-  if (!adminToken) throw new UsageError("an admin token is required: --admin-token-file FILE or JOIN_BROKER_ADMIN_TOKEN");
-  if (adminToken.length < 16) throw new UsageError("the admin token must be at least 16 characters long");
-  if (/\s/.test(adminToken)) throw new UsageError("the admin token must not contain whitespace");
+  if (tokenFile !== undefined && !adminToken) throw new UsageError(`--admin-token-file ${tokenFile} is empty`);
+  if (adminToken !== undefined && adminToken.length < 16) throw new UsageError("the admin token must be at least 16 characters long");
+  if (adminToken && /\s/.test(adminToken)) throw new UsageError("the admin token must not contain whitespace");
 
   const issuer = values.issuer as string | undefined;
   if (issuer !== undefined) {

@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { bundleWorker, WORKER_ENTRY } from "./bundle.ts";
 import { workerdConfig } from "./config.ts";
-import { layout, openDataDir } from "./data-dir.ts";
+import { layout, openDataDir, storedAdminToken } from "./data-dir.ts";
 import type { ServeOptions } from "./options.ts";
 import { claimRunDir, Supervisor, workerdBinary } from "./supervisor.ts";
 
@@ -29,6 +29,12 @@ export async function startSelfHosted(options: ServeOptions, how: StartOptions):
   if (dir.created) how.log(`created data directory ${dir.root}`);
   for (const format of dir.migrated) how.log(`migrated data directory ${dir.root} to format ${format}`);
   writeFileSync(join(dir.run, "serve.pid"), `${process.pid}\n`);
+  let adminToken = options.adminToken;
+  if (adminToken === undefined) {
+    const stored = storedAdminToken(dir.root);
+    adminToken = stored.token;
+    how.log(stored.created ? `made a random admin token in ${stored.file} (read it from there: ADMIN=$(cat ${stored.file}))` : `admin token from ${stored.file}`);
+  }
   const bundle = join(dir.run, "worker.js");
   await bundleWorker(bundle, how.entry ?? WORKER_ENTRY);
   writeFileSync(
@@ -51,7 +57,7 @@ export async function startSelfHosted(options: ServeOptions, how: StartOptions):
       workerd: workerdBinary(),
       config: configPath,
       runDir: dir.run,
-      adminToken: options.adminToken,
+      adminToken,
       probeHost: wildcard ? (options.host === "::" ? "::1" : "127.0.0.1") : options.host,
       tls: options.tls !== undefined,
       log: how.log,
