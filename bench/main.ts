@@ -151,6 +151,8 @@ export async function main(argv: string[]): Promise<number> {
       brokers.add(own);
       try {
         results.serve = { broker: await brokerThroughput(own, settings.broker), handoff: await handoff(own, settings.handoff) };
+        // wrangler dev's figures of this same run travel with them, for the side-by-side table.
+        if (results.broker && results.handoff) results.serve.besideWrangler = { date: results.date, broker: results.broker.summary, handoff: results.handoff.summary };
       } finally {
         await stop(own);
       }

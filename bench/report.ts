@@ -22,7 +22,12 @@ export interface Results {
   broker?: ThroughputResult;
   handoff?: HandoffResult;
   /** Throughput and hand-off on join-broker serve's runtime. */
-  serve?: { broker: ThroughputResult; handoff: HandoffResult };
+  serve?: {
+    broker: ThroughputResult;
+    handoff: HandoffResult;
+    /** Benchmarks 1 and 2 under wrangler dev in the same run as these, when they ran in it. */
+    besideWrangler?: { date: string; broker: ThroughputResult["summary"]; handoff: HandoffResult["summary"] };
+  };
   scale?: ScaleResult;
   verifier?: VerifierResult;
   join?: JoinResult;
@@ -121,8 +126,8 @@ function serveSection(r: Results): string {
   if (missing || !r.serve) return `## 1s. The same on join-broker serve\n\n${missing ?? "Not measured."}\n`;
   const sb = r.serve.broker;
   const sh = r.serve.handoff;
-  const wb = r.broker?.summary;
-  const wh = r.handoff?.summary;
+  const wb = r.serve.besideWrangler?.broker;
+  const wh = r.serve.besideWrangler?.handoff;
   const cell = (v: number | undefined, digits = 0) => (v === undefined ? "not run" : n(v, digits));
   return `## 1s. The same on join-broker serve
 
@@ -130,8 +135,8 @@ Benchmarks 1 and 2 again, with the bench Worker started the way \`join-broker se
 broker (\`src/selfhost/start.ts\`: workerd from the \`workerd\` npm package, the serve
 configuration with SQLite on local disk, the local \`AUTH_FAILURES\` limiter, no wrangler and
 no proxy in front), in a process of its own, with its own no-op ceiling on that runtime. Same
-settings, same phases, same clients. The wrangler dev column is benchmarks 1 and 2 of this run
-(when they ran in it).
+settings, same phases, same clients. The wrangler dev column is benchmarks 1 and 2 of the same
+run${r.serve.besideWrangler && r.serve.besideWrangler.date !== r.date ? ` (${r.serve.besideWrangler.date.slice(0, 16).replace("T", " ")} UTC, \`--only broker,handoff,serve\`)` : ""}.
 
 ${table(
   ["Figure", "join-broker serve", "wrangler dev (this run)"],

@@ -4,7 +4,7 @@
  * that fell due while the broker was down ends, by the alarm, when it is back; a data directory
  * copied away, wiped and restored carries on.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,6 +57,41 @@ describe("command line", () => {
       expect(newer.status).toBe(1);
       expect(newer.stderr).toContain("was written by join-broker 99.0.0 in data format 99");
       expect(newer.stdout).not.toContain("listening on");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("process", () => {
+  it("SIGTERM to serve alone stops workerd too and exits 0; a port in use makes it exit 1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "serve-signal-"));
+    try {
+      const proc = spawn(process.execPath, [BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir], { cwd: ROOT, env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789" }, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+      for (let i = 0; i < 600 && !/listening on http:\/\/127\.0\.0\.1:(\d+)/.test(out); i++) await sleep(100);
+      const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]);
+      const workerd = Number(readFileSync(join(dir, "run", "workerd.pid"), "utf8"));
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+
+      // A second serve on the same port (another data directory) cannot start: exit 1, and why.
+      const other = mkdtempSync(join(tmpdir(), "serve-port-"));
+      const taken = serve(["--listen", `127.0.0.1:${port}`, "--data-dir", other]);
+      rmSync(other, { recursive: true, force: true });
+      expect(taken.status).toBe(1);
+      expect(taken.stderr).toContain("workerd exited during start");
+      // A second serve on the same data directory refuses.
+      const twice = serve(["--listen", "127.0.0.1:0", "--data-dir", dir]);
+      expect(twice.status).toBe(1);
+      expect(twice.stderr).toContain("another join-broker serve");
+
+      proc.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(running(workerd)).toBe(false);
+      expect(out).toContain("SIGTERM: stopping workerd");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
