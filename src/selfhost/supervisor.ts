@@ -102,11 +102,16 @@ export class Supervisor {
     this.#stopping = true;
     const child = this.#child;
     if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
+      const exited = new Promise<string>((r) => child.once("exit", (code, sig) => r(sig ?? `exit ${code}`)));
       child.kill(signal);
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
+      let forced = false;
+      const timer = setTimeout(() => {
+        forced = true;
+        child.kill("SIGKILL");
+      }, 10_000);
+      const how = await exited;
       clearTimeout(timer);
+      this.options.log(forced ? `workerd did not stop within 10 s of ${signal}: killed` : `workerd stopped on ${signal} (${how})`);
     }
     this.#resolveStopped(0);
   }

@@ -92,6 +92,7 @@ describe("process", () => {
       expect(await exited).toBe(0);
       expect(running(workerd)).toBe(false);
       expect(out).toContain("SIGTERM: stopping workerd");
+      expect(out).toMatch(/workerd stopped on SIGTERM \((exit 0|SIGTERM)\)/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
