@@ -51,7 +51,8 @@ const STABLE_MS = 60_000;
  */
 export async function claimRunDir(runDir: string, configPath: string): Promise<void> {
   const servePid = readPid(join(runDir, "serve.pid"));
-  if (servePid && servePid !== process.pid && processMatches(servePid, "serve")) {
+  // "join-broker serve" is in serve's command line, not in its workerd's (whose config path may contain "join-broker").
+  if (servePid && servePid !== process.pid && processMatches(servePid, "join-broker serve")) {
     throw new StartError(`another join-broker serve (pid ${servePid}) is using this data directory`);
   }
   const orphan = readPid(join(runDir, "workerd.pid"));
