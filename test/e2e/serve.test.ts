@@ -5,7 +5,7 @@
  * copied away, wiped and restored carries on.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -76,6 +76,9 @@ describe("process", () => {
       const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]);
       const workerd = Number(readFileSync(join(dir, "run", "workerd.pid"), "utf8"));
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      // The admin token reaches workerd through its environment: no file under the data directory holds it.
+      for (const name of readdirSync(join(dir, "run"))) expect(readFileSync(join(dir, "run", name), "utf8")).not.toContain("serve-cli-token-0123456789");
+      expect(readFileSync(join(dir, "run", "workerd.capnp"), "utf8")).toContain('fromEnvironment = "JOIN_BROKER_ADMIN_TOKEN"');
 
       // A second serve on the same port (another data directory) cannot start: exit 1, and why.
       const other = mkdtempSync(join(tmpdir(), "serve-port-"));
