@@ -4,11 +4,11 @@
 interface __BaseEnv_Env {
 	AUTH_FAILURES: RateLimit;
 	ADMIN_TOKEN: string;
-	JOIN_QUEUE: DurableObjectNamespace<import("./src/index").JoinQueue>;
+	JOIN_QUEUE: DurableObjectNamespace<import("./src/broker/index").JoinQueue>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {
-		mainModule: typeof import("./src/index");
+		mainModule: typeof import("./src/broker/index");
 		durableNamespaces: "JoinQueue";
 	}
 	interface Env extends __BaseEnv_Env {}

@@ -20,7 +20,7 @@ register();
 const { ClusterHarness, hex } = await import("../test/support/cluster.ts");
 const { seededRandom } = await import("../test/support/seeded.ts");
 const { faultSchedule } = await import("../test/support/split-brain.ts");
-const { EtcdGateway } = await import("../src/etcd/gateway.ts");
+const { EtcdGateway } = await import("../src/node/etcd/gateway.ts");
 
 const { values } = parseArgs({
   options: {

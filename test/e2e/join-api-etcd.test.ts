@@ -6,12 +6,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl } from "../../src/etcd/gateway.ts";
-import { etcdFlags } from "../../src/etcd/process.ts";
-import { Membership } from "../../src/controller/members.ts";
-import { RETRY_AFTER } from "../../src/controller/outcome.ts";
+import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
+import { etcdFlags } from "../../src/node/etcd/etcd-process.ts";
+import { Membership } from "../../src/node/join-api/members.ts";
+import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
-import { memberIdHex } from "../../src/protocol/member-id.ts";
+import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;

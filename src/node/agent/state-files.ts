@@ -1,0 +1,208 @@
+/**
+ * The agent's files in `--state-dir`, each written atomically (temp file, fsync, rename, fsync of
+ * the directory) so that a crash at any instant leaves either the old or the new content:
+ *
+ * - `joined.json`: the marker, written only after the broker recorded the join as complete.
+ * - `agent-state.json`: progress (ticket, role, whether this agent already started etcd on the
+ *   data dir, for which member, and whether that member ever was a voter). It never decides
+ *   between bootstrap and join; the broker does.
+ * - `agent.pid`: the running agent, so that two agents never drive the same node.
+ * - `etcd.pid`: the etcd this agent started, so that a restarted agent can stop one left running.
+ * @module
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Role } from "../../shared/protocol/wire.ts";
+
+export interface JoinedMarker {
+  version: 1;
+  cluster: string;
+  node: string;
+  peerURL: string;
+  role: Role;
+  /** The etcd member ID as reported to the broker (decimal, as etcd's JSON gateway spells it). */
+  memberID: string;
+  /** The same in hex, as etcd logs and etcdctl print it (absent from markers of older agents). */
+  memberIDHex?: string;
+  /** etcd's cluster ID in hex, as etcd logs and etcdctl print it; null when it could not be read. */
+  clusterID: string | null;
+  ticket: string;
+  joinedAt: string;
+}
+
+/** What this agent did to the etcd data dir. Written before etcd is first started; later only `voter` is added. */
+export interface EtcdOwnership {
+  cluster: string;
+  node: string;
+  role: Role;
+  ticket: string;
+  initialCluster: string[];
+  initialClusterState: "new" | "existing";
+  /** The member the join API added for this data dir (decimal). */
+  memberID?: string;
+  /**
+   * Set once etcd reported this member a voter (or the join API promoted it). From then on the
+   * data dir is never moved aside automatically, whatever happens to the member.
+   */
+  voter?: boolean;
+  at: string;
+}
+
+export interface AgentState {
+  version: 1;
+  cluster: string;
+  node: string;
+  peerURL: string;
+  ticket?: string;
+  role?: Role;
+  etcd?: EtcdOwnership;
+  updatedAt: string;
+}
+
+export class StateDir {
+  constructor(readonly path: string) {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+  }
+
+  get markerPath(): string {
+    return join(this.path, "joined.json");
+  }
+  get statePath(): string {
+    return join(this.path, "agent-state.json");
+  }
+  get agentPidPath(): string {
+    return join(this.path, "agent.pid");
+  }
+  get etcdPidPath(): string {
+    return join(this.path, "etcd.pid");
+  }
+  get etcdLogPath(): string {
+    return join(this.path, "etcd.log");
+  }
+  get etcdFlagsPath(): string {
+    return join(this.path, "etcd-flags.txt");
+  }
+
+  readMarker(): JoinedMarker | null {
+    return readJson<JoinedMarker>(this.markerPath);
+  }
+
+  writeMarker(marker: JoinedMarker): void {
+    writeFileAtomic(this.markerPath, `${JSON.stringify(marker, null, 2)}\n`);
+  }
+
+  readState(): AgentState | null {
+    return readJson<AgentState>(this.statePath);
+  }
+
+  writeState(state: AgentState): void {
+    writeFileAtomic(this.statePath, `${JSON.stringify({ ...state, updatedAt: new Date().toISOString() }, null, 2)}\n`);
+  }
+
+  readPid(path: string): number | null {
+    try {
+      const pid = Number(readFileSync(path, "utf8").trim());
+      return Number.isInteger(pid) && pid > 1 ? pid : null;
+    } catch {
+      return null;
+    }
+  }
+
+  writePid(path: string, pid: number): void {
+    writeFileAtomic(path, `${pid}\n`);
+  }
+
+  removeFile(path: string): void {
+    rmSync(path, { force: true });
+  }
+
+  /**
+   * Claims the state dir for this process. Throws when another live agent holds it; a pid file
+   * left by a dead agent (killed, crashed) is taken over.
+   */
+  lock(): void {
+    const other = this.readPid(this.agentPidPath);
+    if (other !== null && other !== process.pid && isAlive(other) && commandLineOf(other).includes("join")) {
+      throw new Error(`another agent (pid ${other}) is running with state dir ${this.path}`);
+    }
+    this.writePid(this.agentPidPath, process.pid);
+  }
+
+  unlock(): void {
+    if (this.readPid(this.agentPidPath) === process.pid) this.removeFile(this.agentPidPath);
+  }
+}
+
+/**
+ * Whether etcd has written its write-ahead log in `dataDir`: the same test etcd itself uses to
+ * decide between "first start" and "restart with my data".
+ */
+export function hasEtcdData(dataDir: string): boolean {
+  try {
+    return readdirSync(join(dataDir, "member", "wal")).some((f) => f.endsWith(".wal"));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the process exists and is not a zombie (an exited child nobody reaped yet). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc: trust kill(0)
+  }
+}
+
+/** The process's arguments ([] when unknown or not on Linux). */
+export function argvOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** The process's arguments joined by spaces ("" when unknown). */
+export function commandLineOf(pid: number): string {
+  return argvOf(pid).join(" ");
+}
+
+function readJson<T>(path: string): T | null {
+  if (!existsSync(path)) return null;
+  const text = readFileSync(path, "utf8");
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new Error(`${path} is not valid JSON; it was not written by this agent (move it away to continue)`);
+  }
+}
+
+/** Replaces `path` with `content` so that readers see the old or the new file, never a mix. */
+export function writeFileAtomic(path: string, content: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, content);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  try {
+    const dir = openSync(dirname(path), "r");
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
+  } catch {
+    /* directories cannot be fsynced on every platform; the rename is still atomic */
+  }
+}
