@@ -16,10 +16,10 @@ import { AnyObject } from "../shared/protocol/schemas.ts";
 import { problem } from "../shared/protocol/problem.ts";
 import { sendProblem } from "./http/problem-response.ts";
 import { jsonBodyProblem } from "./http/json-body.ts";
-import { admin } from "./routes/admin.ts";
-import { controller } from "./routes/controller.ts";
-import { tickets } from "./routes/tickets.ts";
-import { consoleRoutes } from "./console/routes.ts";
+import { admin } from "./routes/admin-routes.ts";
+import { controller } from "./routes/controller-routes.ts";
+import { tickets } from "./routes/ticket-routes.ts";
+import { consoleRoutes } from "./console/console-routes.ts";
 
 const MAX_BODY_BYTES = 16 * 1024;
 /** Seconds to come back after a transient runtime failure (an object reset or moved). */

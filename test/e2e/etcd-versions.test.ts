@@ -65,7 +65,7 @@ function expectRefusal(raw: Raw, refusal: EtcdRefusal): void {
   const code = JOIN_API_CODE[refusal];
   if (code) {
     const outcome = fromEtcdError({ kind: refusal, message: entry.message, httpStatus: raw.status, grpcCode: entry.grpcCode });
-    expect(!outcome.ok && outcome.problem.code).toBe(code);
+    expect(!outcome.ok && outcome.code).toBe(code);
   }
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CONSOLE_HTML } from "./page.ts";
 import { CONSOLE_JS } from "./script.ts";
-import { CONSOLE_CSP } from "./routes.ts";
+import { CONSOLE_CSP } from "./console-routes.ts";
 
 describe("console assets", () => {
   it("the script parses as JavaScript (it is served as text, never bundled)", () => {

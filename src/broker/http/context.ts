@@ -5,6 +5,7 @@
  */
 import { OpenAPIHono, type Hook } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { problem, type ProblemCode } from "../../shared/protocol/problem.ts";
 import { sendProblem } from "./problem-response.ts";
 import type { Outcome } from "../queue/views.ts";
@@ -48,14 +49,12 @@ export function respond<T>(c: Context<AppEnv>, outcome: Outcome<T>): any {
   if (!outcome.ok) return sendProblem(c, problem(outcome.status, outcome.code, outcome.detail, outcome.extra), outcome.retryAfter);
   if (outcome.etag) c.header("etag", outcome.etag);
   if (outcome.retryAfter !== undefined) c.header("retry-after", String(outcome.retryAfter));
-  return c.json(outcome.value as object, outcome.status);
+  return c.json(outcome.value as object, outcome.status ?? 200);
 }
 
 /** The token of an `Authorization: Bearer …` header, or null. */
 export function bearerToken(c: Context): string | null {
-  const header = c.req.header("authorization");
-  const match = header?.match(/^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i);
-  return match ? match[1] : null;
+  return parseBearer(c.req.header("authorization"));
 }
 
 export function clientIp(c: Context): string {

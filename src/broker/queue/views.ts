@@ -3,26 +3,11 @@
  * that knows both.
  * @module
  */
-import type { ProblemCode } from "../../shared/protocol/problem.ts";
 import type { AdminTicket, AuditEntry, EnrollmentToken, Member, QueuePolicy, TicketView } from "../../shared/protocol/wire.ts";
 import type { AuditRow, EnrollmentTokenRow, MemberRow, TicketRow } from "./store.ts";
 
 /** A failed RPC: the Worker turns it into problem+json. Expected outcomes are returned, not thrown. */
-export interface Failure {
-  ok: false;
-  status: 400 | 401 | 403 | 404 | 409 | 410 | 429 | 503;
-  code: ProblemCode;
-  detail: string;
-  retryAfter?: number;
-  /** Extension members of the problem (RFC 9457), e.g. the `reason` of a 410. */
-  extra?: Record<string, unknown>;
-}
-
-export type Outcome<T> = { ok: true; status: 200 | 201 | 202; value: T; etag?: string; retryAfter?: number } | Failure;
-
-export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number, extra?: Record<string, unknown>): Failure {
-  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}), ...(extra ? { extra } : {}) };
-}
+export { fail, type Failure, type Outcome } from "../../shared/protocol/outcome.ts";
 
 export function iso(ms: number | null | undefined): string | undefined {
   return ms === null || ms === undefined ? undefined : new Date(ms).toISOString();

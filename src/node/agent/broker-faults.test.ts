@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAgent } from "./machine.ts";
-import { parseJoinArgs } from "./options.ts";
+import { parseJoinArgs } from "./join-options.ts";
 import { createReporter } from "./progress.ts";
 import { ServerFailures } from "./retry.ts";
 

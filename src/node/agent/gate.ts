@@ -20,10 +20,10 @@
 import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
-import type { TicketView } from "./broker-client.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
-import type { AgentOptions } from "./options.ts";
+import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep } from "./retry.ts";
 import type { StateDir } from "./state-files.ts";

@@ -3,7 +3,7 @@
  * the node's admission token as the bearer.
  * @module
  */
-import { requestJson, type HttpResult } from "./http.ts";
+import { requestJson, type HttpResult } from "../../shared/client/exchange.ts";
 
 export interface MemberAdded {
   memberID: string;

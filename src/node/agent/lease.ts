@@ -7,8 +7,9 @@
  * stops whatever the node was doing with that admission.
  * @module
  */
-import type { BrokerClient, TicketView } from "./broker-client.ts";
-import { TransportError, describeAnswer } from "./http.ts";
+import type { NodeSession } from "../../shared/client/node-session.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
+import { TransportError, describeAnswer } from "../../shared/client/exchange.ts";
 import { sleep, type Random } from "./retry.ts";
 
 /** The admission ended without a revocation (lease expired, ticket abandoned or superseded): ask again. */
@@ -49,7 +50,7 @@ export class LeaseKeeper {
   #done: Promise<void> = Promise.resolve();
 
   constructor(
-    readonly broker: BrokerClient,
+    readonly broker: NodeSession,
     readonly ticket: string,
     readonly admission: string,
     leaseExpiresAt: string | undefined,

@@ -28,14 +28,16 @@ import { existsSync, renameSync } from "node:fs";
 import { EtcdGateway, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
-import { BrokerClient, type TicketView } from "./broker-client.ts";
+import { BrokerClient } from "../../shared/client/broker-client.ts";
+import type { NodeSession } from "../../shared/client/node-session.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { Gate } from "./gate.ts";
-import { TransportError, describeAnswer, type HttpResult } from "./http.ts";
+import { TransportError, describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
-import type { AgentOptions } from "./options.ts";
+import type { AgentOptions } from "./join-options.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, sleep, type Random } from "./retry.ts";
 import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
@@ -87,7 +89,7 @@ class Agent {
   readonly #dir: StateDir;
   readonly #deps: AgentDeps;
   readonly #random: Random;
-  readonly #broker: BrokerClient;
+  readonly #broker: NodeSession;
   readonly #joinApi: JoinApiClient;
   readonly #local: EtcdGateway;
   readonly #etcd: EtcdSupervisor | null;
@@ -102,7 +104,7 @@ class Agent {
     this.#r = deps.reporter;
     this.#dir = dir;
     this.#random = deps.random ?? Math.random;
-    this.#broker = new BrokerClient(options.brokerUrl, options.cluster, options.token);
+    this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
     this.#joinApi = new JoinApiClient(options.joinApiUrl);
     this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
     this.#etcd = options.etcdBin

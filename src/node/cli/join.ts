@@ -4,7 +4,7 @@
  */
 import { runAgent } from "../agent/machine.ts";
 import { Stopped } from "../agent/errors.ts";
-import { JOIN_HELP, parseJoinArgs } from "../agent/options.ts";
+import { JOIN_HELP, parseJoinArgs } from "../agent/join-options.ts";
 import { createReporter } from "../agent/progress.ts";
 import { EXIT } from "../exit-codes.ts";
 

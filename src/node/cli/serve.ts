@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DataDirError, layout } from "../serve/data-dir.ts";
-import { parseServeArgs, SERVE_HELP } from "../serve/options.ts";
+import { parseServeArgs, SERVE_HELP } from "../serve/serve-options.ts";
 import { startSelfHosted } from "../serve/start.ts";
 import { StartError, type Supervisor } from "../serve/supervisor.ts";
 import { EXIT } from "../exit-codes.ts";

@@ -12,6 +12,8 @@ import { AdmissionError, verifyAdmission, type VerifyAdmissionOptions } from "..
 import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
 import type { Membership } from "./members.ts";
+import { parseBearer } from "../../shared/protocol/bearer.ts";
+import { fail, problemOf } from "../../shared/protocol/outcome.ts";
 import { joinProblem, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -46,7 +48,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     } catch (e) {
       if (!(e instanceof AdmissionError)) throw e;
       log(`refused node ${node}: ${e.code} (${e.message})`);
-      return { ok: false, problem: joinProblem(e.status, e.code, e.message), retryAfter: e.status === 503 ? RETRY_AFTER.unavailable : undefined };
+      return fail(e.status, e.code, e.message, e.status === 503 ? RETRY_AFTER.unavailable : undefined);
     }
   };
 
@@ -59,7 +61,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     const verified = await verify(token, node, peerAddress);
     if (!verified.ok) return send(c, verified);
     const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token });
-    if (!added.ok) log(`not adding node ${node} now: ${added.problem.code} (${added.problem.detail})`);
+    if (!added.ok) log(`not adding node ${node} now: ${added.code} (${added.detail})`);
     return send(c, added);
   });
 
@@ -74,14 +76,14 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     if (!verified.ok) {
       // A node that lost our 200 may ask again after it reported completion to the broker: if its
       // member is a voter already, saying so changes nothing and spares it a needless failure.
-      if (verified.problem.code === "admission_completed") {
+      if (verified.code === "admission_completed") {
         const again = await voterAfterCompletion(token, node);
         if (again) return c.json(again, 200);
       }
       return send(c, verified);
     }
     const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url, jti: verified.value.jti, token });
-    if (!promoted.ok) log(`not promoting node ${node} now: ${promoted.problem.code} (${promoted.problem.detail})`);
+    if (!promoted.ok) log(`not promoting node ${node} now: ${promoted.code} (${promoted.detail})`);
     return send(c, promoted);
   });
 
@@ -114,8 +116,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
 }
 
 function bearer(c: Context): string | null {
-  const match = c.req.header("authorization")?.match(/^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i);
-  return match ? match[1]! : null;
+  return parseBearer(c.req.header("authorization"));
 }
 
 function unauthorized(c: Context): Response {
@@ -129,17 +130,17 @@ const FIELD_CODES: Record<string, JoinApiProblemCode> = { node: "invalid_node", 
 async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<Outcome<T>> {
   const type = c.req.header("content-type") ?? "";
   if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
-    return { ok: false, problem: joinProblem(415, "unsupported_media_type", "send the body as application/json") };
+    return fail(415, "unsupported_media_type", "send the body as application/json");
   }
   const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) return { ok: false, problem: joinProblem(413, "body_too_large", `the body is over ${MAX_BODY_BYTES} bytes`) };
+  if (declared > MAX_BODY_BYTES) return fail(413, "body_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
   const bytes = new Uint8Array(await c.req.arrayBuffer());
-  if (bytes.byteLength > MAX_BODY_BYTES) return { ok: false, problem: joinProblem(413, "body_too_large", `the body is over ${MAX_BODY_BYTES} bytes`) };
+  if (bytes.byteLength > MAX_BODY_BYTES) return fail(413, "body_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
   } catch {
-    return { ok: false, problem: joinProblem(400, "malformed_json", "the body is not valid UTF-8 JSON") };
+    return fail(400, "malformed_json", "the body is not valid UTF-8 JSON");
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return { ok: true, value: parsed.data };
@@ -148,12 +149,12 @@ async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<Outcome<T>
   const detail = parsed.error.issues
     .map((i) => (i.code === "unrecognized_keys" ? `unknown field(s): ${i.keys.join(", ")}` : `${i.path.join(".") || "body"}: ${i.message}`))
     .join("; ");
-  return { ok: false, problem: joinProblem(400, FIELD_CODES[field] ?? "invalid_request", detail) };
+  return fail(400, FIELD_CODES[field] ?? "invalid_request", detail);
 }
 
 function send<T>(c: Context, outcome: Outcome<T>): Response {
   if (outcome.ok) return c.json(outcome.value as object, 200);
-  return problemResponse(c, outcome.problem, outcome.retryAfter);
+  return problemResponse(c, problemOf(outcome), outcome.retryAfter);
 }
 
 function problemResponse(c: Context, p: JoinApiProblem, retryAfter?: number, headers: Record<string, string> = {}): Response {

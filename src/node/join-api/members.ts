@@ -115,7 +115,7 @@ export class Membership {
     const until = Date.now() + this.#holdMs;
     for (;;) {
       const outcome = await attempt();
-      if (outcome.ok || !SETTLING.has(outcome.problem.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
+      if (outcome.ok || !SETTLING.has(outcome.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
       await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
     }
   }

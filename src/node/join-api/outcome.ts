@@ -4,6 +4,7 @@
  * @module
  */
 import type { EtcdError } from "../etcd/gateway.ts";
+import { fail, type Outcome as SharedOutcome } from "../../shared/protocol/outcome.ts";
 import { problem, type Problem, type ProblemCode } from "../../shared/protocol/problem.ts";
 import type { AdmissionErrorCode } from "../../shared/verifier/errors.ts";
 
@@ -22,14 +23,14 @@ export type JoinApiProblemCode =
 
 export type JoinApiProblem = Problem<JoinApiProblemCode>;
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; problem: JoinApiProblem; retryAfter?: number };
+export type Outcome<T> = SharedOutcome<T, JoinApiProblemCode>;
 
 export function joinProblem(status: number, code: JoinApiProblemCode, detail: string, extra: Record<string, unknown> = {}): JoinApiProblem {
   return problem(status, code, detail, extra);
 }
 
 export function refuse<T>(status: number, code: JoinApiProblemCode, detail: string, retryAfter?: number): Outcome<T> {
-  return { ok: false, problem: joinProblem(status, code, detail), retryAfter };
+  return fail(status, code, detail, retryAfter);
 }
 
 /** Seconds a caller should wait before asking again, per etcd refusal. */

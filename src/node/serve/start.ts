@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { bundleWorker, WORKER_ENTRY } from "./bundle.ts";
 import { workerdConfig } from "./config.ts";
 import { layout, openDataDir, storedAdminToken } from "./data-dir.ts";
-import type { ServeOptions } from "./options.ts";
+import type { ServeOptions } from "./serve-options.ts";
 import { claimRunDir, Supervisor, workerdBinary } from "./supervisor.ts";
 
 export interface StartOptions {

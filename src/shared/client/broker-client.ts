@@ -25,6 +25,7 @@ import {
   WaitQuery,
 } from "../protocol/schemas.ts";
 import { InvalidInput } from "./errors.ts";
+import { NodeSession } from "./node-session.ts";
 import { Transport, type Reply, type TransportOptions } from "./transport.ts";
 import type {
   Adopted,
@@ -89,6 +90,11 @@ export class BrokerClient {
   /** The clusters on this broker, by name (admin token). */
   clusters(): Promise<Reply<{ clusters: { name: string; createdAt: string }[] }>> {
     return this.transport.request("GET", "/v1/admin/clusters");
+  }
+
+  /** A node's session for one cluster (the agent's calls), with its enrollment token. */
+  nodeSession(cluster: string, enrollmentToken: string, timeoutMs?: number): NodeSession {
+    return new NodeSession(this.transport.baseUrl, check(ClusterName, cluster, "cluster"), enrollmentToken, timeoutMs);
   }
 
   /** The broker's OpenAPI 3.1 document. */

@@ -4,15 +4,10 @@
  * @module
  */
 
-/** The RFC 9457 body every broker error carries; `code` is the stable part to switch on. */
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  [extension: string]: unknown;
-}
+import type { Problem } from "../protocol/problem.ts";
+
+/** The RFC 9457 body every broker error carries (the contract's `Problem`); `code` is the stable part to switch on. */
+export type ProblemBody = Problem<string>;
 
 /** The broker answered with a 4xx/5xx. */
 export class BrokerProblem extends Error {

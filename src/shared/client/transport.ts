@@ -4,6 +4,7 @@
  * @module
  */
 import { BrokerProblem, BrokerUnreachable, toProblem } from "./errors.ts";
+import { describeFetchError } from "./exchange.ts";
 
 /** A successful answer: the parsed body, plus the exact text for callers that pass it on unchanged. */
 export interface Reply<T> {
@@ -115,11 +116,4 @@ export class Transport {
     }
     return { status: res.status, headers: res.headers, body: parsed, text };
   }
-}
-
-/** Node's fetch hides the socket error in `cause`; that is the part an operator can act on. */
-function describeFetchError(e: unknown): string {
-  const cause = (e as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ""}`;
-  return e instanceof Error ? e.message : String(e);
 }

@@ -1,26 +1,21 @@
 /**
- * The agent's HTTP calls: JSON in, JSON (or problem+json) out, a timeout on every request, and
- * the `Retry-After` and `ETag` headers the broker and the join API use for backpressure.
+ * One JSON exchange that does not throw for an HTTP answer: JSON in, JSON (or problem+json) out,
+ * a timeout on every request, and the `Retry-After`, `ETag` and `Date` headers the broker and the
+ * join API use for backpressure. For callers that decide by status (the node agent's session
+ * with the broker and its join-API calls); the typed client's `Transport` throws instead.
  * Transport failures (refused, reset, timed out) are thrown as `TransportError` so that callers
  * can tell "the server said no" from "the server could not be reached".
  * @module
  */
-
-export interface Problem {
-  type?: string;
-  title?: string;
-  status?: number;
-  detail?: string;
-  code?: string;
-  [extension: string]: unknown;
-}
+import type { Problem } from "../protocol/problem.ts";
+import { toProblem } from "./errors.ts";
 
 export interface HttpResult<T> {
   status: number;
   /** The parsed JSON body of a 2xx answer; null otherwise or when it is not JSON. */
   body: T | null;
   /** The problem of a 4xx/5xx answer (or a stand-in built from the status when the body is not problem+json). */
-  problem: Problem | null;
+  problem: Problem<string> | null;
   /** Seconds, from `Retry-After` (delta seconds or an HTTP date). */
   retryAfter: number | null;
   etag: string | null;
@@ -30,6 +25,8 @@ export interface HttpResult<T> {
 
 /** The request never got an HTTP answer: connection refused or reset, DNS, or our own timeout. */
 export class TransportError extends Error {
+  override readonly name = "TransportError";
+  readonly code = "ERR_TRANSPORT";
   constructor(
     readonly url: string,
     readonly reason: string,
@@ -69,12 +66,9 @@ export async function requestJson<T>(url: string, options: RequestOptions): Prom
     if (timeout.aborted) throw new TransportError(url, `no answer within ${Math.round(options.timeoutMs / 1000)} s`);
     throw new TransportError(url, describeFetchError(e));
   }
-  const parsed = parseJson(text);
   const ok = response.status >= 200 && response.status < 300;
-  let problem: Problem | null = null;
-  if (!ok) {
-    problem = parsed && typeof parsed === "object" ? (parsed as Problem) : { status: response.status, detail: text.trim().slice(0, 300) || response.statusText };
-  }
+  const parsed = ok ? parseJson(text) : null;
+  const problem = ok ? null : toProblem(response.status, text);
   return {
     status: response.status,
     body: ok ? (parsed as T | null) : null,
@@ -124,6 +118,7 @@ export function describeFetchError(e: unknown): string {
 export function describeAnswer(result: HttpResult<unknown>): string {
   const p = result.problem;
   if (!p) return `HTTP ${result.status}`;
-  const code = p.code ? ` ${p.code}` : "";
+  // A code synthesized from the status (no problem body) says nothing the status does not.
+  const code = p.code && p.code !== `http_${result.status}` ? ` ${p.code}` : "";
   return `HTTP ${result.status}${code}${p.detail ? `: ${p.detail}` : ""}`;
 }

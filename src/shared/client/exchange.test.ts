@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeAnswer, describeFetchError, parseRetryAfter } from "./http.ts";
+import { describeAnswer, describeFetchError, parseRetryAfter } from "./exchange.ts";
 
 describe("HTTP helpers", () => {
   it("reads Retry-After as seconds or as an HTTP date", () => {
@@ -13,7 +13,7 @@ describe("HTTP helpers", () => {
   });
 
   it("describes problems and transport failures in one line", () => {
-    const problem = { code: "learner_pending", detail: "one learner at a time" };
+    const problem = { type: "about:blank", title: "Service Unavailable", status: 503, code: "learner_pending", detail: "one learner at a time" };
     expect(describeAnswer({ status: 503, body: null, problem, retryAfter: 5, etag: null, date: null })).toBe("HTTP 503 learner_pending: one learner at a time");
     expect(describeAnswer({ status: 500, body: null, problem: null, retryAfter: null, etag: null, date: null })).toBe("HTTP 500");
     const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }) });

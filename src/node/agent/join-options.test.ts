@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
-import { parseJoinArgs, type AgentOptions } from "./options.ts";
+import { parseJoinArgs, type AgentOptions } from "./join-options.ts";
 
 const REQUIRED = ["--broker", "https://broker.example/", "--cluster", "prod-eu", "--token", "jbe_abc", "--node", "ctrl-1", "--peer-url", "https://10.0.0.4:2380/", "--join-api", "https://10.0.0.2:9443", "--state-dir", "/var/lib/jb"];
 

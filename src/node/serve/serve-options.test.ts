@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
-import { isLoopback, parseListen, parseServeArgs, SERVE_HELP } from "./options.ts";
+import { isLoopback, parseListen, parseServeArgs, SERVE_HELP } from "./serve-options.ts";
 
 const TOKEN = { JOIN_BROKER_ADMIN_TOKEN: "admin-token-0123456789" };
 const dir = mkdtempSync(join(tmpdir(), "serve-options-"));

@@ -1,17 +1,20 @@
 /**
- * The broker's node-facing API (PROTOCOL.md, "Broker: node-facing") as the agent calls it.
- * Every method returns the raw answer; deciding what an answer means is the state machine's job.
+ * A node's session with the broker (PROTOCOL.md, "Broker: node-facing"): ticket, long polls,
+ * heartbeats, complete, abandon, each with the credential it needs (enrollment or admission
+ * token). Every method returns the raw answer (`HttpResult`) instead of throwing on a 4xx/5xx:
+ * the node agent decides what each status means. Part of the typed client
+ * (`BrokerClient.nodeSession`).
  * @module
  */
-import type { TicketView } from "../../shared/protocol/wire.ts";
-import { requestJson, type HttpResult } from "./http.ts";
+import type { TicketView } from "../protocol/wire.ts";
+import { requestJson, type HttpResult } from "./exchange.ts";
 
 export type { TicketView };
 
 /** Room on top of a long poll's `wait` for the answer to travel back. */
 const LONG_POLL_SLACK_MS = 15_000;
 
-export class BrokerClient {
+export class NodeSession {
   readonly #base: string;
 
   constructor(
