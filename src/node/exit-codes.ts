@@ -10,4 +10,7 @@ export const EXIT = {
   gaveUp: 4,
 } as const;
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+  readonly code = "ERR_USAGE";
+}

@@ -42,10 +42,16 @@ const EXITED_OK_GRACE_MS = 60_000;
 const STOP_GRACE_MS = 30_000;
 
 /** COMMAND exited before the node was a voter: the agent leaves the queue and exits 4. */
-export class CommandFailed extends GaveUp {}
+export class CommandFailed extends GaveUp {
+  override readonly name = "CommandFailed";
+  override readonly code = "ERR_GATE_COMMAND_FAILED";
+}
 
 /** A node told to join is a voter of another cluster than the one it was to join: exit 3. */
-export class SplitBrain extends Refusal {}
+export class SplitBrain extends Refusal {
+  override readonly name = "SplitBrain";
+  override readonly code = "ERR_SPLIT_BRAIN";
+}
 
 export class Gate {
   readonly #o: AgentOptions;

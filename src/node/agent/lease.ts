@@ -14,6 +14,8 @@ import { sleep, type Random } from "./retry.ts";
 
 /** The admission ended without a revocation (lease expired, ticket abandoned or superseded): ask again. */
 export class LeaseLost extends Error {
+  override readonly name = "LeaseLost";
+  readonly code = "ERR_LEASE_LOST";
   constructor(
     readonly state: string,
     detail: string,
@@ -23,7 +25,10 @@ export class LeaseLost extends Error {
 }
 
 /** An admin revoked the admission: the node must not join with it. */
-export class AdmissionRevoked extends Error {}
+export class AdmissionRevoked extends Error {
+  override readonly name = "AdmissionRevoked";
+  readonly code = "ERR_ADMISSION_REVOKED";
+}
 
 export interface LeaseHooks {
   onHeartbeat?(leaseExpiresAt: string): void;

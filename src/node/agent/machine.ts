@@ -34,12 +34,13 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { Gate } from "./gate.ts";
-import { TransportError, describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
+import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./join-options.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
-import { Backoff, ServerFailures, sleep, type Random } from "./retry.ts";
+import { Backoff, ServerFailures, retrying, sleep, type Random, type RetryOptions } from "./retry.ts";
+import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
 import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../../shared/protocol/wire.ts";
 
@@ -203,25 +204,19 @@ class Agent {
     const backoff = new Backoff(500, 10_000, this.#random);
     const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
     let shown: TicketView | null = null;
-    while (view.state === "queued") {
+    const onUnreachable = (reason: string) => this.#r.failure("broker", `broker unreachable: ${reason}`);
+    return retrying<TicketView>({ backoff, signal, onUnreachable }, async () => {
+      if (view.state !== "queued") return { done: view };
       if (view !== shown) reportQueued(this.#r, view);
       const began = Date.now();
       // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
       // once, and the position shown is never older than the broker thinks useful.
       const hint = view.retryAfter ?? LONG_POLL_DEFAULT_SECONDS;
       const wait = Math.min(LONG_POLL_MAX_SECONDS, Math.max(LONG_POLL_MIN_SECONDS, Math.round(hint * (1 + 0.25 * this.#random()))));
-      let res: HttpResult<TicketView>;
-      try {
-        res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
-      } catch (e) {
-        if (!(e instanceof TransportError)) throw e;
-        this.#r.failure("broker", `broker unreachable: ${e.reason}`);
-        await sleep(backoff.next(), signal);
-        continue;
-      }
+      const res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
       if (res.status === 500) {
         await this.#brokerFault("waiting in the queue", res, faults, signal);
-        continue;
+        return { again: true };
       }
       faults.reset();
       if (res.body) {
@@ -236,14 +231,13 @@ class Agent {
           shown = view;
           await sleep(early + hint * 250 * this.#random(), signal);
         }
-        continue;
+        return { again: true };
       }
-      if (res.status === 404) return await this.#requestTicket(signal);
+      if (res.status === 404) return { done: await this.#requestTicket(signal) };
       if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
       this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
-      await sleep(backoff.after(res.retryAfter), signal);
-    }
-    return view;
+      return { wait: res.retryAfter };
+    });
   }
 
   async #admitted(view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
@@ -300,7 +294,9 @@ class Agent {
       members: added.initialCluster.length,
     });
     const owned = this.#state.etcd;
-    if (owned?.memberID && owned.memberID !== added.memberID && hasEtcdData(this.#o.dataDir)) {
+    const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner });
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule));
+    if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
       await this.#discardLearnerData(`the join API added this node anew as member ${hexId(added.memberID)}; its data belongs to member ${hexId(owned.memberID)}, which was removed`);
@@ -337,7 +333,7 @@ class Agent {
       }
       return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
     }
-    if (!hasEtcdData(dataDir)) {
+    if (refusalOf(decideDataDir(this.#disk(), { kind: "joined", cluster })) === "joined_without_data") {
       throw new Refusal(
         `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${hexId(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
           `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. To join it again: ` +
@@ -356,20 +352,11 @@ class Agent {
   // ------------------------------------------------------------------ join API calls
 
   async #addMember(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
-    const backoff = new Backoff(500, 10_000, this.#random);
     let rejected = 0;
-    for (;;) {
-      let res: HttpResult<MemberAdded>;
-      try {
-        res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
-      } catch (e) {
-        if (!(e instanceof TransportError)) throw e;
-        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
-        await sleep(backoff.next(), signal);
-        continue;
-      }
+    return retrying<MemberAdded>(this.#joinApiRetry(10_000, signal), async () => {
+      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
       const body = res.body;
-      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return body;
+      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return { done: body };
       if (res.status === 401 || res.status === 403 || res.status === 410) {
         rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
       } else if (res.status === 400 || res.status === 409 || res.status === 422) {
@@ -377,27 +364,18 @@ class Agent {
       } else {
         this.#r.retry(`adding the member: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       }
-      await sleep(backoff.after(res.retryAfter), signal);
-    }
+      return { wait: res.retryAfter };
+    });
   }
 
   async #promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
-    const backoff = new Backoff(500, 5_000, this.#random);
     let rejected = 0;
-    for (;;) {
+    return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
       await this.#checkEtcd();
-      let res: HttpResult<MemberPromoted>;
-      try {
-        res = await this.#joinApi.promote(admission, this.#o.node, signal);
-      } catch (e) {
-        if (!(e instanceof TransportError)) throw e;
-        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
-        await sleep(backoff.next(), signal);
-        continue;
-      }
+      const res = await this.#joinApi.promote(admission, this.#o.node, signal);
       if (res.status === 200 && res.body) {
         if (res.body.learner === false) this.#markVoter();
-        return res.body;
+        return { done: res.body };
       }
       if (res.status === 404 && res.problem?.code === "member_not_found") {
         await this.#discardLearnerData(describeAnswer(res));
@@ -410,8 +388,12 @@ class Agent {
       } else {
         this.#r.retry(`promoting: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       }
-      await sleep(backoff.after(res.retryAfter), signal);
-    }
+      return { wait: res.retryAfter };
+    });
+  }
+
+  #joinApiRetry(capMs: number, signal: AbortSignal): RetryOptions {
+    return { backoff: new Backoff(500, capMs, this.#random), signal, onUnreachable: (reason) => this.#r.failure("join-api", `join API unreachable: ${reason}`) };
   }
 
   /**
@@ -453,25 +435,18 @@ class Agent {
   async #brokerRetry<T>(what: string, call: () => Promise<HttpResult<T>>, signal: AbortSignal): Promise<HttpResult<T>> {
     const backoff = new Backoff(500, 10_000, this.#random);
     const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
-    for (;;) {
-      let res: HttpResult<T>;
-      try {
-        res = await call();
-      } catch (e) {
-        if (!(e instanceof TransportError)) throw e;
-        this.#r.failure("broker", `${what}: broker unreachable (${e.reason})`);
-        await sleep(backoff.next(), signal);
-        continue;
-      }
+    const onUnreachable = (reason: string) => this.#r.failure("broker", `${what}: broker unreachable (${reason})`);
+    return retrying<HttpResult<T>>({ backoff, signal, onUnreachable }, async () => {
+      const res = await call();
       if (res.status === 500) {
         await this.#brokerFault(what, res, faults, signal);
-        continue;
+        return { again: true };
       }
       faults.reset();
-      if (res.status !== 429 && res.status < 500) return res;
+      if (res.status !== 429 && res.status < 500) return { done: res };
       this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
-      await sleep(backoff.after(res.retryAfter), signal);
-    }
+      return { wait: res.retryAfter };
+    });
   }
 
   /** A 500 from the broker: reported every time, backed off from, and given up on when it repeats. */
@@ -493,24 +468,51 @@ class Agent {
 
   // ------------------------------------------------------------------ etcd
 
-  /** Refuses to start a data dir this agent did not fill for this cluster and role. Returns whether there is data. */
-  #checkDataIsOurs(role: Role): boolean {
-    const { dataDir, cluster } = this.#o;
-    if (!hasEtcdData(dataDir)) return false;
+  /** What is on disk, for the data-directory rules. */
+  #disk(): DiskFacts {
     const owned = this.#state.etcd;
-    if (!owned) {
-      throw new Refusal(
-        `${dataDir} already holds etcd data, but this agent never started etcd there for cluster ${cluster}. It may be another cluster's data, ` +
-          `and starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`,
-      );
+    return { hasData: hasEtcdData(this.#o.dataDir), owned: owned ?? null, joined: this.#dir.readMarker() !== null };
+  }
+
+  /** Refuses to start a data dir this agent did not fill for this cluster and role (before anything is asked of etcd). */
+  #checkDataIsOurs(role: Role): void {
+    const rule = role === "bootstrap" ? refusalOf(decideDataDir(this.#disk(), { kind: "bootstrap", cluster: this.#o.cluster })) : ownershipRefusal(this.#disk(), this.#o.cluster, role);
+    if (rule) throw new Refusal(this.#refusalMessage(rule, role));
+  }
+
+  /** A refused data dir, said so that an operator knows what to do. */
+  #refusalMessage(rule: RefusalRule, role: Role = "join", why = ""): string {
+    const { dataDir, cluster, node } = this.#o;
+    const owned = this.#state.etcd;
+    switch (rule) {
+      case "foreign_data":
+        return (
+          `${dataDir} already holds etcd data, but this agent never started etcd there for cluster ${cluster}. It may be another cluster's data, ` +
+          `and starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`
+        );
+      case "other_cluster":
+        return `${dataDir} holds etcd data this agent made for cluster ${owned?.cluster}, not ${cluster}: starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`;
+      case "role_changed":
+        return (
+          `${dataDir} holds etcd data from when this node ${owned?.role === "bootstrap" ? "bootstrapped a cluster" : "joined a cluster"}, but the broker now ` +
+          `says it must ${role === "bootstrap" ? "bootstrap" : "join"}. Move the data dir away and run again.`
+        );
+      case "joined_never_bootstraps":
+        return `${this.#dir.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
+      case "joined_without_data":
+        return "";
+      default: {
+        const keep =
+          rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
+          : rule === "not_ours" ? `${dataDir} was not filled by this agent`
+          : rule === "bootstrapped_here" ? "this node bootstrapped the cluster from this data"
+          : `member ${owned?.memberID ? hexId(owned.memberID) : "?"} was a voter`;
+        return (
+          `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
+          `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${node} --cluster ${cluster}', and run again.`
+        );
+      }
     }
-    if (owned.role !== role) {
-      throw new Refusal(
-        `${dataDir} holds etcd data from when this node ${owned.role === "bootstrap" ? "bootstrapped a cluster" : "joined a cluster"}, but the broker now ` +
-          `says it must ${role === "bootstrap" ? "bootstrap" : "join"}. Move the data dir away and run again.`,
-      );
-    }
-    return true;
   }
 
   /**
@@ -527,16 +529,6 @@ class Agent {
     throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
   }
 
-  /** Why this node's etcd data must never be moved aside automatically; null when it may be. */
-  #keepDataReason(): string | null {
-    const owned = this.#state.etcd;
-    if (this.#dir.readMarker()) return `${this.#dir.markerPath} says this node joined`;
-    if (!owned) return `${this.#o.dataDir} was not filled by this agent`;
-    if (owned.role !== "join") return "this node bootstrapped the cluster from this data";
-    if (owned.voter) return `member ${owned.memberID ? hexId(owned.memberID) : "?"} was a voter`;
-    return null;
-  }
-
   /**
    * The learner this node started was removed from etcd (its lease ended and the join API made
    * room for the next node, say): its data belongs to no cluster any more and etcd refuses it.
@@ -546,13 +538,8 @@ class Agent {
    */
   async #discardLearnerData(why: string): Promise<void> {
     const { dataDir } = this.#o;
-    const keep = this.#keepDataReason();
-    if (keep) {
-      throw new Refusal(
-        `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
-          `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${this.#o.node} --cluster ${this.#o.cluster}', and run again.`,
-      );
-    }
+    const decision = decideDataDir(this.#disk(), { kind: "removed" });
+    if (decision.action === "refuse") throw new Refusal(this.#refusalMessage(decision.rule, "join", why));
     const s = this.#etcd?.running ? await this.#local.status(this.#o.clientURL) : null;
     if (s?.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet: ${why}`);
     if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
@@ -832,4 +819,8 @@ class Agent {
       clearTimeout(timer);
     }
   }
+}
+
+function refusalOf(decision: Decision): RefusalRule | null {
+  return decision.action === "refuse" ? decision.rule : null;
 }

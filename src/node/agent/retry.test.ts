@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Backoff, retryAfterDelay, sleep } from "./retry.ts";
+import { TransportError } from "../../shared/client/exchange.ts";
+import { Backoff, retryAfterDelay, retrying, sleep, type Step } from "./retry.ts";
 
 describe("retry timing", () => {
   it("honours Retry-After: never earlier, at most a quarter later", () => {
@@ -33,5 +34,33 @@ describe("retry timing", () => {
     await expect(pending).rejects.toBe(why);
     await expect(sleep(10, AbortSignal.abort(why))).rejects.toBe(why);
     await expect(sleep(1)).resolves.toBeUndefined();
+  });
+});
+
+describe("retrying", () => {
+  it("backs off after no answer and after a not-now, retries at once when asked, and returns the result", async () => {
+    const unreachable: string[] = [];
+    const steps: (() => Step<string>)[] = [
+      () => {
+        throw new TransportError("http://x", "ECONNREFUSED");
+      },
+      () => ({ wait: 0 }),
+      () => ({ again: true }),
+      () => ({ done: "joined" }),
+    ];
+    let calls = 0;
+    const result = await retrying({ backoff: new Backoff(1, 1, () => 0), signal: new AbortController().signal, onUnreachable: (r) => unreachable.push(r) }, async () => steps[calls++]!());
+    expect([result, calls, unreachable]).toEqual(["joined", 4, ["ECONNREFUSED"]]);
+  });
+
+  it("ends on any other exception, and on abort while waiting", async () => {
+    const boom = new Error("refused");
+    const options = { backoff: new Backoff(60_000, 60_000, () => 1), signal: new AbortController().signal, onUnreachable: () => {} };
+    await expect(retrying(options, async () => { throw boom; })).rejects.toBe(boom);
+    const controller = new AbortController();
+    const why = new Error("stop");
+    const pending = retrying({ ...options, signal: controller.signal }, async () => ({ wait: null }));
+    setTimeout(() => controller.abort(why), 5);
+    await expect(pending).rejects.toBe(why);
   });
 });

@@ -4,6 +4,7 @@
  * and capped exponential backoff with full jitter for failures that carry no hint.
  * @module
  */
+import { TransportError } from "../../shared/client/exchange.ts";
 
 export type Random = () => number;
 
@@ -95,5 +96,42 @@ export class ServerFailures {
 
   get count(): number {
     return this.#count;
+  }
+}
+
+/** What one attempt of `retrying` decided. */
+export type Step<T> =
+  /** Finished, with this result. */
+  | { done: T }
+  /** Not now: wait the server's `Retry-After` (seconds) or, when null, the next backoff step. */
+  | { wait: number | null }
+  /** Try again at once (the attempt did its own waiting). */
+  | { again: true };
+
+export interface RetryOptions {
+  backoff: Backoff;
+  signal: AbortSignal;
+  /** The server could not be reached (refused, reset, timed out): reported, then backed off from. */
+  onUnreachable(reason: string): void;
+}
+
+/**
+ * The one retry loop of the agent: calls `attempt` until it is done. A `TransportError` (no
+ * answer) is reported and backed off from; any other exception ends the loop. An aborted
+ * signal ends any wait.
+ */
+export async function retrying<T>(options: RetryOptions, attempt: () => Promise<Step<T>>): Promise<T> {
+  for (;;) {
+    let step: Step<T>;
+    try {
+      step = await attempt();
+    } catch (e) {
+      if (!(e instanceof TransportError)) throw e;
+      options.onUnreachable(e.reason);
+      await sleep(options.backoff.next(), options.signal);
+      continue;
+    }
+    if ("done" in step) return step.done;
+    if ("wait" in step) await sleep(options.backoff.after(step.wait), options.signal);
   }
 }

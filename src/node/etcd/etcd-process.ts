@@ -92,6 +92,8 @@ export interface EtcdProcess {
 const LOG_KEEP = 64 * 1024;
 
 export class EtcdStartError extends Error {
+  override readonly name = "EtcdStartError";
+  readonly code = "ERR_ETCD_START";
   constructor(
     message: string,
     readonly logTail: string,

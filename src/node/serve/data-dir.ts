@@ -23,6 +23,7 @@ const MIGRATIONS: { from: number; migrate(dir: string): void }[] = [];
 
 export class DataDirError extends Error {
   override readonly name = "DataDirError";
+  readonly code = "ERR_DATA_DIR";
 }
 
 export interface DataDir {

@@ -23,6 +23,7 @@ export function workerdBinary(env: NodeJS.ProcessEnv = process.env): string {
 
 export class StartError extends Error {
   override readonly name = "StartError";
+  readonly code = "ERR_SERVE_START";
 }
 
 export interface SupervisorOptions {

@@ -44,6 +44,7 @@ export class BrokerProblem extends Error {
 
 /** No usable HTTP answer: connection refused, DNS, timeout, or a body that is not the expected JSON. */
 export class BrokerUnreachable extends Error {
+  readonly code = "ERR_BROKER_UNREACHABLE";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "BrokerUnreachable";
@@ -61,6 +62,7 @@ export interface InputIssue {
 }
 
 export class InvalidInput extends Error {
+  readonly code = "ERR_INVALID_INPUT";
   constructor(
     message: string,
     /** Each refused field, so that a caller can name it as its user typed it (a flag, say). */

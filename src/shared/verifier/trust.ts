@@ -36,6 +36,7 @@ export interface ClusterTrustOptions {
 /** Thrown by `introspect`/`refreshRevocations` when the broker gave no usable answer. */
 export class BrokerUnreachableError extends Error {
   override readonly name = "BrokerUnreachableError";
+  readonly code = "ERR_BROKER_UNREACHABLE";
   /** The HTTP status, when the broker answered at all. */
   constructor(
     message: string,
