@@ -1,0 +1,328 @@
+#!/usr/bin/env node
+// The etcd binaries the project is tested against, one per minor version (scripts/etcd-versions.json).
+//
+//   node scripts/etcd.mjs path VERSION   absolute path of that version's etcd (etcdctl beside it),
+//                                        building it first if needed; VERSION is 3.4, 3.5, 3.6 or 3.7
+//   node scripts/etcd.mjs list           every version, its exact release and path (builds what is missing)
+//   node scripts/etcd.mjs list --no-build   the same without building: "not built" instead
+//
+// 3.4 is Debian's etcd-server (installed with apt-get when missing and we are root). 3.5 and later
+// are built from their Go modules: a tiny `main` calling go.etcd.io/etcd/server/v3/etcdmain.Main
+// for etcd, and one calling go.etcd.io/etcd/etcdctl/v3/ctlv3 for etcdctl, once per machine, into
+// $ETCD_CACHE_DIR (default ~/.cache/etcd-join-broker/etcd/<release>/), reusing Go's module and
+// build caches. Two processes asking at once build once: a lock file per release makes the second
+// wait, and the finished directory appears by an atomic rename, so a half-built one is never used.
+// Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
+// code is 1.
+import { spawn, execFileSync } from "node:child_process";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ensureTool } from "./tools.mjs";
+
+const PINS = JSON.parse(readFileSync(new URL("./etcd-versions.json", import.meta.url), "utf8"));
+
+/** The minor versions, oldest first: ["3.4", "3.5", "3.6", "3.7"]. */
+export const ETCD_MINORS = Object.keys(PINS).filter((k) => /^\d+\.\d+$/.test(k));
+
+/** What is pinned for one minor version: `{ minor, release, source: "debian" | "go" }`. */
+export function etcdPin(version) {
+  const minor = normalizeMinor(version);
+  return { minor, ...PINS[minor] };
+}
+
+/** "3.6", "v3.6", "3.6.16" (the pinned release) → "3.6"; anything else throws with the choices. */
+export function normalizeMinor(version) {
+  const v = String(version ?? "").trim().replace(/^v/, "");
+  const m = /^(\d+\.\d+)(?:\.(\d+))?$/.exec(v);
+  if (m && PINS[m[1]] && (m[2] === undefined || PINS[m[1]].release === v || PINS[m[1]].source === "debian")) return m[1];
+  const known = ETCD_MINORS.map((k) => `${k} (${PINS[k].release})`).join(", ");
+  throw new Error(`unknown etcd version '${version}': choose one of ${known}`);
+}
+
+/** Where built releases live: $ETCD_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/etcd. */
+export function etcdCacheDir() {
+  if (process.env.ETCD_CACHE_DIR) return resolve(process.env.ETCD_CACHE_DIR);
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
+  return join(base, "etcd-join-broker", "etcd");
+}
+
+function executable(path) {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The release a binary reports (`etcd --version` → "3.6.16"), or null when it cannot be run. */
+export function binaryRelease(bin) {
+  try {
+    const out = execFileSync(bin, ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 20_000 });
+    return /etcd Version:\s*(\d+\.\d+\.\d+)/.exec(out)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The path of an already-available etcd of this version, or null (never builds or installs). */
+export function cachedEtcdPath(version) {
+  const pin = etcdPin(version);
+  if (pin.source === "debian") {
+    const bin = debianEtcd();
+    return bin && binaryRelease(bin)?.startsWith(`${pin.minor}.`) ? bin : null;
+  }
+  const bin = join(etcdCacheDir(), pin.release, "etcd");
+  return executable(bin) && executable(join(etcdCacheDir(), pin.release, "etcdctl")) ? bin : null;
+}
+
+/**
+ * The absolute path of this version's etcd, etcdctl beside it: Debian's for 3.4 (installed when
+ * missing and we are root), built from Go modules for the others (once per machine). Throws an
+ * Error whose message says why not. `log` receives progress lines (default: stderr).
+ */
+export async function ensureEtcd(version, { log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+  const pin = etcdPin(version);
+  if (pin.source === "debian") return ensureDebianEtcd(pin);
+  const cached = cachedEtcdPath(pin.minor);
+  if (cached) return cached;
+  return buildFromModules(pin, log);
+}
+
+/** Every version: `{ minor, release, source, path | null, reported }` (reported = what the binary says). */
+export async function listEtcd({ build = true, log } = {}) {
+  const out = [];
+  for (const minor of ETCD_MINORS) {
+    const pin = etcdPin(minor);
+    let path = null;
+    let error = null;
+    try {
+      path = build ? await ensureEtcd(minor, { log }) : cachedEtcdPath(minor);
+    } catch (e) {
+      error = e instanceof Error ? e.message : String(e);
+    }
+    out.push({ ...pin, path, reported: path ? binaryRelease(path) : null, error });
+  }
+  return out;
+}
+
+// --- 3.4: Debian ---------------------------------------------------------------------------------
+
+const DEBIAN_CANDIDATES = ["/usr/bin/etcd", "/usr/local/bin/etcd"];
+
+function debianEtcd() {
+  return DEBIAN_CANDIDATES.find(executable) ?? null;
+}
+
+function ensureDebianEtcd(pin) {
+  let bin = debianEtcd();
+  if (!bin) {
+    // scripts/tools.mjs installs etcd-server; ETCD_BIN must not stand in for "3.4" here.
+    const saved = process.env.ETCD_BIN;
+    delete process.env.ETCD_BIN;
+    try {
+      bin = ensureTool("etcd");
+    } finally {
+      if (saved !== undefined) process.env.ETCD_BIN = saved;
+    }
+  }
+  const reported = binaryRelease(bin);
+  if (!reported) throw new Error(`${bin} does not run or does not say its version ('${bin} --version')`);
+  if (!reported.startsWith(`${pin.minor}.`)) {
+    throw new Error(`${bin} is etcd ${reported}, not ${pin.minor}: etcd ${pin.minor} is Debian's ${pin.package} package (${pin.release})`);
+  }
+  return bin;
+}
+
+// --- 3.5+: Go modules ----------------------------------------------------------------------------
+
+const ETCD_MAIN = `// etcd, built from its Go module by scripts/etcd.mjs.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+`;
+
+const ETCDCTL_MAIN = `// etcdctl (v3 API), built from its Go module by scripts/etcd.mjs.
+package main
+
+import "go.etcd.io/etcd/etcdctl/v3/ctlv3"
+
+func main() { ctlv3.MustStart() }
+`;
+
+function findGo() {
+  const candidates = [process.env.GO, "/usr/local/go/bin/go", "/usr/lib/go/bin/go"].filter(Boolean);
+  try {
+    const onPath = execFileSync("sh", ["-c", "command -v go"], { encoding: "utf8" }).trim();
+    if (onPath) candidates.unshift(onPath);
+  } catch {
+    /* not on PATH */
+  }
+  return candidates.find(executable) ?? null;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+/** Takes `<cache>/<release>.lock`, waiting while a live process holds it; returns its release function. */
+async function lock(path, what, log) {
+  let announced = false;
+  for (;;) {
+    try {
+      const fd = openSync(path, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    let holder = NaN;
+    try {
+      holder = Number(readFileSync(path, "utf8").trim());
+    } catch {
+      continue; // released meanwhile
+    }
+    if (!Number.isInteger(holder) || holder <= 0 || !alive(holder)) {
+      // Left by a process that died while building (or is still writing its pid: look again soon).
+      if (Number.isInteger(holder) && holder > 0) rmSync(path, { force: true });
+      else await new Promise((r) => setTimeout(r, 200));
+      continue;
+    }
+    if (!announced) log(`[etcd] process ${holder} is building ${what}; waiting for it`);
+    announced = true;
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+function run(cmd, args, { cwd, env, label, log }) {
+  return new Promise((ok, fail) => {
+    const started = Date.now();
+    const child = spawn(cmd, args, { cwd, env, stdio: ["ignore", "inherit", "pipe"] });
+    let tail = "";
+    child.stderr.on("data", (chunk) => {
+      process.stderr.write(chunk);
+      tail = (tail + chunk.toString()).slice(-4_000);
+    });
+    const beat = setInterval(() => log(`[etcd] ${label}: ${Math.round((Date.now() - started) / 1000)} s`), 20_000);
+    child.once("error", (e) => {
+      clearInterval(beat);
+      fail(new Error(`cannot run ${cmd}: ${e.message}`));
+    });
+    child.once("exit", (code, signal) => {
+      clearInterval(beat);
+      if (code === 0) ok();
+      else fail(new Error(`${label} failed (${signal ?? `exit code ${code}`}): ${cmd} ${args.join(" ")}\n${tail.trim().split("\n").slice(-15).join("\n")}`));
+    });
+  });
+}
+
+async function buildFromModules(pin, log) {
+  const go = findGo();
+  if (!go) {
+    throw new Error(`etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go 1.24 or newer`);
+  }
+  const cache = etcdCacheDir();
+  const final = join(cache, pin.release);
+  mkdirSync(cache, { recursive: true });
+  const unlock = await lock(join(cache, `${pin.release}.lock`), `etcd ${pin.release}`, log);
+  const work = join(cache, `.build-${pin.release}-${process.pid}`);
+  try {
+    const done = cachedEtcdPath(pin.minor);
+    if (done) return done; // another process built it while we waited
+    rmSync(work, { recursive: true, force: true });
+    const src = join(work, "src");
+    mkdirSync(join(src, "etcd"), { recursive: true });
+    mkdirSync(join(src, "etcdctl"), { recursive: true });
+    writeFileSync(join(src, "go.mod"), `module etcd-join-broker/etcd-build\n\ngo 1.23\n`);
+    writeFileSync(join(src, "etcd", "main.go"), ETCD_MAIN);
+    writeFileSync(join(src, "etcdctl", "main.go"), ETCDCTL_MAIN);
+    const env = {
+      ...process.env,
+      GOFLAGS: `${process.env.GOFLAGS ?? ""} -buildvcs=false`.trim(),
+      GOWORK: "off",
+    };
+    const v = `v${pin.release}`;
+    const started = Date.now();
+    log(`[etcd] building etcd ${pin.release} from its Go modules into ${final} (once per machine; a few minutes when Go's caches are cold)`);
+    await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], { cwd: src, env, label: `fetching etcd ${pin.release}'s modules`, log });
+    const ldflags = `-X go.etcd.io/etcd/api/v3/version.GitSHA=module-${v}`;
+    await run(go, ["build", "-ldflags", ldflags, "-o", work + "/", "./etcd", "./etcdctl"], { cwd: src, env, label: `compiling etcd ${pin.release}`, log });
+    const reported = binaryRelease(join(work, "etcd"));
+    if (reported !== pin.release) throw new Error(`the etcd just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
+    if (!executable(join(work, "etcdctl"))) throw new Error(`go build made no etcdctl for ${pin.release}`);
+    writeFileSync(join(work, "build.json"), `${JSON.stringify({ release: pin.release, go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(), builtAt: new Date().toISOString(), seconds: Math.round((Date.now() - started) / 100) / 10 }, null, 2)}\n`);
+    try {
+      renameSync(work, final);
+    } catch (e) {
+      // Someone built it without our lock (a stale lock taken over twice): theirs is as good as ours.
+      if (!cachedEtcdPath(pin.minor)) throw e;
+    }
+    log(`[etcd] built etcd ${pin.release} in ${Math.round((Date.now() - started) / 1000)} s`);
+    return join(final, "etcd");
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+    unlock();
+  }
+}
+
+// --- command line --------------------------------------------------------------------------------
+
+const USAGE = `usage: node scripts/etcd.mjs path VERSION | list [--no-build]
+
+  path VERSION      print the absolute path of etcd VERSION (${ETCD_MINORS.join(", ")}), building or
+                    installing it first if needed; etcdctl is in the same directory
+  list              every version with its exact release and path (builds what is missing)
+  list --no-build   the same, without building ("not built" for what is missing)
+
+Built releases live in ${etcdCacheDir()} (set ETCD_CACHE_DIR to move them).
+Pinned releases: scripts/etcd-versions.json.`;
+
+async function main(argv) {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === "--help" || cmd === "-h" || cmd === "help") {
+    (cmd ? process.stdout : process.stderr).write(`${USAGE}\n`);
+    return cmd ? 0 : 1;
+  }
+  if (cmd === "path") {
+    if (rest.length !== 1) throw new Error(`'path' takes one VERSION (${ETCD_MINORS.join(", ")})\n\n${USAGE}`);
+    process.stdout.write(`${await ensureEtcd(rest[0])}\n`);
+    return 0;
+  }
+  if (cmd === "list") {
+    const unknown = rest.filter((a) => a !== "--no-build");
+    if (unknown.length) throw new Error(`unknown argument ${unknown[0]}\n\n${USAGE}`);
+    const rows = await listEtcd({ build: !rest.includes("--no-build") });
+    for (const r of rows) {
+      const where = r.path ?? (r.error ? `unavailable: ${r.error.split("\n")[0]}` : "not built");
+      const from = r.source === "debian" ? `Debian ${r.package}` : "Go modules";
+      process.stdout.write(`${r.minor}\t${r.reported ?? r.release}\t${where}\t(${from})\n`);
+    }
+    return rows.some((r) => r.error) ? 1 : 0;
+  }
+  throw new Error(`unknown command '${cmd}'\n\n${USAGE}`);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`etcd.mjs: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
