@@ -68,8 +68,8 @@ export interface TestEtcd {
 export const TEST_TIMING = { heartbeatIntervalMs: 50, electionTimeoutMs: 750 } as const;
 
 /** Starts a single-node etcd cluster on loopback and waits until it is healthy. */
-export async function startSingleNodeEtcd(options: { name?: string; token?: string } = {}): Promise<TestEtcd> {
-  const bin = await etcdBinary();
+export async function startSingleNodeEtcd(options: { name?: string; token?: string; bin?: string; extraArgs?: string[] } = {}): Promise<TestEtcd> {
+  const bin = options.bin ?? (await etcdBinary());
   const dir = mkdtempSync(join(tmpdir(), "join-broker-etcd-"));
   const address = await memberAddress(options.name ?? "ctrl-0");
   const token = options.token ?? `test-${process.pid}-${Date.now()}`;
@@ -90,6 +90,7 @@ export async function startSingleNodeEtcd(options: { name?: string; token?: stri
       initialClusterToken: token,
       logFile: join(dir, `${address.name}.log`),
       startTimeoutMs: 60_000,
+      extraArgs: options.extraArgs,
     });
   } catch (e) {
     await cleanup();
@@ -113,6 +114,7 @@ export async function startSingleNodeEtcd(options: { name?: string; token?: stri
         logFile: join(dir, `${member.name}.log`),
         waitFor: "serving",
         startTimeoutMs: 60_000,
+        extraArgs: options.extraArgs,
         ...extra,
       });
       processes.push(proc);
