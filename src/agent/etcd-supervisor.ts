@@ -9,19 +9,25 @@
  *
  * An etcd that exits saying its member was removed from the cluster is not restarted: its data
  * dir can never serve again, and what to do with it is the agent's decision (`removed`).
+ *
+ * Before the first start it asks the binary its version (`etcd --version`) and looks the flags up
+ * in that version's entry of the table (src/etcd/versions.ts): a flag that version refuses is
+ * reported at once, with what to pass instead, rather than as five crashes in a row.
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync } from "node:fs";
 import { argvOf, isAlive, type StateDir } from "./state-files.ts";
 import { sleep } from "./retry.ts";
+import { GaveUp } from "./errors.ts";
+import { ETCD_MINORS, detectEtcdVersion, etcdTraits, refusedFlag, type EtcdMinor, type EtcdTraits } from "../etcd/versions.ts";
 
 const MAX_LOG_BYTES = 64 * 1024 * 1024;
 /** More unexpected exits than this within RESTART_WINDOW_MS and the supervisor gives up. */
 const MAX_RESTARTS = 5;
 const RESTART_WINDOW_MS = 120_000;
-/** etcd's words (3.4, 3.5) when peers tell it that its member was removed; it then exits. */
-const REMOVED_MESSAGES = ["the member has been permanently removed from the cluster", "data-dir used by this member must be removed"];
+/** etcd's words when peers tell it that its member was removed (every version's, until the binary's is known). */
+const ANY_REMOVED_MESSAGES = [...new Set(ETCD_MINORS.flatMap((m) => etcdTraits(m).removedMessages))];
 /** How much of the log written since the last start is searched for them. */
 const REMOVED_SCAN_BYTES = 256 * 1024;
 
@@ -43,6 +49,9 @@ export class EtcdSupervisor {
   #fail!: (reason: string) => void;
   /** Size of etcd.log when the current etcd was spawned: what it wrote since starts there. */
   #logStart = 0;
+  #version: Promise<{ version: string; minor: EtcdMinor; traits: EtcdTraits }> | null = null;
+  /** The binary's table entry, once known (the first start waits for it). */
+  #traits: EtcdTraits | null = null;
 
   constructor(
     readonly bin: string,
@@ -85,6 +94,28 @@ export class EtcdSupervisor {
     this.#resetFailure();
   }
 
+  /** The binary's release and its entry in the version table (asked once; rejects when it cannot run or is unsupported). */
+  version(): Promise<{ version: string; minor: EtcdMinor; traits: EtcdTraits }> {
+    this.#version ??= detectEtcdVersion(this.bin).then((v) => {
+      this.#traits = etcdTraits(v.minor);
+      return { ...v, traits: this.#traits };
+    });
+    this.#version.catch(() => (this.#version = null)); // ask again next time: the binary may be fixed meanwhile
+    return this.#version;
+  }
+
+  /** Throws GaveUp when the binary cannot run, is not a supported etcd, or refuses one of `args`. */
+  async checkFlags(args: readonly string[]): Promise<void> {
+    let v: Awaited<ReturnType<EtcdSupervisor["version"]>>;
+    try {
+      v = await this.version();
+    } catch (e) {
+      throw new GaveUp(`${this.bin}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const refused = refusedFlag(v.traits, args);
+    if (refused) throw new GaveUp(`etcd ${v.version} (${this.bin}) does not take ${refused.flag}: ${refused.reason}`);
+  }
+
   get running(): boolean {
     return this.#child !== null && this.#child.exitCode === null && this.#child.signalCode === null;
   }
@@ -99,6 +130,7 @@ export class EtcdSupervisor {
     this.#args = [...args];
     this.#stopping = false;
     if (this.running) return;
+    await this.checkFlags(this.#args);
     await this.stopLeftovers();
     this.#spawn();
   }
@@ -216,7 +248,7 @@ export class EtcdSupervisor {
       const buf = Buffer.alloc(size - from);
       readSync(fd, buf, 0, buf.length, from);
       const text = buf.toString("utf8");
-      return REMOVED_MESSAGES.some((m) => text.includes(m));
+      return (this.#traits?.removedMessages ?? ANY_REMOVED_MESSAGES).some((m) => text.includes(m));
     } finally {
       closeSync(fd);
     }

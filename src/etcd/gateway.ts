@@ -10,6 +10,7 @@
  * exceptions: the caller decides which of them are "not now".
  * @module
  */
+import { knownEtcdMessages, type EtcdRefusal } from "./versions.ts";
 
 export interface EtcdMember {
   /** Decimal uint64, as the gateway spells it. */
@@ -41,25 +42,13 @@ export interface EtcdStatus {
   endpoint: string;
 }
 
-export type EtcdErrorKind =
-  /** etcd ≤3.5 allows one learner at a time. */
-  | "too_many_learners"
-  /** The leader has not been connected to every voter for 5 s (strict reconfig check). */
-  | "unhealthy_cluster"
-  /** A change would leave fewer started members than a quorum. */
-  | "not_enough_started"
-  /** The learner is behind the leader (less than 90 % of its log). */
-  | "learner_not_ready"
-  /** Promote was asked for a member that is already a voter. */
-  | "member_not_learner"
-  | "peer_url_exists"
-  | "member_id_exists"
-  | "member_not_found"
-  /** No endpoint answered, or etcd itself timed out or has no leader: try again later. */
-  | "unavailable"
-  /** The gateway rejected the request itself (a bug in the caller). */
-  | "bad_request"
-  | "unknown";
+/**
+ * What went wrong, by type: one of etcd's refusals of a membership change (the version table's
+ * `EtcdRefusal`, e.g. "too_many_learners", "unhealthy_cluster", "learner_not_ready"), or
+ * `unavailable` (no endpoint answered, or etcd timed out or has no leader: try again later),
+ * `bad_request` (the gateway rejected the request itself: a bug in the caller), `unknown`.
+ */
+export type EtcdErrorKind = EtcdRefusal | "unavailable" | "bad_request" | "unknown";
 
 export interface EtcdError {
   kind: EtcdErrorKind;
@@ -104,25 +93,20 @@ export function parseEndpoints(value: string | readonly string[]): string[] {
   return out;
 }
 
-// etcd's messages (api/v3rpc/rpctypes/error.go); matched as substrings because the gateway
-// prefixes them with "etcdserver: " and 3.5+ may reword the tail.
-const KNOWN_ERRORS: [RegExp, EtcdErrorKind][] = [
-  [/too many learner members/i, "too_many_learners"],
-  [/unhealthy cluster/i, "unhealthy_cluster"],
-  [/not enough started members/i, "not_enough_started"],
-  [/can only promote a learner member which is in sync/i, "learner_not_ready"],
-  [/can only promote a learner member/i, "member_not_learner"],
-  [/member not a learner|not a learner member/i, "member_not_learner"],
-  [/peer urls already exists/i, "peer_url_exists"],
-  [/member id already exist/i, "member_id_exists"],
-  [/member not found/i, "member_not_found"],
-  [/no leader|leader changed|request timed out|timed out|not capable|too many requests|server stopped|unavailable/i, "unavailable"],
-];
+// etcd's messages, from the version table (src/etcd/versions.ts), longest first so "can only
+// promote a learner member" never shadows "... which is in sync with leader". Compared without
+// case and without the "etcdserver: " prefix, in case a proxy or a later release changes either.
+const KNOWN_MESSAGES = knownEtcdMessages().map((m) => ({ text: bare(m.message), kind: (m.refusal ?? "unavailable") as EtcdErrorKind }));
+
+function bare(message: string): string {
+  return message.toLowerCase().replace(/^etcdserver:\s*/, "").trim();
+}
 
 /** The typed kind of an etcd error message (and gRPC code, when the message is unfamiliar). */
 export function classifyEtcdError(message: string, grpcCode?: number): EtcdErrorKind {
-  for (const [pattern, kind] of KNOWN_ERRORS) if (pattern.test(message)) return kind;
-  if (grpcCode === 14 || grpcCode === 4) return "unavailable"; // Unavailable, DeadlineExceeded
+  const text = bare(message);
+  for (const known of KNOWN_MESSAGES) if (text.includes(known.text)) return known.kind;
+  if (grpcCode === 14 || grpcCode === 4 || grpcCode === 8) return "unavailable"; // Unavailable, DeadlineExceeded, ResourceExhausted
   if (grpcCode === 3) return "bad_request"; // InvalidArgument
   if (grpcCode === 5) return "member_not_found"; // NotFound: the only NotFound of the cluster API
   return "unknown";
