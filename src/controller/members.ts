@@ -63,6 +63,8 @@ const stays = (outcome: Outcome<AddedMember>): Room => ({ kind: "stays", outcome
 /** etcd refusals that etcd lifts by itself within seconds: worth holding the request for. */
 const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
 const HOLD_RETRY_MS = 100;
+/** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
+const ADDS_FIRST_MS = 5_000;
 
 export class Membership {
   readonly #gateway: EtcdGateway;
@@ -76,6 +78,8 @@ export class Membership {
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Add requests being served (held or in turn), for `promote`. */
+  #addsInFlight = 0;
 
   constructor(options: MembershipOptions) {
     this.#gateway = options.gateway;
@@ -91,12 +95,26 @@ export class Membership {
   }
 
   /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
-  addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
-    return this.#held(() => this.#serialized(() => this.#addLearner(input)));
+  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+    this.#addsInFlight++;
+    try {
+      return await this.#held(() => this.#serialized(() => this.#addLearner(input)));
+    } finally {
+      this.#addsInFlight--;
+    }
   }
 
-  /** Promotes the learner with this peer URL once it has started and is in sync. */
-  promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+  /**
+   * Promotes the learner with this peer URL once it has started and is in sync.
+   *
+   * While other nodes' adds are waiting here, the promotion waits for them (up to 5 s): a new
+   * voter makes etcd refuse the next add until the leader has been connected to it for 5 s,
+   * whereas learners added first and then promoted back to back pay that window once, not once
+   * per promotion. Waiting is quorum-safe: a learner never votes.
+   */
+  async promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+    const until = Date.now() + ADDS_FIRST_MS;
+    while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
     return this.#held(() => this.#serialized(() => this.#promote(input)));
   }
 
