@@ -216,7 +216,21 @@ function mergeInto(previous: Results, partial: Results): Results {
     if (partial.errors[section]) out.errors[section] = partial.errors[section];
     (out as unknown as Record<string, unknown>)[section] = (partial as unknown as Record<string, unknown>)[section];
   }
-  const runs = (previous.merged ?? []).filter((m) => !m.sections.every((s) => partial.sections.includes(s)));
+  // The join per etcd version: versions this run did not measure keep their earlier figures.
+  if (partial.join && previous.join?.versions) {
+    const fresh = new Set(partial.join.versions?.map((v) => v.minor));
+    const kept = <T extends { etcd?: string }>(xs: T[]) => xs.filter((x) => x.etcd !== undefined && !fresh.has(x.etcd));
+    const order = (v?: string) => Number((v ?? "0").replace(".", ""));
+    out.join = {
+      versions: [...previous.join.versions.filter((v) => !fresh.has(v.minor)), ...(partial.join.versions ?? [])].sort((a, b) => order(a.minor) - order(b.minor)),
+      sizes: [...new Set([...previous.join.sizes, ...partial.join.sizes])].sort((a, b) => a - b),
+      runsPerSize: partial.join.runsPerSize,
+      runs: [...kept(previous.join.runs), ...partial.join.runs].sort((a, b) => order(a.etcd) - order(b.etcd)),
+      summary: [...kept(previous.join.summary), ...partial.join.summary].sort((a, b) => order(a.etcd) - order(b.etcd)),
+    };
+  }
+  const perVersion = Boolean(partial.join && previous.join?.versions);
+  const runs = (previous.merged ?? []).filter((m) => perVersion || !m.sections.every((s) => partial.sections.includes(s)));
   out.merged = [...runs, { date: partial.date, mode: partial.mode, sections: partial.sections, settings: partial.settings, machine: partial.machine, loadAverage: partial.loadAverage, durationSeconds: partial.durationSeconds }];
   return out;
 }

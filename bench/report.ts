@@ -298,7 +298,7 @@ function joinSection(r: Results): string {
   const missing = notMeasured(r, "join", "Whole-cluster join");
   if (missing || !r.join) return `## 5. Whole-cluster join\n\n${missing ?? "Not measured."}\n`;
   const j = r.join;
-  const measured = r.merged?.find((m) => m.sections.includes("join"));
+  const measured = r.merged?.filter((m) => m.sections.includes("join")) ?? [];
   const releases = j.versions?.map((v) => `${v.minor} (${v.release})`).join(", ") ?? String(r.machine.etcd);
   const groups = [...new Set(j.runs.map((x) => `${etcdOf(x)}|${mifOf(x)}`))].map((k) => {
     const [etcd, mif] = k.split("|");
@@ -307,7 +307,12 @@ function joinSection(r: Results): string {
   const sec = (ms: number) => n(ms / 1000, 2);
   return `## 5. Whole-cluster join
 
-${measured ? `Measured on ${measured.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only join --merge${measured.mode === "quick" ? " --quick" : ""}\`, ${measured.durationSeconds} s; settings ${JSON.stringify((measured.settings as { join?: unknown }).join)}; load average ${measured.loadAverage.start.join(" / ")} at its start, ${measured.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n` : ""}**Brokered**: 1 + N controllers, each a node agent process (\`join-broker join --etcd-bin …\`, starting
+${measured
+    .map((m) => {
+      const js = (m.settings as { join?: { versions?: string[] } }).join;
+      return `etcd ${js?.versions?.join(", ") ?? "?"}: measured on ${m.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only join --merge --etcd ${js?.versions?.join(",") ?? "?"}${m.mode === "quick" ? " --quick" : ""}\`, ${m.durationSeconds} s, commit ${m.machine.commit}; settings ${JSON.stringify(js)}; load average ${m.loadAverage.start.join(" / ")} at its start, ${m.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`;
+    })
+    .join("")}**Brokered**: 1 + N controllers, each a node agent process (\`join-broker join --etcd-bin …\`, starting
 and supervising its own etcd), started at the same moment against the bench broker and one
 reference join API (\`join-broker controller\`, already running, as the broker is); timed until the
 last agent prints \`joined cluster … as …\` (it is a voter and has reported to the broker). **Serial
