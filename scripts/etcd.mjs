@@ -9,13 +9,13 @@
 // 3.4 is Debian's etcd-server (installed with apt-get when missing and we are root). 3.5 and later
 // are built from their Go modules: a tiny `main` calling go.etcd.io/etcd/server/v3/etcdmain.Main
 // for etcd, and one calling go.etcd.io/etcd/etcdctl/v3/ctlv3 for etcdctl, once per machine, into
-// $ETCD_CACHE_DIR (default ~/.cache/etcd-join-broker/etcd/<release>/), reusing Go's module and
+// $JOIN_BROKER_ETCD_CACHE (default ~/.cache/etcd-join-broker/etcd/<release>/), reusing Go's module and
 // build caches. Two processes asking at once build once: a lock file per release makes the second
 // wait, and the finished directory appears by an atomic rename, so a half-built one is never used.
 // Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
 // code is 1.
 import { spawn, execFileSync } from "node:child_process";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,9 +41,9 @@ export function normalizeMinor(version) {
   throw new Error(`unknown etcd version '${version}': choose one of ${known}`);
 }
 
-/** Where built releases live: $ETCD_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/etcd. */
+/** Where built releases live: $JOIN_BROKER_ETCD_CACHE, else $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/etcd. */
 export function etcdCacheDir() {
-  if (process.env.ETCD_CACHE_DIR) return resolve(process.env.ETCD_CACHE_DIR);
+  if (process.env.JOIN_BROKER_ETCD_CACHE) return resolve(process.env.JOIN_BROKER_ETCD_CACHE);
   const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
   return join(base, "etcd-join-broker", "etcd");
 }
@@ -178,6 +178,52 @@ function alive(pid) {
   }
 }
 
+const STALE_LOCK_MS = 60 * 60 * 1000;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function readLock(path) {
+  try {
+    const text = readFileSync(path, "utf8").trim();
+    return { text, holder: Number(text), age: Date.now() - statSync(path).mtimeMs };
+  } catch {
+    return null; // released meanwhile
+  }
+}
+
+/** Held by a process that died, or far longer than any build takes (its pid reused since). */
+function isStale(lock) {
+  if (lock.age > STALE_LOCK_MS) return true;
+  if (!Number.isInteger(lock.holder) || lock.holder <= 0) return lock.age > 5_000; // its pid is still being written
+  return !alive(lock.holder);
+}
+
+/**
+ * Removes a stale lock, unless it changed since it was seen. Removers take turns (mkdir is
+ * atomic), and a lock file is only ever created where none is (`wx`), so between the second look
+ * and the removal nobody else can put a live lock there: two processes never both take over.
+ */
+async function removeStale(path, seen) {
+  const guard = `${path}.takeover`;
+  try {
+    mkdirSync(guard);
+  } catch (e) {
+    if (e.code !== "EEXIST") throw e;
+    try {
+      if (Date.now() - statSync(guard).mtimeMs > 60_000) rmSync(guard, { recursive: true, force: true }); // left by a crash
+    } catch {
+      /* gone meanwhile */
+    }
+    await sleep(200);
+    return;
+  }
+  try {
+    const again = readLock(path);
+    if (again && again.text === seen.text && isStale(again)) rmSync(path, { force: true });
+  } finally {
+    rmSync(guard, { recursive: true, force: true });
+  }
+}
+
 /** Takes `<cache>/<release>.lock`, waiting while a live process holds it; returns its release function. */
 async function lock(path, what, log) {
   let announced = false;
@@ -190,21 +236,15 @@ async function lock(path, what, log) {
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
     }
-    let holder = NaN;
-    try {
-      holder = Number(readFileSync(path, "utf8").trim());
-    } catch {
-      continue; // released meanwhile
-    }
-    if (!Number.isInteger(holder) || holder <= 0 || !alive(holder)) {
-      // Left by a process that died while building (or is still writing its pid: look again soon).
-      if (Number.isInteger(holder) && holder > 0) rmSync(path, { force: true });
-      else await new Promise((r) => setTimeout(r, 200));
+    const seen = readLock(path);
+    if (!seen) continue;
+    if (isStale(seen)) {
+      await removeStale(path, seen);
       continue;
     }
-    if (!announced) log(`[etcd] process ${holder} is building ${what}; waiting for it`);
+    if (!announced) log(`[etcd] process ${seen.holder || "?"} is building ${what}; waiting for it`);
     announced = true;
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
 }
 
@@ -233,7 +273,7 @@ function run(cmd, args, { cwd, env, label, log }) {
 async function buildFromModules(pin, log) {
   const go = findGo();
   if (!go) {
-    throw new Error(`etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go 1.24 or newer`);
+    throw new Error(`etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go (the pinned releases' dependencies need Go 1.26 or newer)`);
   }
   const cache = etcdCacheDir();
   const final = join(cache, pin.release);
@@ -288,7 +328,7 @@ const USAGE = `usage: node scripts/etcd.mjs path VERSION | list [--no-build]
   list              every version with its exact release and path (builds what is missing)
   list --no-build   the same, without building ("not built" for what is missing)
 
-Built releases live in ${etcdCacheDir()} (set ETCD_CACHE_DIR to move them).
+Built releases live in ${etcdCacheDir()} (set JOIN_BROKER_ETCD_CACHE to move them).
 Pinned releases: scripts/etcd-versions.json.`;
 
 async function main(argv) {

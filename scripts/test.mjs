@@ -1,8 +1,9 @@
 // `npm test`: make sure the external tools are there, then run every suite once and close with
 // one summary line ("N passed, N failed").
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { ensureTool } from "./tools.mjs";
+import { ETCD_MATRIX, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
 
 process.env.ETCD_BIN = ensureTool("etcd");
 process.env.SPIN_BIN = ensureTool("spin");
@@ -13,29 +14,43 @@ const extra = process.argv.slice(2);
 const results = "test-results";
 rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
-const vitest = (name, projects) => [
+const vitest = (name, projects, files = null) => [
   "vitest",
   "run",
   ...projects.flatMap((p) => ["--project", p]),
   "--reporter=default",
   "--reporter=json",
   `--outputFile.json=${results}/${name}.json`,
-  ...(extra.length ? ["--passWithNoTests", ...extra] : []),
+  // Arguments given to `npm test` choose the files (on every etcd version); else the matrix does.
+  ...(extra.length ? ["--passWithNoTests", ...extra] : (files ?? [])),
 ];
+
+// The etcd versions the end-to-end tests run on (all, or $E2E_ETCD_VERSIONS), and which files each
+// runs: test/support/etcd-matrix.mjs.
+const etcdVersions = etcdVersionsToRun();
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
   ["type check", ["tsc", "--noEmit"]],
+  // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
+  ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
   ["model check of the join protocol (spin)", ["node", "scripts/model.mjs"]],
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
-  ["end-to-end tests", vitest("e2e", ["e2e"])],
+  ...etcdVersions.map((v) => [
+    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : " (every file)"}`,
+    vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]),
+    { E2E_ETCD_VERSION: v },
+  ]),
 ];
 
 let failedStep = null;
-for (const [name, [cmd, ...args]] of steps) {
+const timings = [];
+for (const [name, [cmd, ...args], env = {}] of steps) {
   console.log(`\n== ${name}: ${cmd} ${args.join(" ")}`);
-  const r = spawnSync(cmd, args, { stdio: "inherit", env: process.env });
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
+  timings.push(`${name}: ${Math.round((Date.now() - started) / 1000)} s`);
   if (r.status !== 0) {
     failedStep = `${name} (exit ${r.status ?? r.signal})`;
     break;
@@ -44,12 +59,14 @@ for (const [name, [cmd, ...args]] of steps) {
 
 let passed = 0;
 let failed = 0;
-for (const file of ["in-process", "e2e"].map((n) => `${results}/${n}.json`).filter(existsSync)) {
+const reports = existsSync(results) ? readdirSync(results).filter((f) => f.endsWith(".json")).map((f) => `${results}/${f}`) : [];
+for (const file of reports) {
   const report = JSON.parse(readFileSync(file, "utf8"));
   passed += report.numPassedTests ?? 0;
   // A file that fails to load fails no test, yet the run failed: count it.
   failed += report.numFailedTests || (report.success ? 0 : Math.max(1, report.numFailedTestSuites ?? 0));
 }
+console.log(`\n== time per step\n${timings.join("\n")}`);
 if (failedStep) console.error(`\n== failed: ${failedStep}`);
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failedStep ? 1 : 0);

@@ -57,7 +57,7 @@ export function fromEtcdError<T>(error: EtcdError): Outcome<T> {
   const detail = `etcd: ${error.message}`;
   switch (error.kind) {
     case "too_many_learners":
-      return refuse(503, "too_many_learners", `${detail} (etcd's learner limit: one on 3.4/3.5, --max-learners on 3.6+; a pending learner must be promoted first)`, RETRY_AFTER.tooManyLearners);
+      return refuse(503, "too_many_learners", `${detail} (etcd's learner limit is reached: one before etcd 3.6, --max-learners from 3.6; a pending learner must be promoted or removed first)`, RETRY_AFTER.tooManyLearners);
     case "unhealthy_cluster":
       return refuse(503, "etcd_unhealthy", `${detail} (the leader must reach every voter for 5 s before a membership change)`, RETRY_AFTER.unhealthy);
     case "not_enough_started":

@@ -4,7 +4,8 @@
  *
  * Everything here was read off the real binaries (test/e2e/etcd-versions.test.ts provokes each
  * refusal on each version and checks the entry): etcd's refusal texts and gRPC codes are the same
- * on every version, but the JSON gateway turns FailedPrecondition into HTTP 412 on 3.4 and 400
+ * on every version (even "not enough started members" coming back as gRPC Unknown, HTTP 500, on
+ * all of them), but the JSON gateway turns FailedPrecondition into HTTP 412 on 3.4 and 400
  * from 3.5 on, and drops the `error` field of its error body from 3.6 on; the learner limit is a
  * fixed 1 before 3.6 and `--max-learners` (default 1) from 3.6.0 on (`--experimental-max-learners`
  * only ever existed in 3.6 pre-releases: every release refuses it); 3.6 removed `--enable-v2`,
@@ -73,6 +74,7 @@ export interface EtcdTraits {
 }
 
 // gRPC codes (google.golang.org/grpc/codes).
+const UNKNOWN = 2;
 const FAILED_PRECONDITION = 9;
 const UNAVAILABLE = 14;
 const NOT_FOUND = 5;
@@ -82,7 +84,9 @@ const RESOURCE_EXHAUSTED = 8;
 const REFUSAL_TEXT: Record<EtcdRefusal, [message: string, grpcCode: number]> = {
   too_many_learners: ["etcdserver: too many learner members in cluster", FAILED_PRECONDITION],
   unhealthy_cluster: ["etcdserver: unhealthy cluster", UNAVAILABLE],
-  not_enough_started: ["etcdserver: re-configuration failed due to not enough started members", FAILED_PRECONDITION],
+  // rpctypes declares it FailedPrecondition, but the add path returns the server's own error, which
+  // no version translates: the gateway answers gRPC Unknown, HTTP 500.
+  not_enough_started: ["etcdserver: re-configuration failed due to not enough started members", UNKNOWN],
   learner_not_ready: ["etcdserver: can only promote a learner member which is in sync with leader", FAILED_PRECONDITION],
   member_not_learner: ["etcdserver: can only promote a learner member", FAILED_PRECONDITION],
   peer_url_exists: ["etcdserver: Peer URLs already exists", FAILED_PRECONDITION],
@@ -150,7 +154,11 @@ const TABLE: Readonly<Record<EtcdMinor, EtcdTraits>> = {
     defaultMaxLearners: 1,
     errorBodyFields: ["error", "message", "code"],
     statusExtraFields: [],
-    refusedFlags: { "--max-learners": NO_MAX_LEARNERS, "--experimental-max-learners": NO_MAX_LEARNERS },
+    refusedFlags: {
+      "--max-learners": NO_MAX_LEARNERS,
+      "--experimental-max-learners": NO_MAX_LEARNERS,
+      "--experimental-compact-hash-check-enabled": "etcd 3.5 added it",
+    },
   }),
   "3.5": traits("3.5", {
     maxLearnersFlag: null,

@@ -5,7 +5,7 @@
  * them as they catch up. The end is the same as the serial join: one cluster of seven voters.
  * Along the way: never more than maxInFlight learners, and more than one at some moment.
  *
- * Runs on $ETCD_VERSION when that is 3.6 or later, else on 3.6.
+ * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
  */
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -19,7 +19,7 @@ import { EtcdGateway } from "../../src/etcd/gateway.ts";
 const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
 const MAX_IN_FLIGHT = 6;
-const VERSION = ["3.6", "3.7"].includes(process.env.ETCD_VERSION ?? "") ? process.env.ETCD_VERSION! : "3.6";
+const VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
 let h: ClusterHarness;
 const summary: Record<string, unknown> = { etcd: VERSION };
 

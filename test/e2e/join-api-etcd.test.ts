@@ -1,7 +1,7 @@
 /**
- * The join API's etcd layer against a real etcd 3.4: the gateway client's typed errors and
- * failover (also past servers on an endpoint that are not etcd), the process runner, and the
- * reaping of a learner nobody here added.
+ * The join API's etcd layer against a real etcd (the version under test, test/support/etcd.ts):
+ * the gateway client's typed errors and failover (also past servers on an endpoint that are not
+ * etcd), the process runner, and the reaping of a learner nobody here added.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -3,6 +3,8 @@
  * `--max-learners 3`: several learners pending at once (each added once the one before it has
  * started), a fourth refused while all three are pending, then promoted back to back; the voters
  * never change until a started, in-sync learner is promoted.
+ *
+ * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
  */
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
@@ -14,13 +16,14 @@ import { memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd }
 
 const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
 const MAX_LEARNERS = 3;
+const VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
 
 beforeAll(async () => {
   const { ensureEtcd } = (await import(ETCD_MODULE)) as { ensureEtcd(version: string): Promise<string> };
-  etcd = await startSingleNodeEtcd({ name: "pl-0", bin: await ensureEtcd("3.6"), extraArgs: [`--max-learners=${MAX_LEARNERS}`] });
+  etcd = await startSingleNodeEtcd({ name: "pl-0", bin: await ensureEtcd(VERSION), extraArgs: [`--max-learners=${MAX_LEARNERS}`] });
   gateway = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 5_000 });
 }, 600_000);
 
@@ -32,7 +35,7 @@ async function members(): Promise<EtcdMember[]> {
   return list.value.members;
 }
 
-it("holds several learners at once on etcd 3.6 and promotes them back to back", async () => {
+it(`holds several learners at once on etcd ${VERSION} and promotes them back to back`, async () => {
   const lines: string[] = [];
   // Every admission active; no holding, so each "not now" is seen as it is.
   const membership = new Membership({ gateway, admissionStatus: async () => ({ active: true }), holdMs: 0, log: (l) => lines.push(l) });

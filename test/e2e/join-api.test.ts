@@ -1,6 +1,6 @@
 /**
  * The reference join API (`join-broker controller`, as a real process) against a real broker
- * (wrangler dev) and a real etcd 3.4 cluster on loopback ports.
+ * (wrangler dev) and a real etcd cluster on loopback ports (the version under test: test/support/etcd.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
@@ -119,7 +119,7 @@ afterAll(async () => {
   await Promise.all([etcd?.cleanup(), broker?.stop()]);
 });
 
-describe("join API against etcd 3.4", () => {
+describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () => {
   let a1: Admission;
   let a2: Admission;
   let a4: Admission;

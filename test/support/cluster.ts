@@ -18,7 +18,8 @@ import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { Timeline } from "./timeline.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
-export const RESULTS_DIR = join(ROOT, "test-results", "e2e");
+/** Per etcd version when one is chosen ($E2E_ETCD_VERSION), so that the runs of one `npm test` keep their timelines apart. */
+export const RESULTS_DIR = join(ROOT, "test-results", "e2e", ...(process.env.E2E_ETCD_VERSION ? [`etcd-${process.env.E2E_ETCD_VERSION}`] : []));
 
 export interface AgentEvent {
   time: string;

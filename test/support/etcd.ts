@@ -1,6 +1,10 @@
 /**
  * Real etcd for tests: finds (or installs) the binary, picks free loopback ports, starts a
  * single-node cluster in a temporary directory, and removes everything afterwards.
+ *
+ * The etcd version is $E2E_ETCD_VERSION (3.4, 3.5, 3.6 or 3.7: scripts/etcd.mjs installs or builds
+ * it; `npm test` sets it per run, see test/support/etcd-matrix.mjs); without it, $ETCD_BIN or
+ * Debian's etcd 3.4.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -9,6 +13,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { startEtcd, type EtcdProcess, type StartEtcdOptions } from "../../src/etcd/process.ts";
 import { freePorts } from "../../scripts/ports.mjs";
+import { detectEtcdVersion, etcdTraits, type EtcdMinor, type EtcdTraits } from "../../src/etcd/versions.ts";
 
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 
@@ -18,8 +23,26 @@ export async function ensureTool(name: "etcd" | "spin"): Promise<string> {
   return tools.ensureTool(name);
 }
 
+const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
+
+/** The etcd binary of the version under test ($E2E_ETCD_VERSION), else $ETCD_BIN or Debian's. */
 export async function etcdBinary(): Promise<string> {
-  return ensureTool("etcd");
+  const version = process.env.E2E_ETCD_VERSION;
+  if (!version) return ensureTool("etcd");
+  return etcdBinaryFor(version);
+}
+
+/** This version's etcd (etcdctl beside it), built or installed by scripts/etcd.mjs if needed. */
+export async function etcdBinaryFor(version: string): Promise<string> {
+  const etcd = (await import(ETCD_MODULE)) as typeof import("../../scripts/etcd.mjs");
+  return etcd.ensureEtcd(version);
+}
+
+/** The etcd the tests run against: its binary, release, minor version and table entry. */
+export async function etcdUnderTest(): Promise<{ bin: string; version: string; minor: EtcdMinor; traits: EtcdTraits }> {
+  const bin = await etcdBinary();
+  const { version, minor } = await detectEtcdVersion(bin);
+  return { bin, version, minor, traits: etcdTraits(minor) };
 }
 
 /** A port that was free on 127.0.0.1 a moment ago (the kernel picked it for a listener on port 0). */
@@ -68,7 +91,7 @@ export interface TestEtcd {
 export const TEST_TIMING = { heartbeatIntervalMs: 50, electionTimeoutMs: 750 } as const;
 
 /** Starts a single-node etcd cluster on loopback and waits until it is healthy. */
-export async function startSingleNodeEtcd(options: { name?: string; token?: string; bin?: string; extraArgs?: string[] } = {}): Promise<TestEtcd> {
+export async function startSingleNodeEtcd(options: { name?: string; token?: string; bin?: string; extraArgs?: readonly string[] } = {}): Promise<TestEtcd> {
   const bin = options.bin ?? (await etcdBinary());
   const dir = mkdtempSync(join(tmpdir(), "join-broker-etcd-"));
   const address = await memberAddress(options.name ?? "ctrl-0");

@@ -1,0 +1,41 @@
+// Which end-to-end test files run on which etcd version: the one place that decides it.
+//
+// `npm test` (scripts/test.mjs) runs the e2e project once per version, with E2E_ETCD_VERSION set; the
+// harness (test/support/etcd.ts) then starts that version's etcd (scripts/etcd.mjs builds or
+// installs it). Every version runs the version table's checks, the join API's tests against etcd,
+// the parallel join and the fault run; the other scenarios are spread so that each runs on two
+// versions, and the files that do not depend on etcd's version run on the primary one only.
+// Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7.
+// docs/etcd-versions.md explains the choice.
+import { ETCD_MINORS } from "../../scripts/etcd.mjs";
+
+/** The version every e2e file runs on. */
+export const PRIMARY_ETCD_VERSION = "3.6";
+
+/** On every version: what differs between versions, the join API against etcd, and the two scenarios each version must pass. */
+const EVERY_VERSION = [
+  "test/e2e/etcd-versions.test.ts",
+  "test/e2e/join-api-etcd.test.ts",
+  "test/e2e/join-api.test.ts",
+  "test/e2e/cluster-parallel.test.ts",
+  "test/e2e/cluster-faults.test.ts",
+];
+
+/** version → the e2e files it runs; `null` = every file. */
+export const ETCD_MATRIX = {
+  "3.4": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts"],
+  "3.5": [...EVERY_VERSION, "test/e2e/cluster-revoke.test.ts"],
+  "3.6": null,
+  "3.7": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", "test/e2e/cluster-revoke.test.ts", "test/e2e/cluster-pipelined.test.ts", "test/e2e/join-api-pipelined.test.ts"],
+};
+
+/**
+ * The versions to run, oldest first: all of them, or those named in $E2E_ETCD_VERSIONS ("3.5,3.7").
+ * Throws for a version that does not exist.
+ */
+export function etcdVersionsToRun(env = process.env) {
+  const wanted = (env.E2E_ETCD_VERSIONS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  if (wanted.length === 0) return [...ETCD_MINORS];
+  for (const v of wanted) if (!ETCD_MINORS.includes(v)) throw new Error(`E2E_ETCD_VERSIONS names ${v}; the versions are ${ETCD_MINORS.join(", ")}`);
+  return ETCD_MINORS.filter((v) => wanted.includes(v));
+}
