@@ -114,6 +114,8 @@ class Agent {
   async run(): Promise<number> {
     try {
       this.#state = this.#loadState();
+      // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
+      void this.#knowEtcd();
       const marker = this.#dir.readMarker();
       if (marker) return await this.#resumeJoined(marker);
       this.#r.event("start", `joining cluster ${this.#o.cluster} through ${this.#o.brokerUrl} as ${this.#o.node} (${this.#o.peerURL})`, {
