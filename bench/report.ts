@@ -328,8 +328,11 @@ enough voters for 5 s (the health window; 3.4/3.5: every voter; 3.6+: a quorum o
 the new member, and no wait at all while there is a single voter). A serial join changes the voters
 after every node, so from the second joiner on each add waits out most of a window: N joins cost
 about N − 1 windows plus N etcd starts and catch-ups, on every version, and the broker with
-\`maxInFlight\` 1 can only match that (its extra cost is the agents' process start and a hand-off per
-node). **Pipelined** (etcd 3.6+, \`maxInFlight\` M, the agents start etcd with \`--max-learners\` M):
+\`maxInFlight\` 1 can only match that. Its extra cost is mostly fixed per join (see "Node 0
+ready": the agents' process start, the ticket, the bootstrap reported to the broker) plus a little
+per node (a hand-off, a \`complete\`, the agent's own polling); it weighs most where the serial
+script is short: 1 + 2, and etcd 3.6+, where the first joiner pays no window and the later
+windows are shorter (a quorum of voters, counted from when the new voter started). **Pipelined** (etcd 3.6+, \`maxInFlight\` M, the agents start etcd with \`--max-learners\` M):
 the broker admits M nodes at once, the join API adds them as learners while the only voter is node 0
 (one etcd start apart, since a joining etcd checks the member list it was given), promotions wait
 for those adds and then follow back to back. So no health window is paid after node 0 is up, and
