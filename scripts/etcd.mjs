@@ -17,7 +17,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureTool } from "./tools.mjs";
 
@@ -132,6 +132,18 @@ function ensureDebianEtcd(pin) {
   if (!reported) throw new Error(`${bin} does not run or does not say its version ('${bin} --version')`);
   if (!reported.startsWith(`${pin.minor}.`)) {
     throw new Error(`${bin} is etcd ${reported}, not ${pin.minor}: etcd ${pin.minor} is Debian's ${pin.package} package (${pin.release})`);
+  }
+  const etcdctl = join(dirname(bin), "etcdctl");
+  if (!executable(etcdctl)) {
+    if (process.getuid?.() === 0) {
+      process.stderr.write(`[etcd] ${etcdctl} not found: installing Debian package ${pin.client}…\n`);
+      const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+      const stdio = ["ignore", process.stderr, process.stderr];
+      execFileSync("apt-get", ["update", "-qq"], { stdio, env });
+      execFileSync("apt-get", ["install", "-y", "-qq", pin.client], { stdio, env });
+    } else {
+      process.stderr.write(`[etcd] no etcdctl beside ${bin}: 'sudo apt-get install -y ${pin.client}' adds it\n`);
+    }
   }
   return bin;
 }

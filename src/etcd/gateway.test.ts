@@ -42,11 +42,14 @@ describe("classifyEtcdError", () => {
 });
 
 describe("isGatewayAnswer", () => {
-  // etcd 3.4.23's gateway, verbatim.
+  // etcd's gateway, verbatim (3.4.23 unless marked; src/etcd/versions.ts has every version's).
   const etcd: [number, Record<string, unknown>][] = [
     [200, { header: { cluster_id: "15118495548433857066", member_id: "13668033151171901709", raft_term: "2" }, members: [] }],
     [404, { error: "etcdserver: member not found", message: "etcdserver: member not found", code: 5 }],
-    [400, { error: "etcdserver: too many learner members in cluster", message: "etcdserver: too many learner members in cluster", code: 9 }],
+    [412, { error: "etcdserver: too many learner members in cluster", message: "etcdserver: too many learner members in cluster", code: 9 }],
+    [400, { error: "etcdserver: too many learner members in cluster", code: 9, message: "etcdserver: too many learner members in cluster" }], // 3.5
+    [400, { code: 9, message: "etcdserver: too many learner members in cluster" }], // 3.6, 3.7
+    [500, { code: 2, message: "etcdserver: re-configuration failed due to not enough started members" }], // every version
     [503, { error: "etcdserver: unhealthy cluster", message: "etcdserver: unhealthy cluster", code: 14 }],
     [503, { code: 14, message: "etcdserver: request timed out" }], // grpc-gateway v2 drops `error`
   ];
