@@ -38,7 +38,17 @@ export type EtcdRefusal =
   | "member_not_found";
 
 /** etcd's "try again" answers: no leader, timeouts, overload. */
-export type EtcdUnavailable = "no_leader" | "leader_changed" | "timed_out" | "timed_out_leader_fail" | "timed_out_connection_lost" | "not_capable" | "stopped" | "too_many_requests";
+export type EtcdUnavailable =
+  | "no_leader"
+  | "leader_changed"
+  | "timed_out"
+  | "timed_out_leader_fail"
+  | "timed_out_connection_lost"
+  | "not_capable"
+  | "stopped"
+  | "too_many_requests"
+  /** The gateway's own deadline passed first (seen on a busy machine instead of "request timed out"). */
+  | "deadline_exceeded";
 
 export interface EtcdErrorEntry {
   /** The gateway's `message` (and `error` before 3.6), exactly. */
@@ -75,6 +85,7 @@ export interface EtcdTraits {
 
 // gRPC codes (google.golang.org/grpc/codes).
 const UNKNOWN = 2;
+const DEADLINE_EXCEEDED = 4;
 const FAILED_PRECONDITION = 9;
 const UNAVAILABLE = 14;
 const NOT_FOUND = 5;
@@ -103,6 +114,7 @@ const UNAVAILABLE_TEXT: Record<EtcdUnavailable, [message: string, grpcCode: numb
   not_capable: ["etcdserver: not capable", UNAVAILABLE],
   stopped: ["etcdserver: server stopped", UNAVAILABLE],
   too_many_requests: ["etcdserver: too many requests", RESOURCE_EXHAUSTED],
+  deadline_exceeded: ["context deadline exceeded", DEADLINE_EXCEEDED],
 };
 
 /** grpc-gateway's HTTP status per gRPC code: v1 (etcd 3.4) says 412 for FailedPrecondition, v1.16+/v2 say 400. */
@@ -112,6 +124,8 @@ function httpStatusFor(grpcCode: number, minor: EtcdMinor): number {
       return minor === "3.4" ? 412 : 400;
     case NOT_FOUND:
       return 404;
+    case DEADLINE_EXCEEDED:
+      return 504;
     case RESOURCE_EXHAUSTED:
       return 429;
     case UNAVAILABLE:
