@@ -19,7 +19,7 @@ import { brokerThroughput } from "./broker-throughput.ts";
 import { clusterJoin, joinChecksPassed, killJoinProcesses, type JoinSettings } from "./cluster-join.ts";
 import { handoff } from "./handoff.ts";
 import { queueScale } from "./queue-scale.ts";
-import { renderReport, type Results } from "./report.ts";
+import { TARGETS, renderReport, type Results } from "./report.ts";
 import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log } from "./support/stats.ts";
@@ -200,7 +200,7 @@ export async function main(argv: string[]): Promise<number> {
   writeFileSync(mdPath, renderReport(written));
   log(`wrote ${jsonPath} and ${mdPath} (${results.durationSeconds} s)`);
 
-  const broken = Object.keys(results.errors).length > 0 || (results.scale && !results.scale.check.passed) || results.join?.runs.some((r) => !joinChecksPassed(r));
+  const broken = Object.keys(results.errors).length > 0 || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
   return broken ? 1 : 0;
 }
 

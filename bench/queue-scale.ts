@@ -11,8 +11,9 @@
  * and the size of its files under the persist directory.
  * @module
  */
+import { DEFAULT_RETENTION } from "../src/queue/policy.ts";
 import { durableObjectFiles, processMemory, type BenchBroker } from "./support/broker.ts";
-import { allAudit, allTickets, completeTicket, createCluster, requestTicket, type BenchCluster } from "./support/cluster.ts";
+import { allAudit, allTickets, completeTicket, createCluster, peerUrlOf, requestTicket, type BenchCluster } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, pool, round } from "./support/stats.ts";
 
@@ -51,6 +52,29 @@ export interface ScaleResult {
   afterCreate: ScaleSnapshot;
   after: ScaleSnapshot;
   auditEntries: number;
+  /**
+   * After the drain the object's clock moves past the longest retention window and its alarm
+   * runs: the history is deleted, the memberships stay. Compared with a cluster that holds the
+   * same members (adopted) and no history, swept the same way.
+   */
+  retention: {
+    advancedSeconds: number;
+    sweepMs: number;
+    databaseSizeBytes: number;
+    noHistoryDatabaseSizeBytes: number;
+    ratio: number;
+  };
+}
+
+/** Past every retention window (policy.ts), and one sweep interval more. */
+const RETENTION_ADVANCE_MS = (Math.max(DEFAULT_RETENTION.auditSeconds, DEFAULT_RETENTION.endedTicketSeconds, DEFAULT_RETENTION.endedAdmissionSeconds, DEFAULT_RETENTION.endedEnrollmentTokenSeconds) + DEFAULT_RETENTION.sweepIntervalSeconds + 60) * 1000;
+
+/** Moves the cluster object's clock past the retention windows and runs its alarm; returns how long the sweep took. */
+async function passRetention(http: HttpClient, cluster: string): Promise<number> {
+  await http.expect([200], "GET", `/bench/clusters/${cluster}/advance?ms=${RETENTION_ADVANCE_MS}`);
+  const began = performance.now();
+  await http.expect([200], "GET", `/bench/clusters/${cluster}/alarm`);
+  return performance.now() - began;
 }
 
 async function snapshot(http: HttpClient, broker: BenchBroker, cluster: string): Promise<ScaleSnapshot> {
@@ -120,10 +144,30 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
     const drainSeconds = (performance.now() - drainStart) / 1000;
     const drainRequests = http.requests - requestsBefore;
     const after = await snapshot(http, broker, cluster.name);
-
-    // The check: the audit log's admissions, in log order, against the tickets in queue order.
+    // The check below reads the audit log and the ticket list, so they are read before retention.
     const audit = await allAudit(http, broker.adminToken, cluster.name);
     const tickets = await allTickets(http, broker.adminToken, cluster.name);
+
+    const sweepMs = await passRetention(http, cluster.name);
+    const swept = await snapshot(http, broker, cluster.name);
+    // The same membership with no history: adopted 100 members a call (the route's limit).
+    const reference = await createCluster(http, broker.adminToken, "scale-nohistory");
+    const members = tickets.map((t) => ({ node: t.node, peerURL: peerUrlOf(t.node) }));
+    for (let i = 0; i < members.length; i += 100) {
+      await http.expect([200], "POST", `/v1/admin/clusters/${reference.name}/adopt`, { bearer: broker.adminToken, body: { members: members.slice(i, i + 100) } });
+    }
+    await passRetention(http, reference.name);
+    const noHistory = await snapshot(http, broker, reference.name);
+    const retention = {
+      advancedSeconds: RETENTION_ADVANCE_MS / 1000,
+      sweepMs: round(sweepMs, 1),
+      databaseSizeBytes: swept.databaseSizeBytes,
+      noHistoryDatabaseSizeBytes: noHistory.databaseSizeBytes,
+      ratio: round(swept.databaseSizeBytes / noHistory.databaseSizeBytes, 2),
+    };
+    log(`scale: after the retention window the database is ${retention.databaseSizeBytes} bytes, ${retention.ratio}x a cluster with the same members and no history (sweep ${retention.sweepMs} ms)`);
+
+    // The check: the audit log's admissions, in log order, against the tickets in queue order.
     const admittedOrder = audit.filter((e) => e.action === "ticket.admitted").map((e) => e.subject);
     const seen = new Map<string, number>();
     for (const t of admittedOrder) seen.set(t, (seen.get(t) ?? 0) + 1);
@@ -157,6 +201,7 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
       afterCreate,
       after,
       auditEntries: audit.length,
+      retention,
     };
   } finally {
     http.close();

@@ -36,6 +36,8 @@ export const TARGETS = {
   joinRatio: 1.1,
   /** 1 + 6 with maxInFlight 6 on etcd 3.6+. */
   pipelinedRatio: 0.5,
+  /** Database after the retention window over a cluster with the same members and no history. */
+  retentionRatio: 3,
 };
 
 /** A join result's version and policy; results from before versions were measured ran Debian's 3.4 with maxInFlight 1. */
@@ -98,7 +100,15 @@ function summary(r: Results): string {
   const s = r.scale;
   rows.push(
     s
-      ? ["3", `Queue scale, ${int(s.tickets)} tickets`, `FIFO: ${s.check.inFifoOrder ? "yes" : "no"}, exactly once: ${s.check.admittedTwice === 0 && s.check.distinctAdmitted === s.tickets ? "yes" : "no"}; database ${mb(s.after.databaseSizeBytes)}; workerd RSS ${mb(s.before.workerdRssBytes)} → ${mb(s.after.workerdRssBytes)}`, "–", "–", "all admitted, FIFO, exactly once", yes(s.check.passed)]
+      ? [
+          "3",
+          `Queue scale, ${int(s.tickets)} tickets`,
+          `FIFO: ${s.check.inFifoOrder ? "yes" : "no"}, exactly once: ${s.check.admittedTwice === 0 && s.check.distinctAdmitted === s.tickets ? "yes" : "no"}; database ${mb(s.after.databaseSizeBytes)}${s.retention ? `, ${mb(s.retention.databaseSizeBytes)} after the retention window` : ""}; workerd RSS ${mb(s.before.workerdRssBytes)} → ${mb(s.after.workerdRssBytes)}`,
+          s.retention ? `same members, no history: ${mb(s.retention.noHistoryDatabaseSizeBytes)}` : "–",
+          s.retention ? n(s.retention.ratio, 2) : "–",
+          `all admitted, FIFO, exactly once; retained ≤ ${TARGETS.retentionRatio}× no history`,
+          yes(s.check.passed && (!s.retention || s.retention.ratio <= TARGETS.retentionRatio)),
+        ]
       : ["3", "Queue scale", "not measured", "", "", "all admitted, FIFO, exactly once", ""],
   );
   const v = r.verifier?.summary;
@@ -250,7 +260,16 @@ ${table(
     ["workerd peak RSS (VmHWM)", mb(s.before.workerdPeakRssBytes), mb(s.afterCreate.workerdPeakRssBytes), mb(s.after.workerdPeakRssBytes)],
   ],
 )}
-
+${
+  s.retention
+    ? `
+Retention: the object's clock (its time seam) then moves ${n(s.retention.advancedSeconds / 86_400, 1)} days ahead, past every
+retention window, and its alarm runs (the sweep took ${n(s.retention.sweepMs)} ms). The history (ended tickets and
+admissions, the audit log) is deleted and the ${int(s.tickets)} memberships stay: the database is then
+${mb(s.retention.databaseSizeBytes)}, ${n(s.retention.ratio, 2)}× the ${mb(s.retention.noHistoryDatabaseSizeBytes)} of a cluster that adopted the same members and has no history.
+`
+    : ""
+}
 Storage is the object's SQLite database: the size it reports itself and its files under the
 \`--persist-to\` directory (\`v3/do/<script>-JoinQueue/<id>.sqlite*\`; the WAL holds pages not yet
 checkpointed). Memory is the resident set of the workerd process that runs the Worker and its

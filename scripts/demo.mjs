@@ -2,18 +2,23 @@
 // Durable Objects), the reference join API and one node agent per controller, each with its own
 // real etcd in a temporary directory, all at the same moment; shows each node's progress live;
 // and ends with a summary: the cluster ID, its members, and how long it took. Everything it
-// started is stopped on exit or Ctrl-C.
+// started is stopped on exit or Ctrl-C. Without a terminal it prints one line per event, and
+// each fault it injects and each wait for etcd to settle is a line of its own.
 //
 //   npm run demo                       1 bootstrap node + 6 joiners
 //   npm run demo -- --nodes 4          1 + 3
 //   npm run demo -- --faults           the join API fails at first, two agents are killed mid-join
 //   npm run demo -- --keep             leave the cluster running until Ctrl-C
+//   npm run demo -- --without-broker   first the same controllers joining the way k0s v1.28 did
+//                                      (no broker, a join API that adds voters at once), then the
+//                                      brokered run on the same seeded faults, side by side
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
 
 register();
 const { ClusterHarness, hex } = await import("../test/support/cluster.ts");
-const { seededRandom, pick, between } = await import("../test/support/seeded.ts");
+const { seededRandom } = await import("../test/support/seeded.ts");
+const { faultSchedule } = await import("../test/support/split-brain.ts");
 const { EtcdGateway } = await import("../src/etcd/gateway.ts");
 
 const { values } = parseArgs({
@@ -22,11 +27,13 @@ const { values } = parseArgs({
     faults: { type: "boolean", default: false },
     seed: { type: "string" },
     keep: { type: "boolean", default: false },
+    "without-broker": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker]");
+  console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
   process.exit(0);
 }
 const count = Number(values.nodes);
@@ -35,8 +42,12 @@ if (!Number.isInteger(count) || count < 2 || count > 12) {
   process.exit(2);
 }
 const seed = values.seed ? Number(values.seed) >>> 0 : Math.floor(Math.random() * 2 ** 32);
-const random = seededRandom(seed);
 const names = Array.from({ length: count }, (_, i) => `ctrl-${i}`);
+if (values["without-broker"]) {
+  const { compareRuns } = await import("./demo-compare.mjs");
+  process.exit(await compareRuns({ seed, names, faults: values.faults }));
+}
+const schedule = faultSchedule(seed, names);
 const tty = process.stdout.isTTY;
 const t0 = Date.now();
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
@@ -63,34 +74,57 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 try {
-  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random });
+  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random: seededRandom(seed ^ 0x5eed) });
 } catch (e) {
   console.error(`Could not start: ${e instanceof Error ? e.message : e}`);
   process.exit(1);
 }
 
-// Faults on request: the join API fails for its first seconds, two agents die mid-join.
+// Faults on request, from the seed: the join API fails for its first seconds, two agents die
+// mid-join with their etcd (the schedule `--without-broker` applies to both of its runs).
 const kills = [];
+// Faults and pauses worth explaining: a line each without a terminal; the latest under the live view.
+let notice = "";
+const announce = (text) => {
+  notice = text;
+  if (!tty && !finished) console.log(`[${secs(Date.now() - t0).padStart(7)}] ${text}`);
+};
+let finished = false;
 if (values.faults) {
-  h.proxy.failFor(8_000);
-  for (const node of [...names.slice(1)].sort(() => random() - 0.5).slice(0, 2)) {
-    kills.push({ node, step: pick(random, ["queued", "admitted", "member-added", "etcd-start", "promote"]), done: false });
-  }
+  h.proxy.failFor(schedule.joinApiFailMs, schedule.dropShare);
+  announce(`FAULT: for ${Math.round(schedule.joinApiFailMs / 1000)} s the join API answers 500 or drops the connection; agents retry`);
+  kills.push(...schedule.kills.map((k) => ({ ...k, done: false })));
   h.onEvent((run, e) => {
     const k = kills.find((x) => !x.done && x.node === run.node.name && run.run === 1 && x.step === e.step);
     if (!k) return;
     k.done = true;
     void (async () => {
-      await h.kill(k.node, pick(random, ["agent", "group"]));
-      await new Promise((r) => setTimeout(r, between(random, 300, 1200)));
+      announce(`FAULT: killing ${k.node}'s agent and its etcd at ${k.step}`);
+      await h.kill(k.node, "group");
+      await new Promise((r) => setTimeout(r, k.restartAfterMs));
+      announce(`FAULT: restarting ${k.node}'s agent: it resumes from its state files`);
       h.startAgent(k.node);
     })();
   });
 }
 
 const joinedAt = new Map();
-let finished = false;
+// etcd accepts a membership change only once its leader has been in touch with every voter for
+// 5 s: from the third node on, each add waits for the voter that joined just before.
+const ETCD_SETTLE = "etcd takes a new member only once its leader has heard from every voter for 5 s, the newest too";
+const settleTimers = new Map();
+const settling = () => (h.timeline.members.at(-1)?.voters ?? 0) >= 2;
+let settleExplained = false;
 h.onEvent((run, e) => {
+  if (e.step === "member-add") {
+    clearTimeout(settleTimers.get(run.node.name));
+    settleTimers.set(run.node.name, setTimeout(() => {
+      // With a single voter there is nothing to settle: a wait then has another cause (a fault).
+      if ((settleExplained && tty) || !settling()) return;
+      settleExplained = true;
+      announce(`${run.node.name} waits at member-add: ${ETCD_SETTLE}`);
+    }, 1_500));
+  } else if (e.step !== "retry") clearTimeout(settleTimers.get(run.node.name));
   if (e.step === "joined" && !joinedAt.has(run.node.name)) joinedAt.set(run.node.name, Date.now() - t0);
   if (!tty && !finished && e.step !== "retry") console.log(`[${secs(Date.now() - t0).padStart(7)}] ${run.node.name}${run.run > 1 ? ` (run ${run.run})` : ""} ${e.step}: ${e.msg}`);
 });
@@ -108,9 +142,12 @@ const draw = () => {
     const last = [...events].reverse().find((e) => e.step !== "retry" && e.step !== "running");
     const retry = events.at(-1)?.step === "retry" ? ` (${events.at(-1).msg})` : "";
     const again = run && run.run > 1 ? ` [run ${run.run}]` : "";
-    const text = `  ${n.padEnd(8)}${(last?.step ?? "starting").padEnd(13)}${last?.msg ?? ""}${retry}${again}`;
+    const settles = last?.step === "member-add" && Date.now() - Date.parse(last.time) > 1_500 && settling();
+    const message = settles ? "waiting for etcd to settle: it takes a member 5 s after the last voter joined" : (last?.msg ?? "");
+    const text = `  ${n.padEnd(8)}${(last?.step ?? "starting").padEnd(13)}${message}${retry}${again}`;
     lines.push(text.length > width ? `${text.slice(0, width - 1)}…` : text);
   }
+  if (notice) lines.push(`  ${notice.length > width - 2 ? `${notice.slice(0, width - 3)}…` : notice}`);
   process.stdout.write(`${drawn ? `\x1b[${drawn}A` : "\x1b[?25l"}${lines.map((l) => `\x1b[2K${l}`).join("\n")}\n`);
   drawn = lines.length;
 };

@@ -7,6 +7,8 @@ import { ETCD_MATRIX, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs"
 
 process.env.ETCD_BIN = ensureTool("etcd");
 process.env.SPIN_BIN = ensureTool("spin");
+process.env.ETCDCTL_BIN = ensureTool("etcdctl");
+process.env.CHROMIUM_BIN = ensureTool("chromium");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
@@ -35,6 +37,8 @@ const steps = [
   // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
   ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
   ["model check of the join protocol (spin)", ["node", "scripts/model.mjs"]],
+  ["Go verifier module: go vet, go test (integrations/go)", ["node", "scripts/go-test.mjs"]],
+  ["OpenAPI document lint (Redocly, recommended rules)", ["node", "scripts/openapi.mjs", "lint", `${results}/openapi.json`]],
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ...etcdVersions.map((v) => [
@@ -59,7 +63,10 @@ for (const [name, [cmd, ...args], env = {}] of steps) {
 
 let passed = 0;
 let failed = 0;
-const reports = existsSync(results) ? readdirSync(results).filter((f) => f.endsWith(".json")).map((f) => `${results}/${f}`) : [];
+// Only vitest's reports: other steps write JSON here too (the OpenAPI document).
+const reports = existsSync(results)
+  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+)\.json$/.test(f)).map((f) => `${results}/${f}`)
+  : [];
 for (const file of reports) {
   const report = JSON.parse(readFileSync(file, "utf8"));
   passed += report.numPassedTests ?? 0;

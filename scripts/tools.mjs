@@ -1,11 +1,14 @@
-// Finds the external programs the tests drive (etcd, spin) and installs Debian's packages when
+// Finds the external programs the tests drive (etcd, spin, chromium) and installs Debian's packages when
 // they are missing and we are root. Anything else is a clear failure, never a skipped test.
 import { execFileSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 
 const TOOLS = {
   etcd: { env: "ETCD_BIN", candidates: ["/usr/bin/etcd", "/usr/local/bin/etcd"], apt: "etcd-server" },
+  etcdctl: { env: "ETCDCTL_BIN", candidates: ["/usr/bin/etcdctl", "/usr/local/bin/etcdctl"], apt: "etcd-client" },
   spin: { env: "SPIN_BIN", candidates: ["/usr/bin/spin", "/usr/local/bin/spin"], apt: "spin" },
+  // The console's browser tests drive Debian's Chromium through playwright-core (no browser download).
+  chromium: { env: "CHROMIUM_BIN", candidates: ["/usr/bin/chromium", "/usr/lib/chromium/chromium"], apt: "chromium" },
 };
 
 function executable(path) {

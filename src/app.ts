@@ -11,13 +11,33 @@ import { secureHeaders } from "hono/secure-headers";
 import { createRoute } from "@hono/zod-openapi";
 import { newApp } from "./http/app.ts";
 import { json } from "./http/openapi.ts";
+import { completeDocument } from "./http/openapi-document.ts";
 import { AnyObject } from "./http/schemas.ts";
 import { problem, sendProblem } from "./http/problem.ts";
+import { jsonBodyProblem } from "./http/json-body.ts";
 import { admin } from "./routes/admin.ts";
 import { controller } from "./routes/controller.ts";
 import { tickets } from "./routes/tickets.ts";
+import { consoleRoutes } from "./console/routes.ts";
 
 const MAX_BODY_BYTES = 16 * 1024;
+/** Seconds to come back after a transient runtime failure (an object reset or moved). */
+export const TRANSIENT_RETRY_AFTER_SECONDS = 1;
+/** Seconds to come back when the runtime says the object is overloaded: hammering it makes it worse. */
+export const OVERLOADED_RETRY_AFTER_SECONDS = 15;
+
+/**
+ * What an exception means, by the properties workerd sets on errors from a Durable Object
+ * (never by message text): `overloaded` — the object is overloaded; `retryable` — a transient
+ * runtime failure (reset, network); anything else, including every exception thrown by the
+ * object's own code (`remote` without `retryable`), is a bug: 500.
+ */
+export function classifyError(err: unknown): "overloaded" | "transient" | "internal" {
+  const e = (typeof err === "object" && err !== null ? err : {}) as { retryable?: unknown; overloaded?: unknown };
+  if (e.overloaded === true) return "overloaded";
+  if (e.retryable === true) return "transient";
+  return "internal";
+}
 
 export const app = newApp();
 
@@ -37,6 +57,12 @@ app.use(async (c, next) => {
   if (hasBody && !/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type ?? "")) {
     return sendProblem(c, problem(415, "unsupported_media_type", "request bodies must be application/json"));
   }
+  if (hasBody) {
+    // Decoded strictly here, once: a lenient decoder would turn invalid UTF-8 into U+FFFD and
+    // store it. The validators read the same bytes again from Hono's body cache.
+    const why = jsonBodyProblem(await c.req.arrayBuffer());
+    if (why) return sendProblem(c, problem(400, "malformed_json", why));
+  }
   await next();
 });
 
@@ -51,10 +77,15 @@ app.openapi(
 app.route("/", tickets);
 app.route("/", controller);
 app.route("/", admin);
+app.route("/", consoleRoutes);
 
 app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "Enrollment token or admission token" });
 app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret" });
-app.doc31("/openapi.json", { openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } });
+let document: object | undefined;
+app.get("/openapi.json", (c) => {
+  document ??= completeDocument(app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } }) as unknown as Record<string, unknown>);
+  return c.json(document);
+});
 
 app.notFound((c) => sendProblem(c, problem(404, "not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
 
@@ -64,12 +95,17 @@ app.onError((err, c) => {
     if (err.status === 400 && /malformed json/i.test(err.message)) return sendProblem(c, problem(400, "malformed_json", "the request body is not valid JSON"));
     return sendProblem(c, problem(err.status, err.status === 400 ? "invalid_request" : "internal_error", err.message || "request failed"));
   }
-  // A Durable Object that was reset, overloaded or is being moved: the caller should retry.
-  const remote = (err as { remote?: boolean; retryable?: boolean; overloaded?: boolean });
-  if (remote.remote || remote.retryable || remote.overloaded) {
-    console.error(JSON.stringify({ event: "durable_object.error", message: err.message, requestId: c.get("requestId") }));
-    return sendProblem(c, problem(503, "unavailable", "the cluster's queue is briefly unavailable; retry"), 1);
+  const requestId = c.get("requestId");
+  const failure = classifyError(err);
+  if (failure === "overloaded" || failure === "transient") {
+    console.error(JSON.stringify({ event: `durable_object.${failure}`, name: err.name, message: err.message, requestId }));
+    return sendProblem(
+      c,
+      problem(503, "unavailable", failure === "overloaded" ? "the cluster's queue is overloaded; retry later" : "the cluster's queue is briefly unavailable; retry", { correlationId: requestId }),
+      failure === "overloaded" ? OVERLOADED_RETRY_AFTER_SECONDS : TRANSIENT_RETRY_AFTER_SECONDS,
+    );
   }
-  console.error(JSON.stringify({ event: "internal_error", message: err.message, stack: err.stack, requestId: c.get("requestId") }));
-  return sendProblem(c, problem(500, "internal_error", "internal error"));
+  // A bug (in the Worker or the Durable Object's own code): retrying would only repeat it.
+  console.error(JSON.stringify({ event: "internal_error", name: err.name, message: err.message, stack: err.stack, requestId }));
+  return sendProblem(c, problem(500, "internal_error", `internal error (correlation id ${requestId})`, { correlationId: requestId }));
 });

@@ -5,7 +5,9 @@
  * reach on this runtime); `GET /bench/clusters/{cluster}/stats` reports the size of the Durable
  * Object's SQLite database as the object itself sees it; `GET /bench/clusters/{cluster}/log-level?level=debug|info|warn`
  * sets the object's LOG_LEVEL while it runs, to measure what a log line per state change costs
- * (under `wrangler dev`: workerd's tail stream and stdout, read and printed by wrangler).
+ * (under `wrangler dev`: workerd's tail stream and stdout, read and printed by wrangler);
+ * `GET /bench/clusters/{cluster}/advance?ms=N` moves the object's clock and
+ * `GET /bench/clusters/{cluster}/alarm` runs its alarm handler, to measure retention.
  * @module
  */
 import { app } from "../../src/app.ts";
@@ -26,9 +28,20 @@ export class JoinQueue extends BrokerJoinQueue {
     this.logLevel = level;
     return level;
   }
+
+  /** Moves the object's clock (its time seam) forward, e.g. past a retention window. */
+  advanceClock(ms: number): number {
+    return this.clock.advance(ms);
+  }
+
+  /** Runs the alarm handler now (lease expiry, admissions, the retention sweep). */
+  async runAlarm(): Promise<{ databaseSize: number }> {
+    await this.alarm();
+    return this.stats();
+  }
 }
 
-const BENCH_PATH = /^\/bench\/clusters\/([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)\/(ping|stats|log-level)$/;
+const BENCH_PATH = /^\/bench\/clusters\/([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)\/(ping|stats|log-level|advance|alarm)$/;
 
 export default {
   async fetch(request, env, ctx) {
@@ -38,6 +51,8 @@ export default {
     const stub = env.JOIN_QUEUE.getByName(match[1]) as unknown as DurableObjectStub<JoinQueue>;
     if (match[2] === "ping") return Response.json({ pong: await stub.ping() });
     if (match[2] === "stats") return Response.json(await stub.stats());
+    if (match[2] === "advance") return Response.json({ now: await stub.advanceClock(Number(url.searchParams.get("ms") ?? 0)) });
+    if (match[2] === "alarm") return Response.json(await stub.runAlarm());
     return Response.json({ logLevel: await stub.setLogLevel(parseLogLevel(url.searchParams.get("level") ?? undefined)) });
   },
 } satisfies ExportedHandler<Env>;

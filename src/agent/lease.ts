@@ -29,6 +29,14 @@ export interface LeaseHooks {
   onTrouble?(message: string): void;
 }
 
+/** Time as the keeper sees it: a seam so that tests move time instead of sleeping. */
+export interface LeaseClock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const SYSTEM_CLOCK: LeaseClock = { now: () => Date.now(), sleep };
+
 /** The first heartbeat comes soon: its answer tells the lease on the broker's clock. */
 const FIRST_HEARTBEAT_MS = 1_000;
 
@@ -47,9 +55,10 @@ export class LeaseKeeper {
     leaseExpiresAt: string | undefined,
     readonly random: Random = Math.random,
     readonly hooks: LeaseHooks = {},
+    readonly clock: LeaseClock = SYSTEM_CLOCK,
   ) {
     const parsed = leaseExpiresAt ? Date.parse(leaseExpiresAt) : NaN;
-    this.#leaseExpiresAt = Number.isNaN(parsed) ? Date.now() + 30_000 : parsed;
+    this.#leaseExpiresAt = Number.isNaN(parsed) ? clock.now() + 30_000 : parsed;
   }
 
   /** Aborts when the broker says the admission ended. */
@@ -70,7 +79,7 @@ export class LeaseKeeper {
     const stop = this.#stopped.signal;
     let failures = 0;
     while (!stop.aborted && !this.#controller.signal.aborted) {
-      const remaining = this.#leaseExpiresAt - Date.now();
+      const remaining = this.#leaseExpiresAt - this.clock.now();
       // A third of what is left, with a little jitter; quicker after a failed attempt.
       const delay = this.#first
         ? FIRST_HEARTBEAT_MS
@@ -78,7 +87,7 @@ export class LeaseKeeper {
           ? Math.min(2_000 * failures, Math.max(1_000, remaining / 4))
           : Math.max(1_000, (remaining / 3) * (0.9 + 0.2 * this.random()));
       this.#first = false;
-      await sleep(delay, stop);
+      await this.clock.sleep(delay, stop);
       let result;
       try {
         result = await this.broker.heartbeat(this.ticket, this.admission, stop);
@@ -92,7 +101,7 @@ export class LeaseKeeper {
         failures = 0;
         const next = result.body.leaseExpiresAt ? Date.parse(result.body.leaseExpiresAt) : NaN;
         // The lease's length as the broker counts it, from now: immune to a skewed local clock.
-        if (!Number.isNaN(next)) this.#leaseExpiresAt = Date.now() + (next - (result.date ?? Date.now()));
+        if (!Number.isNaN(next)) this.#leaseExpiresAt = this.clock.now() + (next - (result.date ?? this.clock.now()));
         this.hooks.onHeartbeat?.(result.body.leaseExpiresAt ?? "");
         continue;
       }
@@ -124,7 +133,7 @@ export class LeaseKeeper {
       } catch {
         /* try again */
       }
-      await sleep(1_000, this.#stopped.signal).catch(() => undefined);
+      await this.clock.sleep(1_000, this.#stopped.signal).catch(() => undefined);
     }
     if (this.#stopped.signal.aborted) return;
     abortFor(this.#controller, view, answer);

@@ -19,6 +19,9 @@
  * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
  * for the next node). Its data can never serve again, so a node that never was a voter moves it
  * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
+ *
+ * Gate mode (`--exec`, gate.ts): once admitted, an unmodified installer runs instead of the join
+ * API calls and etcd, and etcd's member list decides when the node is a voter.
  * @module
  */
 import { existsSync, renameSync } from "node:fs";
@@ -29,12 +32,13 @@ import { EXIT, UsageError } from "../cli/exit-codes.ts";
 import { BrokerClient, type TicketView } from "./broker-client.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
+import { Gate } from "./gate.ts";
 import { TransportError, describeAnswer, type HttpResult } from "./http.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./options.ts";
-import type { Reporter } from "./progress.ts";
-import { Backoff, sleep, type Random } from "./retry.ts";
+import { reportQueued, type Reporter } from "./progress.ts";
+import { Backoff, ServerFailures, sleep, type Random } from "./retry.ts";
 import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../queue/policy.ts";
 
@@ -88,6 +92,8 @@ class Agent {
   readonly #joinApi: JoinApiClient;
   readonly #local: EtcdGateway;
   readonly #etcd: EtcdSupervisor | null;
+  /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
+  readonly #gate: Gate | null;
   #state!: AgentState;
   #printedFlags = "";
   /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
@@ -109,10 +115,12 @@ class Agent {
           onLeftoverStopped: (pid) => this.#r.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
         })
       : null;
+    this.#gate = options.exec ? new Gate(options, deps.reporter, dir) : null;
   }
 
   async run(): Promise<number> {
     try {
+      await this.#gate?.prepare();
       this.#state = this.#loadState();
       // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
       void this.#knowEtcd();
@@ -197,12 +205,10 @@ class Agent {
   async #waitInQueue(start: TicketView, signal: AbortSignal): Promise<TicketView> {
     let view = start;
     const backoff = new Backoff(500, 10_000, this.#random);
+    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
+    let shown: TicketView | null = null;
     while (view.state === "queued") {
-      this.#r.event("queued", `position ${view.position ?? "?"} in the queue`, {
-        ticket: view.ticket,
-        position: view.position,
-        estimatedWaitSeconds: view.estimatedWaitSeconds,
-      });
+      if (view !== shown) reportQueued(this.#r, view);
       const began = Date.now();
       // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
       // once, and the position shown is never older than the broker thinks useful.
@@ -213,22 +219,32 @@ class Agent {
         res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`broker unreachable: ${e.reason}`);
+        this.#r.failure("broker", `broker unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
+      if (res.status === 500) {
+        await this.#brokerFault("waiting in the queue", res, faults, signal);
+        continue;
+      }
+      faults.reset();
       if (res.body) {
         backoff.reset();
         view = res.body;
         // A poll that came back early (the ticket changed but is still queued) must not bring the
         // next request forward: requests stay at least Retry-After apart, plus jitter.
         const early = hint * 1000 - (Date.now() - began);
-        if (view.state === "queued" && early > 0) await sleep(early + hint * 250 * this.#random(), signal);
+        if (view.state === "queued" && early > 0) {
+          // Show the new position at once; the next request still waits its turn.
+          reportQueued(this.#r, view);
+          shown = view;
+          await sleep(early + hint * 250 * this.#random(), signal);
+        }
         continue;
       }
       if (res.status === 404) return await this.#requestTicket(signal);
       if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
-      this.#r.retry(`waiting in the queue: ${describeAnswer(res)}`);
+      this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
       await sleep(backoff.after(res.retryAfter), signal);
     }
     return view;
@@ -244,11 +260,16 @@ class Agent {
       leaseExpiresAt: view.leaseExpiresAt,
     });
     const lease = new LeaseKeeper(this.#broker, view.ticket, admission, view.leaseExpiresAt, this.#random, {
-      onTrouble: (m) => this.#r.retry(m),
+      onTrouble: (m) => this.#r.failure("broker", m),
     });
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
+      if (this.#gate) {
+        const voter = await this.#gate.admitted(view, admission, signal);
+        await this.#complete(view, admission, voter.memberID, signal);
+        return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
+      }
       return view.role === "bootstrap" ? await this.#bootstrap(view, admission, signal) : await this.#joinAsLearner(view, admission, signal);
     } finally {
       await lease.stop();
@@ -276,8 +297,9 @@ class Agent {
     this.#checkDataIsOurs("join");
     this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
     const added = await this.#addMember(view, admission, signal);
-    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${added.memberID} of ${added.initialCluster.length}`, {
+    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${hexId(added.memberID)} of ${added.initialCluster.length}`, {
       memberID: added.memberID,
+      memberIDHex: hexId(added.memberID),
       learner: added.learner,
       members: added.initialCluster.length,
     });
@@ -309,6 +331,16 @@ class Agent {
   /** The broker says this node already joined (a crash after `complete`, or an adopted member). */
   async #alreadyJoined(view: TicketView, signal: AbortSignal): Promise<JoinedMarker> {
     const { node, cluster, dataDir } = this.#o;
+    if (this.#gate) {
+      const voter = await this.#gate.findVoter();
+      if (!voter) {
+        throw new Refusal(
+          `the broker says ${node} already joined cluster ${cluster}, but etcd (${this.#o.etcdEndpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL}. ` +
+            `If its member is gone for good: run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${this.#o.brokerUrl}', delete ${this.#dir.markerPath} if it exists, and run this command again.`,
+        );
+      }
+      return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
+    }
     if (!hasEtcdData(dataDir)) {
       throw new Refusal(
         `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${hexId(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
@@ -336,7 +368,7 @@ class Agent {
         res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`join API unreachable: ${e.reason}`);
+        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -363,7 +395,7 @@ class Agent {
         res = await this.#joinApi.promote(admission, this.#o.node, signal);
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`join API unreachable: ${e.reason}`);
+        this.#r.failure("join-api", `join API unreachable: ${e.reason}`);
         await sleep(backoff.next(), signal);
         continue;
       }
@@ -424,20 +456,43 @@ class Agent {
   /** Calls the broker until it answers something other than "not now" (transport errors, 429, 5xx). */
   async #brokerRetry<T>(what: string, call: () => Promise<HttpResult<T>>, signal: AbortSignal): Promise<HttpResult<T>> {
     const backoff = new Backoff(500, 10_000, this.#random);
+    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
     for (;;) {
       let res: HttpResult<T>;
       try {
         res = await call();
       } catch (e) {
         if (!(e instanceof TransportError)) throw e;
-        this.#r.retry(`${what}: broker unreachable (${e.reason})`);
+        this.#r.failure("broker", `${what}: broker unreachable (${e.reason})`);
         await sleep(backoff.next(), signal);
         continue;
       }
+      if (res.status === 500) {
+        await this.#brokerFault(what, res, faults, signal);
+        continue;
+      }
+      faults.reset();
       if (res.status !== 429 && res.status < 500) return res;
-      this.#r.retry(`${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
+      this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       await sleep(backoff.after(res.retryAfter), signal);
     }
+  }
+
+  /** A 500 from the broker: reported every time, backed off from, and given up on when it repeats. */
+  async #brokerFault(what: string, res: HttpResult<unknown>, faults: ServerFailures, signal: AbortSignal): Promise<void> {
+    const delay = faults.failed();
+    const correlation = typeof res.problem?.correlationId === "string" ? ` (correlation id ${res.problem.correlationId})` : "";
+    if (delay === null) {
+      throw new GaveUp(
+        `${what}: the broker failed with an internal error ${faults.count} times in a row${correlation}: ${describeAnswer(res)}. ` +
+          `This is a fault in the broker, not a wait: report it to the broker's operator with the correlation id, then run the agent again.`,
+      );
+    }
+    this.#r.event("broker-error", `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`, {
+      status: res.status,
+      attempt: faults.count,
+    });
+    await sleep(delay, signal);
   }
 
   // ------------------------------------------------------------------ etcd
@@ -642,14 +697,21 @@ class Agent {
   // ------------------------------------------------------------------ the end
 
   #writeMarker(view: TicketView, status: EtcdStatus): JoinedMarker {
+    return this.#writeMarkerIds(view, status.header.memberId, status.header.clusterId);
+  }
+
+  /** IDs in decimal, as etcd's gateway spells them. */
+  #writeMarkerIds(view: TicketView, memberId: string, clusterId: string): JoinedMarker {
+    const memberID = memberId || view.memberID || this.#state.etcd?.memberID || "";
     const marker: JoinedMarker = {
       version: 1,
       cluster: this.#o.cluster,
       node: this.#o.node,
       peerURL: this.#o.peerURL,
       role: view.role,
-      memberID: status.header.memberId || view.memberID || this.#state.etcd?.memberID || "",
-      clusterID: status.header.clusterId ? hexId(status.header.clusterId) : null,
+      memberID,
+      memberIDHex: hexId(memberID),
+      clusterID: clusterId ? hexId(clusterId) : null,
       ticket: view.ticket,
       joinedAt: new Date().toISOString(),
     };
@@ -661,8 +723,14 @@ class Agent {
   async #serve(marker: JoinedMarker): Promise<number> {
     const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
     // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
-    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, role: marker.role });
+    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: hexId(marker.memberID), role: marker.role });
     this.#deps.print(line);
+    if (this.#gate) {
+      const end = await this.#gate.serve(this.#deps.stop, { role: marker.role, ticket: marker.ticket });
+      if (end.code === "ok") return EXIT.ok;
+      this.#r.event("gave-up", end.message ?? "the command failed");
+      return EXIT.gaveUp;
+    }
     if (!this.#etcd) return EXIT.ok;
     this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
     const stop = this.#deps.stop;
@@ -709,8 +777,11 @@ class Agent {
   }
 
   async #fail(e: unknown): Promise<number> {
+    if (!(e instanceof Stopped)) await this.#gate?.stopCommand();
     if (e instanceof Stopped) {
-      this.#r.event("stopping", `${e.message}; stopping etcd. Run the same command again to resume.`);
+      // Only what this agent runs is stopped; a node still queued runs nothing.
+      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#etcd?.running ? "; stopping etcd" : "";
+      this.#r.event("stopping", `${e.message}${running}. Run the same command again to resume.`);
       await this.#etcd?.stop();
       return e.exitCode;
     }

@@ -76,6 +76,11 @@ describe("join flags", () => {
     expect(usageError(set("--node", "ctrl_1!"))).toContain("not a valid node name");
     expect(usageError(set("--peer-url", "https://10.0.0.4"))).toContain("must name a port");
     expect(usageError(set("--peer-url", "https://10.0.0.4:2380/path"))).toContain("must not have a path");
+    // The broker's and the join API's strict parser: other spellings of an address are refused here already.
+    expect(usageError(set("--peer-url", "https://010.0.0.4:2380"))).toContain("IPv4");
+    expect(usageError(set("--peer-url", "https://167772164:2380"))).toContain("IPv4");
+    expect(usageError(set("--peer-url", "https://10.0.0.4:02380"))).toContain("without leading zeros");
+    expect(usageError(set("--peer-url", "https:/10.0.0.4:2380"))).toContain("absolute URL");
     expect(usageError(set("--join-api", "ftp://x"))).toContain("http or https");
     expect(usageError([...REQUIRED, "--etcd-arg=--data-dir=/x"])).toContain("may not set --data-dir");
     expect(usageError([...REQUIRED, "--etcd-arg=heartbeat"])).toContain("not an etcd flag");
@@ -88,5 +93,40 @@ describe("join flags", () => {
   it("answers --help before checking anything else", () => {
     expect(parseJoinArgs(["--help"], {})).toEqual({ help: true });
     expect(parseJoinArgs(["-h", "--cluster", "Bad!"], {})).toEqual({ help: true });
+  });
+});
+
+describe("gate mode flags", () => {
+  const GATE = REQUIRED.filter((_, i) => REQUIRED[i] !== "--join-api" && REQUIRED[i - 1] !== "--join-api");
+
+  it("takes --exec and --etcd instead of --join-api, asking the client URL by default", () => {
+    const o = options([...GATE, "--exec", "kubeadm join", "--client-url", "https://10.0.0.4:2379"]);
+    expect(o).toMatchObject({ exec: "kubeadm join", joinApiUrl: "", etcdEndpoints: ["https://10.0.0.4:2379"], etcdTls: null, service: false });
+    expect(options([...GATE, "--exec", "x", "--etcd", "http://10.0.0.2:2379/, http://10.0.0.3:2379", "--service"])).toMatchObject({
+      etcdEndpoints: ["http://10.0.0.2:2379", "http://10.0.0.3:2379"],
+      service: true,
+    });
+  });
+
+  it("refuses flags that contradict gate mode, and gate flags without it", () => {
+    // A join API may be named in gate mode: the installer is told where it is.
+    expect(options([...GATE, "--exec", "x", "--join-api", "https://10.0.0.2:9443"]).joinApiUrl).toBe("https://10.0.0.2:9443");
+    expect(usageError([...GATE, "--exec", "x", "--join-api", "not a url"])).toMatch(/--join-api/);
+    expect(usageError([...GATE, "--exec", "x", "--etcd-bin", "/usr/bin/etcd"])).toMatch(/--etcd-bin does not go with --exec/);
+    expect(usageError([...GATE, "--exec", " "])).toMatch(/--exec needs a command/);
+    expect(usageError([...REQUIRED, "--etcd", "http://10.0.0.2:2379"])).toMatch(/--etcd is for gate mode/);
+    expect(usageError([...REQUIRED, "--service"])).toMatch(/--service is for gate mode/);
+    expect(usageError([...GATE, "--exec", "x", "--etcd", "ftp://x:1"])).toMatch(/--etcd/);
+    expect(usageError(GATE)).toMatch(/--join-api is required/);
+  });
+
+  it("reads etcd's TLS files, cert and key together", () => {
+    const dir = mkdtempSync(join(tmpdir(), "jb-tls-"));
+    for (const f of ["ca.crt", "c.crt", "c.key"]) writeFileSync(join(dir, f), "x");
+    const o = options([...GATE, "--exec", "x", "--etcd-cacert", join(dir, "ca.crt"), "--etcd-cert", join(dir, "c.crt"), "--etcd-key", join(dir, "c.key")]);
+    expect(o.etcdTls).toEqual({ ca: join(dir, "ca.crt"), cert: join(dir, "c.crt"), key: join(dir, "c.key") });
+    expect(usageError([...GATE, "--exec", "x", "--etcd-cert", join(dir, "c.crt")])).toMatch(/go together/);
+    // Files the installer writes while it joins need not exist yet.
+    expect(options([...GATE, "--exec", "x", "--etcd-cacert", join(dir, "later.crt")]).etcdTls).toEqual({ ca: join(dir, "later.crt") });
   });
 });

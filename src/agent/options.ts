@@ -7,9 +7,16 @@ import { hostname } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { UsageError } from "../cli/exit-codes.ts";
+import { parseEndpoints } from "../etcd/gateway.ts";
 import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../protocol/identifiers.ts";
 
 export type LogFormat = "text" | "json";
+
+export interface EtcdTlsFiles {
+  ca?: string;
+  cert?: string;
+  key?: string;
+}
 
 export interface AgentOptions {
   brokerUrl: string;
@@ -30,12 +37,22 @@ export interface AgentOptions {
   retryRevoked: boolean;
   /** Overall deadline for joining, in seconds; 0 means none. */
   timeoutSeconds: number;
+  /** Gate mode: an unmodified installer to run once admitted (`sh -c`); null: the agent joins itself. */
+  exec: string | null;
+  /** Gate mode: where to ask etcd whether this node is a started voter (default: the client URL). */
+  etcdEndpoints: string[];
+  /** Gate mode: TLS files for those endpoints (etcdctl's --cacert, --cert, --key). */
+  etcdTls: EtcdTlsFiles | null;
+  /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
+  service: boolean;
   logFormat: LogFormat;
   verbose: boolean;
 }
 
 export const JOIN_HELP = `Usage: join-broker join --broker URL --cluster NAME --token TOKEN --node NAME --peer-url URL
                         --join-api URL --state-dir DIR [--etcd-bin PATH] [--data-dir DIR] [--client-url URL]
+       join-broker join --broker URL --cluster NAME --token TOKEN --node NAME --peer-url URL
+                        --state-dir DIR --exec 'COMMAND' --etcd URL[,URL…]      (gate mode)
 
 The node agent. It asks the broker whether this node bootstraps the cluster or joins it, waits
 in the cluster's join queue, has the join API add it as an etcd learner, starts etcd, gets it
@@ -48,7 +65,7 @@ Required:
   --cluster NAME        the cluster to join
   --token TOKEN         enrollment token (or --token-file PATH, or env JOIN_BROKER_TOKEN)
   --peer-url URL        this node's etcd peer URL, e.g. https://10.0.0.4:2380
-  --join-api URL        the controllers' join API, e.g. https://10.0.0.2:9443
+  --join-api URL        the controllers' join API, e.g. https://10.0.0.2:9443 (not in gate mode)
   --state-dir DIR       where the agent keeps its marker and progress (one per node)
 
 Node and etcd:
@@ -61,6 +78,25 @@ Node and etcd:
   --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
                         --etcd-bin the agent then waits for another supervisor to start etcd with
                         them (they are also written to <state-dir>/etcd-flags.txt).
+
+Gate mode, for an installer that adds its own etcd member (k0s, kubeadm, k3s; docs/installers.md):
+  --exec 'COMMAND'      instead of --join-api and --etcd-bin: once admitted, run COMMAND with sh -c
+                        and JOIN_BROKER_ROLE (bootstrap|join), JOIN_BROKER_ADMISSION (the JWT),
+                        JOIN_BROKER_CLUSTER, JOIN_BROKER_NODE, JOIN_BROKER_PEER_URL and
+                        JOIN_BROKER_TICKET in its environment (its output goes to stderr). The
+                        agent heartbeats while it runs, and completes once etcd lists a started
+                        voter with this node's peer URL. COMMAND may exit (an installer) or keep
+                        running (a supervisor: the agent then stays in the foreground and passes
+                        signals on). If it fails before the node is a voter, the agent removes
+                        this node's learner (never a voter), leaves the queue and exits 4.
+  --etcd URL[,URL…]     etcd client URLs to ask (the cluster's, or this node's; default: --client-url)
+  --etcd-cacert FILE    CA bundle for https etcd endpoints
+  --etcd-cert FILE      client certificate for etcd (with --etcd-key)
+  --etcd-key FILE       client key for etcd. The three are read whenever etcd is asked, so
+                        they may be files the installer writes only while it joins.
+  --service             COMMAND is the node's long-running service (k0s controller, k3s server):
+                        run it again on every start, also once the node has joined, and stay in
+                        the foreground while it runs. Without it, a joined node exits 0 at once.
 
 Behaviour:
   --timeout SECONDS     give up joining after this long (default 3600; 0: never)
@@ -80,7 +116,8 @@ Exit codes:
   3    refused: the admission was revoked, a token was rejected, the peer URL is taken, or the
        broker says this node already joined but its etcd data is gone (run
        'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member)
-  4    gave up: --timeout passed, or the etcd it supervises keeps failing
+  4    gave up: --timeout passed, or the etcd it supervises keeps failing, or (gate mode)
+       COMMAND exited non-zero (before the node was a voter: it also left the queue)
   1    unexpected failure
   130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
 `;
@@ -101,6 +138,12 @@ const FLAGS = {
   "etcd-arg": { type: "string", multiple: true },
   "print-etcd-flags": { type: "boolean" },
   "retry-revoked": { type: "boolean" },
+  exec: { type: "string" },
+  etcd: { type: "string" },
+  "etcd-cacert": { type: "string" },
+  "etcd-cert": { type: "string" },
+  "etcd-key": { type: "string" },
+  service: { type: "boolean" },
   timeout: { type: "string" },
   "log-format": { type: "string" },
   verbose: { type: "boolean" },
@@ -143,12 +186,18 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
 
   const peerURL = peerUrl("--peer-url", required("peer-url"));
   const listenPeerURL = peerUrl("--listen-peer-url", str("listen-peer-url") ?? peerURL);
-  const joinApiUrl = httpUrl("--join-api", required("join-api"));
+  const exec = typeof values.exec === "string" ? values.exec : null;
+  if (exec !== null && exec.trim() === "") throw new UsageError("--exec needs a command");
+  const gate = gateOptions(exec, values, str);
+  // In gate mode a join API is optional: the installer is told where it is (JOIN_BROKER_JOIN_API).
+  const joinApiText = exec === null ? required("join-api") : str("join-api");
+  const joinApiUrl = joinApiText === undefined ? "" : httpUrl("--join-api", joinApiText);
   const stateDir = resolve(required("state-dir"));
   const dataDir = resolve(str("data-dir") ?? join(stateDir, "etcd"));
   const clientURL = peerUrl("--client-url", str("client-url") ?? "http://127.0.0.1:2379");
 
   const etcdBinRaw = str("etcd-bin");
+  if (exec !== null) for (const flag of ["etcd-bin", "etcd-arg", "print-etcd-flags"]) if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --exec: in gate mode the installer adds the member and runs etcd`);
   const etcdBin = etcdBinRaw ? (isAbsolute(etcdBinRaw) || !etcdBinRaw.includes("/") ? etcdBinRaw : resolve(etcdBinRaw)) : null;
   const etcdArgs = (values["etcd-arg"] as string[] | undefined) ?? [];
   for (const arg of etcdArgs) {
@@ -182,10 +231,45 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       printEtcdFlags: values["print-etcd-flags"] === true,
       retryRevoked: values["retry-revoked"] === true,
       timeoutSeconds,
+      exec,
+      etcdEndpoints: gate.endpoints ?? [clientURL],
+      etcdTls: gate.tls,
+      service: values.service === true,
       logFormat,
       verbose: values.verbose === true,
     },
   };
+}
+
+/** `--etcd`, its TLS files and `--service`: gate mode only. */
+function gateOptions(
+  exec: string | null,
+  values: Record<string, string | boolean | string[] | undefined>,
+  str: (name: string) => string | undefined,
+): { endpoints: string[] | null; tls: EtcdTlsFiles | null } {
+  const gateOnly = ["etcd", "etcd-cacert", "etcd-cert", "etcd-key", "service"];
+  if (exec === null) {
+    const given = gateOnly.find((f) => values[f] !== undefined);
+    if (given) throw new UsageError(`--${given} is for gate mode: give it with --exec 'COMMAND'`);
+    return { endpoints: null, tls: null };
+  }
+  let endpoints: string[] | null = null;
+  const etcd = str("etcd");
+  if (etcd) {
+    try {
+      endpoints = parseEndpoints(etcd);
+    } catch (e) {
+      throw new UsageError(`--etcd ${JSON.stringify(etcd)}: ${(e as Error).message}`);
+    }
+  }
+  const files: EtcdTlsFiles = {};
+  for (const [flag, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
+    // Read when etcd is asked, not now: a joining installer may write them only while it joins.
+    const path = str(flag);
+    if (path) files[field] = resolve(path);
+  }
+  if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
+  return { endpoints, tls: Object.keys(files).length ? files : null };
 }
 
 function readToken(flag: string | undefined, file: string | undefined, fromEnv: string | undefined): string {

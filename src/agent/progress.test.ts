@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createReporter, formatDuration } from "./progress.ts";
+import { createReporter, formatDuration, reportQueued } from "./progress.ts";
 
 function sink(tty = false) {
   const chunks: string[] = [];
@@ -43,6 +43,44 @@ describe("progress", () => {
     const verbose = sink();
     createReporter({ format: "text", node: "n", verbose: true, stream: verbose.stream }).retry("broker unreachable");
     expect(verbose.text()).toContain("n retry: broker unreachable");
+  });
+
+  it("plain: a failing service is logged at once, then at most every 10 s, with the error and how many were folded", () => {
+    let now = 0;
+    const out = sink();
+    const r = createReporter({ format: "text", node: "ctrl-1", verbose: false, stream: out.stream, now: () => now });
+    r.failure("broker", "ticket request: broker unreachable (ECONNREFUSED 127.0.0.1:9)");
+    for (now = 1_000; now < 10_000; now += 1_000) r.failure("broker", "ticket request: broker unreachable (ECONNREFUSED 127.0.0.1:9)");
+    // Another service is not held back by the broker's quiet period.
+    r.failure("join-api", "join API unreachable: ECONNREFUSED 127.0.0.1:10");
+    now = 10_000;
+    r.failure("broker", "ticket request: broker unreachable (ETIMEDOUT)");
+    const lines = out.text().trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/ ctrl-1 retry: ticket request: broker unreachable \(ECONNREFUSED 127\.0\.0\.1:9\)$/);
+    expect(lines[1]).toContain("retry: join API unreachable: ECONNREFUSED");
+    expect(lines[2]).toMatch(/retry: ticket request: broker unreachable \(ETIMEDOUT\) \(and 9 more like it in the last 10 s\)$/);
+  });
+
+  it("queued: says what a blocked queue waits for, without a made-up estimate, and logs again when that changes", () => {
+    const out = sink();
+    const r = createReporter({ format: "text", node: "ctrl-2", verbose: false, stream: out.stream });
+    reportQueued(r, { ticket: "tkt_a", position: 1, estimatedWaitSeconds: 4, waitingFor: "bootstrap", bootstrapNode: "ctrl-1" });
+    reportQueued(r, { ticket: "tkt_a", position: 1, estimatedWaitSeconds: 4, waitingFor: "bootstrap", bootstrapNode: "ctrl-1" });
+    reportQueued(r, { ticket: "tkt_a", position: 1, estimatedWaitSeconds: 4 });
+    reportQueued(r, { ticket: "tkt_a", position: 1, estimatedWaitSeconds: 4, waitingFor: "paused" });
+    const lines = out.text().trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/ctrl-2 queued: position 1 in the queue; waiting for the bootstrap node ctrl-1 to start the cluster$/);
+    expect(lines[1]).toMatch(/ctrl-2 queued: position 1 in the queue, about 4 s to go$/);
+    expect(lines[2]).toMatch(/ctrl-2 queued: position 1 in the queue; admissions are paused by an admin$/);
+    const tty = sink(true);
+    Object.assign(tty.stream, { columns: 200 });
+    const t = createReporter({ format: "text", node: "ctrl-2", verbose: false, stream: tty.stream, now: () => 0 });
+    reportQueued(t, { ticket: "tkt_a", position: 1, estimatedWaitSeconds: 4, waitingFor: "bootstrap", bootstrapNode: "ctrl-1" });
+    t.close();
+    expect(tty.text()).toContain("ctrl-2 · queued · position 1 in the queue; waiting for the bootstrap node ctrl-1 to start the cluster · 0s");
+    expect(tty.text()).not.toContain("to go");
   });
 
   it("terminal: one line rewritten in place, with position and estimate; final steps end the line", () => {

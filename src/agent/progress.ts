@@ -2,7 +2,9 @@
  * The agent's progress on stderr. On a terminal it is one line, rewritten in place (step,
  * queue position, estimated wait, elapsed time); otherwise one plain log line per event, or one
  * JSON object per line with `--log-format json` (what scripts and the end-to-end tests read).
- * Repeated identical waiting states are not logged again, so a long queue stays quiet.
+ * Repeated identical waiting states are not logged again, so a long queue stays quiet. Failures
+ * to reach a service are always logged: the first at once, then at most one line every 10 s per
+ * service, saying how many were folded into it.
  * @module
  */
 import type { LogFormat } from "./options.ts";
@@ -17,6 +19,8 @@ export type Step =
   | "member-add"
   | "member-added"
   | "etcd-start"
+  | "exec"
+  | "exec-exit"
   | "etcd-ready"
   | "etcd-exit"
   | "promote"
@@ -25,11 +29,18 @@ export type Step =
   | "joined"
   | "running"
   | "retry"
+  | "broker-error"
   | "lease"
   | "refused"
   | "gave-up"
   | "stopping"
   | "error";
+
+/** The services whose failures the agent reports. */
+export type Service = "broker" | "join-api";
+
+/** How often a repeating failure is logged when the output is not a terminal. */
+export const FAILURE_LOG_INTERVAL_MS = 10_000;
 
 export type Fields = Record<string, string | number | boolean | null | undefined>;
 
@@ -38,6 +49,11 @@ export interface Reporter {
   event(step: Step, message: string, fields?: Fields): void;
   /** A retry: shown on a terminal, logged only with --verbose (but always as JSON). */
   retry(message: string, fields?: Fields): void;
+  /**
+   * A failed call to a service (the broker is unreachable, or answers 5xx/429): shown like a retry
+   * on a terminal, and without one logged at once, then at most every FAILURE_LOG_INTERVAL_MS.
+   */
+  failure(service: Service, message: string, fields?: Fields): void;
   /** Ends the updating line, if any. */
   close(): void;
 }
@@ -52,10 +68,32 @@ export interface ReporterOptions {
 
 export function createReporter(options: ReporterOptions): Reporter {
   const stream = options.stream ?? process.stderr;
+  const now = options.now ?? Date.now;
   if (options.format === "json") return new JsonReporter(stream, options.node);
-  if (stream.isTTY) return new TerminalReporter(stream, options.node, options.now ?? Date.now);
-  return new PlainReporter(stream, options.node, options.verbose);
+  if (stream.isTTY) return new TerminalReporter(stream, options.node, now);
+  return new PlainReporter(stream, options.node, options.verbose, now);
 }
+
+/** Lets through the first failure of a service, then one per interval, counting the rest. */
+class FailureThrottle {
+  readonly #last = new Map<Service, { at: number; folded: number }>();
+
+  constructor(readonly now: () => number) {}
+
+  /** null: stay quiet; else how many failures of `service` were not logged since the last line. */
+  admit(service: Service): number | null {
+    const now = this.now();
+    const last = this.#last.get(service);
+    if (last && now - last.at < FAILURE_LOG_INTERVAL_MS) {
+      last.folded++;
+      return null;
+    }
+    this.#last.set(service, { at: now, folded: 0 });
+    return last?.folded ?? 0;
+  }
+}
+
+const foldedNote = (folded: number) => (folded > 0 ? ` (and ${folded} more like it in the last ${FAILURE_LOG_INTERVAL_MS / 1000} s)` : "");
 
 class JsonReporter implements Reporter {
   constructor(
@@ -71,23 +109,31 @@ class JsonReporter implements Reporter {
     this.event("retry", message, fields);
   }
 
+  failure(service: Service, message: string, fields: Fields = {}): void {
+    this.event("retry", message, { ...fields, failure: service });
+  }
+
   close(): void {}
 }
 
 class PlainReporter implements Reporter {
   #lastQueued = "";
   #lastQueuedAt = 0;
+  readonly #throttle: FailureThrottle;
 
   constructor(
     readonly stream: NodeJS.WritableStream,
     readonly node: string,
     readonly verbose: boolean,
-  ) {}
+    now: () => number,
+  ) {
+    this.#throttle = new FailureThrottle(now);
+  }
 
   event(step: Step, message: string, fields: Fields = {}): void {
     if (step === "queued") {
       // Log a waiting node again only when its position moved, or once a minute.
-      const key = `${fields.position}`;
+      const key = `${fields.position} ${fields.waitingFor}`;
       if (key === this.#lastQueued && Date.now() - this.#lastQueuedAt < 60_000) return;
       this.#lastQueued = key;
       this.#lastQueuedAt = Date.now();
@@ -98,6 +144,12 @@ class PlainReporter implements Reporter {
 
   retry(message: string, fields: Fields = {}): void {
     if (this.verbose) this.event("retry", message, fields);
+  }
+
+  failure(service: Service, message: string, fields: Fields = {}): void {
+    if (this.verbose) return this.event("retry", message, fields);
+    const folded = this.#throttle.admit(service);
+    if (folded !== null) this.event("retry", `${message}${foldedNote(folded)}`, fields);
   }
 
   close(): void {}
@@ -145,6 +197,10 @@ class TerminalReporter implements Reporter {
     this.#render();
   }
 
+  failure(_service: Service, message: string, fields: Fields = {}): void {
+    this.retry(message, fields);
+  }
+
   close(): void {
     clearInterval(this.#timer);
     this.#clear();
@@ -171,6 +227,32 @@ class TerminalReporter implements Reporter {
   #clear(): void {
     this.stream.write("\r\x1b[2K");
   }
+}
+
+/** What a queued ticket view says about the wait (the broker's fields; see TicketView). */
+export interface QueuedView {
+  ticket: string;
+  position?: number;
+  estimatedWaitSeconds?: number;
+  waitingFor?: "paused" | "bootstrap";
+  bootstrapNode?: string;
+}
+
+/** The "queued" event: the position, and what the queue waits for when it is not just turns. */
+export function reportQueued(r: Reporter, view: QueuedView): void {
+  const where = `position ${view.position ?? "?"} in the queue`;
+  const message =
+    view.waitingFor === "paused" ? `${where}; admissions are paused by an admin`
+    : view.waitingFor === "bootstrap" ? `${where}; waiting for the bootstrap node${view.bootstrapNode ? ` ${view.bootstrapNode}` : ""} to start the cluster`
+    : where;
+  r.event("queued", message, {
+    ticket: view.ticket,
+    position: view.position,
+    // An estimate made from typical admissions means nothing while the queue is blocked.
+    estimatedWaitSeconds: view.waitingFor ? undefined : view.estimatedWaitSeconds,
+    waitingFor: view.waitingFor,
+    bootstrapNode: view.bootstrapNode,
+  });
 }
 
 export function formatDuration(ms: number): string {

@@ -64,3 +64,36 @@ export class Backoff {
     return this.#attempt;
   }
 }
+
+/**
+ * Consecutive 500 answers from a server. A 500 is a fault in the server's own code, not a "come
+ * back later": retrying at once repeats it. Each one is reported and backed off from, longer each
+ * time, and after `limit` in a row the caller gives up with a clear message instead of retrying
+ * forever. Any other answer resets the count.
+ */
+export class ServerFailures {
+  #count = 0;
+
+  constructor(
+    readonly limit = 5,
+    readonly baseMs = 1_000,
+    readonly capMs = 60_000,
+    readonly random: Random = Math.random,
+  ) {}
+
+  /** Records a 500: the delay before trying again, or null once `limit` came in a row. */
+  failed(): number | null {
+    this.#count++;
+    if (this.#count >= this.limit) return null;
+    const ceiling = Math.min(this.capMs, this.baseMs * 2 ** (this.#count - 1));
+    return Math.round(ceiling * (0.5 + 0.5 * this.random()));
+  }
+
+  reset(): void {
+    this.#count = 0;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+}

@@ -22,6 +22,8 @@ export interface JoinedMarker {
   role: Role;
   /** The etcd member ID as reported to the broker (decimal, as etcd's JSON gateway spells it). */
   memberID: string;
+  /** The same in hex, as etcd logs and etcdctl print it (absent from markers of older agents). */
+  memberIDHex?: string;
   /** etcd's cluster ID in hex, as etcd logs and etcdctl print it; null when it could not be read. */
   clusterID: string | null;
   ticket: string;

@@ -3,8 +3,9 @@
  * its answer reads for a human. `--json` output is handled by the caller, from the same reply.
  * @module
  */
-import type { AdminClient, Reply } from "../client/index.ts";
+import type { AdminClient, BrokerClient, Reply } from "../client/index.ts";
 import type { AdminTicket, AuditEntry, Member } from "../client/index.ts";
+import { memberIdHex } from "../protocol/member-id.ts";
 import { UsageError } from "./exit-codes.ts";
 import { duration, fields, inlineDetail, parseDuration, relative, table, when } from "./format.ts";
 
@@ -12,6 +13,8 @@ export type Values = Record<string, string | boolean | string[] | undefined>;
 
 export interface CommandContext {
   client: AdminClient;
+  /** The whole broker, for commands that are not about one cluster. */
+  broker: BrokerClient;
   /** Positional arguments after the subcommand words. */
   args: string[];
   values: Values;
@@ -32,6 +35,8 @@ export interface AdminCommand {
   synopsis: string;
   summary: string;
   details?: string;
+  /** false: the command lists or acts across clusters, and --cluster is not needed. */
+  perCluster?: false;
   run(ctx: CommandContext): Promise<void>;
 }
 
@@ -48,16 +53,27 @@ function int(values: Values, name: string): number | undefined {
   return Number(v);
 }
 
+/** A repeatable, comma-separated list flag; undefined when not given. */
+function list(values: Values, name: string): string[] | undefined {
+  const v = values[name];
+  if (v === undefined || typeof v === "boolean") return undefined;
+  const items = (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(",")).map((x) => x.trim());
+  if (items.some((x) => x === "")) throw new UsageError(`--${name} takes a comma-separated list without empty entries`);
+  return items;
+}
+
 function required(values: Values, name: string, what: string): string {
   const v = str(values, name);
   if (v === undefined || v.trim() === "") throw new UsageError(`--${name} is required: ${what}`);
   return v;
 }
 
-const tokenRows = (tokens: { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string }[], now: number) =>
+type TokenRow = { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string; nodes?: string[]; peerHosts?: string[] };
+const tokenScope = (t: TokenRow) => [t.nodes ? `nodes ${t.nodes.join(",")}` : "", t.peerHosts ? `hosts ${t.peerHosts.join(",")}` : ""].filter(Boolean).join(" ") || "any";
+const tokenRows = (tokens: TokenRow[], now: number) =>
   table(
-    ["ID", "STATE", "USES", "EXPIRES", "DESCRIPTION"],
-    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", t.description]),
+    ["ID", "STATE", "USES", "EXPIRES", "SCOPE", "DESCRIPTION"],
+    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", tokenScope(t), t.description]),
   );
 
 const ticketRows = (tickets: AdminTicket[], now: number) =>
@@ -69,7 +85,7 @@ const ticketRows = (tickets: AdminTicket[], now: number) =>
 const memberRows = (members: Member[], now: number) =>
   table(
     ["NODE", "PEER URL", "MEMBER ID", "SOURCE", "JOINED"],
-    members.map((m) => [m.node, m.peerURL, m.memberID, m.source, relative(m.joinedAt, now)]),
+    members.map((m) => [m.node, m.peerURL, m.memberID === undefined ? undefined : memberIdHex(m.memberID), m.source, relative(m.joinedAt, now)]),
   );
 
 export const auditLine = (e: AuditEntry) => `${String(e.seq).padStart(6)}  ${e.time?.slice(0, 23)}Z  ${e.actor.padEnd(16)}  ${e.action.padEnd(26)}  ${e.subject}  ${inlineDetail(e.detail)}`.trimEnd();
@@ -83,19 +99,24 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "create"],
     args: [],
-    options: ["ttl", "max-uses", "description"],
-    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT]",
+    options: ["ttl", "max-uses", "description", "nodes", "peer-hosts"],
+    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…]",
     summary: "create an enrollment token (the secret is shown once); creates the cluster if new",
-    details: "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.",
+    details:
+      "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.\n" +
+      "--nodes limits the node names it may ask tickets for (glob patterns: * and ?), --peer-hosts the hosts of their\n" +
+      "peer URLs (host names, *.domain, IP addresses or CIDRs); both take a comma-separated list and may be repeated.",
     async run({ client, values, print }) {
       const ttlText = str(values, "ttl");
       const ttlSeconds = ttlText === undefined ? undefined : (parseDuration(ttlText) ?? undefined);
       if (ttlText !== undefined && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds or a duration like 10m, 24h, 7d, not ${JSON.stringify(ttlText)}`);
-      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description") });
+      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") });
       const t = reply.body;
+      const scope = [t.nodes ? `nodes ${t.nodes.join(", ")}` : "", t.peerHosts ? `peer hosts ${t.peerHosts.join(", ")}` : ""].filter(Boolean).join("; ");
       print(reply, () =>
         `Created enrollment token ${t.id} for cluster ${client.cluster}: ` +
-        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}.\n` +
+        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}` +
+        `${scope ? `, only for ${scope}` : ""}.\n` +
         `The token is shown only this once (the broker keeps only its hash):\n${t.token}\n`,
       );
     },
@@ -120,7 +141,29 @@ export const COMMANDS: AdminCommand[] = [
     details: "Tickets it created stay in the queue, and admission tokens already issued stay valid; revoke those with 'revoke JTI'.",
     async run({ client, args, print }) {
       const reply = await client.revokeEnrollmentToken(args[0]);
-      print(reply, () => `Revoked enrollment token ${reply.body.id} (state ${reply.body.state}, used ${reply.body.uses} time(s)).\n`);
+      const t = reply.body;
+      print(reply, () =>
+        t.changed === false
+          ? `Enrollment token ${t.id} was already revoked${t.revokedAt ? ` (at ${t.revokedAt})` : ""}; nothing changed.\n`
+          : `Revoked enrollment token ${t.id} (used ${t.uses} time(s)).\n`,
+      );
+    },
+  },
+  {
+    words: ["clusters"],
+    args: [],
+    options: [],
+    synopsis: "clusters",
+    summary: "list the clusters on this broker (no --cluster needed)",
+    perCluster: false,
+    async run({ broker, print }) {
+      const reply = await broker.clusters();
+      const now = Date.now();
+      print(reply, () =>
+        reply.body.clusters.length === 0
+          ? "No cluster yet: 'join-broker admin token create --cluster NAME' creates one.\n"
+          : table(["CLUSTER", "CREATED"], reply.body.clusters.map((c) => [c.name, `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`])),
+      );
     },
   },
   {
@@ -152,6 +195,7 @@ export const COMMANDS: AdminCommand[] = [
           ["Queue", `${s.queue.queued} queued, ${s.queue.admitted} admitted`],
           ["Typical admission", s.typicalAdmissionSeconds ? duration(s.typicalAdmissionSeconds) : "unknown yet"],
           ["Signing key", s.signingKey],
+          ["Database", s.databaseSizeBytes === undefined ? "unknown" : `${(s.databaseSizeBytes / 1048576).toFixed(1)} MiB${s.retention ? ` (history kept: audit ${duration(s.retention.auditSeconds)}, ended tickets ${duration(s.retention.endedTicketSeconds)})` : ""}`],
         ]);
         out += `\nIn flight (${s.inFlight.length}):\n` + (s.inFlight.length ? ticketRows(s.inFlight, now) : "  none\n");
         out += `\nMembers (${s.members.length}):\n` + (s.members.length ? memberRows(s.members, now) : "  none\n");
@@ -230,6 +274,25 @@ export const COMMANDS: AdminCommand[] = [
       const reply = await client.setPolicy(patch);
       const p = reply.body;
       print(reply, () => `Policy of ${client.cluster}: maxInFlight ${p.maxInFlight}, leaseSeconds ${p.leaseSeconds}, admissionTtlSeconds ${p.admissionTtlSeconds}, maxQueue ${p.maxQueue}.\n`);
+    },
+  },
+  {
+    words: ["policy"],
+    args: [],
+    options: [],
+    synopsis: "policy",
+    summary: "show the queue policy",
+    async run({ client, print }) {
+      const reply = await client.policy();
+      const p = reply.body;
+      print(reply, () =>
+        fields([
+          ["maxInFlight", `${p.maxInFlight}  (nodes admitted at once)`],
+          ["leaseSeconds", `${p.leaseSeconds}  (an admitted node must heartbeat or complete within this)`],
+          ["admissionTtlSeconds", `${p.admissionTtlSeconds}  (lifetime of an admission token)`],
+          ["maxQueue", `${p.maxQueue}  (live tickets at most)`],
+        ]),
+      );
     },
   },
   {

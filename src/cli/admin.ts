@@ -6,9 +6,10 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type Reply } from "../client/index.ts";
+import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type AdminClient, type Reply } from "../client/index.ts";
 import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
+import { closest, didYouMean } from "./suggest.ts";
 
 const CONNECTION_OPTIONS = {
   cluster: { type: "string" },
@@ -33,6 +34,8 @@ const COMMAND_OPTIONS = {
   "admission-ttl-seconds": { type: "string" },
   "max-queue": { type: "string" },
   member: { type: "string", multiple: true },
+  nodes: { type: "string", multiple: true },
+  "peer-hosts": { type: "string", multiple: true },
   follow: { type: "boolean", short: "f" },
 } as const;
 
@@ -63,6 +66,18 @@ Exit codes:
 
 function commandUsage(c: AdminCommand): string {
   return `Usage: join-broker admin ${c.synopsis} --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]\n\n${c.summary}.\n${c.details ? `${c.details}\n` : ""}\nRun 'join-broker admin --help' for the connection flags and exit codes.\n`;
+}
+
+/** What to say about positionals that name no subcommand: the closest ones, whatever was mistyped. */
+function unknownSubcommand(positionals: string[]): string {
+  const names = COMMANDS.map((c) => c.words.join(" "));
+  const two = positionals.slice(0, 2).join(" ");
+  const typed = positionals.length > 1 && closest(two, names).length ? two : positionals[0];
+  const near = closest(typed, names);
+  const group = names.filter((n) => n.startsWith(`${positionals[0]} `));
+  const options = near.length ? near : group;
+  const hint = options.length ? `; did you mean ${options.map((n) => `'${n}'`).join(" or ")}?` : "; 'join-broker admin --help' lists them";
+  return `unknown subcommand '${typed}'${hint}`;
 }
 
 /** The subcommand named by the leading positionals: "token create" takes two words, "status" one. */
@@ -100,7 +115,10 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, options: { ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }, allowPositionals: true, strict: true });
   } catch (e) {
-    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""));
+    const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, "");
+    const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+    const flags = Object.keys({ ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }).map((f) => `--${f}`);
+    throw new UsageError(unknown ? `unknown flag '${unknown}'${didYouMean(unknown, flags)}` : message);
   }
   const values = parsed.values as Values;
   const found = findCommand(parsed.positionals);
@@ -113,10 +131,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     io.stderr(ADMIN_USAGE);
     return EXIT.usage;
   }
-  if (!found) {
-    const group = COMMANDS.filter((c) => c.words.length > 1 && c.words[0] === parsed.positionals[0]).map((c) => c.words.join(" "));
-    throw new UsageError(group.length ? `'${parsed.positionals.join(" ")}' is not a subcommand; did you mean ${group.map((g) => `'${g}'`).join(" or ")}?` : `unknown subcommand '${parsed.positionals[0]}'`);
-  }
+  if (!found) throw new UsageError(unknownSubcommand(parsed.positionals));
   const { command, args } = found;
   const name = command.words.join(" ");
   if (args.length < command.args.length) throw new UsageError(`'${name}' needs ${command.args.slice(args.length).join(" ")}: join-broker admin ${command.synopsis}`);
@@ -128,7 +143,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   const cluster = (values.cluster as string | undefined) ?? io.env.JOIN_BROKER_CLUSTER;
   const broker = (values.broker as string | undefined) ?? io.env.JOIN_BROKER_URL;
   const token = adminToken(values, io.env);
-  if (!cluster) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
+  if (!cluster && command.perCluster !== false) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
   if (!broker) throw new UsageError("--broker URL is required (or JOIN_BROKER_URL)");
   if (!token) throw new UsageError("--admin-token TOKEN is required (or JOIN_BROKER_ADMIN_TOKEN, or --admin-token-file PATH)");
   const timeoutText = values["timeout-seconds"] as string | undefined;
@@ -143,14 +158,18 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     process.once("SIGTERM", onSignal);
   }
   try {
-    let client;
+    let brokerClient;
+    let client: AdminClient | undefined;
     try {
-      client = new BrokerClient({ baseUrl: broker, bearer: token, timeoutMs: timeoutText ? Number(timeoutText) * 1000 : undefined, userAgent: "join-broker-admin/1" }).admin(cluster);
+      brokerClient = new BrokerClient({ baseUrl: broker, bearer: token, timeoutMs: timeoutText ? Number(timeoutText) * 1000 : undefined, userAgent: "join-broker-admin/1" });
+      client = cluster ? brokerClient.admin(cluster) : undefined;
     } catch (e) {
       throw new UsageError(e instanceof InvalidInput ? `--${e.message}` : `--broker: ${(e as Error).message}`);
     }
     await command.run({
-      client,
+      // Commands that are not about one cluster (perCluster: false) never read it.
+      client: client as AdminClient,
+      broker: brokerClient,
       args,
       values,
       signal: stop.signal,
@@ -159,10 +178,10 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     });
     return EXIT.ok;
   } catch (e) {
-    if (e instanceof InvalidInput) throw new UsageError(e.message);
+    if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, values));
     if (e instanceof BrokerProblem) {
       if (json) io.stdout(`${e.text.trimEnd()}\n`);
-      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster)}\n`);
+      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "")}\n`);
       // rate_limited answers only failed authentications: it is a refusal like the 401s before it.
       return e.refused || e.code === "rate_limited" ? EXIT.refused : EXIT.failure;
     }
@@ -177,6 +196,44 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   }
 }
 
+/** Request fields as the flags (or arguments) that set them, and the unit a bound is in. */
+const FIELD_FLAGS: Record<string, { flag: string; unit?: string }> = {
+  ttlSeconds: { flag: "--ttl", unit: "s" },
+  maxUses: { flag: "--max-uses" },
+  description: { flag: "--description", unit: "characters" },
+  reason: { flag: "--reason", unit: "characters" },
+  state: { flag: "--state" },
+  limit: { flag: "--limit" },
+  after: { flag: "--after" },
+  maxInFlight: { flag: "--max-in-flight" },
+  leaseSeconds: { flag: "--lease-seconds", unit: "s" },
+  admissionTtlSeconds: { flag: "--admission-ttl-seconds", unit: "s" },
+  maxQueue: { flag: "--max-queue" },
+  members: { flag: "--member" },
+  nodes: { flag: "--nodes" },
+  peerHosts: { flag: "--peer-hosts" },
+};
+
+/** A refused input, said in the words the user typed: the flag, its value, and the rule. */
+function inFlagTerms(e: InvalidInput, values: Values): string {
+  if (e.issues.length === 0) return e.message;
+  return e.issues
+    .map((i) => {
+      const field = i.path.split(".")[0];
+      const known = FIELD_FLAGS[field];
+      if (!known) return i.path ? `${i.path}: ${i.message}` : i.message;
+      const typed = values[known.flag.slice(2)];
+      const given = typeof typed === "string" ? ` ${typed}` : "";
+      const unit = known.unit ? ` ${known.unit}` : "";
+      const rule =
+        i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
+        : i.code === "too_big" && i.maximum !== undefined ? `must be at most ${i.maximum}${unit}`
+        : i.message.charAt(0).toLowerCase() + i.message.slice(1);
+      return `${known.flag}${given}: ${rule}`;
+    })
+    .join("; ");
+}
+
 /** What to check next, for the problems an operator meets most. */
 function hint(e: BrokerProblem, cluster: string): string {
   switch (e.code) {
@@ -185,7 +242,8 @@ function hint(e: BrokerProblem, cluster: string): string {
     case "rate_limited":
       return `\n  too many failed authentications from this address; wait ${e.retryAfter ?? 60} s and check the admin token`;
     case "unknown_cluster":
-      return `\n  check --cluster (${cluster}); a cluster exists once an admin has created its first enrollment token`;
+      // The broker's detail already says how a cluster comes to exist: do not say it twice.
+      return `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo; 'join-broker admin clusters' lists the clusters`;
     case "admission_not_found":
       return "\n  'join-broker admin tickets' lists each admitted ticket's JTI";
     default:

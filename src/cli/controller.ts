@@ -41,6 +41,8 @@ Flags:
                                 every 100 ms for up to SECONDS before answering 503 + Retry-After
                                 (default 10; 0 answers at once)
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
+  --log-format text|json        stderr log lines as text (default) or one JSON object per line:
+                                {"time","cluster","msg"}
   -h, --help                    this text
 
 Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage.
@@ -56,6 +58,7 @@ const OPTIONS = {
   "unknown-learner-grace": { type: "string" },
   hold: { type: "string" },
   "etcd-timeout": { type: "string" },
+  "log-format": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -113,7 +116,12 @@ export async function run(argv: string[]): Promise<number> {
   const holdSeconds = seconds("hold", values.hold as string | undefined, 0, 25);
   const etcdTimeout = seconds("etcd-timeout", values["etcd-timeout"] as string | undefined, 1, 300);
 
-  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const format = values["log-format"] ?? "text";
+  if (format !== "text" && format !== "json") throw new UsageError(`--log-format must be text or json, got '${format}'`);
+  const log =
+    format === "json"
+      ? (line: string) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), cluster, msg: line })}\n`)
+      : (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const server = await startJoinApi({
     etcd,
     broker,

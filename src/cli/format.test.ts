@@ -29,5 +29,7 @@ describe("admin CLI formatting", () => {
 
   it("renders audit details as k=v, quoting strings with spaces", () => {
     expect(inlineDetail({ node: "n1", reason: "disk died", n: 2, gone: null, list: ["a"] })).toBe('node=n1 reason="disk died" n=2 list=["a"]');
+    // Member IDs as etcdctl prints them.
+    expect(inlineDetail({ node: "n1", memberID: "10501334649042878790" })).toBe("node=n1 memberID=91bc3c398fb3c146");
   });
 });

@@ -3,6 +3,7 @@
  * and durations. Plain text only, so the output pastes cleanly into an incident channel.
  * @module
  */
+import { memberIdHex } from "../protocol/member-id.ts";
 
 /** Left-aligned columns separated by two spaces; empty cells print as "-". */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
@@ -62,6 +63,8 @@ export function parseDuration(text: string): number | null {
 export function inlineDetail(detail: Record<string, unknown>): string {
   return Object.entries(detail)
     .filter(([, v]) => v !== null && v !== undefined)
+    // Member IDs as etcdctl prints them (hex); the JSON keeps the broker's spelling.
+    .map(([k, v]) => [k, k === "memberID" && typeof v === "string" ? memberIdHex(v) : v] as const)
     .map(([k, v]) => `${k}=${typeof v === "string" ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`)
     .join(" ");
 }

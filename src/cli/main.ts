@@ -3,7 +3,15 @@
  * client (`admin`).
  * @module
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { EXIT, UsageError } from "./exit-codes.ts";
+import { didYouMean } from "./suggest.ts";
+
+/** The package's version, from its package.json (the CLI runs from source, so it is always there). */
+export function version(): string {
+  return (JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string }).version;
+}
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
@@ -16,7 +24,7 @@ export const USAGE = `Usage: join-broker <command> [flags]
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(11)} ${c.summary}`).join("\n")}
 
-Run 'join-broker <command> --help' for a command's flags.
+Run 'join-broker <command> --help' for a command's flags, 'join-broker --version' for the version.
 Exit codes: 0 ok, 2 bad usage, 3 refused (revoked, forbidden), 4 gave up.
 `;
 
@@ -26,9 +34,17 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return name ? EXIT.ok : EXIT.usage;
   }
+  if (name === "--version" || name === "-v" || name === "-V" || name === "version") {
+    process.stdout.write(`join-broker ${version()} (protocol v1.1)\n`);
+    return EXIT.ok;
+  }
   const command = COMMANDS[name];
   if (!command) {
-    process.stderr.write(`join-broker: unknown command '${name}'\n\n${USAGE}`);
+    // An admin subcommand typed without 'admin' is a common slip: suggest it too.
+    const { COMMANDS: ADMIN_COMMANDS } = await import("./admin-commands.ts");
+    const known = [...Object.keys(COMMANDS), ...ADMIN_COMMANDS.map((c) => `admin ${c.words.join(" ")}`)];
+    const near = didYouMean(name, Object.keys(COMMANDS)) || didYouMean(`admin ${name}`, known);
+    process.stderr.write(`join-broker: unknown command '${name}'${near}\n\n${USAGE}`);
     return EXIT.usage;
   }
   try {

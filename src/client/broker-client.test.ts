@@ -112,6 +112,9 @@ describe("BrokerClient", () => {
     expect(() => admin().revokeAdmission("adm_1", "")).toThrow(/reason/);
     expect(() => admin().adopt([{ node: "n1", peerURL: "https://10.0.0.1" }])).toThrow(/port/);
     expect(() => admin().createEnrollmentToken({ ttlSeconds: 5 })).toThrow(/ttlSeconds/);
+    expect(() => admin().createEnrollmentToken({ peerHosts: ["10.0.0.0/33"] })).toThrow(/peerHosts/);
+    expect(() => admin().createEnrollmentToken({ nodes: ["ctrl 1"] })).toThrow(/nodes/);
+    expect(() => client.cluster("c1").requestTicket("n1", "http://0177.0.0.1:2380")).toThrow(/IPv4/);
     expect(() => client.cluster("c1").requestTicket("n1", "ftp://10.0.0.1:2380")).toThrow(/http or https/);
     expect(seen.length).toBe(before);
   });

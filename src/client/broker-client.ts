@@ -54,7 +54,17 @@ function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const why = result.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
-  throw new InvalidInput(`${what}: ${why}`);
+  const issues = result.error.issues.map((i) => {
+    const bounds = i as { minimum?: number | bigint; maximum?: number | bigint };
+    return {
+      path: i.path.join("."),
+      message: i.message,
+      code: i.code,
+      ...(bounds.minimum !== undefined ? { minimum: Number(bounds.minimum) } : {}),
+      ...(bounds.maximum !== undefined ? { maximum: Number(bounds.maximum) } : {}),
+    };
+  });
+  throw new InvalidInput(`${what}: ${why}`, issues);
 }
 
 const segment = (value: string) => encodeURIComponent(value);
@@ -74,6 +84,11 @@ export class BrokerClient {
   /** The node-facing and controller-facing API of one cluster. */
   cluster(cluster: string): ClusterClient {
     return new ClusterClient(this.transport, check(ClusterName, cluster, "cluster"));
+  }
+
+  /** The clusters on this broker, by name (admin token). */
+  clusters(): Promise<Reply<{ clusters: { name: string; createdAt: string }[] }>> {
+    return this.transport.request("GET", "/v1/admin/clusters");
   }
 
   /** The broker's OpenAPI 3.1 document. */
@@ -102,7 +117,8 @@ export class AdminClient {
     return this.#t.request("GET", `${this.#base}/enrollment-tokens`);
   }
 
-  revokeEnrollmentToken(id: string): Promise<Reply<EnrollmentToken>> {
+  /** Revokes an enrollment token; `changed` is false when it had been revoked already. */
+  revokeEnrollmentToken(id: string): Promise<Reply<EnrollmentToken & { changed?: boolean }>> {
     return this.#t.request("DELETE", `${this.#base}/enrollment-tokens/${segment(check(EnrollmentTokenId, id, "enrollment token id"))}`);
   }
 
@@ -126,6 +142,11 @@ export class AdminClient {
 
   resume(): Promise<Reply<{ paused: boolean }>> {
     return this.#t.request("POST", `${this.#base}/resume`);
+  }
+
+  /** The queue policy. */
+  policy(): Promise<Reply<QueuePolicy>> {
+    return this.#t.request("GET", `${this.#base}/policy`);
   }
 
   /** Changes the given policy fields; the others keep their value. */

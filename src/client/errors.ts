@@ -56,8 +56,21 @@ export class BrokerUnreachable extends Error {
 }
 
 /** An argument the broker's request schemas reject; nothing was sent. */
+/** One reason an input was refused: the field (dotted path), the rule, and the bound it broke. */
+export interface InputIssue {
+  path: string;
+  message: string;
+  code?: string;
+  minimum?: number;
+  maximum?: number;
+}
+
 export class InvalidInput extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Each refused field, so that a caller can name it as its user typed it (a flag, say). */
+    readonly issues: InputIssue[] = [],
+  ) {
     super(message);
     this.name = "InvalidInput";
   }

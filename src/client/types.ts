@@ -21,6 +21,10 @@ export interface CreatedEnrollmentToken {
   expiresAt: string | null;
   maxUses: number | null;
   description?: string;
+  /** Node name patterns the token is limited to (absent: any node). */
+  nodes?: string[];
+  /** Peer hosts (names, addresses, CIDRs) the token is limited to (absent: any host). */
+  peerHosts?: string[];
 }
 
 export interface ClusterStatus {
@@ -39,6 +43,17 @@ export interface ClusterStatus {
   signingKey: string | null;
   typicalAdmissionSeconds: number;
   schemaVersion: number;
+  /** Size of the cluster's Durable Object database. */
+  databaseSizeBytes: number;
+  /** How long history is kept (seconds), and when the alarm last deleted what was past it. */
+  retention: {
+    endedTicketSeconds: number;
+    endedAdmissionSeconds: number;
+    endedEnrollmentTokenSeconds: number;
+    auditSeconds: number;
+    sweepIntervalSeconds: number;
+    lastSweptAt: string | null;
+  };
 }
 
 export interface TicketList {

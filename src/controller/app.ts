@@ -80,7 +80,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       return send(c, verified);
     }
-    const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url });
+    const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url, jti: verified.value.jti, token });
     if (!promoted.ok) log(`not promoting node ${node} now: ${promoted.problem.code} (${promoted.problem.detail})`);
     return send(c, promoted);
   });

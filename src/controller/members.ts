@@ -13,6 +13,7 @@
  * @module
  */
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
+import { memberIdHex } from "../protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
@@ -105,14 +106,15 @@ export class Membership {
   }
 
   /**
-   * Promotes the learner with this peer URL once it has started and is in sync.
+   * Promotes the learner with this peer URL once it has started and is in sync. The broker is
+   * asked again before every attempt (the hold may outlive the admission).
    *
    * While other nodes' adds are waiting here, the promotion waits for them (up to 5 s): a new
    * voter makes etcd refuse the next add until the leader has been connected to it for 5 s,
    * whereas learners added first and then promoted back to back pay that window once, not once
    * per promotion. Waiting is quorum-safe: a learner never votes.
    */
-  async promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+  async promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
     const until = Date.now() + ADDS_FIRST_MS;
     while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
     return this.#held(() => this.#serialized(() => this.#promote(input)));
@@ -199,7 +201,7 @@ export class Membership {
     }
     const member = added.value.member;
     this.#remember(input, peerURL, member.id);
-    this.#log(`added learner ${member.id} for node ${input.node} (${peerURL}, admission ${input.jti})`);
+    this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL) } };
   }
 
@@ -208,7 +210,7 @@ export class Membership {
       return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
     }
     if (member.isLearner || !member.started) this.#remember(input, peerURL, member.id);
-    this.#log(`node ${input.node} asked again for ${peerURL}: already member ${member.id}${member.isLearner ? " (learner)" : ""}`);
+    this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
     return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
   }
 
@@ -273,17 +275,23 @@ export class Membership {
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
     for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
     this.#unknownSince.delete(learner.id);
-    this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${learner.id} (${learner.peerURLs.join(",")}): ${why}`);
+    this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
   }
 
-  async #promote(input: { node: string; peerURL: string }): Promise<Outcome<PromotedMember>> {
+  async #promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
     const member = memberByPeerUrl(list.value.members, peerURL);
     if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
+    // As before an add: the admission may have ended while this promote was held or waited its
+    // turn, so the broker is asked right before each promote attempt.
+    const status = await this.#admissionStatus(input.token);
+    if (status && !status.active) {
+      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
+    }
     // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
     if (!member.started) {
       return refuse(503, "learner_not_started", `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`, RETRY_AFTER.learnerNotStarted);
@@ -294,7 +302,7 @@ export class Membership {
       return fromEtcdError(promoted.error);
     }
     this.#records.delete(peerURL);
-    this.#log(`promoted learner ${member.id} (node ${input.node}, ${peerURL}) to voter`);
+    this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
 

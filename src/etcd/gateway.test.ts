@@ -83,6 +83,8 @@ describe("members", () => {
     expect(memberByPeerUrl(members, "http://10.0.0.2:2380")?.id).toBe("2");
     expect(memberByPeerUrl(members, "http://10.0.0.1:2380/")?.id).toBe("1");
     expect(memberByPeerUrl(members, "http://10.0.0.3:2380")).toBeUndefined();
+    // One address, one spelling: a member added by hand as HTTP://HOST is found by its canonical URL.
+    expect(memberByPeerUrl([member({ id: "4", peerURLs: ["HTTP://Ctrl-4.Example:2380/"] })], "http://ctrl-4.example:2380")?.id).toBe("4");
   });
   it("names unstarted members through the callback and skips those it cannot name", () => {
     expect(initialClusterEntries(members, (m) => (m.id === "2" ? "b" : undefined))).toEqual(["a=http://10.0.0.1:2380", "b=http://10.0.0.2:2380/"]);

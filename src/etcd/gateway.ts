@@ -10,6 +10,7 @@
  * exceptions: the caller decides which of them are "not now".
  * @module
  */
+import { canonicalPeerUrl } from "../protocol/identifiers.ts";
 import { knownEtcdMessages, type EtcdRefusal } from "./versions.ts";
 
 export interface EtcdMember {
@@ -305,10 +306,10 @@ function readMembers(body: Record<string, any>): EtcdMember[] {
   return Array.isArray(body.members) ? body.members.map(readMember) : [];
 }
 
-/** The member whose peer URLs include this one (compared without a trailing slash). */
+/** The member whose peer URLs include this one, compared in their canonical form (peer-url.ts). */
 export function memberByPeerUrl(members: readonly EtcdMember[], peerURL: string): EtcdMember | undefined {
-  const want = peerURL.replace(/\/$/, "");
-  return members.find((m) => m.peerURLs.some((u) => u.replace(/\/$/, "") === want));
+  const want = canonicalPeerUrl(peerURL);
+  return members.find((m) => m.peerURLs.some((u) => canonicalPeerUrl(u) === want));
 }
 
 /** `name=peerURL` for every peer URL, the `--initial-cluster` spelling; unnamed members get `nameForUnstarted(m)`. */

@@ -44,7 +44,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function respond<T>(c: Context<AppEnv>, outcome: Outcome<T>): any {
-  if (!outcome.ok) return sendProblem(c, problem(outcome.status, outcome.code, outcome.detail), outcome.retryAfter);
+  if (!outcome.ok) return sendProblem(c, problem(outcome.status, outcome.code, outcome.detail, outcome.extra), outcome.retryAfter);
   if (outcome.etag) c.header("etag", outcome.etag);
   if (outcome.retryAfter !== undefined) c.header("retry-after", String(outcome.retryAfter));
   return c.json(outcome.value as object, outcome.status);

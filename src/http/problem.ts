@@ -23,6 +23,8 @@ export type ProblemCode =
   | "unknown_cluster"
   | "ticket_not_found"
   | "peer_url_conflict"
+  | "ticket_held"
+  | "outside_token_scope"
   | "queue_full"
   | "not_admitted"
   | "admission_inactive"

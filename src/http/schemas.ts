@@ -4,6 +4,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { CLUSTER_PATTERN, NODE_PATTERN, peerUrlProblem } from "../protocol/identifiers.ts";
+import { NODE_GLOB, peerHostPatternProblem } from "../protocol/token-scope.ts";
 import { POLICY_LIMITS } from "../queue/policy.ts";
 
 export const ClusterName = z.string().regex(CLUSTER_PATTERN, "cluster must be a DNS label: a-z, 0-9 and '-', at most 63 characters").openapi({ example: "prod-eu" });
@@ -40,6 +41,8 @@ export const TicketView = z
     position: z.number().int().optional(),
     retryAfter: z.number().int().optional(),
     estimatedWaitSeconds: z.number().int().optional(),
+    waitingFor: z.enum(["paused", "bootstrap"]).optional(),
+    bootstrapNode: z.string().optional(),
     admission: z.string().optional(),
     jti: z.string().optional(),
     leaseExpiresAt: z.string().optional(),
@@ -69,6 +72,23 @@ export const EnrollmentTokenRequest = z
     ttlSeconds: z.number().int().min(60).max(31_536_000).optional(),
     maxUses: z.number().int().min(1).max(1_000_000).optional(),
     description: z.string().max(200).optional(),
+    nodes: z
+      .array(z.string().regex(NODE_GLOB, "a node pattern uses A-Z a-z 0-9 . _ - and the wildcards * and ?, at most 63 characters"))
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: "Node names this token may ask tickets for: glob patterns (`*`, `?`); absent: any", example: ["ctrl-*"] }),
+    peerHosts: z
+      .array(
+        z.string().max(300).superRefine((v, ctx) => {
+          const why = peerHostPatternProblem(v);
+          if (why) ctx.addIssue({ code: "custom", message: why });
+        }),
+      )
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: "Hosts the peer URLs may use: host names (`*.` for subdomains), IP addresses or CIDRs; absent: any", example: ["10.0.0.0/24", "ctrl-1.example"] }),
   })
   .openapi("EnrollmentTokenRequest");
 export const EnrollmentTokenId = z.string().regex(/^enr_[A-Za-z0-9]{1,64}$/, "not an enrollment token id");

@@ -8,12 +8,13 @@ import { decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWT
 import { ADMISSION_ALG, ADMISSION_TYP, audienceFor, customClaimsProblem } from "../tokens/claims.ts";
 import { importPrivateKey } from "../tokens/keys.ts";
 import { ENROLLMENT_TOKEN_PREFIX, sha256Hex } from "../tokens/secrets.ts";
-import type { QueueStore } from "./store.ts";
+import type { TokenScope } from "../protocol/token-scope.ts";
+import type { EnrollmentCredential, QueueStore } from "./store.ts";
 import { fail, type Failure } from "./views.ts";
 
 export type Principal =
-  | { kind: "enrollment"; id: string }
-  | { kind: "admission"; jti: string; ticket: string; payload: JWTPayload };
+  | { kind: "enrollment"; id: string; scope: TokenScope }
+  | { kind: "admission"; jti: string; ticket: string; exp: number; payload: JWTPayload };
 
 export interface VerifiedAdmission {
   payload: JWTPayload;
@@ -33,16 +34,18 @@ export class Credentials {
       if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= nowMs)) {
         return fail(401, "unauthorized", row ? "the enrollment token is revoked or expired" : "unknown enrollment token");
       }
-      return { ok: true, value: { kind: "enrollment", id: row.id } };
+      return { ok: true, value: { kind: "enrollment", id: row.id, scope: enrollmentScope(row) } };
     }
-    const verified = await this.verifyAdmission(bearer);
+    // An authentic but expired admission token still names its ticket: the ticket calls answer
+    // it 410 (expired), so that the node learns why.
+    const verified = await this.verifyAdmission(bearer, nowMs);
     if (!verified) return fail(401, "unauthorized", "the bearer token is neither a valid enrollment token nor an admission token of this cluster");
     const { payload } = verified;
-    return { ok: true, value: { kind: "admission", jti: String(payload.jti), ticket: String(payload.ticket), payload } };
+    return { ok: true, value: { kind: "admission", jti: String(payload.jti), ticket: String(payload.ticket), exp: Number(payload.exp), payload } };
   }
 
   /** Signature, typ, alg, aud and the custom claims; not whether the admission is still active. */
-  async verifyAdmission(token: string): Promise<VerifiedAdmission | null> {
+  async verifyAdmission(token: string, nowMs: number): Promise<VerifiedAdmission | null> {
     const cluster = this.store.cluster();
     if (!cluster) return null;
     let header;
@@ -57,7 +60,7 @@ export class Credentials {
     let payload: JWTPayload;
     let expired = false;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ADMISSION_ALG], typ: ADMISSION_TYP, audience: audienceFor(cluster.name), clockTolerance: 30 }));
+      ({ payload } = await jwtVerify(token, key, { algorithms: [ADMISSION_ALG], typ: ADMISSION_TYP, audience: audienceFor(cluster.name), clockTolerance: 30, currentDate: new Date(nowMs) }));
     } catch (e) {
       // jose checks the signature before the claims, so an expired token is an authentic one.
       if (!(e instanceof errors.JWTExpired)) return null;
@@ -68,7 +71,7 @@ export class Credentials {
     return { payload, expired };
   }
 
-  /** The current signing key, imported once per rotation. */
+  /** The current signing key, imported once per rotation. Callers re-check `kid` is still current when they use what they signed. */
   async signingKey(): Promise<{ kid: string; key: CryptoKey }> {
     const current = this.store.currentKey();
     if (!current) throw new Error("cluster has no signing key");
@@ -87,4 +90,12 @@ export class Credentials {
     this.#publicKeys.set(kid, key);
     return key;
   }
+}
+
+/** The scope stored with an enrollment token (NULL columns: unrestricted). */
+export function enrollmentScope(row: Pick<EnrollmentCredential, "nodes" | "peer_hosts">): TokenScope {
+  return {
+    ...(row.nodes === null ? {} : { nodes: JSON.parse(row.nodes) as string[] }),
+    ...(row.peer_hosts === null ? {} : { peerHosts: JSON.parse(row.peer_hosts) as string[] }),
+  };
 }

@@ -11,6 +11,8 @@ export interface MetricsInput {
   paused: boolean;
   bootstrapped: boolean;
   maxInFlight: number;
+  /** The object's SQLite database (`ctx.storage.sql.databaseSize`). */
+  databaseSizeBytes: number;
   snapshot: MetricsSnapshot;
 }
 
@@ -38,7 +40,8 @@ export function renderMetrics(m: MetricsInput): string {
   metric("join_broker_expiries_total", "counter", "Admissions whose lease expired.", [[label, admissions("expired")]]);
   metric("join_broker_revocations_total", "counter", "Admissions revoked by an admin.", [[label, admissions("revoked")]]);
   metric("join_broker_abandons_total", "counter", "Admissions abandoned by their node.", [[label, admissions("abandoned")]]);
-  metric("join_broker_tickets", "gauge", "Tickets by their current state.", Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]));
+  metric("join_broker_database_bytes", "gauge", "Size of the cluster's Durable Object database.", [[label, m.databaseSizeBytes]]);
+  metric("join_broker_tickets", "gauge", "Tickets queued or admitted now; for ended states, tickets that ended so since the cluster was created (history is deleted, counts are kept).", Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]));
 
   lines.push("# HELP join_broker_admission_wait_seconds Time from a ticket's creation to its admission.", "# TYPE join_broker_admission_wait_seconds histogram");
   WAIT_BUCKETS_SECONDS.forEach((le, i) => lines.push(`join_broker_admission_wait_seconds_bucket{${label},le="${le}"} ${s.wait.cumulative[i]}`));

@@ -6,10 +6,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_POLICY,
+  admittableRole,
+  freeSlots,
   decideTicketRequest,
   leaseEnd,
   retryAfterSeconds,
-  selectAdmissions,
   transition,
   validatePolicy,
   type ClusterFacts,
@@ -70,7 +71,9 @@ class Queue {
 
   admit() {
     const inFlight = this.tickets.filter((t) => t.state === "admitted").length;
-    const chosen = selectAdmissions(this.tickets.filter((t) => t.state === "queued"), inFlight, this.policy, this.cluster);
+    const role = admittableRole(this.cluster);
+    const slots = freeSlots(inFlight, this.policy, this.cluster);
+    const chosen = role === null ? [] : this.tickets.filter((t) => t.state === "queued" && t.role === role).sort((a, b) => a.seq - b.seq).slice(0, slots);
     chosen.forEach((t, i) => {
       t.state = transition(t.state, "admit")!;
       this.admissions.push({ ticket: t, role: t.role, inFlightAfter: inFlight + i + 1, bootstrapped: this.cluster.bootstrapped || this.cluster.adopted });

@@ -8,9 +8,6 @@
 export type TicketState = "queued" | "admitted" | "joined" | "expired" | "abandoned" | "revoked";
 export type Role = "bootstrap" | "join";
 
-/** States in which a ticket still holds its node's place: at most one per node. */
-export const LIVE_STATES: readonly TicketState[] = ["queued", "admitted"];
-export const ENDED_STATES: readonly TicketState[] = ["expired", "abandoned", "revoked"];
 
 export interface QueuePolicy {
   /** Admitted tickets at once; etcd <= 3.5 allows a single learner, so 1 by default. */
@@ -102,31 +99,12 @@ export function freeSlots(inFlight: number, policy: QueuePolicy, c: ClusterFacts
   return Math.max(0, policy.maxInFlight - inFlight);
 }
 
-/**
- * The queued tickets to admit now, oldest first: the first `freeSlots` tickets of the admittable
- * role in queue order. The Durable Object runs the same selection as one SQL query.
- */
-export function selectAdmissions<T extends { role: Role; seq: number }>(
-  queued: readonly T[],
-  inFlight: number,
-  policy: QueuePolicy,
-  c: ClusterFacts,
-): T[] {
-  const role = admittableRole(c);
-  const slots = freeSlots(inFlight, policy, c);
-  if (role === null || slots === 0) return [];
-  return queued
-    .filter((t) => t.role === role)
-    .sort((a, b) => a.seq - b.seq)
-    .slice(0, slots);
-}
-
 /** A lease ends `leaseSeconds` from now, and never after its admission token expires. */
 export function leaseEnd(nowMs: number, policy: QueuePolicy, tokenExpSeconds: number): number {
   return Math.min(nowMs + policy.leaseSeconds * 1000, tokenExpSeconds * 1000);
 }
 
-export type TicketEvent = "admit" | "complete" | "expire" | "abandon" | "revoke" | "revive";
+export type TicketEvent = "admit" | "complete" | "expire" | "abandon" | "revoke" | "reassign" | "revive";
 
 const TRANSITIONS: Record<TicketEvent, { from: readonly TicketState[]; to: TicketState }> = {
   admit: { from: ["queued"], to: "admitted" },
@@ -134,6 +112,8 @@ const TRANSITIONS: Record<TicketEvent, { from: readonly TicketState[]; to: Ticke
   expire: { from: ["admitted"], to: "expired" },
   abandon: { from: ["queued", "admitted"], to: "abandoned" },
   revoke: { from: ["admitted"], to: "revoked" },
+  /** An admin hands the bootstrap role to another node: the old bootstrap ticket ends, queued or admitted. */
+  reassign: { from: ["queued", "admitted"], to: "revoked" },
   revive: { from: ["expired", "abandoned", "revoked"], to: "queued" },
 };
 
@@ -157,6 +137,44 @@ export function retryAfterSeconds(position: number, typicalAdmissionSeconds: num
 export function estimatedWaitSeconds(position: number, typicalAdmissionSeconds: number, policy: QueuePolicy): number {
   const perAdmission = typicalAdmissionSeconds > 0 ? typicalAdmissionSeconds : 5;
   return Math.round(Math.ceil(position / policy.maxInFlight) * perAdmission);
+}
+
+/**
+ * How long history is kept before the alarm deletes it. Memberships are never deleted, and an
+ * ended admission stays (on the revocation list) at least until its token's `exp`.
+ */
+export interface RetentionPolicy {
+  /** Tickets that ended (joined, expired, abandoned, revoked), counted from their end. */
+  endedTicketSeconds: number;
+  /** Admissions that ended, counted from their end (and never before their token's `exp`). */
+  endedAdmissionSeconds: number;
+  /** Enrollment tokens past their expiry or revoked, counted from then. */
+  endedEnrollmentTokenSeconds: number;
+  /** Audit rows, counted from when they were written. */
+  auditSeconds: number;
+  /** How often the alarm looks for history to delete. */
+  sweepIntervalSeconds: number;
+}
+
+const DAY = 86_400;
+
+export const DEFAULT_RETENTION: RetentionPolicy = {
+  endedTicketSeconds: 7 * DAY,
+  endedAdmissionSeconds: 7 * DAY,
+  endedEnrollmentTokenSeconds: 7 * DAY,
+  auditSeconds: 30 * DAY,
+  sweepIntervalSeconds: 3600,
+};
+
+/** The instants before which each kind of history is deleted at `nowMs`. */
+export function retentionCutoffs(nowMs: number, r: RetentionPolicy) {
+  return {
+    nowMs,
+    ticketsEndedBefore: nowMs - r.endedTicketSeconds * 1000,
+    admissionsEndedBefore: nowMs - r.endedAdmissionSeconds * 1000,
+    enrollmentTokensEndedBefore: nowMs - r.endedEnrollmentTokenSeconds * 1000,
+    auditBefore: nowMs - r.auditSeconds * 1000,
+  };
 }
 
 export function validatePolicy(p: QueuePolicy): string | null {

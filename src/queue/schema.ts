@@ -1,3 +1,5 @@
+import { WAIT_BUCKETS_SECONDS } from "./metrics.ts";
+
 /**
  * The JoinQueue's SQLite schema, applied as numbered migrations recorded in a table
  * (Durable Objects do not support PRAGMA user_version).
@@ -83,7 +85,7 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
         source TEXT NOT NULL,
         joined_at INTEGER NOT NULL
       );
-      -- Rows are never deleted, so the rowid alone keeps seq increasing (no AUTOINCREMENT write).
+      -- Retention never deletes the newest row, so the rowid alone keeps seq increasing (no AUTOINCREMENT write).
       CREATE TABLE audit_log (
         seq INTEGER PRIMARY KEY,
         at INTEGER NOT NULL,
@@ -106,6 +108,52 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       BEGIN
         UPDATE enrollment_tokens SET uses = uses + 1 WHERE id = NEW.enrollment_token_id;
       END;
+    `,
+  },
+  {
+    id: 3,
+    name: "counters kept by the writes",
+    // What /metrics reports, counted by triggers in the same statement that changes the row, so
+    // that a scrape reads a few rows instead of scanning history (which the alarm now deletes).
+    // Existing history is counted once, here.
+    sql: `
+      ALTER TABLE cluster ADD COLUMN swept_at INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0, bound_ms INTEGER) WITHOUT ROWID;
+      INSERT INTO counters (name, value) SELECT 'ticket.ended.' || s.state, (SELECT count(*) FROM tickets t WHERE t.state = s.state)
+        FROM (SELECT 'joined' AS state UNION ALL SELECT 'expired' UNION ALL SELECT 'abandoned' UNION ALL SELECT 'revoked') s;
+      INSERT INTO counters (name, value) SELECT 'admission.ended.' || s.status, (SELECT count(*) FROM admissions a WHERE a.status = s.status)
+        FROM (SELECT 'completed' AS status UNION ALL SELECT 'expired' UNION ALL SELECT 'abandoned' UNION ALL SELECT 'revoked') s;
+      INSERT INTO counters (name, value) SELECT 'admitted.' || r.role, (SELECT count(*) FROM admissions a JOIN tickets t ON t.id = a.ticket_id WHERE t.role = r.role)
+        FROM (SELECT 'bootstrap' AS role UNION ALL SELECT 'join') r;
+      INSERT INTO counters (name, value) SELECT 'wait.count', count(*) FROM tickets WHERE admitted_at IS NOT NULL;
+      INSERT INTO counters (name, value) SELECT 'wait.sum_ms', coalesce(sum(admitted_at - created_at), 0) FROM tickets WHERE admitted_at IS NOT NULL;
+      ${WAIT_BUCKETS_SECONDS.map((b, i) => `INSERT INTO counters (name, value, bound_ms) SELECT 'wait.le.${i}', count(*), ${Math.round(b * 1000)} FROM tickets WHERE admitted_at IS NOT NULL AND admitted_at - created_at <= ${Math.round(b * 1000)};`).join("\n      ")}
+      CREATE TRIGGER tickets_count_end AFTER UPDATE OF state ON tickets
+      WHEN NEW.state <> OLD.state AND NEW.state IN ('joined', 'expired', 'abandoned', 'revoked')
+      BEGIN
+        UPDATE counters SET value = value + 1 WHERE name = 'ticket.ended.' || NEW.state;
+      END;
+      CREATE TRIGGER tickets_count_admission AFTER UPDATE OF state ON tickets
+      WHEN NEW.state = 'admitted' AND OLD.state <> 'admitted'
+      BEGIN
+        UPDATE counters SET value = value + 1
+          WHERE name IN ('admitted.' || NEW.role, 'wait.count') OR bound_ms >= NEW.admitted_at - NEW.created_at;
+        UPDATE counters SET value = value + (NEW.admitted_at - NEW.created_at) WHERE name = 'wait.sum_ms';
+      END;
+      CREATE TRIGGER admissions_count_end AFTER UPDATE OF status ON admissions
+      WHEN OLD.status = 'active' AND NEW.status <> 'active'
+      BEGIN
+        UPDATE counters SET value = value + 1 WHERE name = 'admission.ended.' || NEW.status;
+      END;
+    `,
+  },
+  {
+    id: 4,
+    name: "enrollment token scopes",
+    // JSON arrays, or NULL for "any": node name globs and peer hosts (names, addresses, CIDRs).
+    sql: `
+      ALTER TABLE enrollment_tokens ADD COLUMN nodes TEXT;
+      ALTER TABLE enrollment_tokens ADD COLUMN peer_hosts TEXT;
     `,
   },
 ];

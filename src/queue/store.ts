@@ -24,6 +24,8 @@ export interface ClusterRow {
   admission_ttl_seconds: number;
   max_queue: number;
   typical_admission_ms: number;
+  /** When the alarm last deleted history past its retention window (migration 3). */
+  swept_at: number;
 }
 
 export interface TicketRow {
@@ -68,6 +70,10 @@ export interface EnrollmentTokenRow {
   max_uses: number | null;
   uses: number;
   revoked_at: number | null;
+  /** JSON array of node name globs, or null: any node. */
+  nodes: string | null;
+  /** JSON array of peer hosts (names, addresses, CIDRs), or null: any host. */
+  peer_hosts: string | null;
 }
 
 export interface SigningKeyRow {
@@ -99,7 +105,7 @@ export interface AuditRow {
 type Row = Record<string, SqlStorageValue>;
 
 /** What authenticating and using an enrollment token needs. */
-export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "max_uses" | "uses">;
+export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "max_uses" | "uses" | "nodes" | "peer_hosts">;
 
 /** The ticket states that hold a place in the queue or a slot. */
 type LiveState = "queued" | "admitted";
@@ -228,13 +234,17 @@ export class QueueStore {
     return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null };
   }
 
-  /** Compare-and-set on state; bumps the version that long polls watch. Returns whether it applied. */
-  updateTicket(id: string, expected: TicketState, fields: Partial<Omit<TicketRow, "id" | "seq" | "version">>): boolean {
+  /**
+   * Compare-and-set on state (and, when given, on the version the caller read); bumps the version
+   * that long polls watch. Returns whether it applied: callers must act on a false.
+   */
+  updateTicket(id: string, expected: TicketState, fields: Partial<Omit<TicketRow, "id" | "seq" | "version">>, expectedVersion?: number): boolean {
     const entries = Object.entries(fields);
+    const versioned = expectedVersion === undefined ? "" : " AND version = ?";
     const applied =
       this.run(
-        `UPDATE tickets SET ${[...entries.map(([k]) => `${k} = ?`), "version = version + 1"].join(", ")} WHERE id = ? AND state = ?`,
-        ...entries.map(([, v]) => v), id, expected,
+        `UPDATE tickets SET ${[...entries.map(([k]) => `${k} = ?`), "version = version + 1"].join(", ")} WHERE id = ? AND state = ?${versioned}`,
+        ...entries.map(([, v]) => v), id, expected, ...(expectedVersion === undefined ? [] : [expectedVersion]),
       ) > 0;
     if (applied && fields.state !== undefined && fields.state !== expected) {
       this.#countMove(expected, fields.state);
@@ -252,8 +262,8 @@ export class QueueStore {
   }
 
   /** Records which enrollment token now holds the ticket; not a state change, so no new version. */
-  setTicketEnrollment(id: string, enrollmentTokenId: string): void {
-    this.run(`UPDATE tickets SET enrollment_token_id = ? WHERE id = ?`, enrollmentTokenId, id);
+  setTicketEnrollment(id: string, enrollmentTokenId: string): boolean {
+    return this.run(`UPDATE tickets SET enrollment_token_id = ? WHERE id = ?`, enrollmentTokenId, id) > 0;
   }
 
   /** How many tickets are queued, or admitted (holding a slot). */
@@ -324,7 +334,7 @@ export class QueueStore {
   enrollmentCredential(hash: string): EnrollmentCredential | null {
     const known = this.#credentials.get(hash);
     if (known) return known;
-    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses FROM enrollment_tokens WHERE token_hash = ?`, hash);
+    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses, nodes, peer_hosts FROM enrollment_tokens WHERE token_hash = ?`, hash);
     if (row) {
       this.#credentials.set(hash, row);
       this.#credentialsById.set(row.id, row);
@@ -338,14 +348,20 @@ export class QueueStore {
     return t !== null && (t.max_uses === null || t.uses < t.max_uses);
   }
 
+  /** Whether the enrollment token `id` still authenticates at `nowMs` (neither revoked, expired nor deleted). */
+  enrollmentValid(id: string, nowMs: number): boolean {
+    const t = this.#credentialsById.get(id) ?? this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses, nodes, peer_hosts FROM enrollment_tokens WHERE id = ?`, id);
+    return t !== null && t.revoked_at === null && (t.expires_at === null || t.expires_at > nowMs);
+  }
+
   enrollmentToken(id: string): EnrollmentTokenRow | null {
     return this.first<EnrollmentTokenRow>(`SELECT * FROM enrollment_tokens WHERE id = ?`, id);
   }
 
   insertEnrollmentToken(t: Omit<EnrollmentTokenRow, "uses" | "revoked_at">): void {
     this.run(
-      `INSERT INTO enrollment_tokens (id, token_hash, description, created_at, expires_at, max_uses) VALUES (?, ?, ?, ?, ?, ?)`,
-      t.id, t.token_hash, t.description, t.created_at, t.expires_at, t.max_uses,
+      `INSERT INTO enrollment_tokens (id, token_hash, description, created_at, expires_at, max_uses, nodes, peer_hosts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      t.id, t.token_hash, t.description, t.created_at, t.expires_at, t.max_uses, t.nodes, t.peer_hosts,
     );
   }
 
@@ -410,26 +426,55 @@ export class QueueStore {
 
   // -- metrics
 
-  /** Counters and the admission-wait histogram (seconds from ticket creation to admission). */
+  /**
+   * Counters kept by the writes themselves (triggers of migration 3), so that a scrape reads a
+   * few rows instead of scanning history, and retention does not reset them.
+   */
   metricsSnapshot(bucketsSeconds: readonly number[]): MetricsSnapshot {
-    const admissions = this.all<{ status: AdmissionStatus; n: number }>(`SELECT status, count(*) AS n FROM admissions GROUP BY status`);
-    const byRole = this.all<{ role: Role; n: number }>(`SELECT t.role AS role, count(*) AS n FROM admissions a JOIN tickets t ON t.id = a.ticket_id GROUP BY t.role`);
-    const states = this.all<{ state: TicketState; n: number }>(`SELECT state, count(*) AS n FROM tickets GROUP BY state`);
-    const buckets = bucketsSeconds.map((b) => `sum(CASE WHEN admitted_at - created_at <= ${Math.round(b * 1000)} THEN 1 ELSE 0 END)`);
-    const wait = this.sql
-      .exec<Row>(`SELECT count(*) AS n, coalesce(sum(admitted_at - created_at), 0) AS total ${buckets.map((b, i) => `, ${b} AS b${i}`).join("")} FROM tickets WHERE admitted_at IS NOT NULL`)
-      .one();
+    const counters = new Map(this.all<{ name: string; value: number }>(`SELECT name, value FROM counters`).map((r) => [r.name, Number(r.value)]));
+    const c = (name: string) => counters.get(name) ?? 0;
+    const ended = ["joined", "expired", "abandoned", "revoked"] as const;
     return {
-      admissionsByStatus: Object.fromEntries(admissions.map((r) => [r.status, r.n])),
-      admissionsByRole: Object.fromEntries(byRole.map((r) => [r.role, r.n])),
-      ticketsByState: Object.fromEntries(states.map((r) => [r.state, r.n])),
+      admissionsByStatus: Object.fromEntries((["completed", "expired", "abandoned", "revoked"] as const).map((s) => [s, c(`admission.ended.${s}`)])),
+      admissionsByRole: { bootstrap: c("admitted.bootstrap"), join: c("admitted.join") },
+      ticketsByState: { queued: this.liveCount("queued"), admitted: this.liveCount("admitted"), ...Object.fromEntries(ended.map((s) => [s, c(`ticket.ended.${s}`)])) },
       members: this.first<{ n: number }>(`SELECT count(*) AS n FROM members`)!.n,
       wait: {
-        count: Number(wait.n),
-        sumSeconds: Number(wait.total) / 1000,
-        cumulative: bucketsSeconds.map((_, i) => Number(wait[`b${i}`] ?? 0)),
+        count: c("wait.count"),
+        sumSeconds: c("wait.sum_ms") / 1000,
+        cumulative: bucketsSeconds.map((_, i) => c(`wait.le.${i}`)),
       },
     };
+  }
+
+  // -- retention
+
+  /**
+   * Deletes history older than its window: ended tickets and admissions, expired or revoked
+   * enrollment tokens, retired keys that signed nothing still unexpired, old audit rows.
+   * The newest ticket and audit row are kept so that `seq` (a rowid) keeps increasing.
+   */
+  deleteHistory(c: { ticketsEndedBefore: number; admissionsEndedBefore: number; nowMs: number; enrollmentTokensEndedBefore: number; auditBefore: number }): Record<string, number> {
+    const deleted = (query: string, ...binds: unknown[]) => this.sql.exec(`${query} RETURNING 1`, ...binds).toArray().length;
+    const tickets = deleted(
+      `DELETE FROM tickets WHERE state IN ('joined', 'expired', 'abandoned', 'revoked') AND ended_at < ? AND seq < (SELECT max(seq) FROM tickets)`,
+      c.ticketsEndedBefore,
+    );
+    // An ended admission stays on the revocation list until its token's exp, whatever the window.
+    const admissions = deleted(`DELETE FROM admissions WHERE status <> 'active' AND expires_at < ? AND ended_at < ?`, Math.floor(c.nowMs / 1000), c.admissionsEndedBefore);
+    const enrollmentTokens = deleted(
+      `DELETE FROM enrollment_tokens WHERE (expires_at IS NOT NULL AND expires_at < ?1) OR (revoked_at IS NOT NULL AND revoked_at < ?1)`,
+      c.enrollmentTokensEndedBefore,
+    );
+    const keys = deleted(`DELETE FROM signing_keys WHERE retired_at IS NOT NULL AND keep_until <= ?`, c.nowMs);
+    // Audit rows are appended in time order: everything before the first row still inside the window goes.
+    const boundary = this.first<{ seq: number }>(`SELECT seq FROM audit_log WHERE at >= ? ORDER BY seq LIMIT 1`, c.auditBefore)?.seq ?? this.lastAuditSeq();
+    const audit = deleted(`DELETE FROM audit_log WHERE seq < ?`, boundary);
+    if (enrollmentTokens > 0) {
+      this.#credentials.clear();
+      this.#credentialsById.clear();
+    }
+    return { tickets, admissions, enrollmentTokens, keys, audit };
   }
 
   // -- audit

@@ -17,6 +17,10 @@ export interface TicketView {
   position?: number;
   retryAfter?: number;
   estimatedWaitSeconds?: number;
+  /** queued only: what the queue waits for besides this ticket's turn (contract v1.1 addition). */
+  waitingFor?: "paused" | "bootstrap";
+  /** queued behind a bootstrap: the node that holds the bootstrap ticket. */
+  bootstrapNode?: string;
   admission?: string;
   jti?: string;
   leaseExpiresAt?: string;
@@ -35,12 +39,14 @@ export interface Failure {
   code: ProblemCode;
   detail: string;
   retryAfter?: number;
+  /** Extension members of the problem (RFC 9457), e.g. the `reason` of a 410. */
+  extra?: Record<string, unknown>;
 }
 
 export type Outcome<T> = { ok: true; status: 200 | 201 | 202; value: T; etag?: string; retryAfter?: number } | Failure;
 
-export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number): Failure {
-  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}) };
+export function fail(status: Failure["status"], code: ProblemCode, detail: string, retryAfter?: number, extra?: Record<string, unknown>): Failure {
+  return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}), ...(extra ? { extra } : {}) };
 }
 
 export function iso(ms: number | null | undefined): string | undefined {
@@ -55,6 +61,8 @@ export interface QueuedExtras {
   position: number;
   retryAfter: number;
   estimatedWaitSeconds: number;
+  waitingFor?: "paused" | "bootstrap";
+  bootstrapNode?: string;
 }
 
 export function ticketView(
@@ -118,6 +126,8 @@ export function enrollmentTokenView(t: EnrollmentTokenRow, nowMs: number) {
     maxUses: t.max_uses,
     uses: t.uses,
     revokedAt: iso(t.revoked_at),
+    nodes: t.nodes === null ? undefined : (JSON.parse(t.nodes) as string[]),
+    peerHosts: t.peer_hosts === null ? undefined : (JSON.parse(t.peer_hosts) as string[]),
   };
 }
 

@@ -22,6 +22,9 @@ import {
   TicketListQuery,
 } from "../http/schemas.ts";
 import type { Context, MiddlewareHandler } from "hono";
+import { canonicalPeerUrl } from "../protocol/identifiers.ts";
+import type { Outcome } from "../queue/views.ts";
+import { CLUSTER_INDEX_NAME } from "../queue/cluster-index.ts";
 
 const common = {
   400: problemDoc("Invalid input"),
@@ -65,6 +68,17 @@ const route = <P extends string, M extends "get" | "post" | "put" | "delete", R 
 export const admin = newApp();
 admin.use("/v1/admin/*", adminAuth);
 
+admin.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/admin/clusters",
+    summary: "The clusters on this broker, by name",
+    security,
+    responses: { 200: { description: "The clusters on this broker, by name", ...json(AnyObject) }, 401: common[401], 429: common[429] },
+  }),
+  async (c) => respond(c, await c.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexList()),
+);
+
 admin
   .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {
     const { cluster } = c.req.valid("param");
@@ -103,6 +117,11 @@ admin
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).setPaused(cluster, issuer(c), false));
   })
+  .openapi(route("get", "/policy", "The queue policy"), async (c) => {
+    const outcome = (await queue(c, c.req.valid("param").cluster).status()) as Outcome<{ policy?: object }>;
+    if (!outcome.ok) return respond(c, outcome);
+    return c.json(outcome.value.policy ?? {}, 200);
+  })
   .openapi(route("put", "/policy", "Change the queue policy (fields not given keep their value)", { body: { required: true, ...json(PolicyRequest) } }), async (c) => {
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).setPolicy(cluster, issuer(c), c.req.valid("json")));
@@ -112,7 +131,7 @@ admin
   })
   .openapi(route("post", "/adopt", "Declare an existing cluster and its members: no bootstrap, ever", { body: { required: true, ...json(AdoptRequest) } }, { responses: conflict }), async (c) => {
     const { cluster } = c.req.valid("param");
-    const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: m.peerURL.replace(/\/$/, "") }));
+    const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: canonicalPeerUrl(m.peerURL) }));
     return respond(c, await queue(c, cluster).adopt(cluster, issuer(c), members));
   })
   .openapi(

@@ -30,7 +30,8 @@ export const tickets = newApp()
         201: { description: "A new ticket, admitted at once", ...json(TicketView) },
         202: { description: "Queued; ask again after Retry-After", ...json(TicketView) },
         ...problems,
-        409: problemDoc("peer_url_conflict"),
+        403: problemDoc("wrong_token_kind, enrollment_token_exhausted, or outside_token_scope: the node or its peer host is outside the token's scope"),
+        409: problemDoc("peer_url_conflict, or ticket_held: the node's live ticket belongs to another enrollment token that is still valid"),
         503: problemDoc("queue_full"),
       },
     }),
@@ -54,6 +55,7 @@ export const tickets = newApp()
         200: { description: "The ticket view", ...json(TicketView) },
         202: { description: "Still queued", ...json(TicketView) },
         ...problems,
+        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
       },
     }),
     async (c) => {
@@ -115,7 +117,11 @@ export const tickets = newApp()
       summary: "Abandon the ticket; frees its slot",
       security: bearer,
       request: { params: TicketParams },
-      responses: { 200: { description: "The abandoned ticket", ...json(TicketView) }, ...problems },
+      responses: {
+        200: { description: "The abandoned ticket", ...json(TicketView) },
+        ...problems,
+        410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
+      },
     }),
     async (c) => {
       const token = bearerToken(c);

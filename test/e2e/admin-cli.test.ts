@@ -121,8 +121,33 @@ describe("join-broker admin: happy paths", () => {
 
     const revoked = await ok(["token", "revoke", second], C);
     expect(revoked.stdout).toContain(`Revoked enrollment token ${second}`);
+    // Again: idempotent, and it says so.
+    const again = await ok(["token", "revoke", second], C);
+    expect(again.stdout).toMatch(new RegExp(`^Enrollment token ${second} was already revoked \\(at \\S+\\); nothing changed\\.$`, "m"));
+    expect(await okJson(["token", "revoke", second], C)).toMatchObject({ id: second, state: "revoked", changed: false });
     expect((await okJson(["token", "list"], C)).tokens.find((t: { id: string }) => t.id === second).state).toBe("revoked");
     expect((await askTicket(C, secret!, "ctrl-9", 9)).status).toBe(401);
+  });
+
+  it("token create --nodes and --peer-hosts scope a token: token list shows it, requests outside it are refused", async () => {
+    const S = `${C}-scoped`;
+    const scoped = await okJson(["token", "create", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
+    expect(scoped).toMatchObject({ nodes: ["scoped-*", "other-?"], peerHosts: ["10.9.0.0/16", "scoped.example"] });
+    const human = await ok(["token", "create", "--nodes", "ctrl-*"], S);
+    expect(human.stdout).toContain("only for nodes ctrl-*");
+    const table = (await ok(["token", "list"], S)).stdout;
+    expect(table).toMatch(new RegExp(`${scoped.id}\\s+active\\s+0\\s+never\\s+nodes scoped-\\*,other-\\? hosts 10\\.9\\.0\\.0/16,scoped\\.example`));
+    const outside = await askTicket(S, scoped.token, "ctrl-1", 9);
+    expect([outside.status, outside.body.code]).toEqual([403, "outside_token_scope"]);
+  });
+
+  it("clusters lists the broker's clusters without --cluster", async () => {
+    const json = await admin(["clusters", "--json", "--broker", broker.url, "--admin-token", broker.adminToken]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).clusters.map((c: { name: string }) => c.name)).toContain(C);
+    const text = await admin(["clusters", "--broker", broker.url, "--admin-token", broker.adminToken]);
+    expect(text.stdout).toMatch(/^CLUSTER +CREATED$/m);
+    expect(text.stdout).toMatch(new RegExp(`^${C} +\\d{4}-\\d\\d-\\d\\dT`, "m"));
   });
 
   it("status and tickets show the bootstrap holder, the queue and what is in flight", async () => {
@@ -161,6 +186,10 @@ describe("join-broker admin: happy paths", () => {
 
   it("revoke ends an admission at once and frees its slot; revoking it again changes nothing", async () => {
     expect((await nodeApi("POST", `/v1/clusters/${C}/tickets/${tickets["ctrl-2"].ticket}/complete`, tickets["ctrl-2"].admission!, { memberID: "1201" })).status).toBe(200);
+    // Member IDs read as etcdctl prints them: 1201 is 4b1.
+    const members = (await ok(["status"], C)).stdout;
+    expect(members).toMatch(/^ctrl-2 .* 4b1 /m);
+    expect((await ok(["audit"], C)).stdout).toMatch(/ticket\.joined .* memberID=4b1/);
     const three = await nodeApi("GET", `/v1/clusters/${C}/tickets/${tickets["ctrl-3"].ticket}`, enrollment);
     expect(three.body.state).toBe("admitted");
     expect(await introspect(C, three.body.admission)).toMatchObject({ active: true });
@@ -197,6 +226,9 @@ describe("join-broker admin: happy paths", () => {
   it("policy set changes only the given fields", async () => {
     const p = await okJson(["policy", "set", "--max-in-flight", "2", "--lease-seconds", "90"], C);
     expect(p).toEqual({ maxInFlight: 2, leaseSeconds: 90, admissionTtlSeconds: 900, maxQueue: 1000 });
+    // 'policy' alone shows it.
+    expect(await okJson(["policy"], C)).toEqual(p);
+    expect((await ok(["policy"], C)).stdout).toMatch(/^maxInFlight +2 +\(nodes admitted at once\)$/m);
     const r = await ok(["policy", "set", "--max-queue", "50"], C);
     expect(r.stdout).toContain("maxInFlight 2, leaseSeconds 90, admissionTtlSeconds 900, maxQueue 50");
     expect((await okJson(["status"], C)).policy).toEqual({ maxInFlight: 2, leaseSeconds: 90, admissionTtlSeconds: 900, maxQueue: 50 });
@@ -332,16 +364,17 @@ describe("join-broker admin: errors", () => {
   });
 
   it("reports an unknown cluster with its code and exit 1", async () => {
-    // token create, pause, resume, policy set and adopt create the cluster they name; the others need it to exist.
-    const creating = new Set(["token create", "pause", "resume", "policy set", "adopt"]);
+    // Only token create and adopt create the cluster they name; the others need it to exist.
+    const creating = new Set(["token create", "adopt"]);
     const reading = EVERY.filter((a) => !creating.has(a[0] === "token" || a[0] === "policy" ? `${a[0]} ${a[1]}` : a[0]));
-    expect(reading.length).toBe(11);
+    expect(reading.length).toBe(14);
     const runs = [];
     for (let i = 0; i < reading.length; i += 4) runs.push(...(await Promise.all(reading.slice(i, i + 4).map((args) => admin([...args, ...on("no-such-cluster")])))));
     for (const [i, r] of runs.entries()) {
       expect({ args: reading[i], code: r.code }).toEqual({ args: reading[i], code: 1 });
       expect(r.stderr).toContain("unknown_cluster (HTTP 404)");
       expect(r.stderr).toContain("check --cluster (no-such-cluster)");
+      expect(r.stderr.match(/enrollment token/g)).toHaveLength(1);
     }
   });
 
@@ -374,7 +407,9 @@ describe("join-broker admin: errors", () => {
       [["token", "revoke", ...conn], /'token revoke' needs ID/],
       [["status", "--reason", "x", ...conn], /--reason does not apply to 'status'/],
       [["token", "create", "--ttl", "soon", ...conn], /--ttl must be seconds or a duration/],
-      [["token", "create", "--ttl", "30s", ...conn], /ttlSeconds: .*60/],
+      [["token", "create", "--ttl", "30s", ...conn], /--ttl 30s: must be at least 60 s/],
+      [["token", "create", "--peer-hosts", "10.0.0.0/33", ...conn], /--peer-hosts 10\.0\.0\.0\/33: /],
+      [["token", "create", "--nodes", "a,,b", ...conn], /--nodes takes a comma-separated list/],
       [["revoke", "adm_x", ...conn], /--reason is required/],
       [["policy", "set", ...conn], /policy set needs at least one of/],
       [["policy", "set", "--max-in-flight", "two", ...conn], /--max-in-flight must be a whole number/],

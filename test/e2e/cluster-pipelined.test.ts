@@ -44,8 +44,8 @@ function learnerCounts(joinApiOutput: string): number[] {
   const counts: number[] = [];
   let learners = 0;
   for (const line of joinApiOutput.split("\n")) {
-    if (/added learner \d+/.test(line)) learners++;
-    else if (/promoted learner \d+|removed (started|unstarted) learner \d+/.test(line)) learners--;
+    if (/added learner [0-9a-f]+ /.test(line)) learners++;
+    else if (/promoted learner [0-9a-f]+ |removed (started|unstarted) learner [0-9a-f]+ /.test(line)) learners--;
     else continue;
     counts.push(learners);
   }
@@ -94,7 +94,7 @@ it(`1 + 6 controllers with maxInFlight ${MAX_IN_FLIGHT} join with several learne
   // Several learners at once, never more than maxInFlight: from the join API's ordered log of the
   // changes it made, and from etcd's member lists.
   const counts = learnerCounts(h.joinApi.output());
-  expect(h.joinApi.output().match(/added learner \d+/g), "one learner added per joiner").toHaveLength(NODES.length - 1);
+  expect(h.joinApi.output().match(/added learner [0-9a-f]+ /g), "one learner added per joiner").toHaveLength(NODES.length - 1);
   expect(Math.max(...counts), `learners at once (join API log: ${counts.join(" ")})`).toBeGreaterThan(1);
   expect(Math.max(...counts)).toBeLessThanOrEqual(MAX_IN_FLIGHT);
   expect(maxSeen).toBeLessThanOrEqual(MAX_IN_FLIGHT);

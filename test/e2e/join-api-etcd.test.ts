@@ -11,6 +11,7 @@ import { etcdFlags } from "../../src/etcd/process.ts";
 import { Membership } from "../../src/controller/members.ts";
 import { RETRY_AFTER } from "../../src/controller/outcome.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
+import { memberIdHex } from "../../src/protocol/member-id.ts";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
@@ -154,7 +155,7 @@ describe("membership: a learner nobody here added", () => {
     expect(added.ok).toBe(true);
     const list = await gateway.memberList();
     expect(list.ok && list.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
-    expect(lines.some((l) => l.includes(`removed unstarted learner ${strayAdd.value.member.id}`))).toBe(true);
+    expect(lines.some((l) => l.includes(`removed unstarted learner ${memberIdHex(strayAdd.value.member.id)}`))).toBe(true);
   });
 
   it("a started one goes too after the grace period, and so does one still a learner after its node completed", async () => {
@@ -184,7 +185,7 @@ describe("membership: a learner nobody here added", () => {
     if (!added5.ok) throw new Error(added5.problem.detail);
     const afterStray = await gateway.memberList();
     expect(afterStray.ok && afterStray.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
-    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${strayAdd.value.member.id}`));
+    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${memberIdHex(strayAdd.value.member.id)}`));
 
     // gw-5 starts; its node reports completion, yet it stays a learner: kept while young, removed once stalled.
     await etcd.startMember(gw5, added5.value.initialCluster);
@@ -197,7 +198,7 @@ describe("membership: a learner nobody here added", () => {
     now += 61_000;
     const added6 = await membership.addLearner(request6);
     expect(added6.ok).toBe(true);
-    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${added5.value.memberID}`));
+    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${memberIdHex(added5.value.memberID)}`));
     // Voters are never touched.
     const after = await gateway.memberList();
     expect(after.ok && after.value.members.filter((m) => !m.isLearner).map((m) => m.name)).toEqual(["gw-0"]);
@@ -239,7 +240,7 @@ describe("membership: held while etcd settles", () => {
     if (!added.ok) throw new Error(added.problem.detail);
     await cluster.startMember(first, added.value.initialCluster);
     // One request: held through "not in sync yet" (if etcd says so) until the promotion.
-    const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL });
+    const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL, jti: "adm_h1", token: "t1" });
     expect(promoted.ok && promoted.value).toEqual({ memberID: added.value.memberID, learner: false });
 
     // Right after a promotion etcd refuses every change until the leader has been connected to
@@ -252,5 +253,17 @@ describe("membership: held while etcd settles", () => {
     expect(held.ok && held.value.learner).toBe(true);
     const list = await gw.memberList();
     expect(list.ok && list.value.members.map((m) => [m.isLearner, m.started]).sort()).toEqual([[false, true], [false, true], [true, false]]);
+
+    // A promote held for a learner that has not started asks the broker before every attempt: once
+    // the admission ends, the hold ends with 410 instead of running out (and nothing is promoted).
+    let asked = 0;
+    const revokedMidway = new Membership({ gateway: gw, admissionStatus: async () => (++asked <= 3 ? { active: true } : { active: false, reason: "revoked" }), holdMs: 20_000 });
+    const started = Date.now();
+    const refused = await revokedMidway.promote({ node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" });
+    expect(!refused.ok && [refused.problem.status, refused.problem.code]).toEqual([410, "admission_revoked"]);
+    expect(asked).toBe(4);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const still = await gw.memberList();
+    expect(still.ok && still.value.members.filter((m) => m.isLearner)).toHaveLength(1);
   });
 });

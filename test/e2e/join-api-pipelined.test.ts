@@ -73,7 +73,7 @@ it(`holds several learners at once on etcd ${VERSION} and promotes them back to 
   // Promotions back to back: each one as soon as its learner is in sync.
   const promoting = new Membership({ gateway, admissionStatus: async () => ({ active: true }), holdMs: 30_000 });
   for (const [i, joiner] of joiners.entries()) {
-    const promoted = await promoting.promote({ node: joiner.name, peerURL: joiner.peerURL });
+    const promoted = await promoting.promote(request(joiner));
     if (!promoted.ok) throw new Error(`${joiner.name}: ${promoted.problem.code} ${promoted.problem.detail}`);
     expect(promoted.value.memberID).toBe(added[i]!.memberID);
   }

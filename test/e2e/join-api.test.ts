@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/etcd/gateway.ts";
 import { ROOT, adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
+import { memberIdHex } from "../../src/protocol/member-id.ts";
 
 const CLUSTER = "join-api-e2e";
 
@@ -41,7 +42,7 @@ async function call(path: string, token: string | null, body: unknown, headers: 
   const res = await fetch(`${joinApi.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
+    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
@@ -153,6 +154,12 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     expect([unknownField.status, unknownField.body.code]).toEqual([400, "invalid_request"]);
     const badPeer = await call("/v1beta1/etcd/members", none, { node: "ctrl-1", peerAddress: "http://10.0.0.1:2380/path" });
     expect([badPeer.status, badPeer.body.code]).toEqual([400, "invalid_peer_url"]);
+    for (const peerAddress of ["http://0177.0.0.1:2380", "http://2130706433:2380", "http://127.0.0.1:02380", " http://127.0.0.1:2380", "http:/127.0.0.1:2380"]) {
+      const lenient = await call("/v1beta1/etcd/members", none, { node: "ctrl-1", peerAddress });
+      expect({ peerAddress, status: lenient.status, code: lenient.body.code }).toEqual({ peerAddress, status: 400, code: "invalid_peer_url" });
+    }
+    const notUtf8 = await call("/v1beta1/etcd/members", none, Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]));
+    expect([notUtf8.status, notUtf8.body.code]).toEqual([400, "malformed_json"]);
     const notJson = await call("/v1beta1/etcd/members", none, "{not json");
     expect([notJson.status, notJson.body.code]).toEqual([400, "malformed_json"]);
     const tooBig = await call("/v1beta1/etcd/members", none, JSON.stringify({ node: "x".repeat(20_000) }));
@@ -261,7 +268,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     expect(after.find((m) => m.id === learner3)).toBeUndefined();
     expect(memberByPeerUrl(after, ctrl4.peerURL)).toMatchObject({ id: added4.reply.body.memberID, isLearner: true, started: false });
     expect(after.filter((m) => !m.isLearner).map((m) => m.name).sort()).toEqual(["ctrl-0", "ctrl-1"]);
-    expect(joinApi.output()).toContain(`removed unstarted learner ${learner3}`);
+    expect(joinApi.output()).toContain(`removed unstarted learner ${memberIdHex(learner3)}`);
   });
 
   it("removes a started learner whose admission ended, but never one whose node reported completion", async () => {
@@ -285,7 +292,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     const afterReap = await members();
     expect(afterReap.find((m) => m.id === learner4)).toBeUndefined();
     expect(memberByPeerUrl(afterReap, ctrl5.peerURL)).toMatchObject({ id: added5.reply.body.memberID, isLearner: true });
-    expect(joinApi.output()).toContain(`removed started learner ${learner4}`);
+    expect(joinApi.output()).toContain(`removed started learner ${memberIdHex(learner4)}`);
 
     // ctrl-5 starts and reports completion without being promoted: its learner stays, because a
     // completed admission means its node counts it as a voter (its promotion may be under way).

@@ -23,6 +23,7 @@ import { adminCall } from "../support/broker.ts";
 import { ClusterHarness, type AgentEvent, type AgentRun } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed, seededRandom } from "../support/seeded.ts";
+import { memberIdHex } from "../../src/protocol/member-id.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3"];
 const HELD = ["ctrl-1", "ctrl-3"];
@@ -96,7 +97,7 @@ it("nodes whose running learners were removed after their leases expired join ag
   // Its lease expires; ctrl-2 is admitted, and the join API removes the running learner to add it.
   h.startAgent("ctrl-2");
   await h.waitFor("ctrl-2 to join while ctrl-1 is frozen", () => h.joined("ctrl-2"), 90_000);
-  expect(h.joinApi.output()).toContain(`removed started learner ${first1}`);
+  expect(h.joinApi.output()).toContain(`removed started learner ${memberIdHex(first1)}`);
   expect(await member("ctrl-1")).toBeUndefined();
 
   // ctrl-3: learner running, agent and etcd frozen.
@@ -118,7 +119,7 @@ it("nodes whose running learners were removed after their leases expired join ag
   // removes ctrl-3's running learner in turn; it moves its old data aside and joins.
   thaw("ctrl-1", a1.pid, "agent");
   await h.waitFor("ctrl-1 to join after it resumed", () => h.joined("ctrl-1"), 90_000);
-  expect(h.joinApi.output()).toContain(`removed started learner ${first3}`);
+  expect(h.joinApi.output()).toContain(`removed started learner ${memberIdHex(first3)}`);
   expect(asideEvent(a1)?.msg).toMatch(/was removed from the cluster/);
 
   // ctrl-3's agent resumes with its etcd still frozen: the new member ID from the join API tells it.

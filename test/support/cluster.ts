@@ -182,6 +182,28 @@ export class ClusterHarness {
     ];
   }
 
+  /**
+   * Gate mode: `join-broker join --exec COMMAND` for this node, asking every node's etcd whether
+   * it is a voter. No join API, no --etcd-bin: COMMAND adds the member and runs etcd.
+   */
+  gateAgentArgs(node: NodeSpec, exec: string, extra: string[] = []): string[] {
+    return [
+      "join",
+      "--broker", this.broker.url,
+      "--cluster", this.cluster,
+      "--token", this.token,
+      "--node", node.name,
+      "--peer-url", node.peerURL,
+      "--state-dir", node.stateDir,
+      "--client-url", node.clientURL,
+      "--etcd", this.nodes.map((n) => n.clientURL).join(","),
+      "--exec", exec,
+      "--log-format", "json",
+      "--timeout", "600",
+      ...extra,
+    ];
+  }
+
   /** Starts (or restarts) a node's agent as its own process group; `args` replaces the usual flags. */
   startAgent(name: string, options: { args?: string[] } = {}): AgentRun {
     const node = this.node(name);

@@ -9,12 +9,14 @@ const C = "bad-input";
 let enrollment = "";
 let admitted = { ticket: "", admission: "", jti: "" };
 let queued = "";
+let scoped = "";
 
 beforeAll(async () => {
   ({ enrollment } = await bootstrapped(C));
   const a = await ticket(C, enrollment, "a", peer(2));
   admitted = { ticket: a.body.ticket, admission: a.body.admission, jti: a.body.jti };
   queued = (await ticket(C, enrollment, "q", peer(3))).body.ticket;
+  scoped = (await admin("POST", `${C}/enrollment-tokens`, { nodes: ["ctrl-*"], peerHosts: ["10.0.0.0/24"] })).body.token;
 });
 
 interface Case {
@@ -23,7 +25,7 @@ interface Case {
   path: () => string;
   token?: () => string;
   body?: unknown;
-  raw?: string;
+  raw?: string | Uint8Array;
   headers?: Record<string, string>;
   status: number;
   code: string;
@@ -37,7 +39,39 @@ const tickets = () => `/v1/clusters/${C}/tickets`;
 const tkt = (suffix = "") => () => `/v1/clusters/${C}/tickets/${admitted.ticket}${suffix}`;
 const adm = (suffix: string) => () => `/v1/admin/clusters/${C}${suffix}`;
 
+const JSON_TYPE = { "content-type": "application/json" };
+/** `{"node":"z","description":"<invalid UTF-8>"}`: valid JSON once the bad bytes are replaced by U+FFFD. */
+const notUtf8 = (field: string) => new Uint8Array([...new TextEncoder().encode(`{"${field}":"`), 0xff, 0xfe, 0xc3, ...new TextEncoder().encode('"}')]);
+const peerCase = (peerURL: string) => ({ name: `tickets: peerURL ${JSON.stringify(peerURL)}`, method: "POST", path: tickets, token: E, body: { node: "z", peerURL }, status: 400, code: "invalid_peer_url" });
+
 const cases: Case[] = [
+  // peer URLs that a lenient parser accepts (contract v1.1: one strict parser)
+  ...[
+    " http://127.0.0.1:23815",
+    "http://127.0.0.1:23815 ",
+    "http:/127.0.0.1:23815",
+    "http://0177.0.0.1:23815",
+    "http://2130706433:23815",
+    "http://127.1:23815",
+    "http://127.0.0.1:023815",
+    "http://127.0.0.\u00011:23815",
+    "http://127.0.0.1\t:23815",
+    "http://ho\u007fst:23815",
+    "http://[::1%25lo]:23815",
+    "http://bücher.example:23815",
+  ].map(peerCase),
+  { name: "adopt: peerURL with a leading zero", method: "POST", path: adm("/adopt"), token: ADM, body: { members: [{ node: "m", peerURL: "http://010.0.0.1:2380" }] }, status: 400, code: "invalid_peer_url" },
+  // bodies that are not UTF-8 JSON, on every kind of route
+  { name: "tickets: body not UTF-8", method: "POST", path: tickets, token: E, raw: notUtf8("node"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "complete: body not UTF-8", method: "POST", path: tkt("/complete"), token: A, raw: notUtf8("memberID"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "introspect: body not UTF-8", method: "POST", path: () => `/v1/clusters/${C}/admissions/introspect`, raw: notUtf8("token"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "enrollment: body not UTF-8", method: "POST", path: adm("/enrollment-tokens"), token: ADM, raw: notUtf8("description"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "revoke: body not UTF-8", method: "POST", path: () => `/v1/admin/clusters/${C}/admissions/${admitted.jti}/revoke`, token: ADM, raw: notUtf8("reason"), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "pause: malformed JSON body", method: "POST", path: adm("/pause"), token: ADM, raw: "{", headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "heartbeat: body not UTF-8", method: "POST", path: tkt("/heartbeat"), token: A, raw: new Uint8Array([0x22, 0xc0, 0x22]), headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "policy: truncated JSON", method: "PUT", path: adm("/policy"), token: ADM, raw: '{"maxQueue": 5', headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "adopt: two JSON values", method: "POST", path: adm("/adopt"), token: ADM, raw: '{"members": []} {}', headers: JSON_TYPE, status: 400, code: "malformed_json" },
+  { name: "enrollment: a UTF-8-encoded surrogate after the JSON", method: "POST", path: adm("/enrollment-tokens"), token: ADM, raw: new Uint8Array([0x7b, 0x7d, 0xed, 0xa0, 0x80]), headers: JSON_TYPE, status: 400, code: "malformed_json" },
   // POST tickets
   { name: "tickets: malformed JSON", method: "POST", path: tickets, token: E, raw: "{node:", headers: { "content-type": "application/json" }, status: 400, code: "malformed_json" },
   { name: "tickets: not JSON", method: "POST", path: tickets, token: E, raw: "node=a", headers: { "content-type": "application/x-www-form-urlencoded" }, status: 415, code: "unsupported_media_type" },
@@ -116,6 +150,14 @@ const cases: Case[] = [
   { name: "bootstrap: already bootstrapped", method: "POST", path: adm("/bootstrap"), token: ADM, body: { node: "a", reason: "x" }, status: 409, code: "already_bootstrapped" },
   { name: "audit: negative after", method: "GET", path: adm("/audit?after=-1"), token: ADM, status: 400, code: "invalid_request" },
   { name: "audit: unknown cluster", method: "GET", path: () => "/v1/admin/clusters/no-such-cluster/audit", token: ADM, status: 404, code: "unknown_cluster" },
+  // enrollment token scopes
+  { name: "enrollment: empty node scope", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { nodes: [] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: node pattern with a space", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { nodes: ["ctrl *"] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: CIDR prefix too long", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { peerHosts: ["10.0.0.0/33"] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: peer host with a leading zero", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { peerHosts: ["010.0.0.1"] }, status: 400, code: "invalid_request" },
+  { name: "enrollment: peer host given as a URL", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { peerHosts: ["https://10.0.0.1:2380"] }, status: 400, code: "invalid_request" },
+  { name: "tickets: node outside the token's scope", method: "POST", path: tickets, token: () => scoped, body: { node: "worker-1", peerURL: peer(9) }, status: 403, code: "outside_token_scope" },
+  { name: "tickets: peer host outside the token's scope", method: "POST", path: tickets, token: () => scoped, body: { node: "ctrl-9", peerURL: "https://10.0.1.9:2380" }, status: 403, code: "outside_token_scope" },
   // routing
   { name: "unknown route", method: "GET", path: () => "/v2/anything", status: 404, code: "not_found" },
 ];
@@ -125,7 +167,7 @@ async function snapshot() {
   const list = await admin("GET", `${C}/tickets?limit=1000`);
   const tokens = await admin("GET", `${C}/enrollment-tokens`);
   const status = await admin("GET", C);
-  return { audit: audit.body.entries.length, tickets: list.body.tickets, tokens: tokens.body.tokens, policy: status.body.policy, members: status.body.members };
+  return { audit: audit.body.entries, tickets: list.body.tickets, tokens: tokens.body.tokens, status: status.body };
 }
 
 describe("bad input", () => {
@@ -154,6 +196,47 @@ describe("reads of clusters that do not exist", () => {
     expect((await call("POST", "/v1/clusters/ghost/admissions/introspect", { body: { token: "a.b.c" } })).body).toEqual({ active: false, reason: "unknown_cluster" });
     expect((await call("POST", "/v1/clusters/ghost/tickets/tkt_x/complete", { token: "a.b.c", body: { memberID: "1" } })).status).toBe(401);
     const tables = await runInDurableObject(env.JOIN_QUEUE.getByName("ghost"), (_instance, state) => state.storage.sql.exec(`SELECT name FROM sqlite_master`).toArray());
+    expect(tables).toEqual([]);
+  });
+});
+
+describe("admin writes on clusters that do not exist", () => {
+  const ghost = "never-created";
+  const g = (suffix: string) => `/v1/admin/clusters/${ghost}${suffix}`;
+  // Every admin write but creating an enrollment token and adopt: 404 unknown_cluster, nothing created.
+  const writes: [string, string, unknown?][] = [
+    ["POST", g("/pause")],
+    ["POST", g("/resume")],
+    ["PUT", g("/policy"), { maxQueue: 10 }],
+    ["POST", g("/keys/rotate")],
+    ["POST", g("/admissions/adm_x/revoke"), { reason: "x" }],
+    ["DELETE", g("/enrollment-tokens/enr_x")],
+    ["DELETE", g("/members/n1")],
+    ["POST", g("/bootstrap"), { node: "n1", reason: "x" }],
+  ];
+
+  it.each(writes)("%s %s → 404 unknown_cluster", async (method, path, body) => {
+    const r = await call(method, path, { token: ADMIN, body });
+    expect({ status: r.status, code: r.body?.code }).toEqual({ status: 404, code: "unknown_cluster" });
+    expect(r.headers.get("content-type")).toBe("application/problem+json");
+  });
+
+  it.each([
+    ["PUT", g("/policy"), { maxInFlight: 0 }, 400, "invalid_request"],
+    ["PUT", g("/policy"), { leaseSeconds: 3600, admissionTtlSeconds: 60 }, 404, "unknown_cluster"],
+    ["POST", g("/adopt"), { members: [{ node: "m", peerURL: "http://0177.0.0.1:2380" }] }, 400, "invalid_peer_url"],
+    ["POST", g("/enrollment-tokens"), { ttlSeconds: 1 }, 400, "invalid_request"],
+  ] as const)("a refused %s %s creates nothing either", async (method, path, body, status, code) => {
+    const r = await call(method, path, { token: ADMIN, body });
+    expect({ status: r.status, code: r.body?.code }).toEqual({ status, code });
+  });
+
+  it("leave the cluster nonexistent: no status, no storage", async () => {
+    const { env } = await import("cloudflare:workers");
+    const { runInDurableObject } = await import("cloudflare:test");
+    for (const [method, path, body] of writes) await call(method, path, { token: ADMIN, body });
+    expect((await call("GET", g(""), { token: ADMIN })).status).toBe(404);
+    const tables = await runInDurableObject(env.JOIN_QUEUE.getByName(ghost), (_instance, state) => state.storage.sql.exec(`SELECT name FROM sqlite_master`).toArray());
     expect(tables).toEqual([]);
   });
 });

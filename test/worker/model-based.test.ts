@@ -12,7 +12,7 @@
  * @module
  */
 import { env } from "cloudflare:workers";
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -99,7 +99,7 @@ async function pickAdmission(m: QueueModel, r: Real, node: string, pick: number)
 
 /** What heartbeat and complete must answer for this admission token (before any change). */
 function predictCurrent(m: QueueModel, a: RefAdmission): { status: 200 } | { status: 409 | 410; code: string } {
-  if (a.ticket.state === "queued") return { status: 409, code: "not_admitted" };
+  // An admission token acts on its ticket only while it is the ticket's current, active admission.
   if (!m.active(a)) return { status: 410, code: "admission_inactive" };
   return { status: 200 };
 }
@@ -162,6 +162,11 @@ class Poll implements Cmd {
     const a = this.withAdmission ? t.admission : null;
     const token = a?.token ?? r.enrollment;
     const res = await call("GET", `/v1/clusters/${r.cluster}/tickets/${t.id}`, { token });
+    if (a?.token && !m.active(a)) {
+      expect(res.status, JSON.stringify(res.body)).toBe(410);
+      expect(res.body.code).toBe("admission_inactive");
+      return;
+    }
     expect(res.status, JSON.stringify(res.body)).toBe(t.state === "queued" ? 202 : 200);
     expectView(m, res.body, t);
   }
@@ -199,8 +204,8 @@ class Complete implements Cmd {
     const t = a.ticket;
     const memberID = this.otherMemberID ? "ffff" : String(1000 + NODES.indexOf(this.node));
     const res = await call("POST", `/v1/clusters/${r.cluster}/tickets/${t.id}/complete`, { token: a.token!, body: { memberID } });
-    if (t.state === "joined") {
-      // A retried complete is answered again, with the member it completed with.
+    if (t.state === "joined" && a === t.admission) {
+      // A retried complete by the admission that completed it is answered again, with its member.
       if (memberID === t.memberID) {
         expect(res.status, JSON.stringify(res.body)).toBe(200);
         expectView(m, res.body, t);
@@ -230,8 +235,14 @@ class Abandon implements Cmd {
   check = (m: Readonly<QueueModel>) => m.latest(this.node) !== undefined;
   async run(m: QueueModel, r: Real): Promise<void> {
     const t = m.latest(this.node)!;
-    const token = (this.withAdmission ? t.admission?.token : null) ?? r.enrollment;
+    const a = this.withAdmission && t.admission?.token ? t.admission : null;
+    const token = a?.token ?? r.enrollment;
     const res = await call("DELETE", `/v1/clusters/${r.cluster}/tickets/${t.id}`, { token });
+    if (a && !m.active(a)) {
+      expect(res.status, JSON.stringify(res.body)).toBe(410);
+      expect(res.body.code).toBe("admission_inactive");
+      return;
+    }
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     if (t.state === "queued" || t.state === "admitted") m.end(t, "abandoned");
     expectView(m, res.body, t);
@@ -342,8 +353,15 @@ class Alarm implements Cmd {
   check = () => true;
   async run(m: QueueModel, r: Real): Promise<void> {
     const ran = await runDurableObjectAlarm(r.stub);
-    // An alarm is armed exactly while some lease runs: no admission can outlive its lease unnoticed.
-    expect(ran, "alarm armed while leases run").toBe(m.admitted().length > 0);
+    // An alarm is always armed: at the earliest lease end while some lease runs (no admission can
+    // outlive its lease unnoticed), else at the next retention sweep.
+    expect(ran, "alarm armed").toBe(true);
+    const next = await runInDurableObject(r.stub, (_i, state) => state.storage.getAlarm());
+    const s = (await r.stub.status()) as unknown as { ok: true; value: { inFlight: { leaseExpiresAt: string }[] } };
+    const leases = s.value.inFlight.map((t) => Date.parse(t.leaseExpiresAt));
+    expect(leases.length, "leases run").toBe(m.admitted().length);
+    if (leases.length > 0) expect(next!, "alarm at the earliest lease end").toBeLessThanOrEqual(Math.max(Math.min(...leases), Date.now() + 1000));
+    else expect(next!, "alarm at the retention sweep").toBeGreaterThan(Date.now() + 30 * 60_000);
   }
   toString = () => "alarm fires";
 }

@@ -14,7 +14,7 @@ const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "tr
 /** Served on purpose without an operation: service discovery, the liveness probe and the document itself. */
 const UNDOCUMENTED = new Set(["GET /openapi.json"]);
 /** Service identification and liveness: no credential, and nothing to refuse. */
-const SERVICE_ROUTES = new Set(["GET /", "GET /healthz"]);
+const SERVICE_ROUTES = new Set(["GET /", "GET /healthz", "GET /console", "GET /console/app.js", "GET /console/app.css", "GET /console/icon.svg"]);
 
 // The parts of the OpenAPI 3.1 specification this document uses, as the specification requires them.
 const Reference = z.strictObject({ $ref: z.string().startsWith("#/"), summary: z.string().optional(), description: z.string().optional() });
@@ -42,7 +42,7 @@ const Operation = z.object({
 const PathItem = z.object(Object.fromEntries(METHODS.map((m) => [m, Operation.optional()]))).extend({ parameters: z.array(z.union([Parameter, Reference])).optional() });
 const Document = z.object({
   openapi: z.literal("3.1.0"),
-  info: z.object({ title: z.string().min(1), version: z.string().min(1), description: z.string().optional() }),
+  info: z.object({ title: z.string().min(1), version: z.string().min(1), description: z.string().optional(), license: z.object({ name: z.string(), identifier: z.string().optional(), url: z.string().optional() }).optional() }),
   jsonSchemaDialect: z.string().optional(),
   servers: z.array(z.object({ url: z.string() })).optional(),
   paths: z.record(z.string().startsWith("/"), PathItem),
@@ -173,7 +173,9 @@ describe("GET /openapi.json", () => {
       const statuses = Object.keys(op.responses);
       expect({ key, success: statuses.some((s) => /^2\d\d$/.test(s)) }).toEqual({ key, success: true });
       const problems = statuses.filter((s) => /^[45]\d\d$/.test(s));
-      expect({ key, problems: problems.length > 0 }).toEqual({ key, problems: !SERVICE_ROUTES.has(key) });
+      // Service routes can only refuse a request body (the shared middleware); the others more.
+      const bodyProblems = ["400", "413", "415"];
+      expect({ key, more: problems.some((s) => !bodyProblems.includes(s)) }).toEqual({ key, more: !SERVICE_ROUTES.has(key) });
       for (const s of problems) {
         // Served as application/problem+json; either media type may describe it.
         const content = (op.responses[s] as z.infer<typeof Response>).content ?? {};
@@ -186,6 +188,27 @@ describe("GET /openapi.json", () => {
       const ref = body.content["application/json"].schema?.$ref;
       const schema = (ref ? resolve(raw, ref) : body.content["application/json"].schema) as { type?: string; additionalProperties?: unknown };
       expect({ key, type: schema.type, additionalProperties: schema.additionalProperties }).toEqual({ key, type: "object", additionalProperties: false });
+    }
+  });
+
+  it("declares what every route can answer: body problems everywhere, 401/429 where a credential is checked, 500/503 where a cluster answers; Retry-After on 202, 429 and 503", async () => {
+    const { raw, doc } = await servedDocument();
+    expect(doc.info).toMatchObject({ license: { name: "Apache-2.0" } });
+    expect(raw.servers?.length).toBeGreaterThan(0);
+    const retryAfter = resolve(raw, "#/components/headers/RetryAfter") as { schema: { type: string } };
+    expect(retryAfter.schema.type).toBe("integer");
+    for (const { key, path, op } of operations(doc)) {
+      expect({ key, operationId: op.operationId }).toEqual({ key, operationId: expect.stringMatching(/^[a-z][A-Za-z0-9]+$/) });
+      expect({ key, security: Array.isArray(op.security) }).toEqual({ key, security: true });
+      const statuses = Object.keys(op.responses);
+      const expected = ["400", "413", "415"];
+      if ((op.security ?? []).length > 0) expected.push("401", "429");
+      if (path.startsWith("/v1/")) expected.push("500", "503");
+      expect({ key, missing: expected.filter((s) => !statuses.includes(s)) }).toEqual({ key, missing: [] });
+      for (const s of ["202", "429", "503"].filter((x) => statuses.includes(x))) {
+        const headers = (op.responses[s] as { headers?: Record<string, { $ref?: string }> }).headers ?? {};
+        expect({ key, s, retryAfter: headers["Retry-After"]?.$ref }).toEqual({ key, s, retryAfter: "#/components/headers/RetryAfter" });
+      }
     }
   });
 

@@ -20,9 +20,8 @@ describe("schema migrations", () => {
       insertTicket("tkt_old", 1, "enr_a");
       expect(uses(), "version 1 counts nothing by itself").toBe(2);
 
-      migrate(state.storage, 2);
+      migrate(state.storage, 2, 2);
       expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2]);
-      expect(SCHEMA_VERSION).toBe(2);
       expect(uses(), "the upgrade leaves existing counts alone").toBe(2);
 
       insertTicket("tkt_new", 2, "enr_a");
@@ -31,8 +30,25 @@ describe("schema migrations", () => {
       sql.exec(`UPDATE tickets SET state = 'expired' WHERE id = 'tkt_new'`);
       expect(uses(), "tickets without a token, and updates, count nothing").toBe(3);
 
-      migrate(state.storage, 3);
+      migrate(state.storage, 3, 2);
       expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(2);
+
+      // Version 3: counters for /metrics, counted once from the history already there, then by the writes.
+      migrate(state.storage, 4, 3);
+      expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2, 3]);
+      const counter = (name: string) => sql.exec<{ value: number }>(`SELECT value FROM counters WHERE name = ?`, name).one().value;
+      expect(counter("ticket.ended.expired"), "existing history counted").toBe(1);
+      sql.exec(`UPDATE tickets SET state = 'abandoned' WHERE id = 'tkt_old'`);
+      expect(counter("ticket.ended.abandoned"), "counted by the write").toBe(1);
+      sql.exec(`UPDATE tickets SET state = 'admitted', admitted_at = 301 WHERE id = 'tkt_none'`);
+      expect([counter("admitted.join"), counter("wait.count"), counter("wait.sum_ms"), counter("wait.le.0"), counter("wait.le.1")]).toEqual([1, 1, 300, 0, 1]);
+
+      // Version 4: enrollment token scopes; tokens from before scopes existed stay unrestricted.
+      migrate(state.storage, 5);
+      expect(SCHEMA_VERSION).toBe(4);
+      expect(sql.exec(`SELECT nodes, peer_hosts FROM enrollment_tokens WHERE id = 'enr_a'`).one()).toEqual({ nodes: null, peer_hosts: null });
+      migrate(state.storage, 6);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(4);
     });
   });
 });

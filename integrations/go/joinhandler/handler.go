@@ -1,0 +1,137 @@
+// Package joinhandler is a k0s-style controllers' join API endpoint, POST /v1beta1/etcd/members,
+// that requires the broker's admission token before it adds a node's etcd member.
+//
+// It shows where the check goes in a handler like k0s's (cmd/api): after reading the request and
+// before the etcd call; the refusals become problem+json answers with the verifier's codes, and
+// the not-now ones 503 with Retry-After instead of 500. The etcd side is the Members interface,
+// which a real join API implements with go.etcd.io/etcd/client/v3 (MemberAddAsLearner, and on
+// "Peer URLs already exists" the existing member).
+package joinhandler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/admission"
+)
+
+// Request is the body of POST /v1beta1/etcd/members.
+type Request struct {
+	Node        string `json:"node"`
+	PeerAddress string `json:"peerAddress"`
+}
+
+// Response is the 200 answer.
+type Response struct {
+	MemberID       string   `json:"memberID"`
+	Learner        bool     `json:"learner"`
+	InitialCluster []string `json:"initialCluster"`
+}
+
+// Member is what Members.AddLearner reports.
+type Member struct {
+	ID             uint64
+	Learner        bool
+	InitialCluster []string
+}
+
+// Members adds etcd members. AddLearner must be idempotent for a peer URL: if a member with it
+// exists, return that member.
+type Members interface {
+	AddLearner(ctx context.Context, node, peerURL string) (Member, error)
+}
+
+// NotNow is an error from Members that the node should retry after a while (etcd's "unhealthy
+// cluster", "too many learner members", no endpoint answering).
+type NotNow struct {
+	Code       string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *NotNow) Error() string { return e.Code + ": " + e.Err.Error() }
+func (e *NotNow) Unwrap() error { return e.Err }
+
+// Handler serves POST /v1beta1/etcd/members.
+type Handler struct {
+	// Verify holds the broker and cluster (Node and PeerURL are filled from the request), and
+	// optionally a Trust, a clock, the revocation list fallback.
+	Verify  admission.Options
+	Members Members
+	// Log, if set, is told about each refusal and addition.
+	Log func(format string, args ...any)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST", 0)
+		return
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		problem(w, http.StatusUnauthorized, "unauthorized", "no bearer token", 0)
+		return
+	}
+	var req Request
+	dec := json.NewDecoder(io.LimitReader(r.Body, 16<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Node == "" || req.PeerAddress == "" {
+		problem(w, http.StatusBadRequest, "invalid_request", "the body must be {\"node\", \"peerAddress\"}", 0)
+		return
+	}
+
+	// The check: the token must admit this node at this peer URL, now.
+	opts := h.Verify
+	opts.Node, opts.PeerURL, opts.Role = req.Node, req.PeerAddress, admission.RoleJoin
+	claims, err := admission.Verify(r.Context(), token, opts)
+	var refusal *admission.Error
+	if errors.As(err, &refusal) {
+		h.log("refused %s at %s: %v", req.Node, req.PeerAddress, refusal)
+		problem(w, refusal.Status(), string(refusal.Code), refusal.Message, 2*time.Second)
+		return
+	} else if err != nil {
+		h.log("verifier misconfigured: %v", err)
+		problem(w, http.StatusInternalServerError, "internal_error", "the verifier is misconfigured", 0)
+		return
+	}
+
+	// Only now touch etcd: as a learner, which does not count toward quorum.
+	member, err := h.Members.AddLearner(r.Context(), req.Node, req.PeerAddress)
+	var notNow *NotNow
+	if errors.As(err, &notNow) {
+		problem(w, http.StatusServiceUnavailable, notNow.Code, notNow.Error(), notNow.RetryAfter)
+		return
+	} else if err != nil {
+		problem(w, http.StatusServiceUnavailable, "etcd_error", err.Error(), 5*time.Second)
+		return
+	}
+	h.log("added %s (%s) as member %d under admission %s", req.Node, req.PeerAddress, member.ID, claims.ID)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(Response{MemberID: strconv.FormatUint(member.ID, 10), Learner: member.Learner, InitialCluster: member.InitialCluster})
+}
+
+func (h *Handler) log(format string, args ...any) {
+	if h.Log != nil {
+		h.Log(format, args...)
+	}
+}
+
+// problem writes an RFC 9457 answer; a 503 always carries Retry-After.
+func problem(w http.ResponseWriter, status int, code, detail string, retryAfter time.Duration) {
+	if status == http.StatusServiceUnavailable {
+		if retryAfter < time.Second {
+			retryAfter = 2 * time.Second
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": http.StatusText(status), "status": status, "code": code, "detail": detail})
+}

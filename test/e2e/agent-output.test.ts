@@ -1,0 +1,87 @@
+/**
+ * What the agent prints when its output is not a terminal (a service's log), as a real process:
+ * a broker that cannot be reached is reported at once and then at most every 10 s, with the error,
+ * instead of nothing until --timeout; a queued node says what it waits for, and a stopped one
+ * says nothing about an etcd it never started.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePorts } from "../../scripts/ports.mjs";
+import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+
+const BIN = join(ROOT, "bin/join-broker");
+
+/** Runs the agent with stderr on a pipe, noting when each line arrived. */
+function run(args: string[]): Promise<{ code: number | null; lines: { at: number; text: string }[] }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const lines: { at: number; text: string }[] = [];
+    let partial = "";
+    const take = (chunk: Buffer) => {
+      partial += chunk.toString();
+      const parts = partial.split("\n");
+      partial = parts.pop()!;
+      for (const text of parts) lines.push({ at: Date.now() - started, text });
+    };
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, lines }));
+  });
+}
+
+describe("agent output without a terminal", () => {
+  it("logs an unreachable broker at once, with the error, then again at most every 10 s", async () => {
+    const [closed] = await freePorts(1);
+    const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
+    const r = await run([
+      "join", "--broker", `http://127.0.0.1:${closed}`, "--cluster", "prod", "--token", "jbe_x", "--node", "ctrl-1",
+      "--peer-url", "https://10.0.0.11:2380", "--join-api", "http://127.0.0.1:9443", "--state-dir", state, "--timeout", "14",
+    ]);
+    expect(r.code).toBe(4);
+    const failures = r.lines.filter((l) => / ctrl-1 retry: .*broker unreachable/.test(l.text));
+    expect(failures.length).toBeGreaterThanOrEqual(1);
+    expect(failures[0].text).toContain(`ECONNREFUSED 127.0.0.1:${closed}`);
+    // At once (the start line comes first), not at --timeout.
+    expect(failures[0].at).toBeLessThan(5_000);
+    for (let i = 1; i < failures.length; i++) expect(failures[i].at - failures[i - 1].at).toBeGreaterThanOrEqual(9_900);
+    expect(failures.length).toBeLessThanOrEqual(2);
+    expect(r.lines.at(-1)!.text).toContain("gave-up");
+  });
+});
+
+describe("agent output while queued", () => {
+  let broker: BrokerProcess;
+  beforeAll(async () => {
+    broker = await startBroker();
+  });
+  afterAll(async () => {
+    await broker?.stop();
+  });
+
+  it("Ctrl-C on a queued node says it stopped, and nothing about an etcd it never started", async () => {
+    const cluster = "ctrl-c";
+    const token = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
+    // ctrl-1 holds the bootstrap ticket and never finishes: ctrl-2 waits behind it.
+    const boot = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ node: "ctrl-1", peerURL: "https://10.0.0.11:2380" }),
+    });
+    expect(boot.status).toBe(201);
+    const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
+    const child = spawn(process.execPath, [BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", "ctrl-2", "--peer-url", "https://10.0.0.12:2380", "--join-api", "http://127.0.0.1:9443", "--state-dir", state], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d) => (err += d));
+    await expect.poll(() => err, { timeout: 30_000 }).toMatch(/ctrl-2 queued: position 1 in the queue; waiting for the bootstrap node ctrl-1 to start the cluster/);
+    const code = new Promise((r) => child.on("close", r));
+    child.kill("SIGINT");
+    expect(await code).toBe(130);
+    expect(err).toMatch(/ctrl-2 stopping: stopped by SIGINT\. Run the same command again to resume\.\n/);
+    expect(err).not.toContain("etcd");
+  });
+});

@@ -1,0 +1,259 @@
+/**
+ * The operator's console at /console in a real Chromium against the broker under `wrangler dev`:
+ * it loads with no console error and no CSP violation, follows the queue live (a ticket created
+ * from outside shows up within 2 s, without a reload), revokes an admission (checked through the
+ * API), and says plainly when the admin token is wrong. Nodes are played by HTTP calls to the
+ * broker's node API. Screenshots of the main states go to test-results/console/.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { launchChromium, recordProblems, type LaunchedBrowser, type PageProblems } from "../support/browser.ts";
+
+const SHOTS = join(ROOT, "test-results/console");
+let broker: BrokerProcess;
+let chromium: LaunchedBrowser;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  // Assigned as each starts, so that afterAll stops whichever did when the other fails.
+  await Promise.all([startBroker().then((b) => (broker = b)), launchChromium().then((c) => (chromium = c))]);
+});
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await chromium?.close();
+  await broker?.stop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A node of the test: takes a ticket with the enrollment token, and completes with the admission. */
+async function node(cluster: string, token: string, name: string, i: number) {
+  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ node: name, peerURL: `https://10.0.0.${10 + i}:2380` }),
+  });
+  expect([200, 201, 202]).toContain(res.status);
+  return (await res.json()) as { ticket: string; state: string; admission?: string; jti?: string };
+}
+
+async function view(cluster: string, token: string, ticket: string) {
+  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${ticket}`, { headers: { authorization: `Bearer ${token}` } });
+  return (await res.json()) as { state: string; admission?: string; jti?: string; reason?: string };
+}
+
+async function complete(cluster: string, ticket: string, admission: string, memberID: string) {
+  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${ticket}/complete`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${admission}`, "content-type": "application/json" },
+    body: JSON.stringify({ memberID }),
+  });
+  expect(res.status).toBe(200);
+}
+
+async function enroll(cluster: string): Promise<string> {
+  const r = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: "controllers" });
+  expect(r.status).toBe(201);
+  return r.body.token;
+}
+
+async function newPage(viewport = { width: 1280, height: 900 }): Promise<{ page: Page; problems: PageProblems }> {
+  const context = await chromium.browser.newContext({ viewport, colorScheme: "light" });
+  contexts.push(context);
+  const page = await context.newPage();
+  const problems = await recordProblems(page);
+  return { page, problems };
+}
+
+/** Opens the console on `cluster` the way an operator does: the link, then the token. */
+async function signIn(page: Page, cluster: string, token = broker.adminToken) {
+  await page.goto(`${broker.url}/console#cluster=${cluster}`);
+  await page.locator("input[type=password]").fill(token);
+  await page.keyboard.press("Enter");
+}
+
+const noProblems: PageProblems = { console: [], exceptions: [], failedRequests: [], csp: [] };
+
+describe("the console", () => {
+  it("is served with a strict CSP, has one password input, and loads a cluster with no error or CSP violation", async () => {
+    const cluster = "console-load";
+    await enroll(cluster);
+    const { page, problems } = await newPage();
+    const res = await page.goto(`${broker.url}/console`);
+    const csp = res!.headers()["content-security-policy"];
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(await page.locator("input[type=password]").count()).toBe(1);
+    // Nothing is fetched from anywhere but the broker.
+    const foreign: string[] = [];
+    page.on("request", (r) => {
+      if (!r.url().startsWith(broker.url) && !r.url().startsWith("data:")) foreign.push(r.url());
+    });
+    await page.screenshot({ path: join(SHOTS, "01-sign-in.png") });
+    await page.locator("#cluster").fill(cluster);
+    await page.locator("input[type=password]").fill(broker.adminToken);
+    await page.getByRole("button", { name: "Open" }).click();
+    await page.locator("#dashboard").waitFor({ state: "visible", timeout: 10_000 });
+    await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("Live");
+    expect(page.url()).toBe(`${broker.url}/console#cluster=${cluster}`);
+    // The token is in session storage, never in the URL.
+    expect(page.url()).not.toContain(broker.adminToken);
+    expect(await page.evaluate('sessionStorage.getItem("joinBroker.adminToken")')).toBe(broker.adminToken);
+    await expect.poll(() => page.locator("#audit li").count()).toBeGreaterThan(1);
+    // Live, yet quiet: while nothing changes, the one held long poll is all the traffic.
+    await sleep(500);
+    const idle: string[] = [];
+    page.on("request", (r) => idle.push(r.url()));
+    await sleep(3_000);
+    expect(idle).toEqual([]);
+    expect(problems).toEqual(noProblems);
+    expect(foreign).toEqual([]);
+  });
+
+  it("shows a ticket created from outside within 2 s, without a reload", async () => {
+    const cluster = "console-live";
+    const token = await enroll(cluster);
+    await node(cluster, token, "ctrl-1", 1);
+    const { page, problems } = await newPage();
+    await signIn(page, cluster);
+    await page.locator('#queue tr[data-node="ctrl-1"]').waitFor({ timeout: 10_000 });
+    await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("Live");
+    let navigations = 0;
+    page.on("framenavigated", () => navigations++);
+    // The page holds its long poll now; give it a moment to be waiting at the broker.
+    await sleep(300);
+    const started = Date.now();
+    await node(cluster, token, "ctrl-2", 2);
+    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ timeout: 2_000 });
+    const seenAfter = Date.now() - started;
+    expect(seenAfter).toBeLessThan(2_000);
+    expect(navigations).toBe(0);
+    await expect.poll(() => page.locator('#queue tr[data-node="ctrl-2"] td').nth(2).textContent()).toBe("queued");
+    expect(await page.locator('#queue tr[data-node="ctrl-2"] td').first().textContent()).toBe("1");
+    expect(await page.locator('#timeline g.ticket[data-node="ctrl-2"]').count()).toBe(1);
+    expect(problems).toEqual(noProblems);
+  });
+
+  it("revokes an admission after confirmation, and the broker agrees", async () => {
+    const cluster = "console-revoke";
+    const token = await enroll(cluster);
+    const first = await node(cluster, token, "ctrl-1", 1);
+    await complete(cluster, first.ticket, first.admission!, "10501334649042878790");
+    const second = await node(cluster, token, "ctrl-2", 2);
+    expect(second.state).toBe("admitted");
+    await node(cluster, token, "ctrl-3", 3);
+    const { page, problems } = await newPage();
+    await signIn(page, cluster);
+    const revoke = page.getByRole("button", { name: "Revoke the admission of ctrl-2" });
+    await revoke.waitFor({ timeout: 10_000 });
+    // Cancelling changes nothing.
+    await revoke.click();
+    await page.locator("#confirm").waitFor({ state: "visible" });
+    await page.keyboard.press("Escape");
+    await page.locator("#confirm").waitFor({ state: "hidden" });
+    expect((await view(cluster, token, second.ticket)).state).toBe("admitted");
+    // Confirming, with a reason, revokes.
+    await revoke.click();
+    await page.locator("#confirm-reason").fill("suspected stolen token");
+    await page.screenshot({ path: join(SHOTS, "04-revoke-confirmation.png") });
+    await page.locator("#confirm-ok").click();
+    await expect.poll(async () => (await view(cluster, token, second.ticket)).state, { timeout: 10_000 }).toBe("revoked");
+    const introspect = await fetch(`${broker.url}/v1/clusters/${cluster}/admissions/introspect`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: second.admission }),
+    });
+    expect(await introspect.json()).toMatchObject({ active: false, reason: "revoked" });
+    const audit = await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit`);
+    expect(audit.body.entries.find((e: any) => e.action === "admission.revoked")).toMatchObject({ subject: second.jti, detail: { reason: "suspected stolen token" } });
+    // The page shows the slot passed on: ctrl-2 gone from the queue, ctrl-3 admitted.
+    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ state: "detached", timeout: 5_000 });
+    await expect.poll(() => page.locator('#queue tr[data-node="ctrl-3"] td').nth(2).textContent()).toBe("admitted");
+    expect(problems).toEqual(noProblems);
+  });
+
+  it("says plainly when the admin token is wrong, and keeps nothing", async () => {
+    const cluster = "console-wrong";
+    await enroll(cluster);
+    const { page } = await newPage();
+    await signIn(page, cluster, "not-the-admin-token");
+    const error = page.getByRole("alert");
+    await error.waitFor({ state: "visible", timeout: 10_000 });
+    expect(await error.textContent()).toMatch(/^Wrong admin token.*refused this admin token/);
+    expect(await page.locator("#dashboard").isHidden()).toBe(true);
+    expect(await page.evaluate('sessionStorage.getItem("joinBroker.adminToken")')).toBeNull();
+    await page.screenshot({ path: join(SHOTS, "02-wrong-token.png") });
+    // An unknown cluster is told apart from a wrong token.
+    await page.locator("#cluster").fill("no-such-cluster");
+    await page.locator("input[type=password]").fill(broker.adminToken);
+    await page.keyboard.press("Enter");
+    await expect.poll(() => error.textContent(), { timeout: 10_000 }).toMatch(/^Unknown cluster/);
+  });
+
+  it("shows a 1 + 6 join: the queue, the timeline and the audit stream (screenshots)", async () => {
+    const cluster = "prod-eu";
+    const token = await enroll(cluster);
+    const { page, problems } = await newPage();
+    await signIn(page, cluster);
+    await page.locator("#dashboard").waitFor({ state: "visible", timeout: 10_000 });
+    const nodes = [];
+    for (let i = 1; i <= 7; i++) {
+      nodes.push({ name: `ctrl-${i}`, ...(await node(cluster, token, `ctrl-${i}`, i)) });
+      await sleep(150);
+    }
+    // The bootstrap node and three joiners finish, one after the other; the fifth holds the slot.
+    for (let i = 0; i < 4; i++) {
+      await sleep(900);
+      const current = await view(cluster, token, nodes[i].ticket);
+      expect(current.state).toBe("admitted");
+      await complete(cluster, nodes[i].ticket, current.admission!, String(10501334649042878790n + BigInt(i) * 7919n));
+    }
+    await page.locator('#queue tr[data-node="ctrl-5"].admitted').waitFor({ timeout: 5_000 });
+    await expect.poll(() => page.locator("#members tbody tr").count()).toBe(5);
+    await sleep(1200);
+    expect(await page.locator("#queue tbody tr").count()).toBe(3);
+    expect(await page.locator("#timeline g.ticket").count()).toBe(7);
+    expect(await page.locator("#timeline circle.end-joined").count()).toBe(4);
+    // Member IDs read as etcdctl prints them.
+    expect(await page.locator("#members tbody tr").first().locator("td").nth(2).textContent()).toBe((10501334649042878790n).toString(16));
+    await page.screenshot({ path: join(SHOTS, "03-join-1+6.png"), fullPage: true });
+    await page.screenshot({ path: join(ROOT, "test-results/console/03-join-1+6-top.png") });
+
+    // A token created on the page is shown once.
+    await page.locator("#token-description").fill("wave 2");
+    await page.getByRole("button", { name: "Create token" }).click();
+    await page.locator("#confirm-ok").click();
+    await page.locator("#new-token").waitFor({ state: "visible", timeout: 5_000 });
+    const shown = await page.locator("#new-token-value").inputValue();
+    expect(shown).toMatch(/^jbe_/);
+    await expect.poll(() => page.locator("#tokens tbody tr").count()).toBe(2);
+    await page.locator("#new-token").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(SHOTS, "05-token-created.png") });
+    // …and works: a node takes a ticket with it.
+    expect((await node(cluster, shown, "ctrl-8", 8)).state).toBe("queued");
+
+    // The broker's clusters are one choice away; switching follows the link form #cluster=NAME.
+    await expect.poll(() => page.locator("#switch-cluster option").allTextContents()).toEqual(expect.arrayContaining(["console-live", "prod-eu"]));
+    await page.locator("#switch-cluster").selectOption("console-live");
+    await expect.poll(() => page.locator("#cluster-name").textContent()).toBe("console-live");
+    expect(page.url()).toBe(`${broker.url}/console#cluster=console-live`);
+    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ timeout: 10_000 });
+
+    // On a phone.
+    const phone = await newPage({ width: 390, height: 844 });
+    await signIn(phone.page, cluster);
+    await phone.page.locator('#queue tr[data-node="ctrl-5"]').waitFor({ timeout: 10_000 });
+    await sleep(500);
+    await phone.page.screenshot({ path: join(SHOTS, "06-phone.png"), fullPage: true });
+    const overflow = await phone.page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth");
+    expect(overflow).toBeLessThanOrEqual(0);
+    expect(problems).toEqual(noProblems);
+    expect(phone.problems).toEqual(noProblems);
+  });
+});

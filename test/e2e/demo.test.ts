@@ -1,0 +1,29 @@
+/**
+ * `npm run demo -- --faults` without a terminal (a CI log, a pipe): every fault it injects is
+ * announced as a line when it happens, and the summary's list of kills matches those lines.
+ * Three nodes on Debian's etcd, like the demo a new user runs.
+ */
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "../support/broker.ts";
+
+describe("npm run demo -- --faults", () => {
+  it("announces each fault as a line when the output is not a terminal", () => {
+    const r = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--nodes", "3", "--faults", "--seed", "7"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 170_000,
+      env: { ...process.env, CI: "true", NO_COLOR: "1" },
+    });
+    expect({ status: r.status, stderr: r.stderr.slice(-2000) }).toMatchObject({ status: 0 });
+    const out = r.stdout;
+    expect(out).toMatch(/^\[ *[\d.]+ s\] FAULT: for 8 s the join API answers 500 or drops the connection; agents retry$/m);
+    const killed = [...out.matchAll(/^\[ *[\d.]+ s\] FAULT: killing (ctrl-\d)'s agent.* at (\S+)$/gm)].map((m) => `${m[1]} at ${m[2]}`);
+    const restarted = [...out.matchAll(/^\[ *[\d.]+ s\] FAULT: restarting (ctrl-\d)'s agent/gm)].map((m) => m[1]);
+    const summary = /^ {2}faults .* killed: (.*)$/m.exec(out)![1];
+    expect(killed.length).toBeGreaterThan(0);
+    expect(summary.split(", ")).toEqual(killed);
+    expect(restarted).toEqual(killed.map((k) => k.split(" ")[0]));
+  });
+});

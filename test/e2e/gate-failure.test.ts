@@ -1,0 +1,119 @@
+/**
+ * Gate mode: an installer that fails before its node is a voter. Its agent removes the learner
+ * the installer left behind, leaves the queue (the ticket is abandoned), and exits 4 naming the
+ * installer's exit status; the node queued behind it goes next and joins without meeting that
+ * learner. Run again (as a service manager would), the failed node joins at the back. An agent
+ * killed after its installer finished asks etcd before anything else and does not run it again.
+ * And an installer that starts a cluster of its own although the broker said join (k0s issue
+ * #5149's failure) is refused, never reported as joined.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ClusterHarness } from "../support/cluster.ts";
+import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
+import { installerCommand, NonVoterWatch } from "../support/gate.ts";
+import { e2eSeed } from "../support/seeded.ts";
+
+const NODES = ["ctrl-0", "ctrl-1", "ctrl-2"];
+/** A node whose agent dies after its installer made it a voter, before it reported that. */
+const RESUMER = "ctrl-3";
+/** A node whose recipe ignores the broker's role and always creates a cluster. */
+const ROGUE = "ctrl-4";
+let h: ClusterHarness;
+const summary: Record<string, unknown> = {};
+
+beforeAll(async () => {
+  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, RESUMER, ROGUE] });
+});
+
+afterAll(async () => {
+  h?.writeTimeline(summary);
+  await h?.cleanup();
+});
+
+it("an installer exiting 1 after adding its learner: learner removed, ticket abandoned, exit 4 naming the status, the next node joins", async () => {
+  const watch = new NonVoterWatch(h);
+  watch.start();
+  const args = async (name: string, failOnce = false) =>
+    h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), failOnce ? { failOnceAfter: "add" } : {}));
+
+  h.startAgent("ctrl-0", { args: await args("ctrl-0") });
+  expect((await h.current("ctrl-0")!.exited).code, h.describeAgents()).toBe(0);
+  expect(h.current("ctrl-0")!.stdout).toMatch(/^joined cluster \S+ as bootstrap$/m);
+
+  // ctrl-1 is admitted and runs its installer, which fails once after `member add --learner`;
+  // ctrl-2 waits behind it.
+  const failing = await args("ctrl-1", true);
+  h.startAgent("ctrl-1", { args: failing });
+  await h.waitForStep("ctrl-1", "exec");
+  h.startAgent("ctrl-2", { args: await args("ctrl-2") });
+  await h.waitForStep("ctrl-2", "queued");
+
+  const first = h.current("ctrl-1")!;
+  expect((await first.exited).code, h.describeAgents()).toBe(4);
+  const gaveUp = first.events.find((e) => e.step === "gave-up")!;
+  expect(gaveUp.msg).toMatch(/exited with status 1 before this node was a voter; left the queue \(ticket \S+ abandoned\)/);
+  expect(first.events.some((e) => e.step === "etcd-exit" && /removed this node's (learner|unstarted member)/.test(e.msg))).toBe(true);
+  expect(first.stdout).toBe("");
+
+  // The node behind it went next, and its installer never met ctrl-1's learner.
+  expect((await h.current("ctrl-2")!.exited).code, h.describeAgents()).toBe(0);
+  expect(h.current("ctrl-2")!.otherOutput.filter((l) => /too many learner/i.test(l))).toEqual([]);
+  const audit = await h.audit();
+  const abandoned = audit.find((a) => a.action === "ticket.abandoned" && a.detail.node === "ctrl-1");
+  const admitted2 = audit.find((a) => a.action === "ticket.admitted" && a.detail.node === "ctrl-2");
+  expect(abandoned, "ctrl-1's ticket abandoned").toBeDefined();
+  expect(admitted2!.seq).toBeGreaterThan(abandoned!.seq);
+
+  // Run again, ctrl-1 asks for a new ticket and joins (its installer does not fail twice).
+  h.startAgent("ctrl-1", { args: failing });
+  expect((await h.current("ctrl-1")!.exited).code, h.describeAgents()).toBe(0);
+  watch.stop();
+  const final = await expectOneHealthyCluster(h, NODES);
+  for (const n of NODES) expect(h.current(n)!.stdout).toMatch(new RegExp(`^joined cluster ${final.clusterId} as (bootstrap|join)$`, "m"));
+  await expectEveryAdmissionAudited(h, NODES, final.ids);
+  expect(watch.maxNonVoters).toBeLessThanOrEqual(1);
+  Object.assign(summary, { clusterId: final.clusterId, maxNonVoters: watch.maxNonVoters });
+}, 300_000);
+
+it("an agent killed after its installer made the node a voter asks etcd first: it completes without running the installer again", async () => {
+  const node = h.node(RESUMER);
+  const args = h.gateAgentArgs(node, await installerCommand(h, node));
+  h.startAgent(RESUMER, { args });
+  await h.waitForStep(RESUMER, "exec");
+  // Frozen: no heartbeat and no look at etcd while its installer carries on.
+  const first = h.current(RESUMER)!;
+  process.kill(first.pid, "SIGSTOP");
+  await h.waitFor(`${RESUMER} to be a started voter`, async () => {
+    const [view] = await h.finalViews(["ctrl-0"]);
+    return view!.members.some((m) => m.name === RESUMER && !m.isLearner);
+  }, 120_000);
+  await h.kill(RESUMER, "agent");
+  h.startAgent(RESUMER, { args });
+  const second = h.current(RESUMER)!;
+  expect((await second.exited).code, h.describeAgents()).toBe(0);
+  expect(second.events.find((e) => e.step === "ticket")?.msg).toMatch(/^resuming ticket \S+: admitted/);
+  expect(second.events.filter((e) => e.step === "exec"), "the installer did not run again").toEqual([]);
+  expect(second.events.some((e) => e.step === "promoted" && /etcd already lists this node as voter/.test(e.msg))).toBe(true);
+  expect(second.stdout).toMatch(/^joined cluster \S+ as join$/m);
+  const final = await expectOneHealthyCluster(h, [...NODES, RESUMER]);
+  expect(second.stdout).toBe(`joined cluster ${final.clusterId} as join\n`);
+  const joined = (await h.audit()).filter((a) => a.action === "ticket.joined" && a.detail.node === RESUMER);
+  expect(joined.map((a) => String(a.detail.memberID))).toEqual([final.ids.get(RESUMER)]);
+}, 240_000);
+
+it("an installer that starts a new cluster although told to join is refused (exit 3), never recorded as joined", async () => {
+  const node = h.node(ROGUE);
+  // Asking only its own etcd, the agent sees what that node really became.
+  const args = h.gateAgentArgs(node, await installerCommand(h, node, { alwaysInit: true }), ["--etcd", node.clientURL]);
+  h.startAgent(ROGUE, { args });
+  const run = h.current(ROGUE)!;
+  expect((await run.exited).code, h.describeAgents()).toBe(3);
+  expect(run.events.find((e) => e.step === "exec")?.role).toBe("join");
+  expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/lists it as the only member of cluster \S+: its installer started a new cluster of its own \(split brain\)/);
+  expect(run.stdout).toBe("");
+  const audit = await h.audit();
+  expect(audit.filter((a) => a.action === "ticket.joined" && a.detail.node === ROGUE)).toEqual([]);
+  // The real cluster never heard of it.
+  const views = await h.finalViews(["ctrl-0"]);
+  expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES, RESUMER].sort());
+}, 120_000);

@@ -1,0 +1,240 @@
+#!/usr/bin/env node
+// An installer that knows nothing of the join broker, for the gate-mode tests. It does what
+// kubeadm's etcd phase does, with the real etcdctl:
+//
+//   init: start etcd with --initial-cluster-state new (kubeadm init), wait until it is healthy.
+//   join: `etcdctl member add --learner` (reusing a member that already has this peer URL, as
+//         kubeadm does since #92118), start etcd with --initial-cluster-state existing, then
+//         `etcdctl member promote` until the member is a voter. An add or promote etcd refuses
+//         "for now" (too many learners, unhealthy cluster, learner not in sync) is retried every
+//         500 ms for up to 2 minutes, kubeadm's EtcdAPICallRetryInterval and EtcdAPICallTimeout.
+//
+// By default etcd is left running in a session of its own and the installer exits 0 once the
+// node is a voter (kubeadm: the kubelet runs etcd). With --foreground it stays, etcd as its
+// child, until a signal, like `k0s controller` or `k3s server`. A data dir whose member is gone
+// is wiped first (what `kubeadm reset` does). --fail-once-after add|start FILE exits 1 at that
+// point the first time (when FILE does not exist yet), leaving the learner behind.
+//
+// Usage: node etcd-installer.mjs init|join --name N --data-dir D --peer-url P --client-url C
+//          --endpoints URL[,URL…] --etcd-bin PATH --etcdctl PATH [--token T] [--foreground]
+//          [--fail-once-after add|start --fail-once-file FILE]
+import { execFile, spawn } from "node:child_process";
+import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+const { positionals, values: o } = parseArgs({
+  allowPositionals: true,
+  options: {
+    name: { type: "string" },
+    "data-dir": { type: "string" },
+    "peer-url": { type: "string" },
+    "client-url": { type: "string" },
+    endpoints: { type: "string" },
+    "etcd-bin": { type: "string" },
+    etcdctl: { type: "string" },
+    token: { type: "string", default: "installer-cluster" },
+    foreground: { type: "boolean", default: false },
+    "fail-once-after": { type: "string" },
+    "fail-once-file": { type: "string" },
+  },
+});
+const mode = positionals[0];
+for (const k of ["name", "data-dir", "peer-url", "client-url", "endpoints", "etcd-bin", "etcdctl"]) if (!o[k]) usage(`--${k} is required`);
+if (mode !== "init" && mode !== "join") usage("init or join?");
+
+const dataDir = o["data-dir"];
+const pidFile = `${dataDir}.pid`;
+const logFile = `${dataDir}.log`;
+const RETRY_MS = 500;
+const TIMEOUT_MS = 120_000;
+
+function usage(why) {
+  console.error(`etcd-installer: ${why}`);
+  process.exit(2);
+}
+
+function say(line) {
+  console.error(`[installer ${o.name}] ${line}`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** etcdctl with its JSON output; uint64 IDs kept as decimal strings (JSON numbers would round them). */
+function etcdctl(args, endpoints = o.endpoints) {
+  return new Promise((resolve) => {
+    execFile(
+      o.etcdctl,
+      [`--endpoints=${endpoints}`, "--dial-timeout=2s", "--command-timeout=5s", "-w", "json", ...args],
+      { env: { ...process.env, ETCDCTL_API: "3" }, timeout: 15_000 },
+      (error, stdout, stderr) => {
+        if (error) return resolve({ ok: false, error: `${stderr || error.message}`.trim() });
+        try {
+          resolve({ ok: true, value: JSON.parse(stdout.replace(/"(ID|cluster_id|member_id|revision|raft_term)":(\d+)/g, '"$1":"$2"')) });
+        } catch {
+          resolve({ ok: true, value: {} });
+        }
+      },
+    );
+  });
+}
+
+const hex = (id) => BigInt(id).toString(16);
+const own = (members) => (members ?? []).find((m) => (m.peerURLs ?? []).some((u) => u.replace(/\/$/, "") === o["peer-url"]));
+
+function hasData() {
+  try {
+    return readdirSync(join(dataDir, "member", "wal")).some((f) => f.endsWith(".wal"));
+  } catch {
+    return false;
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+function runningEtcd() {
+  try {
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    return pid > 1 && alive(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`--data-dir=${dataDir}`) ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+async function stopEtcd() {
+  const pid = runningEtcd();
+  if (!pid) return;
+  process.kill(pid, "SIGTERM");
+  for (let i = 0; i < 100 && alive(pid); i++) await sleep(100);
+  if (alive(pid)) process.kill(pid, "SIGKILL");
+  for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
+}
+
+let child = null;
+function startEtcd(initialCluster, state) {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const args = [
+    `--name=${o.name}`,
+    `--data-dir=${dataDir}`,
+    `--listen-client-urls=${o["client-url"]}`,
+    `--advertise-client-urls=${o["client-url"]}`,
+    `--listen-peer-urls=${o["peer-url"]}`,
+    `--initial-advertise-peer-urls=${o["peer-url"]}`,
+    `--initial-cluster=${initialCluster.join(",")}`,
+    `--initial-cluster-state=${state}`,
+    ...(state === "new" ? [`--initial-cluster-token=${o.token}`] : []),
+    "--heartbeat-interval=50",
+    "--election-timeout=750",
+  ];
+  const log = openSync(logFile, "a");
+  child = spawn(o["etcd-bin"], args, { stdio: ["ignore", log, log], detached: !o.foreground });
+  writeFileSync(pidFile, `${child.pid}\n`);
+  say(`started etcd (${state}, pid ${child.pid})`);
+  if (!o.foreground) child.unref();
+}
+
+/** Retries `call` while etcd says "not now", like kubeadm's etcd client. */
+async function retry(what, call, done) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  let last = "";
+  while (Date.now() < deadline) {
+    const r = await call();
+    if (r.ok) return r.value;
+    const finished = done?.(r.error);
+    if (finished) return finished;
+    if (r.error !== last) say(`${what}: ${r.error.split("\n")[0]}; retrying`);
+    last = r.error;
+    await sleep(RETRY_MS);
+  }
+  say(`${what}: timed out after ${TIMEOUT_MS / 1000} s: ${last}`);
+  process.exit(1);
+}
+
+async function failOnce(point) {
+  if (o["fail-once-after"] !== point || !o["fail-once-file"] || existsSync(o["fail-once-file"])) return;
+  writeFileSync(o["fail-once-file"], `failed once after ${point}\n`);
+  // Not at once: the nodes behind it are queued by then.
+  await sleep(2_000);
+  say(`failing on purpose after ${point}`);
+  process.exit(1);
+}
+
+async function waitUntil(what, check) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(RETRY_MS);
+  }
+  say(`timed out waiting for ${what}`);
+  process.exit(1);
+}
+
+async function init() {
+  if (!runningEtcd()) startEtcd([`${o.name}=${o["peer-url"]}`], "new");
+  await waitUntil("etcd to be healthy", async () => (await etcdctl(["endpoint", "health"], o["client-url"])).ok);
+  say("etcd is healthy: a new cluster");
+}
+
+async function joinCluster() {
+  const list = await retry("listing members", () => etcdctl(["member", "list"]));
+  let member = own(list.members);
+  let members = list.members;
+  if (!member) {
+    if (existsSync(dataDir)) {
+      await stopEtcd();
+      renameSync(dataDir, `${dataDir}.reset-${Date.now()}`);
+      say("reset: this node's member is gone, its old data moved aside");
+    }
+    const added = await retry("adding a learner", () => etcdctl(["member", "add", o.name, `--peer-urls=${o["peer-url"]}`, "--learner"]));
+    member = added.member;
+    members = added.members;
+    say(`added learner ${hex(member.ID)}`);
+  } else {
+    say(`reusing member ${hex(member.ID)} (${member.isLearner ? "learner" : "voter"})`);
+  }
+  await failOnce("add");
+  if (!runningEtcd()) {
+    const initial = members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`));
+    startEtcd([...initial, `${o.name}=${o["peer-url"]}`], "existing");
+  }
+  await failOnce("start");
+  await retry(
+    `promoting ${hex(member.ID)}`,
+    () => etcdctl(["member", "promote", hex(member.ID)]),
+    // A voter already (an earlier attempt went through, and etcdctl's retry asked again).
+    (error) => (/can only promote a learner member(?! which is in sync)|not a learner/i.test(error) ? {} : null),
+  );
+  await waitUntil("the member to be a started voter", async () => {
+    const r = await etcdctl(["member", "list"]);
+    const m = r.ok && own(r.value.members);
+    return !!m && !m.isLearner && !!m.name;
+  });
+  say(`member ${hex(member.ID)} is a voter`);
+}
+
+await (mode === "init" ? init() : joinCluster());
+if (o.foreground) {
+  if (!child) {
+    say("etcd was already running; staying in the foreground");
+    child = { pid: runningEtcd() };
+  }
+  const stop = (signal) => {
+    try {
+      process.kill(child.pid, signal);
+    } catch {
+      process.exit(0);
+    }
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  if (child.once) child.once("exit", (code) => process.exit(code ?? 0));
+  else setInterval(() => alive(child.pid) || process.exit(0), 500);
+}

@@ -1,0 +1,127 @@
+/**
+ * Gate mode in the end-to-end harness: the command line of the test installer
+ * (etcd-installer.mjs, kubeadm's etcd phase with the real etcdctl) as a node's `--exec` COMMAND,
+ * and a fast watcher of etcd's member list that records how many members were not voters at once.
+ */
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { EtcdGateway } from "../../src/etcd/gateway.ts";
+import type { AgentRun, ClusterHarness, NodeSpec } from "./cluster.ts";
+import { ensureTool } from "./etcd.ts";
+
+const INSTALLER = join(import.meta.dirname, "etcd-installer.mjs");
+
+export interface InstallerOptions {
+  /** Stay in the foreground with etcd as a child (a supervisor, like `k0s controller`). */
+  foreground?: boolean;
+  /** Exit 1 the first time, after this point (the learner stays behind). */
+  failOnceAfter?: "add" | "start";
+  /** A wrong recipe: always `init`, whatever JOIN_BROKER_ROLE says (a node that starts a cluster of its own). */
+  alwaysInit?: boolean;
+}
+
+const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Where the installer keeps this node's etcd data (its pid and log files sit next to it). */
+export function installerDataDir(node: NodeSpec): string {
+  return join(node.stateDir, "installer-etcd");
+}
+
+/**
+ * The COMMAND for `--exec`: the broker's role picks `init` or `join`, as a recipe does for
+ * `kubeadm init` and `kubeadm join`. The installer itself never reads a JOIN_BROKER_ variable.
+ */
+export async function installerCommand(h: ClusterHarness, node: NodeSpec, options: InstallerOptions = {}): Promise<string> {
+  // The etcdctl of the etcd under test when it was built beside it (scripts/etcd.mjs), else Debian's.
+  const beside = join(dirname(h.etcdBin), "etcdctl");
+  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
+  const args = [
+    process.execPath,
+    INSTALLER,
+    "--name", node.name,
+    "--data-dir", installerDataDir(node),
+    "--peer-url", node.peerURL,
+    "--client-url", node.clientURL,
+    "--endpoints", h.nodes.map((n) => n.clientURL).join(","),
+    "--etcd-bin", h.etcdBin,
+    "--etcdctl", etcdctl,
+    "--token", h.cluster,
+    ...(options.foreground ? ["--foreground"] : []),
+    ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
+  ].map(quote);
+  const [node0, script, ...rest] = args;
+  if (options.alwaysInit) return `exec ${node0} ${script} init ${rest.join(" ")}`;
+  return `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec ${node0} ${script} init ${rest.join(" ")}; else exec ${node0} ${script} join ${rest.join(" ")}; fi`;
+}
+
+/** Samples the member list every 200 ms: the most members that were learners or not started at once. */
+export class NonVoterWatch {
+  maxNonVoters = 0;
+  maxLearners = 0;
+  samples = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #busy = false;
+
+  constructor(readonly h: ClusterHarness) {}
+
+  start(): void {
+    this.#timer = setInterval(() => {
+      if (this.#busy) return;
+      this.#busy = true;
+      this.#sample().finally(() => (this.#busy = false));
+    }, 200);
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+  }
+
+  async #sample(): Promise<void> {
+    for (const n of this.h.nodes) {
+      const list = await new EtcdGateway(n.clientURL, { timeoutMs: 500 }).memberList();
+      if (!list.ok) continue;
+      const members = list.value.members;
+      this.samples++;
+      this.maxLearners = Math.max(this.maxLearners, members.filter((m) => m.isLearner).length);
+      this.maxNonVoters = Math.max(this.maxNonVoters, members.filter((m) => m.isLearner || !m.started).length);
+      return;
+    }
+  }
+}
+
+/** Each run's join attempts: from its `exec` event to COMMAND's exit or the ticket's `complete`, whichever comes first. */
+export function execWindows(h: ClusterHarness): { node: string; run: number; from: number; to: number }[] {
+  const out: { node: string; run: number; from: number; to: number }[] = [];
+  for (const run of [...h.runs.values()].flat() as AgentRun[]) {
+    // A killed agent's COMMAND runs on until the node's next agent stops it, first thing.
+    const next = h.runs.get(run.node.name)?.[run.run]?.events[0];
+    const end = next ? Date.parse(next.time) : Number.POSITIVE_INFINITY;
+    let from: number | null = null;
+    let joined = false;
+    for (const e of run.events) {
+      const t = Date.parse(e.time);
+      // After `joined`, an `exec` is --service starting a supervisor on a node that is a voter already: no join.
+      if (e.step === "joined") joined = true;
+      if (e.step === "exec" && !joined) from = t;
+      if (from !== null && (e.step === "exec-exit" || e.step === "complete" || e.step === "refused" || e.step === "gave-up")) {
+        out.push({ node: run.node.name, run: run.run, from, to: t });
+        from = null;
+      }
+    }
+    if (from !== null) out.push({ node: run.node.name, run: run.run, from, to: end });
+  }
+  return out;
+}
+
+/** Pairs of COMMAND windows of different nodes that overlap in time. */
+export function overlappingWindows(h: ClusterHarness): string[] {
+  const w = execWindows(h).sort((a, b) => a.from - b.from);
+  const out: string[] = [];
+  for (let i = 0; i < w.length; i++) {
+    for (let j = i + 1; j < w.length; j++) {
+      if (w[j]!.from >= w[i]!.to) break;
+      if (w[j]!.node !== w[i]!.node) out.push(`${w[i]!.node}#${w[i]!.run} and ${w[j]!.node}#${w[j]!.run}`);
+    }
+  }
+  return out;
+}
