@@ -1,4 +1,5 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -24,6 +25,19 @@ export default defineConfig({
           testTimeout: 30_000,
           // The Durable Object logs every state change as a JSON line: keep test output readable.
           onConsoleLog: (log) => !log.startsWith('{"cluster"'),
+        },
+      },
+      {
+        // The Worker tests' HTTP contract (every route, every bad input) once more, over loopback
+        // against `join-broker serve`: `cloudflare:workers` is replaced by a client of that process.
+        resolve: { alias: { "cloudflare:workers": fileURLToPath(new URL("./test/support/serve-contract-exports.ts", import.meta.url)) } },
+        test: {
+          name: "contract-serve",
+          include: ["test/worker/{auth,bad-input,idempotency,openapi,tokens,verifier}.test.ts"],
+          environment: "node",
+          globalSetup: ["test/support/serve-contract-setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -21,11 +21,12 @@ import { handoff } from "./handoff.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
 import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
+import { startBenchServe } from "./support/serve-broker.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log } from "./support/stats.ts";
 import { verifier } from "./verifier.ts";
 
-const SECTIONS = ["broker", "handoff", "scale", "verifier", "join"] as const;
+const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join"] as const;
 type Section = (typeof SECTIONS)[number];
 
 export const SETTINGS = {
@@ -162,13 +163,26 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
-    const needsShared = only.some((s) => s !== "scale");
+    const needsShared = only.some((s) => s !== "scale" && s !== "serve");
     const shared = needsShared ? await start("shared") : null;
     await attempt("broker", async () => {
       results.broker = await brokerThroughput(shared!, settings.broker);
     });
     await attempt("handoff", async () => {
       results.handoff = await handoff(shared!, settings.handoff);
+    });
+    // Throughput and hand-off again, on join-broker serve's runtime (workerd from npm, the serve
+    // configuration, no wrangler in front), with its own no-op ceiling.
+    await attempt("serve", async () => {
+      const own = await startBenchServe("serve");
+      brokers.add(own);
+      try {
+        results.serve = { broker: await brokerThroughput(own, settings.broker), handoff: await handoff(own, settings.handoff) };
+        // wrangler dev's figures of this same run travel with them, for the side-by-side table.
+        if (results.broker && results.handoff) results.serve.besideWrangler = { date: results.date, broker: results.broker.summary, handoff: results.handoff.summary };
+      } finally {
+        await stop(own);
+      }
     });
     await attempt("verifier", async () => {
       results.verifier = await verifier(shared!, settings.verifier);

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --only broker,handoff,scale,verifier,join]`: runs the
+// `npm run bench [-- --quick] [-- --only broker,handoff,serve,scale,verifier,join]`: runs the
 // benchmarks (TypeScript, through tsx) and writes bench/results.json and BENCHMARKS.md.
 import { register } from "tsx/esm/api";
 

@@ -12,6 +12,7 @@
 //   npm run demo -- --without-broker   first the same controllers joining the way k0s v1.28 did
 //                                      (no broker, a join API that adds voters at once), then the
 //                                      brokered run on the same seeded faults, side by side
+//   npm run demo -- --self-hosted      the broker under join-broker serve (workerd from npm, state on disk)
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
 
@@ -28,12 +29,14 @@ const { values } = parseArgs({
     seed: { type: "string" },
     keep: { type: "boolean", default: false },
     "without-broker": { type: "boolean", default: false },
+    "self-hosted": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted]");
   console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
+  console.log("  --self-hosted     the broker under join-broker serve (workerd from npm, state on local disk) instead of wrangler dev");
   process.exit(0);
 }
 const count = Number(values.nodes);
@@ -55,7 +58,8 @@ const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
-console.log(`Starting the broker (wrangler dev), the join API and ${count} node agents with real etcd${values.faults ? ", with faults" : ""} (seed ${seed})…`);
+const runtime = values["self-hosted"] ? "serve" : "wrangler";
+console.log(`Starting the broker (${runtime === "serve" ? "join-broker serve on workerd" : "wrangler dev"}), the join API and ${count} node agents with real etcd${values.faults ? ", with faults" : ""} (seed ${seed})…`);
 let h;
 let cleaning = null;
 const cleanup = async () => {
@@ -74,7 +78,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 try {
-  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random: seededRandom(seed ^ 0x5eed) });
+  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random: seededRandom(seed ^ 0x5eed), broker: { runtime } });
 } catch (e) {
   console.error(`Could not start: ${e instanceof Error ? e.message : e}`);
   process.exit(1);

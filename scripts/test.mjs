@@ -3,12 +3,13 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { ensureTool } from "./tools.mjs";
-import { ETCD_MATRIX, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
+import { ETCD_MATRIX, PRIMARY_ETCD_VERSION, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
 
 process.env.ETCD_BIN = ensureTool("etcd");
 process.env.SPIN_BIN = ensureTool("spin");
 process.env.ETCDCTL_BIN = ensureTool("etcdctl");
 process.env.CHROMIUM_BIN = ensureTool("chromium");
+process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
@@ -30,6 +31,8 @@ const vitest = (name, projects, files = null) => [
 // The etcd versions the end-to-end tests run on (all, or $E2E_ETCD_VERSIONS), and which files each
 // runs: test/support/etcd-matrix.mjs.
 const etcdVersions = etcdVersionsToRun();
+// The scenarios on join-broker serve run on one etcd version: the primary one when it is in the run.
+const serveEtcd = etcdVersions.includes(PRIMARY_ETCD_VERSION) ? PRIMARY_ETCD_VERSION : etcdVersions[etcdVersions.length - 1];
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
@@ -46,12 +49,21 @@ const steps = [
     vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]),
     { E2E_ETCD_VERSION: v },
   ]),
+  // The Worker tests' HTTP contract (every route, every bad input) over loopback against serve.
+  ["HTTP contract on join-broker serve", vitest("contract-serve", ["contract-serve"])],
+  // The parallel-join and fault scenarios again, with the broker under join-broker serve (workerd
+  // from npm, state on local disk) instead of wrangler dev; on one etcd version.
+  [
+    `end-to-end scenarios on join-broker serve (etcd ${serveEtcd})`,
+    vitest("e2e-serve", ["e2e"], ["test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"]),
+    { JOIN_BROKER_E2E_RUNTIME: "serve", E2E_ETCD_VERSION: serveEtcd },
+  ],
 ];
 
 let failedStep = null;
 const timings = [];
 for (const [name, [cmd, ...args], env = {}] of steps) {
-  console.log(`\n== ${name}: ${cmd} ${args.join(" ")}`);
+  console.log(`\n== ${name}: ${Object.entries(env).map(([k, v]) => `${k}=${v} `).join("")}${cmd} ${args.join(" ")}`);
   const started = Date.now();
   const r = spawnSync(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
   timings.push(`${name}: ${Math.round((Date.now() - started) / 1000)} s`);
@@ -65,7 +77,7 @@ let passed = 0;
 let failed = 0;
 // Only vitest's reports: other steps write JSON here too (the OpenAPI document).
 const reports = existsSync(results)
-  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+)\.json$/.test(f)).map((f) => `${results}/${f}`)
+  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+|contract-serve|e2e-serve)\.json$/.test(f)).map((f) => `${results}/${f}`)
   : [];
 for (const file of reports) {
   const report = JSON.parse(readFileSync(file, "utf8"));

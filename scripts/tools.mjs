@@ -1,5 +1,5 @@
-// Finds the external programs the tests drive (etcd, spin, chromium) and installs Debian's packages when
-// they are missing and we are root. Anything else is a clear failure, never a skipped test.
+// Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze) and
+// installs Debian's packages when they are missing and we are root. Anything else is a clear failure, never a skipped test.
 import { execFileSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 
@@ -9,6 +9,7 @@ const TOOLS = {
   spin: { env: "SPIN_BIN", candidates: ["/usr/bin/spin", "/usr/local/bin/spin"], apt: "spin" },
   // The console's browser tests drive Debian's Chromium through playwright-core (no browser download).
   chromium: { env: "CHROMIUM_BIN", candidates: ["/usr/bin/chromium", "/usr/lib/chromium/chromium"], apt: "chromium" },
+  "systemd-analyze": { env: "SYSTEMD_ANALYZE_BIN", candidates: ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"], apt: "systemd" },
 };
 
 function executable(path) {

@@ -104,6 +104,8 @@ Behaviour:
                         node's last admission (without it, a revoked node stays refused)
   --log-format FORMAT   text (default) or json: one JSON object per line on stderr
   --verbose             log every retry
+  --ca-file FILE        PEM file of CA certificates to trust for HTTPS (a private CA),
+                        besides the system's; NODE_EXTRA_CA_CERTS works too
   -h, --help            this help
 
 Output: progress goes to stderr (one updating line on a terminal, log lines otherwise); once the

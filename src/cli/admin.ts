@@ -53,6 +53,8 @@ Connection (every subcommand):
   --timeout-seconds N        give up on a request after N seconds (default 30)
   --json                     print the broker's JSON response body exactly, and nothing else;
                              on a broker error, its problem+json body
+  --ca-file FILE             PEM file of CA certificates to trust for HTTPS to the broker
+                             (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
   -h, --help                 this text; 'join-broker admin SUBCOMMAND --help' for one subcommand
 
 Exit codes:

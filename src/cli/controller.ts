@@ -43,6 +43,8 @@ Flags:
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
   --log-format text|json        stderr log lines as text (default) or one JSON object per line:
                                 {"time","cluster","msg"}
+  --ca-file FILE                PEM file of CA certificates to trust for HTTPS to the broker
+                                (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
   -h, --help                    this text
 
 Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage.

@@ -1,10 +1,11 @@
 /**
- * `join-broker`: the node agent (`join`), the reference join API (`controller`) and the admin
- * client (`admin`).
+ * `join-broker`: the node agent (`join`), the reference join API (`controller`), the admin
+ * client (`admin`) and the self-hosted broker (`serve`).
  * @module
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { CA_FILE_COMMANDS, extractCaFile, rerunWithExtraCa, trustCaFile } from "./ca-file.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { didYouMean } from "./suggest.ts";
 
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
   controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: () => import("./controller.ts") },
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: () => import("./admin.ts") },
+  serve: { summary: "the broker itself, self-hosted on workerd with its state on local disk", load: () => import("./serve.ts") },
 };
 
 export const USAGE = `Usage: join-broker <command> [flags]
@@ -48,7 +50,13 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   try {
-    return await (await command.load()).run(rest);
+    let args = rest;
+    if (CA_FILE_COMMANDS.has(name)) {
+      const { caFile, rest: withoutCa } = extractCaFile(rest);
+      if (caFile !== undefined && !trustCaFile(caFile)) return await rerunWithExtraCa(caFile, [name, ...withoutCa]);
+      args = withoutCa;
+    }
+    return await (await command.load()).run(args);
   } catch (e) {
     if (e instanceof UsageError) {
       process.stderr.write(`join-broker ${name}: ${e.message}\nRun 'join-broker ${name} --help' for usage.\n`);

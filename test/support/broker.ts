@@ -1,17 +1,29 @@
 /**
  * Starts the broker as a real `wrangler dev` process on a free loopback port, with its Durable
- * Object state persisted in a directory of its own, so a test can kill and restart it.
+ * Object state persisted in a directory of its own, so a test can kill and restart it. With
+ * `runtime: "serve"` (or JOIN_BROKER_E2E_RUNTIME=serve) it is `join-broker serve` instead: the
+ * same Worker on the workerd npm binary, its state in a data directory.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
 
+/** Which program runs the broker: `wrangler dev` (the default) or `join-broker serve`. */
+export type BrokerRuntime = "wrangler" | "serve";
+
+export function defaultRuntime(): BrokerRuntime {
+  const value = process.env.JOIN_BROKER_E2E_RUNTIME ?? "wrangler";
+  if (value !== "wrangler" && value !== "serve") throw new Error(`JOIN_BROKER_E2E_RUNTIME must be wrangler or serve, not ${value}`);
+  return value;
+}
+
 export interface BrokerProcess {
   url: string;
+  runtime: BrokerRuntime;
   adminToken: string;
   persistDir: string;
   /** Stops the process (SIGKILL when `hard`), keeping its persisted state. */
@@ -19,9 +31,24 @@ export interface BrokerProcess {
   /** Starts it again on the same port with the same state. */
   restart(): Promise<void>;
   output(): string;
+  /** `serve` only: SIGKILL the workerd process alone (serve restarts it) or serve alone (workerd is orphaned). */
+  kill(target: "workerd" | "serve"): Promise<void>;
 }
 
-export async function startBroker(options: { persistDir?: string; port?: number } = {}): Promise<BrokerProcess> {
+export interface StartBrokerOptions {
+  persistDir?: string;
+  port?: number;
+  runtime?: BrokerRuntime;
+  /** `serve` only: HTTPS with this certificate and key. */
+  tls?: { cert: string; key: string };
+  /** `serve` only: more environment for the serve process. */
+  env?: Record<string, string>;
+  /** `serve` only: more flags. */
+  args?: string[];
+}
+
+export async function startBroker(options: StartBrokerOptions = {}): Promise<BrokerProcess> {
+  const runtime = options.runtime ?? defaultRuntime();
   const ownsDir = options.persistDir === undefined;
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), "join-broker-state-"));
   // stop() keeps the state for a restart; a directory made here goes when the test process ends.
@@ -29,8 +56,56 @@ export async function startBroker(options: { persistDir?: string; port?: number 
   let port = options.port ?? 0;
   let child: ChildProcess | null = null;
   let log = "";
+  let lastGroup = 0;
+  /** Process groups of earlier serve runs: a serve killed alone leaves its workerd in its group. */
+  const groups = new Set<number>();
+  const reapGroups = () => {
+    for (const group of groups) {
+      try {
+        process.kill(-group, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+    groups.clear();
+  };
 
-  const launch = () =>
+  const launch = () => (runtime === "serve" ? launchServe() : launchWrangler());
+
+  const launchServe = () =>
+    new Promise<string>((ok, fail) => {
+      const args = [join(ROOT, "bin/join-broker"), "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", persistDir, "--log-level", "debug"];
+      if (options.tls) args.push("--tls-cert", options.tls.cert, "--tls-key", options.tls.key);
+      args.push(...(options.args ?? []));
+      const proc = spawn(process.execPath, args, {
+        cwd: ROOT,
+        env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env },
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      });
+      child = proc;
+      lastGroup = proc.pid ?? 0;
+      if (lastGroup) groups.add(lastGroup);
+      const timer = setTimeout(() => fail(new Error(`join-broker serve did not start within 60 s:\n${log}`)), 60_000);
+      const onData = (chunk: Buffer) => {
+        log += chunk.toString();
+        if (log.length > 200_000) log = log.slice(-100_000);
+        const m = /listening on (https?:\/\/127\.0\.0\.1:(\d+))/.exec(log);
+        if (m) {
+          clearTimeout(timer);
+          port = Number(m[2]);
+          ok(m[1]);
+        }
+      };
+      proc.stdout!.on("data", onData);
+      proc.stderr!.on("data", onData);
+      proc.on("exit", (code) => {
+        clearTimeout(timer);
+        fail(new Error(`join-broker serve exited with ${code}:\n${log}`));
+      });
+    });
+
+  const launchWrangler = () =>
     new Promise<string>((ok, fail) => {
       const args = [
         "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", "0",
@@ -64,6 +139,7 @@ export async function startBroker(options: { persistDir?: string; port?: number 
     });
 
   const waitHealthy = async (url: string) => {
+    if (options.tls) return; // serve answered /healthz over TLS before it printed its URL
     for (let i = 0; i < 100; i++) {
       try {
         if ((await fetch(`${url}/healthz`)).ok) return;
@@ -75,9 +151,14 @@ export async function startBroker(options: { persistDir?: string; port?: number 
     throw new Error(`broker at ${url} never became healthy:\n${log}`);
   };
 
-  const stop = async (hard = false) => {
+  const stop = async (hard = false, reapOrphans = true) => {
     const proc = child as ChildProcess | null;
-    if (!proc || proc.exitCode !== null) return;
+    if (!proc || proc.exitCode !== null) {
+      // A serve killed alone leaves its workerd behind, in serve's process group (a restart
+      // leaves it to the next serve, which must replace it).
+      if (reapOrphans) reapGroups();
+      return;
+    }
     const exited = new Promise((r) => proc.once("exit", r));
     try {
       process.kill(-proc.pid!, hard ? "SIGKILL" : "SIGTERM");
@@ -86,17 +167,40 @@ export async function startBroker(options: { persistDir?: string; port?: number 
     }
     await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
     child = null;
+    if (reapOrphans) reapGroups();
+  };
+
+  const kill = async (target: "workerd" | "serve") => {
+    if (runtime !== "serve") throw new Error("kill(target) needs runtime serve");
+    const proc = child as ChildProcess | null;
+    if (!proc) throw new Error("the broker is not running");
+    if (target === "serve") {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGKILL");
+      await exited;
+      child = null;
+      return;
+    }
+    const pid = Number(readFileSync(join(persistDir, "run", "workerd.pid"), "utf8"));
+    const before = log.length;
+    process.kill(pid, "SIGKILL");
+    // serve restarts it; wait until it says so.
+    for (let i = 0; i < 600 && !/workerd restarted/.test(log.slice(before)); i++) await new Promise((r) => setTimeout(r, 100));
+    if (!/workerd restarted/.test(log.slice(before))) throw new Error(`serve did not restart workerd:\n${log}`);
   };
 
   const url = await launch();
   await waitHealthy(url);
   return {
     url,
+    runtime,
+    kill,
     adminToken: ADMIN_TOKEN,
     persistDir,
     stop,
     restart: async () => {
-      await stop();
+      // After a kill("serve"), its orphaned workerd still runs: the next serve replaces it.
+      await stop(false, false);
       const again = await launch();
       await waitHealthy(again);
     },

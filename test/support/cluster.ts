@@ -1,6 +1,6 @@
 /**
  * A whole control plane on loopback, made of real processes: the broker under `wrangler dev`
- * (persisted Durable Object state, restartable), the reference join API (`join-broker
+ * or `join-broker serve` (persisted Durable Object state, restartable), the reference join API (`join-broker
  * controller`), optionally behind a fault proxy, and one node agent (`join-broker join
  * --etcd-bin …`) per node, each starting its own etcd. The harness reads the agents' JSON
  * progress, can kill and restart them at chosen steps, samples etcd's member list into a
@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/etcd/gateway.ts";
-import { adminCall, ROOT, startBroker, type BrokerProcess } from "./broker.ts";
+import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { Timeline } from "./timeline.ts";
@@ -63,6 +63,10 @@ export interface HarnessOptions {
   random?: () => number;
   /** Extra `join-broker join` flags for every agent. */
   agentArgs?: string[];
+  /** How the broker runs (`runtime`: wrangler dev or join-broker serve; TLS for serve). */
+  broker?: Omit<StartBrokerOptions, "persistDir">;
+  /** A private CA's PEM file, given as --ca-file to every agent and the join API. */
+  caFile?: string;
   /** Called with one line for every notable moment (the demo prints them). */
   log?: (line: string) => void;
   /** This etcd binary instead of the version under test. */
@@ -117,14 +121,14 @@ export class ClusterHarness {
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
     try {
-      broker = await startBroker({ persistDir: join(dir, "broker-state") });
+      broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker });
       const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
       if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
       if (options.policy) {
         const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
         if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
       }
-      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL));
+      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), options.caFile ? ["--ca-file", options.caFile] : []);
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
       const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
@@ -178,6 +182,7 @@ export class ClusterHarness {
       "--client-url", node.clientURL,
       "--log-format", "json",
       "--timeout", "600",
+      ...(this.options.caFile ? ["--ca-file", this.options.caFile] : []),
       ...(this.options.agentArgs ?? []),
     ];
   }
@@ -393,7 +398,9 @@ export class ClusterHarness {
 
   /** Writes the timeline, with every agent's last step and exit (the etcd logs stay in the temp dir until cleanup). */
   writeTimeline(summary: Record<string, unknown> = {}): string {
-    const path = this.timeline.write(RESULTS_DIR, { ...summary, agents: this.describeAgents().split("\n").map((l) => l.trim()) });
+    // A run against join-broker serve keeps its timelines apart from the wrangler dev run's.
+    const dir = this.broker.runtime === "serve" ? join(RESULTS_DIR, "serve") : RESULTS_DIR;
+    const path = this.timeline.write(dir, { ...summary, runtime: this.broker.runtime, agents: this.describeAgents().split("\n").map((l) => l.trim()) });
     console.log(`[${this.options.scenario}] timeline: ${path}`);
     return path;
   }
@@ -491,8 +498,8 @@ function processesUnder(dir: string): number[] {
   return found;
 }
 
-async function startJoinApiProcess(broker: string, cluster: string, etcd: string[]): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
-  const proc = spawn(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0"], {
+async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = []): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
+  const proc = spawn(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0", ...extraArgs], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,

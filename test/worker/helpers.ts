@@ -4,6 +4,8 @@ import { exports } from "cloudflare:workers";
 export const ADMIN = "test-admin-token-0123456789";
 export const ISSUER = "https://broker.test";
 export const BASE = "https://broker.test";
+/** True when these tests run over loopback against `join-broker serve` (no access to Durable Object internals). */
+export const OVER_HTTP = (exports as unknown as { overHttp?: boolean }).overHttp === true;
 
 export interface Reply {
   status: number;

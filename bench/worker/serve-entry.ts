@@ -1,0 +1,11 @@
+/**
+ * The bench Worker (entry.ts) as `join-broker serve` runs a Worker: with the self-hosted
+ * AUTH_FAILURES limiter and client-address handling (src/selfhost/wrap.ts).
+ * @module
+ */
+import bench from "./entry.ts";
+import { selfHosted } from "../../src/selfhost/wrap.ts";
+
+export { JoinQueue } from "./entry.ts";
+
+export default selfHosted(bench);

@@ -1,0 +1,55 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { DATA_FORMAT, DataDirError, openDataDir, storedAdminToken, VERSION_FILE } from "./data-dir.ts";
+
+const fresh = () => mkdtempSync(join(tmpdir(), "serve-data-"));
+
+describe("the data directory", () => {
+  it("is created with its version file, and opened again as it is", () => {
+    const dir = join(fresh(), "new");
+    const first = openDataDir(dir, "1.0.0", new Date("2026-01-01T00:00:00Z"));
+    expect(first.created).toBe(true);
+    expect(existsSync(first.storage)).toBe(true);
+    const record = JSON.parse(readFileSync(join(dir, VERSION_FILE), "utf8"));
+    expect(record).toEqual({ format: DATA_FORMAT, createdBy: "1.0.0", createdAt: "2026-01-01T00:00:00.000Z", writtenBy: "1.0.0" });
+    writeFileSync(join(first.storage, "cluster.sqlite"), "data");
+    writeFileSync(join(first.run, "stale"), "x");
+    const again = openDataDir(dir, "1.1.0");
+    expect(again.created).toBe(false);
+    expect(readFileSync(join(again.storage, "cluster.sqlite"), "utf8")).toBe("data");
+    expect(existsSync(join(again.run, "stale"))).toBe(false);
+    expect(JSON.parse(readFileSync(join(dir, VERSION_FILE), "utf8"))).toMatchObject({ createdBy: "1.0.0", writtenBy: "1.1.0" });
+  });
+
+  it("refuses a directory written by a newer version, saying which and what to do", () => {
+    const dir = fresh();
+    writeFileSync(join(dir, VERSION_FILE), JSON.stringify({ format: DATA_FORMAT + 1, createdBy: "9.0.0", writtenBy: "9.0.0" }));
+    expect(() => openDataDir(dir, "1.0.0")).toThrow(DataDirError);
+    expect(() => openDataDir(dir, "1.0.0")).toThrow(`written by join-broker 9.0.0 in data format ${DATA_FORMAT + 1}; this join-broker (1.0.0) reads format ${DATA_FORMAT}`);
+    expect(JSON.parse(readFileSync(join(dir, VERSION_FILE), "utf8")).format).toBe(DATA_FORMAT + 1);
+  });
+
+  it("refuses a non-empty directory that is not a data directory, and a broken version file", () => {
+    const dir = fresh();
+    mkdirSync(join(dir, "home"));
+    expect(() => openDataDir(dir, "1.0.0")).toThrow(/not a join-broker data directory \(found home\)/);
+    const broken = fresh();
+    writeFileSync(join(broken, VERSION_FILE), "{");
+    expect(() => openDataDir(broken, "1.0.0")).toThrow(/cannot read/);
+    writeFileSync(join(broken, VERSION_FILE), "{}");
+    expect(() => openDataDir(broken, "1.0.0")).toThrow(/no valid "format"/);
+  });
+
+  it("keeps a random admin token when none is given: made once, private, then reused", () => {
+    const dir = fresh();
+    const made = storedAdminToken(dir);
+    expect(made.created).toBe(true);
+    expect(made.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(statSync(made.file).mode & 0o777).toBe(0o600);
+    expect(storedAdminToken(dir)).toEqual({ ...made, created: false });
+    writeFileSync(made.file, "short\n");
+    expect(() => storedAdminToken(dir)).toThrow(DataDirError);
+  });
+});

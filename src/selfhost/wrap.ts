@@ -1,0 +1,27 @@
+/**
+ * What a Worker needs, self-hosted on workerd, that Cloudflare provides: the `AUTH_FAILURES`
+ * rate-limiting binding (here a local limiter with the same rule) and a client address that
+ * cannot be forged (see client-ip.ts). Wraps any handler: the broker's, or the bench Worker's.
+ * @module
+ */
+import { withTrustedClientIp } from "./client-ip.ts";
+import { AUTH_FAILURE_LIMIT, FixedWindowLimiter } from "./rate-limit.ts";
+
+type SelfHostedEnv = Env & { CLIENT_IP_HEADER?: string };
+
+export function selfHosted(handler: { fetch: NonNullable<ExportedHandler<Env>["fetch"]> }): ExportedHandler<SelfHostedEnv> {
+  const authFailures = new FixedWindowLimiter(AUTH_FAILURE_LIMIT.limit, AUTH_FAILURE_LIMIT.period);
+  const withLimiter = new WeakMap<Env, Env>();
+  /** `env` with AUTH_FAILURES added; the other bindings are read through the prototype. */
+  const selfHostedEnv = (env: Env): Env => {
+    let wrapped = withLimiter.get(env);
+    if (!wrapped) {
+      wrapped = Object.create(env, { AUTH_FAILURES: { value: authFailures as unknown as RateLimit } }) as Env;
+      withLimiter.set(env, wrapped);
+    }
+    return wrapped;
+  };
+  return {
+    fetch: (request, env, ctx) => handler.fetch(withTrustedClientIp(request, env.CLIENT_IP_HEADER) as typeof request, selfHostedEnv(env), ctx),
+  };
+}

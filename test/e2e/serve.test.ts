@@ -1,0 +1,225 @@
+/**
+ * `join-broker serve` as a real process: its command line, and durability. State (tickets,
+ * admissions, keys, audit, the alarm) survives SIGKILL of workerd, of serve, and of both; a lease
+ * that fell due while the broker was down ends, by the alarm, when it is back; a data directory
+ * copied away, wiped and restored carries on.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+
+const BIN = join(ROOT, "bin/join-broker");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Whether `pid` runs (a killed orphan may linger as a zombie until something reaps it). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function serve(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, [BIN, "serve", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789", ...env }, timeout: 60_000 });
+}
+
+async function call(broker: BrokerProcess, method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(`${broker.url}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+describe("command line", () => {
+  it("--help explains every flag", () => {
+    const r = serve(["--help"]);
+    expect(r.status).toBe(0);
+    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level"]) expect(r.stdout).toContain(flag);
+  });
+
+  it("refuses bad usage with exit 2 and a data directory of a newer version with exit 1, starting nothing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "serve-cli-"));
+    try {
+      const plain = serve(["--listen", "0.0.0.0:0", "--data-dir", dir]);
+      expect(plain.status).toBe(2);
+      expect(plain.stderr).toContain("refusing plain HTTP on 0.0.0.0");
+      const flagToken = serve(["--listen", "127.0.0.1:0", "--data-dir", dir, "--admin-token", "serve-cli-token-0123456789"]);
+      expect(flagToken.status).toBe(2);
+      writeFileSync(join(dir, "join-broker-data.json"), JSON.stringify({ format: 99, writtenBy: "99.0.0" }));
+      const newer = serve(["--listen", "127.0.0.1:0", "--data-dir", dir]);
+      expect(newer.status).toBe(1);
+      expect(newer.stderr).toContain("was written by join-broker 99.0.0 in data format 99");
+      expect(newer.stdout).not.toContain("listening on");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("process", () => {
+  it("SIGTERM to serve alone stops workerd too and exits 0; a port in use makes it exit 1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "serve-signal-"));
+    try {
+      const proc = spawn(process.execPath, [BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir], { cwd: ROOT, env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789" }, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+      for (let i = 0; i < 600 && !/listening on http:\/\/127\.0\.0\.1:(\d+)/.test(out); i++) await sleep(100);
+      const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]);
+      const workerd = Number(readFileSync(join(dir, "run", "workerd.pid"), "utf8"));
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      // The admin token reaches workerd through its environment: no file under the data directory holds it.
+      for (const name of readdirSync(join(dir, "run"))) expect(readFileSync(join(dir, "run", name), "utf8")).not.toContain("serve-cli-token-0123456789");
+      expect(readFileSync(join(dir, "run", "workerd.capnp"), "utf8")).toContain('fromEnvironment = "JOIN_BROKER_ADMIN_TOKEN"');
+
+      // A second serve on the same port (another data directory) cannot start: exit 1, and why.
+      const other = mkdtempSync(join(tmpdir(), "serve-port-"));
+      const taken = serve(["--listen", `127.0.0.1:${port}`, "--data-dir", other]);
+      rmSync(other, { recursive: true, force: true });
+      expect(taken.status).toBe(1);
+      expect(taken.stderr).toContain("workerd exited during start");
+      // A second serve on the same data directory refuses.
+      const twice = serve(["--listen", "127.0.0.1:0", "--data-dir", dir]);
+      expect(twice.status).toBe(1);
+      expect(twice.stderr).toContain("another join-broker serve");
+
+      proc.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(running(workerd)).toBe(false);
+      expect(out).toContain("SIGTERM: stopping workerd");
+      expect(out).toMatch(/workerd stopped on SIGTERM \((exit 0|SIGTERM)\)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, here local)", () => {
+  let broker: BrokerProcess;
+  beforeAll(async () => {
+    broker = await startBroker({ runtime: "serve", args: ["--client-ip-header", "X-Forwarded-For"] });
+  });
+  afterAll(async () => broker?.stop(true));
+
+  const fail = (headers: Record<string, string>) => fetch(`${broker.url}/v1/admin/clusters/limits`, { headers: { authorization: "Bearer wrong-token", ...headers } }).then((r) => r.status);
+
+  it("answers 429 after 20 failures a minute from one address, even with a forged cf-connecting-ip; other addresses are not affected", async () => {
+    const statuses = [];
+    for (let i = 0; i < 22; i++) statuses.push(await fail({ "x-forwarded-for": "10.9.9.9", "cf-connecting-ip": `192.0.2.${i}` }));
+    expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
+    expect(statuses.slice(20)).toEqual([429, 429]);
+    expect(await fail({ "x-forwarded-for": "10.9.9.10" })).toBe(401);
+    // A valid admin token is not limited.
+    expect((await adminCall(broker, "POST", "/v1/admin/clusters/limits/enrollment-tokens", {})).status).toBe(201);
+  });
+});
+
+describe("durability", () => {
+  const cluster = "durable";
+  let broker: BrokerProcess;
+  let enrollment: string;
+  let n1: { ticket: string; admission: string };
+  let n2: string;
+  let kid: string;
+
+  beforeAll(async () => {
+    broker = await startBroker({ runtime: "serve" });
+    enrollment = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
+    // A short lease, so that one can fall due while the broker is down.
+    expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 2, admissionTtlSeconds: 60 })).status).toBe(200);
+    const boot = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n0", peerURL: "http://10.0.0.10:2380" });
+    expect(boot.body.role).toBe("bootstrap");
+    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${boot.body.ticket}/complete`, boot.body.admission, { memberID: "1001" })).status).toBe(200);
+    kid = (await call(broker, "GET", `/v1/clusters/${cluster}/jwks.json`)).body.keys[0].kid;
+  });
+  afterAll(async () => broker?.stop(true));
+
+  const status = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).body;
+  const audit = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string }[];
+
+  it("SIGKILL of workerd mid-queue: serve restarts it and the queue is as it was", async () => {
+    const t1 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n1", peerURL: "http://10.0.0.11:2380" });
+    expect(t1.status).toBe(201);
+    n1 = { ticket: t1.body.ticket, admission: t1.body.admission };
+    // Keep n1's lease alive across this restart.
+    const hb = setInterval(() => void call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n1.ticket}/heartbeat`, n1.admission).catch(() => {}), 300);
+    try {
+      const t2 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n2", peerURL: "http://10.0.0.12:2380" });
+      expect(t2.status).toBe(202);
+      n2 = t2.body.ticket;
+      const before = await audit();
+      await broker.kill("workerd");
+      const again = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment);
+      expect(again.body).toMatchObject({ ticket: n2, state: "queued", position: 1 });
+      expect((await audit()).slice(0, before.length)).toEqual(before);
+      expect((await call(broker, "POST", `/v1/clusters/${cluster}/admissions/introspect`, undefined, { token: n1.admission })).body.active).toBe(true);
+    } finally {
+      clearInterval(hb);
+    }
+  });
+
+  it("SIGKILL of serve and workerd: a lease that fell due while down ends by the alarm when it is back", async () => {
+    const lease = (await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n1.ticket}/heartbeat`, n1.admission));
+    expect(lease.status).toBe(200);
+    await broker.stop(true);
+    await sleep(3_000); // n1's 2 s lease falls due while nothing runs
+    const from = broker.output().length;
+    await broker.restart();
+    // No request reaches the cluster: the alarm alone must end the lease and admit n2.
+    for (let i = 0; i < 200 && !broker.output().slice(from).includes('"event":"ticket.admitted"'); i++) await sleep(100);
+    const woke = broker.output().slice(from);
+    expect(woke).toMatch(new RegExp(`"event":"lease.expired"[^\\n]*"subject":"${n1.ticket}"`));
+    expect(woke).toMatch(new RegExp(`"event":"ticket.admitted"[^\\n]*"subject":"${n2}"`));
+    expect((await call(broker, "POST", `/v1/clusters/${cluster}/admissions/introspect`, undefined, { token: n1.admission })).body).toMatchObject({ active: false });
+    const t2 = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment);
+    expect(t2.body.state).toBe("admitted");
+    expect((await call(broker, "GET", `/v1/clusters/${cluster}/jwks.json`)).body.keys.map((k: { kid: string }) => k.kid)).toContain(kid);
+    // From here on n2 keeps its slot: a long lease, extended at once.
+    expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 60 })).status).toBe(200);
+    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n2}/heartbeat`, t2.body.admission)).status).toBe(200);
+  });
+
+  it("SIGKILL of serve alone: the next serve replaces the workerd it left behind", async () => {
+    const orphan = Number(readFileSync(join(broker.persistDir, "run", "workerd.pid"), "utf8"));
+    await broker.kill("serve");
+    expect(running(orphan)).toBe(true);
+    await broker.restart();
+    expect(running(orphan)).toBe(false);
+    expect((await status()).bootstrapped).toBe(true);
+    expect((await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment)).body.state).toBe("admitted");
+  });
+
+  it("backup, wipe, restore: the queue carries on", async () => {
+    const t3 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n3", peerURL: "http://10.0.0.13:2380" });
+    expect(t3.status).toBe(202);
+    const n2Admission = (await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment)).body.admission;
+    const auditBefore = await audit();
+    await broker.stop();
+    const backup = mkdtempSync(join(tmpdir(), "serve-backup-"));
+    try {
+      cpSync(broker.persistDir, backup, { recursive: true });
+      rmSync(broker.persistDir, { recursive: true, force: true });
+      await broker.restart();
+      expect((await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).status).toBe(404);
+      await broker.stop();
+      rmSync(broker.persistDir, { recursive: true, force: true });
+      cpSync(backup, broker.persistDir, { recursive: true });
+      await broker.restart();
+    } finally {
+      rmSync(backup, { recursive: true, force: true });
+    }
+    expect(await audit()).toEqual(auditBefore);
+    // n2 completes; n3, queued behind it before the backup, is admitted.
+    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n2}/complete`, n2Admission, { memberID: "1002" })).status).toBe(200);
+    const polled = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${t3.body.ticket}?wait=10`, enrollment);
+    expect(polled.body.state).toBe("admitted");
+  });
+});
