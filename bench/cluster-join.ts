@@ -7,6 +7,10 @@
  * from its start until it prints `all voters`. Both are separate processes started by this one
  * and timed on this process's clock. The broker and the join API are already running when the
  * clock starts, as they would be in a real control plane; order alternates from run to run.
+ *
+ * Every size runs on every etcd version asked for (each version's binary from scripts/etcd.mjs)
+ * with the policy's maxInFlight 1, and on 3.6+ also pipelined: maxInFlight M, so the agents start
+ * etcd with --max-learners M and several nodes are learners at once.
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -24,6 +28,10 @@ const SERIAL = join(ROOT, "bench/serial-join.ts");
 const TIMEOUT_MS = 240_000;
 
 export interface JoinRun {
+  /** etcd minor version (both sides run the same binary). Absent in results from before versions were measured: Debian's 3.4. */
+  etcd?: string;
+  /** The broker's policy for the brokered side; 1 unless pipelined (etcd gets --max-learners of the same). */
+  maxInFlight?: number;
   n: number;
   run: number;
   order: string;
@@ -54,6 +62,8 @@ export interface BrokeredBreakdown {
   promoteMs: number;
   /** `complete` to `joined`: reporting to the broker. */
   completeMs: number;
+  /** The slowest joiner's catch-up: its `etcd-start` to `promoted` (a voter). */
+  slowestCatchUpMs?: number;
 }
 
 /** Where the serial script's time went (sums over the joining nodes). */
@@ -109,6 +119,7 @@ function brokeredBreakdown(startedWall: number, stderrs: string[][]): BrokeredBr
     etcdStartMs: 0,
     promoteMs: 0,
     completeMs: 0,
+    slowestCatchUpMs: 0,
   };
   for (const a of joiners) {
     const admitted = a.at("admitted");
@@ -121,18 +132,45 @@ function brokeredBreakdown(startedWall: number, stderrs: string[][]): BrokeredBr
     out.etcdStartMs += a.at("etcd-ready", etcdStart) - etcdStart;
     out.promoteMs += a.at("promoted", added) - a.at("promote", added);
     out.completeMs += a.at("joined", added) - a.at("complete", added);
+    out.slowestCatchUpMs = Math.max(out.slowestCatchUpMs!, a.at("promoted", added) - etcdStart);
     previousComplete = a.at("complete", added);
   }
-  for (const key of Object.keys(out) as (keyof BrokeredBreakdown)[]) out[key] = Math.round(out[key]);
+  for (const key of Object.keys(out) as (keyof BrokeredBreakdown)[]) out[key] = Math.round(out[key]!);
   return out;
 }
 
+export interface JoinSummary {
+  etcd?: string;
+  /** The exact etcd release of that version. */
+  release?: string;
+  maxInFlight?: number;
+  n: number;
+  brokeredSeconds: number;
+  serialSeconds: number;
+  ratio: number;
+  /** Pipelined only: node 0 ready + one 5 s health window + the slowest joiner's catch-up (median). */
+  floorSeconds?: number;
+}
+
 export interface JoinResult {
+  /** etcd versions measured, with their releases. */
+  versions?: { minor: string; release: string }[];
   sizes: number[];
   runsPerSize: number;
   runs: JoinRun[];
-  summary: { n: number; brokeredSeconds: number; serialSeconds: number; ratio: number }[];
+  summary: JoinSummary[];
 }
+
+/** What `clusterJoin` measures: every size on every version with maxInFlight 1, plus pipelined sizes where etcd allows several learners. */
+export interface JoinSettings {
+  versions: string[];
+  sizes: number[];
+  runs: number;
+  pipelined: { versions: string[]; sizes: number[]; maxInFlight: number };
+}
+
+/** etcd's health window: the leader must have been connected to the voters this long before a membership change. */
+export const HEALTH_WINDOW_MS = 5_000;
 
 interface NodeAddress {
   name: string;
@@ -234,15 +272,17 @@ function whenPrinted(proc: ChildProcess, output: Watched, pattern: RegExp, what:
   });
 }
 
-async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
+async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number, tag: string, maxInFlight: number): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
-  const cluster = `join-n${n}-r${run}`;
+  const cluster = `join-${tag}-m${maxInFlight}-n${n}-r${run}`;
   const nodes = await addresses(n + 1);
   const http = new HttpClient(broker.url);
   const procs: ChildProcess[] = [];
   try {
     const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { bearer: broker.adminToken, body: { description: "bench join" } });
     const token = (created.body as { token: string }).token;
+    // The agents read it from their admitted tickets and start etcd with as many learner slots.
+    if (maxInFlight !== 1) await http.expect([200], "PUT", `/v1/admin/clusters/${cluster}/policy`, { bearer: broker.adminToken, body: { maxInFlight } });
     const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0"]);
     procs.push(api);
     const apiOutput = watch(api);
@@ -317,50 +357,72 @@ async function serial(etcdBin: string, n: number, run: number): Promise<{ second
   }
 }
 
-export async function clusterJoin(broker: BenchBroker, etcdBin: string, options: { sizes: number[]; runs: number }): Promise<JoinResult> {
+export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, etcdPath: (version: string) => Promise<{ bin: string; release: string }>): Promise<JoinResult> {
   const runs: JoinRun[] = [];
-  for (const n of options.sizes) {
-    for (let run = 0; run < options.runs; run++) {
-      const brokeredFirst = run % 2 === 0;
-      let b: Awaited<ReturnType<typeof brokered>>;
-      let s: Awaited<ReturnType<typeof serial>>;
-      if (brokeredFirst) {
-        b = await brokered(broker, etcdBin, n, run);
-        s = await serial(etcdBin, n, run);
-      } else {
-        s = await serial(etcdBin, n, run);
-        b = await brokered(broker, etcdBin, n, run);
+  const versions: { minor: string; release: string }[] = [];
+  const plans: { etcd: string; maxInFlight: number; sizes: number[] }[] = [];
+  for (const etcd of settings.versions) {
+    plans.push({ etcd, maxInFlight: 1, sizes: settings.sizes });
+    if (settings.pipelined.versions.includes(etcd)) plans.push({ etcd, maxInFlight: settings.pipelined.maxInFlight, sizes: settings.pipelined.sizes });
+  }
+  const bins = new Map<string, string>();
+  for (const plan of plans) {
+    if (!bins.has(plan.etcd)) {
+      const { bin, release } = await etcdPath(plan.etcd);
+      bins.set(plan.etcd, bin);
+      versions.push({ minor: plan.etcd, release });
+    }
+    const etcdBin = bins.get(plan.etcd)!;
+    const tag = `v${plan.etcd.replace(".", "")}`;
+    for (const n of plan.sizes) {
+      for (let run = 0; run < settings.runs; run++) {
+        const brokeredFirst = run % 2 === 0;
+        let b: Awaited<ReturnType<typeof brokered>>;
+        let s: Awaited<ReturnType<typeof serial>>;
+        if (brokeredFirst) {
+          b = await brokered(broker, etcdBin, n, run, tag, plan.maxInFlight);
+          s = await serial(etcdBin, n, run);
+        } else {
+          s = await serial(etcdBin, n, run);
+          b = await brokered(broker, etcdBin, n, run, tag, plan.maxInFlight);
+        }
+        const ratio = round(b.seconds / s.seconds, 3);
+        runs.push({
+          etcd: plan.etcd,
+          maxInFlight: plan.maxInFlight,
+          n,
+          run,
+          order: brokeredFirst ? "brokered then serial" : "serial then brokered",
+          brokeredSeconds: round(b.seconds, 2),
+          serialSeconds: round(s.seconds, 2),
+          ratio,
+          brokered: b.check,
+          serial: s.check,
+          brokeredBreakdown: b.breakdown,
+          serialBreakdown: s.breakdown,
+        });
+        log(`join etcd ${plan.etcd}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${settings.runs}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
       }
-      const ratio = round(b.seconds / s.seconds, 3);
-      runs.push({
-        n,
-        run,
-        order: brokeredFirst ? "brokered then serial" : "serial then brokered",
-        brokeredSeconds: round(b.seconds, 2),
-        serialSeconds: round(s.seconds, 2),
-        ratio,
-        brokered: b.check,
-        serial: s.check,
-        brokeredBreakdown: b.breakdown,
-        serialBreakdown: s.breakdown,
-      });
-      log(`join 1+${n} run ${run + 1}/${options.runs}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
     }
   }
-  return {
-    sizes: options.sizes,
-    runsPerSize: options.runs,
-    runs,
-    summary: options.sizes.map((n) => {
-      const mine = runs.filter((r) => r.n === n);
-      return {
+  const summary: JoinSummary[] = [];
+  for (const plan of plans) {
+    for (const n of plan.sizes) {
+      const mine = runs.filter((r) => r.etcd === plan.etcd && r.maxInFlight === plan.maxInFlight && r.n === n);
+      const floors = mine.map((r) => (r.brokeredBreakdown.bootstrapMs + HEALTH_WINDOW_MS + (r.brokeredBreakdown.slowestCatchUpMs ?? NaN)) / 1000);
+      summary.push({
+        etcd: plan.etcd,
+        release: versions.find((v) => v.minor === plan.etcd)?.release,
+        maxInFlight: plan.maxInFlight,
         n,
         brokeredSeconds: round(median(mine.map((r) => r.brokeredSeconds)), 2),
         serialSeconds: round(median(mine.map((r) => r.serialSeconds)), 2),
         ratio: round(median(mine.map((r) => r.ratio)), 3),
-      };
-    }),
-  };
+        ...(plan.maxInFlight > 1 ? { floorSeconds: round(median(floors), 2) } : {}),
+      });
+    }
+  }
+  return { versions, sizes: [...new Set(plans.flatMap((p) => p.sizes))].sort((a, b) => a - b), runsPerSize: settings.runs, runs, summary };
 }
 
 /** One etcd cluster of 1 + N voters on both sides, and exactly one bootstrap among the agents. */

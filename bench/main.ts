@@ -2,7 +2,9 @@
  * `npm run bench`: every benchmark against its ceiling or baseline in the same run, each figure
  * the median of several runs, written to bench/results.json and BENCHMARKS.md. `--quick` uses
  * fewer and smaller runs (under two minutes); `--only a,b` runs some of them and writes to
- * bench/out/ instead; `--render` only rewrites BENCHMARKS.md from bench/results.json.
+ * bench/out/ instead, or with `--merge` into bench/results.json in place of those sections;
+ * `--etcd 3.6,3.7` limits the join to those etcd versions; `--render` only rewrites BENCHMARKS.md
+ * from bench/results.json.
  * Benchmarks assert nothing about time: the exit code is 0 unless a benchmark could not run or
  * a correctness check inside one (FIFO, exactly once, one cluster) failed.
  * @module
@@ -14,7 +16,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { brokerThroughput } from "./broker-throughput.ts";
-import { clusterJoin, joinChecksPassed, killJoinProcesses } from "./cluster-join.ts";
+import { clusterJoin, joinChecksPassed, killJoinProcesses, type JoinSettings } from "./cluster-join.ts";
 import { handoff } from "./handoff.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
@@ -33,14 +35,14 @@ export const SETTINGS = {
     handoff: { runs: 3, nodes: 200 },
     scale: { tickets: 1_000, concurrency: 32 },
     verifier: { runs: 3, seconds: 1 },
-    join: { sizes: [2], runs: 1 },
+    join: { versions: ["3.6"], sizes: [2], runs: 1, pipelined: { versions: ["3.6"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
   },
   full: {
     broker: { runs: 5, requests: 1_500, concurrency: 32 },
     handoff: { runs: 5, nodes: 200 },
     scale: { tickets: 10_000, concurrency: 32 },
     verifier: { runs: 5, seconds: 2 },
-    join: { sizes: [2, 4, 6], runs: 3 },
+    join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
   },
 };
 
@@ -52,7 +54,7 @@ function version(fn: () => string): string {
   }
 }
 
-function machine(etcdBin: string) {
+function machine(etcd: string) {
   const list = cpus();
   const pkg = (path: string) => (JSON.parse(readFileSync(resolve(ROOT, path), "utf8")) as { version: string }).version;
   return {
@@ -64,15 +66,23 @@ function machine(etcdBin: string) {
     wrangler: version(() => pkg("node_modules/wrangler/package.json")),
     workerd: version(() => pkg("node_modules/wrangler/node_modules/@cloudflare/workerd-linux-64/package.json")),
     jose: version(() => pkg("node_modules/jose/package.json")),
-    etcd: version(() => /etcd Version: (\S+)/.exec(execFileSync(etcdBin, ["--version"], { encoding: "utf8" }))?.[1] ?? "unknown"),
+    etcd,
     commit: version(() => execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" })),
   };
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, only: { type: "string" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { quick: { type: "boolean" }, only: { type: "string" }, etcd: { type: "string" }, merge: { type: "boolean" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  });
   if (values.help) {
-    process.stdout.write(`Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")}] [-- --render]\n  --render  only rewrite BENCHMARKS.md from bench/results.json\n`);
+    process.stdout.write(
+      `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --render]\n` +
+        "  --merge   with --only: write those sections into bench/results.json (and BENCHMARKS.md), keeping the others\n" +
+        "  --etcd    the etcd versions the whole-cluster join runs on (default: all; --quick: 3.6)\n" +
+        "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
+    );
     return 0;
   }
   if (values.render) {
@@ -88,9 +98,26 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown benchmark(s): ${unknown.join(", ")}; choose from ${SECTIONS.join(", ")}\n`);
     return 2;
   }
-  const settings = SETTINGS[mode];
-  const tools = (await import(pathToFileURL(resolve(ROOT, "scripts/tools.mjs")).href)) as { ensureTool(name: string): string };
-  const etcdBin = tools.ensureTool("etcd");
+  const settings = structuredClone(SETTINGS[mode]);
+  if (values.etcd) {
+    const wanted = values.etcd.split(",").map((x) => x.trim());
+    const known = SETTINGS.full.join.versions;
+    const bad = wanted.filter((v) => !known.includes(v));
+    if (bad.length) {
+      process.stderr.write(`unknown etcd version(s): ${bad.join(", ")}; choose from ${known.join(", ")}\n`);
+      return 2;
+    }
+    settings.join.versions = known.filter((v) => wanted.includes(v));
+    settings.join.pipelined.versions = SETTINGS.full.join.pipelined.versions.filter((v) => wanted.includes(v));
+  }
+  const etcdScripts = (await import(pathToFileURL(resolve(ROOT, "scripts/etcd.mjs")).href)) as typeof import("../scripts/etcd.mjs");
+  const etcdPath = async (v: string) => {
+    const bin = await etcdScripts.ensureEtcd(v, { log });
+    return { bin, release: etcdScripts.binaryRelease(bin) ?? "unknown" };
+  };
+  // Built or installed before the clock starts (once per machine; scripts/etcd.mjs).
+  const etcdReleases: string[] = [];
+  if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
 
@@ -118,7 +145,7 @@ export async function main(argv: string[]): Promise<number> {
     mode,
     sections: only,
     settings,
-    machine: machine(etcdBin),
+    machine: machine(etcdReleases.join(", ") || "not used"),
     loadAverage: { start: loadavg().map((x) => Math.round(x * 100) / 100), end: [] },
     durationSeconds: 0,
     errors: {},
@@ -169,7 +196,7 @@ export async function main(argv: string[]): Promise<number> {
       }
     });
     await attempt("join", async () => {
-      results.join = await clusterJoin(shared!, etcdBin, settings.join);
+      results.join = await clusterJoin(shared!, settings.join, etcdPath);
     });
     if (shared) await stop(shared);
   } finally {
@@ -178,14 +205,46 @@ export async function main(argv: string[]): Promise<number> {
 
   results.loadAverage.end = loadavg().map((x) => Math.round(x * 100) / 100);
   results.durationSeconds = Math.round((Date.now() - began) / 1000);
-  const partial = only.length < SECTIONS.length;
+  const partial = only.length < SECTIONS.length && !values.merge;
   const dir = partial ? scratchDir() : join(ROOT, "bench");
   const jsonPath = join(dir, partial ? "results-partial.json" : "results.json");
   const mdPath = partial ? join(dir, "BENCHMARKS-partial.md") : join(ROOT, "BENCHMARKS.md");
-  writeFileSync(jsonPath, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(mdPath, renderReport(results));
+  const written = values.merge && only.length < SECTIONS.length ? mergeInto(JSON.parse(readFileSync(jsonPath, "utf8")) as Results, results) : results;
+  writeFileSync(jsonPath, `${JSON.stringify(written, null, 2)}\n`);
+  writeFileSync(mdPath, renderReport(written));
   log(`wrote ${jsonPath} and ${mdPath} (${results.durationSeconds} s)`);
 
   const broken = Object.keys(results.errors).length > 0 || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
   return broken ? 1 : 0;
+}
+
+/**
+ * The sections of a partial run written over the same sections of an earlier full run; the
+ * others stay as they were. The partial run's own date, mode, settings, machine and load are kept
+ * beside it (`merged`), so the report says which figures come from which run.
+ */
+function mergeInto(previous: Results, partial: Results): Results {
+  const out: Results = { ...previous, errors: { ...previous.errors } };
+  for (const section of partial.sections as Section[]) {
+    delete out.errors[section];
+    if (partial.errors[section]) out.errors[section] = partial.errors[section];
+    (out as unknown as Record<string, unknown>)[section] = (partial as unknown as Record<string, unknown>)[section];
+  }
+  // The join per etcd version: versions this run did not measure keep their earlier figures.
+  if (partial.join && previous.join?.versions) {
+    const fresh = new Set(partial.join.versions?.map((v) => v.minor));
+    const kept = <T extends { etcd?: string }>(xs: T[]) => xs.filter((x) => x.etcd !== undefined && !fresh.has(x.etcd));
+    const order = (v?: string) => Number((v ?? "0").replace(".", ""));
+    out.join = {
+      versions: [...previous.join.versions.filter((v) => !fresh.has(v.minor)), ...(partial.join.versions ?? [])].sort((a, b) => order(a.minor) - order(b.minor)),
+      sizes: [...new Set([...previous.join.sizes, ...partial.join.sizes])].sort((a, b) => a - b),
+      runsPerSize: partial.join.runsPerSize,
+      runs: [...kept(previous.join.runs), ...partial.join.runs].sort((a, b) => order(a.etcd) - order(b.etcd)),
+      summary: [...kept(previous.join.summary), ...partial.join.summary].sort((a, b) => order(a.etcd) - order(b.etcd)),
+    };
+  }
+  const perVersion = Boolean(partial.join && previous.join?.versions);
+  const runs = (previous.merged ?? []).filter((m) => perVersion || !m.sections.every((s) => partial.sections.includes(s)));
+  out.merged = [...runs, { date: partial.date, mode: partial.mode, sections: partial.sections, settings: partial.settings, machine: partial.machine, loadAverage: partial.loadAverage, durationSeconds: partial.durationSeconds }];
+  return out;
 }

@@ -13,6 +13,8 @@
  *   -DMAX_LEARNERS=k     etcd's learner limit (3.4/3.5: 1; 3.6: --max-learners; default 1)
  *   -DLIVENESS           finite faults, pause/resume, and the progress claim (run pan with -a -f)
  *   -DFAULTS=k           the fault budget of LIVENESS runs (crashes, lease ends, pauses)
+ *   -DWITNESS_PIPELINE   a check that must fail: a learner is promoted while maxInFlight learners
+ *                        are pending (the pipelined order is reachable, so its safety runs mean something)
  */
 
 #ifndef N
@@ -124,6 +126,9 @@ bit quorum_kept = 1;
 bit admissions_bounded = 1;
 bit learners_bounded = 1;
 bit no_add_after_revocation = 1;
+#ifdef WITNESS_PIPELINE
+bit no_pipelined_promotion = 1;
+#endif
 
 #define IS_ADMITTED(i) (tk[i] == T_ADMITTED)
 #define IS_VOTER(i)    (em[i] == E_VOTER)
@@ -232,6 +237,14 @@ inline startNew(n) {
 #endif
 #define REAP_ONE(m) if :: m != n && STALE_LEARNER(m) -> REMOVE_MEMBER(m) :: else -> skip fi
 
+/*
+ * Another node's learner added under an admission that is still active, and not started yet.
+ * While there is one, the join API adds and removes nothing: a joining etcd compares the initial
+ * cluster it was given with the member list and exits if they differ. With several learners
+ * allowed (etcd 3.6+ --max-learners), adds thus follow each other one start apart.
+ */
+#define STARTING(m) (m != n && em[m] == E_LEARNER && learnerTok[m] && !published[m])
+
 /* ------------------------------------------------------------------ the node agent */
 
 /* The join API promotes only a learner that runs and is in sync; etcd 3.4.23 may promote one that never started. */
@@ -240,8 +253,14 @@ inline startNew(n) {
 #else
 #define PROMOTABLE(n) (QUORUM && published[n] && up[n])
 #endif
+#ifdef WITNESS_PIPELINE
+#define WITNESS_PROMOTION no_pipelined_promotion = (LEARNERS < MAX_IN_FLIGHT); assert(no_pipelined_promotion)
+#else
+#define WITNESS_PROMOTION skip
+#endif
 #define PROMOTE(n) \
   printf("@ join API promotes node %d to voter\n", n); \
+  WITNESS_PROMOTION; \
   em[n] = E_VOTER; learnerTok[n] = 0; \
   quorum_kept = QUORUM; \
   assert(quorum_kept)
@@ -440,6 +459,9 @@ end:
             REPLY(n, P_NO);
             printf("@ join API refuses node %d: its revocation list now lists the admission\n", n)
 #endif
+       :: em[n] == E_NONE && !jSeen[n] && ANY(STARTING) ->
+            REPLY(n, P_NO);
+            printf("@ join API answers node %d 503: another learner has not started yet\n", n)
        :: else ->
             if
             :: QUORUM ->

@@ -15,11 +15,11 @@
 // Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
 // code is 1.
 import { spawn, execFileSync } from "node:child_process";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureTool } from "./tools.mjs";
+import { ensureTool, executable, findGo } from "./tools.mjs";
 
 const PINS = JSON.parse(readFileSync(new URL("./etcd-versions.json", import.meta.url), "utf8"));
 
@@ -46,15 +46,6 @@ export function etcdCacheDir() {
   if (process.env.JOIN_BROKER_ETCD_CACHE) return resolve(process.env.JOIN_BROKER_ETCD_CACHE);
   const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
   return join(base, "etcd-join-broker", "etcd");
-}
-
-function executable(path) {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The release a binary reports (`etcd --version` → "3.6.16"), or null when it cannot be run. */
@@ -169,17 +160,6 @@ import "go.etcd.io/etcd/etcdctl/v3/ctlv3"
 
 func main() { ctlv3.MustStart() }
 `;
-
-function findGo() {
-  const candidates = [process.env.GO, "/usr/local/go/bin/go", "/usr/lib/go/bin/go"].filter(Boolean);
-  try {
-    const onPath = execFileSync("sh", ["-c", "command -v go"], { encoding: "utf8" }).trim();
-    if (onPath) candidates.unshift(onPath);
-  } catch {
-    /* not on PATH */
-  }
-  return candidates.find(executable) ?? null;
-}
 
 function alive(pid) {
   try {

@@ -2,33 +2,14 @@
 // from Go's test cache, so regenerated vectors are always read), offline (the shared vectors;
 // the live-broker test is skipped here and run by test/e2e/go-verifier.test.ts).
 // Its one dependency, go-jose, comes through the Go module proxy, checked against go.sum.
-import { execFileSync, spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { findGo } from "./tools.mjs";
+
+export { findGo };
 
 export const GO_MODULE = resolve(fileURLToPath(new URL("../integrations/go", import.meta.url)));
-
-/** The `go` command: $GO, PATH, or the usual install places; null when there is none. */
-export function findGo() {
-  const candidates = [process.env.GO, "/usr/local/go/bin/go", "/usr/lib/go/bin/go"].filter(Boolean);
-  try {
-    const onPath = execFileSync("sh", ["-c", "command -v go"], { encoding: "utf8" }).trim();
-    if (onPath) candidates.splice(1, 0, onPath);
-  } catch {
-    /* not on PATH */
-  }
-  return (
-    candidates.find((c) => {
-      try {
-        accessSync(c, constants.X_OK);
-        return true;
-      } catch {
-        return false;
-      }
-    }) ?? null
-  );
-}
 
 /** Runs `go args…` in the module; returns the exit status. */
 export function go(args, env = {}) {

@@ -34,6 +34,9 @@ const CHECKS = [
   { name: "safety, maxInFlight 1, etcd learner limit 1 (etcd 3.4/3.5)", mode: SAFETY, defines: [], expect: null },
   { name: "progress, maxInFlight 1, up to 4 faults", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=4"], expect: null },
   { name: "progress, maxInFlight 2, etcd learner limit 2, up to 3 faults", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=3", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
+  // The pipelined order is reachable: a learner promoted while maxInFlight learners are pending.
+  // Without this witness the maxInFlight 2 runs above could hold for want of ever pipelining.
+  { name: "witness: promotion while 2 learners are pending (pipelined, maxInFlight 2, etcd learner limit 2)", mode: COUNTEREXAMPLE, defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "WITNESS_PIPELINE"], expect: "no_pipelined_promotion" },
   // A limit of the design, kept as a check: the broker bounds admissions, etcd bounds learners.
   { name: "limit: more etcd learners allowed than maxInFlight", mode: COUNTEREXAMPLE, defines: ["MAX_LEARNERS=2"], expect: "learners_bounded" },
   // Mutants: each breaks one rule of the protocol, and spin must catch it.
@@ -45,6 +48,7 @@ const CHECKS = [
   { name: "mutant: join API does not re-check revocations before the add", mode: COUNTEREXAMPLE, defines: ["MUTANT_NO_RECHECK"], expect: "no_add_after_revocation" },
   { name: "mutant: join API adds voters instead of learners", mode: COUNTEREXAMPLE, defines: ["MUTANT_ADD_AS_VOTER"], expect: "quorum_kept" },
   { name: "mutant: join API promotes learners that are not running", mode: COUNTEREXAMPLE, defines: ["MUTANT_PROMOTE_UNSTARTED"], expect: "quorum_kept" },
+  { name: "mutant: join API promotes learners that are not running, pipelined (maxInFlight 2, etcd learner limit 2)", mode: COUNTEREXAMPLE, defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "MUTANT_PROMOTE_UNSTARTED"], expect: "quorum_kept" },
   { name: "mutant: reaper spares started learners of ended admissions", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=4", "MUTANT_REAP_UNSTARTED_ONLY"], expect: "acceptance cycle" },
 ];
 

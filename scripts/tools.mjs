@@ -1,5 +1,7 @@
 // Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze) and
-// installs Debian's packages when they are missing and we are root. Anything else is a clear failure, never a skipped test.
+// installs Debian's packages when they are missing and we are root. Anything else is a clear
+// failure, never a skipped test. Go is found, never installed: Debian's is older than the 1.26 the
+// etcd builds need.
 import { execFileSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 
@@ -12,7 +14,7 @@ const TOOLS = {
   "systemd-analyze": { env: "SYSTEMD_ANALYZE_BIN", candidates: ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"], apt: "systemd" },
 };
 
-function executable(path) {
+export function executable(path) {
   try {
     accessSync(path, constants.X_OK);
     return true;
@@ -21,7 +23,7 @@ function executable(path) {
   }
 }
 
-function onPath(name) {
+export function onPath(name) {
   try {
     return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || null;
   } catch {
@@ -34,6 +36,11 @@ export function findTool(name) {
   const fromEnv = process.env[tool.env];
   if (fromEnv && executable(fromEnv)) return fromEnv;
   return tool.candidates.find(executable) ?? onPath(name);
+}
+
+/** The `go` command: $GO, PATH, or the usual install places; null when there is none. */
+export function findGo() {
+  return [process.env.GO, onPath("go"), "/usr/local/go/bin/go", "/usr/lib/go/bin/go"].find((c) => c && executable(c)) ?? null;
 }
 
 /** The tool's path; installs its Debian package first if needed. Throws with advice otherwise. */

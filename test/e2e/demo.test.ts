@@ -18,12 +18,13 @@ describe("npm run demo -- --faults", () => {
     });
     expect({ status: r.status, stderr: r.stderr.slice(-2000) }).toMatchObject({ status: 0 });
     const out = r.stdout;
-    expect(out).toMatch(/^\[ *[\d.]+ s\] FAULT: for 8 s the join API answers 500 or drops the connection; agents retry$/m);
+    expect(out).toMatch(/^\[ *[\d.]+ s\] FAULT: for \d+ s the join API answers 500 or drops the connection; agents retry$/m);
     const killed = [...out.matchAll(/^\[ *[\d.]+ s\] FAULT: killing (ctrl-\d)'s agent.* at (\S+)$/gm)].map((m) => `${m[1]} at ${m[2]}`);
     const restarted = [...out.matchAll(/^\[ *[\d.]+ s\] FAULT: restarting (ctrl-\d)'s agent/gm)].map((m) => m[1]);
     const summary = /^ {2}faults .* killed: (.*)$/m.exec(out)![1];
     expect(killed.length).toBeGreaterThan(0);
     expect(summary.split(", ")).toEqual(killed);
-    expect(restarted).toEqual(killed.map((k) => k.split(" ")[0]));
+    // Each killed agent is restarted once; restart delays differ, so the order may not.
+    expect([...restarted].sort()).toEqual(killed.map((k) => k.split(" ")[0]).sort());
   });
 });

@@ -59,8 +59,6 @@ export interface HarnessOptions {
   /** Node names; the agents decide among themselves (through the broker) who bootstraps. */
   nodes: string[];
   cluster?: string;
-  /** The cluster's maxInFlight (the broker's default, 1, unless a scenario changes the policy): never more learners at once. */
-  maxInFlight?: number;
   /** Put a fault proxy between the agents and the join API. */
   faultProxy?: boolean;
   random?: () => number;
@@ -72,6 +70,10 @@ export interface HarnessOptions {
   caFile?: string;
   /** Called with one line for every notable moment (the demo prints them). */
   log?: (line: string) => void;
+  /** This etcd binary instead of the version under test. */
+  etcdBin?: string;
+  /** The cluster's policy, set before any agent starts (e.g. `{ maxInFlight: 6 }`). */
+  policy?: Record<string, number>;
 }
 
 export interface FinalView {
@@ -104,12 +106,13 @@ export class ClusterHarness {
     readonly proxy: FaultProxy | null,
   ) {
     this.timeline = new Timeline(options.scenario, options.seed);
-    this.#invariants = new RunInvariants(options.maxInFlight ?? 1);
+    // The broker's default maxInFlight is 1; a scenario's policy may raise it.
+    this.#invariants = new RunInvariants(options.policy?.maxInFlight ?? 1);
   }
 
   static async start(options: HarnessOptions): Promise<ClusterHarness> {
     const cluster = options.cluster ?? `e2e-${options.scenario}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40);
-    const etcdBin = await etcdBinary();
+    const etcdBin = options.etcdBin ?? (await etcdBinary());
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
     const ports = await stablePorts(options.nodes.length * 2);
     const nodes = options.nodes.map((name, i) => ({
@@ -126,6 +129,10 @@ export class ClusterHarness {
       broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker });
       const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
       if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
+      if (options.policy) {
+        const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
+        if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
+      }
       joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), options.caFile ? ["--ca-file", options.caFile] : []);
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
       const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy);

@@ -5,6 +5,7 @@
 // installs it). Every version runs the version table's checks, the join API's tests against etcd,
 // the parallel join and the fault run; the other scenarios are spread so that each runs on two
 // versions, and the files that do not depend on etcd's version run on the primary one only.
+// Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7.
 // docs/etcd-versions.md explains the choice.
 import { ETCD_MINORS } from "../../scripts/etcd.mjs";
 
@@ -28,7 +29,7 @@ export const ETCD_MATRIX = {
   "3.4": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", ...GATE],
   "3.5": [...EVERY_VERSION, "test/e2e/cluster-revoke.test.ts"],
   "3.6": null,
-  "3.7": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", "test/e2e/cluster-revoke.test.ts", "test/e2e/gate-parallel.test.ts"],
+  "3.7": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", "test/e2e/cluster-revoke.test.ts", "test/e2e/gate-parallel.test.ts", "test/e2e/cluster-pipelined.test.ts", "test/e2e/join-api-pipelined.test.ts"],
 };
 
 /**

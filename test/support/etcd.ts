@@ -91,8 +91,8 @@ export interface TestEtcd {
 export const TEST_TIMING = { heartbeatIntervalMs: 50, electionTimeoutMs: 750 } as const;
 
 /** Starts a single-node etcd cluster on loopback and waits until it is healthy. */
-export async function startSingleNodeEtcd(options: { name?: string; token?: string; extraArgs?: readonly string[] } = {}): Promise<TestEtcd> {
-  const bin = await etcdBinary();
+export async function startSingleNodeEtcd(options: { name?: string; token?: string; bin?: string; extraArgs?: readonly string[] } = {}): Promise<TestEtcd> {
+  const bin = options.bin ?? (await etcdBinary());
   const dir = mkdtempSync(join(tmpdir(), "join-broker-etcd-"));
   const address = await memberAddress(options.name ?? "ctrl-0");
   const token = options.token ?? `test-${process.pid}-${Date.now()}`;
@@ -137,6 +137,7 @@ export async function startSingleNodeEtcd(options: { name?: string; token?: stri
         logFile: join(dir, `${member.name}.log`),
         waitFor: "serving",
         startTimeoutMs: 60_000,
+        extraArgs: options.extraArgs,
         ...extra,
       });
       processes.push(proc);

@@ -136,9 +136,11 @@ describe("join lifecycle", () => {
 
   it("admits up to maxInFlight at once", async () => {
     const { enrollment } = await bootstrapped("life-inflight", { maxInFlight: 2 });
-    const states = [];
-    for (const n of ["a", "b", "c"]) states.push((await ticket("life-inflight", enrollment, n, peer(states.length + 2))).body.state);
-    expect(states).toEqual(["admitted", "admitted", "queued"]);
+    const views = [];
+    for (const n of ["a", "b", "c"]) views.push((await ticket("life-inflight", enrollment, n, peer(views.length + 2))).body);
+    expect(views.map((v) => v.state)).toEqual(["admitted", "admitted", "queued"]);
+    // An admitted node learns the policy, so its etcd gets as many learner slots (--max-learners).
+    expect(views.map((v) => v.maxInFlight)).toEqual([2, 2, undefined]);
   });
 
   it("answers 503 queue_full with Retry-After beyond maxQueue", async () => {

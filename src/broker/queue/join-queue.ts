@@ -486,7 +486,7 @@ export class JoinQueue extends DurableObject<Env> {
       const a = this.#store.admission(row.jti);
       if (a) admission = { token: a.token, expiresAt: a.expires_at };
     }
-    const value = ticketView(c.name, row, { queued, admission });
+    const value = ticketView(c.name, row, { queued, admission, maxInFlight: policy.maxInFlight });
     if (queued) return { ok: true, status: 202, value, etag: ticketEtag(row), retryAfter: queued.retryAfter };
     return { ok: true, status, value, etag: ticketEtag(row) };
   }

@@ -28,7 +28,7 @@ export interface QueuedExtras {
 export function ticketView(
   cluster: string,
   t: TicketRow,
-  extras: { queued?: QueuedExtras; admission?: { token: string; expiresAt: number } },
+  extras: { queued?: QueuedExtras; admission?: { token: string; expiresAt: number }; maxInFlight?: number },
 ): TicketView {
   const view: TicketView = {
     ticket: t.id,
@@ -45,6 +45,7 @@ export function ticketView(
     view.jti = t.jti ?? undefined;
     view.leaseExpiresAt = iso(t.lease_expires_at);
     view.admissionExpiresAt = iso(extras.admission.expiresAt * 1000);
+    if (extras.maxInFlight !== undefined) view.maxInFlight = extras.maxInFlight;
   }
   if (t.member_id) view.memberID = t.member_id;
   if (t.end_reason) view.reason = t.end_reason;

@@ -27,6 +27,7 @@
 import { existsSync, renameSync } from "node:fs";
 import { EtcdGateway, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
+import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
@@ -98,6 +99,9 @@ class Agent {
   readonly #gate: Gate | null;
   #state!: AgentState;
   #printedFlags = "";
+  /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
+  #etcdTraits: EtcdTraits | null = null;
+  #learnerLimitNoted = false;
 
   constructor(options: AgentOptions, deps: AgentDeps, dir: StateDir) {
     this.#o = options;
@@ -121,6 +125,8 @@ class Agent {
     try {
       await this.#gate?.prepare();
       this.#state = this.#loadState();
+      // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
+      void this.#knowEtcd();
       const marker = this.#dir.readMarker();
       if (marker) return await this.#resumeJoined(marker);
       this.#r.event("start", `joining cluster ${this.#o.cluster} through ${this.#o.brokerUrl} as ${this.#o.node} (${this.#o.peerURL})`, {
@@ -271,7 +277,7 @@ class Agent {
     const { node, peerURL } = this.#o;
     this.#r.event("bootstrap", "this node holds the cluster's bootstrap ticket: starting a new etcd cluster", { ticket: view.ticket });
     this.#checkDataIsOurs("bootstrap");
-    this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new" });
+    this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
     await this.#startEtcd(signal);
     const status = await this.#waitEtcd("healthy", signal);
     this.#r.event("etcd-ready", `etcd is healthy: cluster ${hexId(status.header.clusterId)}, member ${hexId(status.header.memberId)}`, {
@@ -302,7 +308,7 @@ class Agent {
       await this.#discardLearnerData(`the join API added this node anew as member ${hexId(added.memberID)}; its data belongs to member ${hexId(owned.memberID)}, which was removed`);
     }
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
-    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}) });
+    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
     await this.#startEtcd(signal);
     let status = await this.#waitEtcd("serving", signal);
     this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
@@ -574,6 +580,7 @@ class Agent {
     }
     if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
+    await this.#knowEtcd();
     await this.#etcd.start(this.#etcdArgs());
   }
 
@@ -593,12 +600,43 @@ class Agent {
       initialCluster: owned.initialCluster,
       initialClusterState: owned.initialClusterState,
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      extraArgs: o.etcdArgs,
+      // Ours first: a --max-learners among --etcd-arg comes later and wins.
+      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
     });
+  }
+
+  /** Asks the etcd binary its version once, for its flag names (failures surface when etcd is started). */
+  async #knowEtcd(): Promise<void> {
+    if (!this.#etcd || this.#etcdTraits) return;
+    try {
+      this.#etcdTraits = (await this.#etcd.version()).traits;
+    } catch {
+      // EtcdSupervisor.start reports a binary that cannot run or is not a supported etcd.
+    }
+  }
+
+  /**
+   * `--max-learners` (by this version's name) so that etcd allows as many learners as the broker
+   * admits nodes at once. Nothing for 1 (etcd's default). Without --etcd-bin the version is not
+   * known: a limit above 1 needs etcd 3.6 or later, so 3.6's name is printed.
+   */
+  #learnerArgs(learners: number): string[] {
+    if (learners <= 1) return [];
+    if (!this.#etcdTraits) return this.#etcd ? [] : [`--max-learners=${learners}`];
+    try {
+      return maxLearnersArgs(this.#etcdTraits, learners);
+    } catch (e) {
+      if (!this.#learnerLimitNoted) {
+        this.#learnerLimitNoted = true;
+        this.#r.event("etcd-start", `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`, { maxInFlight: learners });
+      }
+      return [];
+    }
   }
 
   /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */
   async #startEtcd(signal: AbortSignal): Promise<void> {
+    await this.#knowEtcd();
     const args = this.#etcdArgs();
     const text = `${args.join("\n")}\n`;
     if (text !== this.#printedFlags) {
@@ -823,4 +861,9 @@ class Agent {
 
 function refusalOf(decision: Decision): RefusalRule | null {
   return decision.action === "refuse" ? decision.rule : null;
+}
+
+/** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
+function learnerLimit(view: TicketView): { maxLearners?: number } {
+  return view.maxInFlight !== undefined && view.maxInFlight > 1 ? { maxLearners: view.maxInFlight } : {};
 }

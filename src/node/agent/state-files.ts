@@ -45,6 +45,13 @@ export interface EtcdOwnership {
    * data dir is never moved aside automatically, whatever happens to the member.
    */
   voter?: boolean;
+  /**
+   * Learners etcd must allow at once (`--max-learners`): the cluster's maxInFlight as the broker
+   * reported it at admission. Kept so that every later start of this member uses the same
+   * number: etcd 3.6+ checks the learner count against it on every member, at start and at
+   * every membership change.
+   */
+  maxLearners?: number;
   at: string;
 }
 

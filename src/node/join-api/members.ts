@@ -2,7 +2,9 @@
  * The etcd side of the join API: add a node as a learner (once, even when asked twice), promote
  * it when it has started and caught up, and make room by removing a learner whose admission has
  * ended (or that nobody here knows and that stalled for the grace period), started or not.
- * Voters are never removed. Every membership change of this process runs one at a time.
+ * Voters are never removed. Every membership change of this process runs one at a time; several
+ * learners may be pending at once when etcd allows it (3.6+ with `--max-learners`), each promoted
+ * as soon as it is started and in sync.
  *
  * When etcd says "in a moment" (the cluster settles for 5 s after each change, a learner starts
  * and catches up), the request is held and retried here every 100 ms, for up to `holdMs`, rather
@@ -55,9 +57,15 @@ export interface MembershipOptions {
   now?: () => number;
 }
 
+/** What an add does about a learner already there (see `#assess`). */
+type Room = { kind: "goes"; why: string } | { kind: "stays"; outcome: Outcome<AddedMember> };
+const stays = (outcome: Outcome<AddedMember>): Room => ({ kind: "stays", outcome });
+
 /** etcd refusals that etcd lifts by itself within seconds: worth holding the request for. */
 const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
 const HOLD_RETRY_MS = 100;
+/** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
+const ADDS_FIRST_MS = 5_000;
 
 export class Membership {
   readonly #gateway: EtcdGateway;
@@ -71,6 +79,8 @@ export class Membership {
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Add requests being served (held or in turn), for `promote`. */
+  #addsInFlight = 0;
 
   constructor(options: MembershipOptions) {
     this.#gateway = options.gateway;
@@ -86,15 +96,27 @@ export class Membership {
   }
 
   /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
-  addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
-    return this.#held(() => this.#serialized(() => this.#addLearner(input)));
+  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+    this.#addsInFlight++;
+    try {
+      return await this.#held(() => this.#serialized(() => this.#addLearner(input)));
+    } finally {
+      this.#addsInFlight--;
+    }
   }
 
   /**
    * Promotes the learner with this peer URL once it has started and is in sync. The broker is
    * asked again before every attempt (the hold may outlive the admission).
+   *
+   * While other nodes' adds are waiting here, the promotion waits for them (up to 5 s): a new
+   * voter makes etcd refuse the next add until the leader has been connected to it for 5 s,
+   * whereas learners added first and then promoted back to back pay that window once, not once
+   * per promotion. Waiting is quorum-safe: a learner never votes.
    */
-  promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+  async promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+    const until = Date.now() + ADDS_FIRST_MS;
+    while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
     return this.#held(() => this.#serialized(() => this.#promote(input)));
   }
 
@@ -138,9 +160,23 @@ export class Membership {
     const learners = members.filter((m) => m.isLearner);
     // Forget grace clocks of learners that are gone or promoted meanwhile.
     for (const id of this.#unknownSince.keys()) if (!learners.some((m) => m.id === id)) this.#unknownSince.delete(id);
-    for (const learner of learners) {
-      const blocked = await this.#makeRoom(learner);
-      if (blocked) return blocked;
+    // Several learners may be pending at once (etcd ≥ 3.6 started with --max-learners M holds up
+    // to M; etcd alone knows M), so a learner that stays is no reason to wait by itself. Two are:
+    // - one that has not started yet: a joining etcd checks the member list it was given
+    //   (`initialCluster`) against the cluster's and exits if they differ, so no member is added
+    //   or removed until it has started (pipelined adds follow each other one start apart);
+    // - etcd having no room for another learner: then the first learner that stays is the answer.
+    const rooms: { learner: EtcdMember; room: Room }[] = [];
+    for (const learner of learners) rooms.push({ learner, room: await this.#assess(learner) });
+    const starting = rooms.find((r) => r.room.kind === "stays" && !r.learner.started);
+    if (starting?.room.kind === "stays") return starting.room.outcome;
+    let pending: Outcome<AddedMember> | null = null;
+    for (const { learner, room } of rooms) {
+      if (room.kind === "stays") pending ??= room.outcome;
+      else {
+        const failed = await this.#remove(learner, room.why);
+        if (failed) return failed;
+      }
     }
 
     // The admission may have ended while this add waited its turn, listed members or made room:
@@ -160,6 +196,7 @@ export class Membership {
         if (member) return this.#alreadyMember(member, again.value.members, input, peerURL);
         return refuse(503, "etcd_unavailable", `etcd reports ${added.error.message} but lists no member with peer URL ${peerURL} yet`, RETRY_AFTER.unavailable);
       }
+      if (added.error.kind === "too_many_learners" && pending) return pending;
       return fromEtcdError(added.error);
     }
     const member = added.value.member;
@@ -178,9 +215,10 @@ export class Membership {
   }
 
   /**
-   * null when this learner is out of the way (or was removed), else the answer to give.
+   * Whether this learner goes (and why), or stays (with the answer to give should it be in the way).
    *
-   * etcd ≤ 3.5 allows one learner, so a learner left behind blocks every later add. It goes when:
+   * etcd allows few learners (≤ 3.5: one; 3.6+: `--max-learners`), so a learner left behind
+   * blocks later adds. It goes when:
    * - its recorded admission is no longer active (lease expired, revoked, abandoned, superseded),
    *   started or not: its node is no longer allowed to join with it, and a node admitted again
    *   is added anew. Not when the admission is `completed`: its node reported itself a voter, so
@@ -191,7 +229,7 @@ export class Membership {
    * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
    * and their majority are the same before and after. Voters never come here.
    */
-  async #makeRoom(learner: EtcdMember): Promise<Outcome<AddedMember> | null> {
+  async #assess(learner: EtcdMember): Promise<Room> {
     const who = learner.name || learner.peerURLs.join(",");
     const state = learner.started ? "is running and waits for promotion" : "has not started";
     const record = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
@@ -199,10 +237,15 @@ export class Membership {
     if (record) {
       const status = await this.#admissionStatus(record.token);
       if (status === null) {
-        return refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable);
+        return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
+      }
+      if (status.active && !learner.started) {
+        return stays(
+          refuse(503, "learner_not_started", `learner ${learner.id} for node ${record.node} was added and has not started yet; the next member is added once it has`, RETRY_AFTER.learnerNotStarted),
+        );
       }
       if (status.active) {
-        return refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} ${state} and its admission is active; etcd allows one learner at a time`, RETRY_AFTER.learnerPending);
+        return stays(refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} ${state} and its admission is active; etcd has no room for another learner (3.4/3.5: one; 3.6+: --max-learners)`, RETRY_AFTER.learnerPending));
       }
       if (status.reason !== "completed") why = `its admission ${record.jti} for node ${record.node} is no longer active (${status.reason})`;
     }
@@ -212,15 +255,22 @@ export class Membership {
       const waited = this.#now() - since;
       const unvouched = record ? `node ${record.node} reported completion but it is still a learner` : "it was not added here";
       if (waited < this.#graceMs) {
-        return refuse(
-          503,
-          "learner_pending",
-          `learner ${who} (${learner.id}) ${state}; ${unvouched}, so it is removed if still a learner ${Math.ceil((this.#graceMs - waited) / 1000)} s from now`,
-          RETRY_AFTER.learnerPending,
+        return stays(
+          refuse(
+            503,
+            "learner_pending",
+            `learner ${who} (${learner.id}) ${state}; ${unvouched}, so it is removed if still a learner ${Math.ceil((this.#graceMs - waited) / 1000)} s from now`,
+            RETRY_AFTER.learnerPending,
+          ),
         );
       }
       why = `${unvouched}, and it blocked joins for ${Math.round(waited / 1000)} s`;
     }
+    return { kind: "goes", why };
+  }
+
+  /** Removes a learner (null), or the answer to give when etcd would not. */
+  async #remove(learner: EtcdMember, why: string): Promise<Outcome<AddedMember> | null> {
     const removed = await this.#gateway.memberRemove(learner.id);
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
     for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));

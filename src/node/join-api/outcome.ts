@@ -40,7 +40,7 @@ export const RETRY_AFTER = {
    * that window is left is unknown here, and a second too early costs one cheap refusal.
    */
   unhealthy: 1,
-  /** One learner at a time: the pending one must start and be promoted first. */
+  /** etcd has no room for another learner: a pending one must start and be promoted first. */
   learnerPending: 2,
   tooManyLearners: 10,
   learnerNotStarted: 2,

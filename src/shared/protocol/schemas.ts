@@ -47,6 +47,7 @@ export const TicketView = z
     jti: z.string().optional(),
     leaseExpiresAt: z.string().optional(),
     admissionExpiresAt: z.string().optional(),
+    maxInFlight: z.number().int().optional().openapi({ description: "Admitted only: the cluster's maxInFlight; start etcd ≥ 3.6 with --max-learners of at least this" }),
     memberID: z.string().optional(),
     reason: z.string().optional(),
     createdAt: z.string(),

@@ -45,6 +45,8 @@ export interface TicketView {
   jti?: string;
   leaseExpiresAt?: string;
   admissionExpiresAt?: string;
+  /** Admitted only: the cluster's policy, so the agent starts etcd with as many learner slots (--max-learners). */
+  maxInFlight?: number;
   memberID?: string;
   reason?: string;
   createdAt: string;
