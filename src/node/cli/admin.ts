@@ -225,9 +225,7 @@ function inFlagTerms(e: InvalidInput, values: Values): string {
       const known = FIELD_FLAGS[field];
       if (!known) return i.path ? `${i.path}: ${i.message}` : i.message;
       const typed = values[known.flag.slice(2)];
-      // A list flag (repeatable, comma-separated): name the entry the issue is about.
-      const entry = Array.isArray(typed) ? typed.flatMap((x) => x.split(",")).map((x) => x.trim())[Number(i.path.split(".")[1])] : typed;
-      const given = typeof entry === "string" ? ` ${entry}` : "";
+      const given = typeof typed === "string" ? ` ${typed}` : "";
       const unit = known.unit ? ` ${known.unit}` : "";
       const rule =
         i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
