@@ -232,7 +232,8 @@ describe("admin writes on clusters that do not exist", () => {
     expect({ status: r.status, code: r.body?.code }).toEqual({ status, code });
   });
 
-  it("leave the cluster nonexistent: no status, no storage", async () => {
+  // Looks inside the Durable Object: not possible from outside the runtime (the contract-serve run).
+  it.skipIf(OVER_HTTP)("leave the cluster nonexistent: no status, no storage", async () => {
     const { env } = await import("cloudflare:workers");
     const { runInDurableObject } = await import("cloudflare:test");
     for (const [method, path, body] of writes) await call(method, path, { token: ADMIN, body });
