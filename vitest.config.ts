@@ -9,7 +9,7 @@ export default defineConfig({
     projects: [
       {
         // Pure modules, next to their code: no workerd, no network.
-        test: { name: "unit", include: ["src/**/*.test.ts"], environment: "node" },
+        test: { name: "unit", include: ["src/**/*.test.ts", "test/tooling/**/*.test.ts"], environment: "node" },
       },
       {
         // The Worker and its Durable Object in the real workerd runtime.

@@ -16,7 +16,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { EtcdGateway } from "../src/etcd/gateway.ts";
+import { EtcdGateway } from "../src/node/etcd/gateway.ts";
 import type { BenchBroker } from "./support/broker.ts";
 import { HttpClient } from "./support/http.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";

@@ -11,7 +11,7 @@
  * and the size of its files under the persist directory.
  * @module
  */
-import { DEFAULT_RETENTION } from "../src/queue/policy.ts";
+import { DEFAULT_RETENTION } from "../src/broker/queue/policy.ts";
 import { durableObjectFiles, processMemory, type BenchBroker } from "./support/broker.ts";
 import { allAudit, allTickets, completeTicket, createCluster, peerUrlOf, requestTicket, type BenchCluster } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";

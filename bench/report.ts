@@ -154,7 +154,7 @@ function serveSection(r: Results): string {
   return `## 1s. The same on join-broker serve
 
 Benchmarks 1 and 2 again, with the bench Worker started the way \`join-broker serve\` starts the
-broker (\`src/selfhost/start.ts\`: workerd from the \`workerd\` npm package, the serve
+broker (\`src/node/serve/start.ts\`: workerd from the \`workerd\` npm package, the serve
 configuration with SQLite on local disk, the local \`AUTH_FAILURES\` limiter, no wrangler and
 no proxy in front), in a process of its own, with its own no-op ceiling on that runtime. Same
 settings, same phases, same clients. The wrangler dev column is benchmarks 1 and 2 of the same

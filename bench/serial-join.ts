@@ -14,8 +14,8 @@
  * @module
  */
 import { join } from "node:path";
-import { EtcdGateway, isRetryableEtcdError, type EtcdMember } from "../src/etcd/gateway.ts";
-import { startEtcd, type EtcdProcess } from "../src/etcd/process.ts";
+import { EtcdGateway, isRetryableEtcdError, type EtcdMember } from "../src/node/etcd/gateway.ts";
+import { startEtcd, type EtcdProcess } from "../src/node/etcd/etcd-process.ts";
 
 interface NodeAddress {
   name: string;

@@ -12,7 +12,7 @@
  * @module
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
-import { ClusterTrust, verifyAdmission } from "../src/verifier/index.ts";
+import { ClusterTrust, verifyAdmission } from "../src/shared/verifier/index.ts";
 import type { BenchBroker } from "./support/broker.ts";
 import { completeTicket, createCluster, peerUrlOf, requestTicket } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";

@@ -20,7 +20,7 @@ register();
 const { ClusterHarness, hex } = await import("../test/support/cluster.ts");
 const { seededRandom } = await import("../test/support/seeded.ts");
 const { faultSchedule } = await import("../test/support/split-brain.ts");
-const { EtcdGateway } = await import("../src/etcd/gateway.ts");
+const { EtcdGateway } = await import("../src/node/etcd/gateway.ts");
 
 const { values } = parseArgs({
   options: {
@@ -87,6 +87,8 @@ try {
 // Faults on request, from the seed: the join API fails for its first seconds, two agents die
 // mid-join with their etcd (the schedule `--without-broker` applies to both of its runs).
 const kills = [];
+// The kills in the order they happened (the schedule lists them by node): the summary follows it.
+const killedInOrder = [];
 // Faults and pauses worth explaining: a line each without a terminal; the latest under the live view.
 let notice = "";
 const announce = (text) => {
@@ -102,6 +104,7 @@ if (values.faults) {
     const k = kills.find((x) => !x.done && x.node === run.node.name && run.run === 1 && x.step === e.step);
     if (!k) return;
     k.done = true;
+    killedInOrder.push(k);
     void (async () => {
       announce(`FAULT: killing ${k.node}'s agent and its etcd at ${k.step}`);
       await h.kill(k.node, "group");
@@ -195,7 +198,7 @@ if (ok) {
   }
   if (values.faults) {
     const s = h.proxy.stats;
-    console.log(`  faults       join API: ${s.answered500} × 500, ${s.dropped} dropped connections; killed: ${kills.filter((k) => k.done).map((k) => `${k.node} at ${k.step}`).join(", ") || "none"}`);
+    console.log(`  faults       join API: ${s.answered500} × 500, ${s.dropped} dropped connections; killed: ${killedInOrder.map((k) => `${k.node} at ${k.step}`).join(", ") || "none"}`);
   }
   console.log(`  time         ${secs(took)} from start to the last join`);
   h.writeTimeline({ tookMs: took, members: list.ok ? list.value.members.length : null });

@@ -10,7 +10,7 @@ const args = process.argv.slice(2);
 const lint = args[0] === "lint";
 const out = resolve(args[lint ? 1 : 0] ?? "test-results/openapi.json");
 
-const { app } = await tsImport("../src/app.ts", import.meta.url);
+const { app } = await tsImport("../src/broker/app.ts", import.meta.url);
 const res = await app.request("/openapi.json");
 if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}`);
 mkdirSync(dirname(out), { recursive: true });

@@ -37,6 +37,7 @@ const serveEtcd = etcdVersions.includes(PRIMARY_ETCD_VERSION) ? PRIMARY_ETCD_VER
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
   ["type check", ["tsc", "--noEmit"]],
+  ["boundaries: a type check per runtime, dependency rules", ["node", "scripts/boundaries.mjs"]],
   // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
   ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
   ["model check of the join protocol (spin)", ["node", "scripts/model.mjs"]],

@@ -1,5 +1,5 @@
 // `npm run vectors`: regenerates integrations/vectors/admission-vectors.json, the test vectors
-// every admission verifier (TypeScript in src/verifier, Go in integrations/go) is held to.
+// every admission verifier (TypeScript in src/shared/verifier, Go in integrations/go) is held to.
 //
 // It starts a real broker (wrangler dev, as the end-to-end tests do), has it issue admission
 // tokens (a bootstrap, joins, one revoked, one completed, one after a key rotation, one of another
@@ -15,7 +15,7 @@ import { register } from "tsx/esm/api";
 
 register();
 const { startBroker, adminCall } = await import("../test/support/broker.ts");
-const { generateSigningKey, importPrivateKey, signAdmission } = await import("../src/tokens/keys.ts");
+const { generateSigningKey, importPrivateKey, signAdmission } = await import("../src/broker/tokens/keys.ts");
 const { CompactSign, SignJWT, UnsecuredJWT, base64url, decodeJwt } = await import("jose");
 
 const OUT = new URL("../integrations/vectors/admission-vectors.json", import.meta.url);

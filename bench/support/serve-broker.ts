@@ -8,7 +8,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Writable } from "node:stream";
-import { startSelfHosted } from "../../src/selfhost/start.ts";
+import { startSelfHosted } from "../../src/node/serve/start.ts";
 import { ADMIN_TOKEN, type BenchBroker } from "./broker.ts";
 import { ROOT, scratchDir } from "./paths.ts";
 

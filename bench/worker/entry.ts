@@ -10,9 +10,9 @@
  * `GET /bench/clusters/{cluster}/alarm` runs its alarm handler, to measure retention.
  * @module
  */
-import { app } from "../../src/app.ts";
-import { JoinQueue as BrokerJoinQueue } from "../../src/queue/join-queue.ts";
-import { parseLogLevel, type LogLevel } from "../../src/queue/event-log.ts";
+import { app } from "../../src/broker/app.ts";
+import { JoinQueue as BrokerJoinQueue } from "../../src/broker/queue/join-queue.ts";
+import { parseLogLevel, type LogLevel } from "../../src/broker/queue/event-log.ts";
 
 /** The production JoinQueue, plus the bench calls. Every production method is inherited as is. */
 export class JoinQueue extends BrokerJoinQueue {

@@ -9,8 +9,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway } from "../../src/etcd/gateway.ts";
-import { startEtcd } from "../../src/etcd/process.ts";
+import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
+import { startEtcd } from "../../src/node/etcd/etcd-process.ts";
 import { adminCall, ROOT } from "../support/broker.ts";
 import { ClusterHarness, hex, stablePorts } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";

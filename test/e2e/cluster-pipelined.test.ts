@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { expectOneHealthyCluster, expectEveryAdmissionAudited } from "../support/cluster-assertions.ts";
-import { EtcdGateway } from "../../src/etcd/gateway.ts";
+import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 
 const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];

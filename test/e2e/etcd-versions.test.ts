@@ -1,5 +1,5 @@
 /**
- * The version table (src/etcd/versions.ts) against the real etcd under test ($E2E_ETCD_VERSION; `npm
+ * The version table (src/node/etcd/versions.ts) against the real etcd under test ($E2E_ETCD_VERSION; `npm
  * test` runs this file on 3.4, 3.5, 3.6 and 3.7): each refusal is provoked and its HTTP status,
  * gRPC code, text and body fields must be the table's, and the gateway client and the join API
  * must classify it as the table says; the learner limit, its flag, the flags the version refuses,
@@ -10,13 +10,13 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway, classifyEtcdError } from "../../src/etcd/gateway.ts";
-import { startEtcd, type EtcdProcess } from "../../src/etcd/process.ts";
-import { maxLearnersArgs, refusedFlag, type EtcdMinor, type EtcdRefusal, type EtcdTraits } from "../../src/etcd/versions.ts";
-import { fromEtcdError } from "../../src/controller/outcome.ts";
-import { EtcdSupervisor } from "../../src/agent/etcd-supervisor.ts";
-import { GaveUp } from "../../src/agent/errors.ts";
-import { StateDir } from "../../src/agent/state-files.ts";
+import { EtcdGateway, classifyEtcdError } from "../../src/node/etcd/gateway.ts";
+import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
+import { maxLearnersArgs, refusedFlag, type EtcdMinor, type EtcdRefusal, type EtcdTraits } from "../../src/node/etcd/versions.ts";
+import { fromEtcdError } from "../../src/node/join-api/outcome.ts";
+import { EtcdSupervisor } from "../../src/node/agent/etcd-supervisor.ts";
+import { GaveUp } from "../../src/node/agent/errors.ts";
+import { StateDir } from "../../src/node/agent/state-files.ts";
 import { etcdPin } from "../../scripts/etcd.mjs";
 import { TEST_TIMING, etcdUnderTest, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
 
@@ -29,7 +29,7 @@ beforeAll(async () => {
   ({ bin, version, minor, traits } = await etcdUnderTest());
 });
 
-/** What the join API answers for each refusal (src/controller/outcome.ts). */
+/** What the join API answers for each refusal (src/node/join-api/outcome.ts). */
 const JOIN_API_CODE: Partial<Record<EtcdRefusal, string>> = {
   too_many_learners: "too_many_learners",
   unhealthy_cluster: "etcd_unhealthy",
@@ -65,7 +65,7 @@ function expectRefusal(raw: Raw, refusal: EtcdRefusal): void {
   const code = JOIN_API_CODE[refusal];
   if (code) {
     const outcome = fromEtcdError({ kind: refusal, message: entry.message, httpStatus: raw.status, grpcCode: entry.grpcCode });
-    expect(!outcome.ok && outcome.problem.code).toBe(code);
+    expect(!outcome.ok && outcome.code).toBe(code);
   }
 }
 

@@ -6,12 +6,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl } from "../../src/etcd/gateway.ts";
-import { etcdFlags } from "../../src/etcd/process.ts";
-import { Membership } from "../../src/controller/members.ts";
-import { RETRY_AFTER } from "../../src/controller/outcome.ts";
+import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
+import { etcdFlags } from "../../src/node/etcd/etcd-process.ts";
+import { Membership } from "../../src/node/join-api/members.ts";
+import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
-import { memberIdHex } from "../../src/protocol/member-id.ts";
+import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
@@ -149,7 +149,7 @@ describe("membership: a learner nobody here added", () => {
     const next = await memberAddress("gw-4");
     const request = { node: "gw-4", peerURL: next.peerURL, jti: "adm_gw4", token: "unused" };
     const blocked = await membership.addLearner(request);
-    expect(!blocked.ok && [blocked.problem.code, blocked.retryAfter]).toEqual(["learner_pending", RETRY_AFTER.learnerPending]);
+    expect(!blocked.ok && [blocked.code, blocked.retryAfter]).toEqual(["learner_pending", RETRY_AFTER.learnerPending]);
     now += 61_000;
     const added = await membership.addLearner(request);
     expect(added.ok).toBe(true);
@@ -179,10 +179,10 @@ describe("membership: a learner nobody here added", () => {
     const gw5 = await memberAddress("gw-5");
     const request5 = { node: "gw-5", peerURL: gw5.peerURL, jti: "adm_gw5", token: "t5" };
     const young = await membership.addLearner(request5);
-    expect(!young.ok && [young.problem.code, young.problem.detail]).toEqual(["learner_pending", expect.stringContaining("not added here")]);
+    expect(!young.ok && [young.code, young.detail]).toEqual(["learner_pending", expect.stringContaining("not added here")]);
     now += 61_000;
     const added5 = await membership.addLearner(request5);
-    if (!added5.ok) throw new Error(added5.problem.detail);
+    if (!added5.ok) throw new Error(added5.detail);
     const afterStray = await gateway.memberList();
     expect(afterStray.ok && afterStray.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
     expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${memberIdHex(strayAdd.value.member.id)}`));
@@ -192,7 +192,7 @@ describe("membership: a learner nobody here added", () => {
     statuses.set("t5", { active: false, reason: "completed" });
     const request6 = { node: "gw-6", peerURL: (await memberAddress("gw-6")).peerURL, jti: "adm_gw6", token: "t6" };
     const kept = await membership.addLearner(request6);
-    expect(!kept.ok && [kept.problem.code, kept.problem.detail]).toEqual(["learner_pending", expect.stringContaining("reported completion")]);
+    expect(!kept.ok && [kept.code, kept.detail]).toEqual(["learner_pending", expect.stringContaining("reported completion")]);
     const stillThere = await gateway.memberList();
     expect(stillThere.ok && memberByPeerUrl(stillThere.value.members, gw5.peerURL)).toMatchObject({ id: added5.value.memberID, isLearner: true, started: true });
     now += 61_000;
@@ -219,7 +219,7 @@ describe("membership: an admission that ends while its add waits", () => {
     const membership = new Membership({ gateway, admissionStatus: async () => ({ active: false, reason: "revoked" }) });
     const late = await memberAddress("gw-late");
     const r = await membership.addLearner({ node: "gw-late", peerURL: late.peerURL, jti: "adm_late", token: "t-late" });
-    expect(!r.ok && [r.problem.status, r.problem.code]).toEqual([410, "admission_revoked"]);
+    expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
     expect(await ids()).toEqual(members);
   });
 });
@@ -237,7 +237,7 @@ describe("membership: held while etcd settles", () => {
 
     const first = await memberAddress("hold-1");
     const added = await holds.addLearner({ node: "hold-1", peerURL: first.peerURL, jti: "adm_h1", token: "t1" });
-    if (!added.ok) throw new Error(added.problem.detail);
+    if (!added.ok) throw new Error(added.detail);
     await cluster.startMember(first, added.value.initialCluster);
     // One request: held through "not in sync yet" (if etcd says so) until the promotion.
     const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL, jti: "adm_h1", token: "t1" });
@@ -248,7 +248,7 @@ describe("membership: held while etcd settles", () => {
     const second = await memberAddress("hold-2");
     const request = { node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" };
     const atOnce = await answersAtOnce.addLearner(request);
-    expect(!atOnce.ok && [atOnce.problem.status, atOnce.problem.code, atOnce.retryAfter]).toEqual([503, "etcd_unhealthy", RETRY_AFTER.unhealthy]);
+    expect(!atOnce.ok && [atOnce.status, atOnce.code, atOnce.retryAfter]).toEqual([503, "etcd_unhealthy", RETRY_AFTER.unhealthy]);
     const held = await holds.addLearner(request);
     expect(held.ok && held.value.learner).toBe(true);
     const list = await gw.memberList();
@@ -260,7 +260,7 @@ describe("membership: held while etcd settles", () => {
     const revokedMidway = new Membership({ gateway: gw, admissionStatus: async () => (++asked <= 3 ? { active: true } : { active: false, reason: "revoked" }), holdMs: 20_000 });
     const started = Date.now();
     const refused = await revokedMidway.promote({ node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" });
-    expect(!refused.ok && [refused.problem.status, refused.problem.code]).toEqual([410, "admission_revoked"]);
+    expect(!refused.ok && [refused.status, refused.code]).toEqual([410, "admission_revoked"]);
     expect(asked).toBe(4);
     expect(Date.now() - started).toBeLessThan(15_000);
     const still = await gw.memberList();

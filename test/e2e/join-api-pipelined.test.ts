@@ -9,9 +9,9 @@
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/etcd/gateway.ts";
-import { Membership, type AddedMember } from "../../src/controller/members.ts";
-import { RETRY_AFTER } from "../../src/controller/outcome.ts";
+import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
+import { Membership, type AddedMember } from "../../src/node/join-api/members.ts";
+import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
 import { memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 
 const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
@@ -45,7 +45,7 @@ it(`holds several learners at once on etcd ${VERSION} and promotes them back to 
 
   for (const [i, joiner] of joiners.entries()) {
     const answer = await membership.addLearner(request(joiner));
-    if (!answer.ok) throw new Error(`${joiner.name}: ${answer.problem.code} ${answer.problem.detail}`);
+    if (!answer.ok) throw new Error(`${joiner.name}: ${answer.code} ${answer.detail}`);
     expect(answer.value).toMatchObject({ learner: true });
     expect(answer.value.initialCluster).toHaveLength(i + 2);
     added.push(answer.value);
@@ -53,7 +53,7 @@ it(`holds several learners at once on etcd ${VERSION} and promotes them back to 
       // The next one waits until this one has started: a joining etcd checks its initialCluster
       // against the member list and would exit had another member been added meanwhile.
       const early = await membership.addLearner(request(joiners[i + 1]!));
-      expect(!early.ok && [early.problem.code, early.retryAfter]).toEqual(["learner_not_started", RETRY_AFTER.learnerNotStarted]);
+      expect(!early.ok && [early.code, early.retryAfter]).toEqual(["learner_not_started", RETRY_AFTER.learnerNotStarted]);
     }
     await etcd.startMember(joiner, answer.value.initialCluster);
   }
@@ -67,14 +67,14 @@ it(`holds several learners at once on etcd ${VERSION} and promotes them back to 
   // etcd has no room for a fourth: the answer names a pending learner, and nothing is added.
   const fourth = await memberAddress("pl-4");
   const full = await membership.addLearner(request(fourth));
-  expect(!full.ok && [full.problem.code, full.retryAfter]).toEqual(["learner_pending", RETRY_AFTER.learnerPending]);
+  expect(!full.ok && [full.code, full.retryAfter]).toEqual(["learner_pending", RETRY_AFTER.learnerPending]);
   expect(memberByPeerUrl(await members(), fourth.peerURL)).toBeUndefined();
 
   // Promotions back to back: each one as soon as its learner is in sync.
   const promoting = new Membership({ gateway, admissionStatus: async () => ({ active: true }), holdMs: 30_000 });
   for (const [i, joiner] of joiners.entries()) {
     const promoted = await promoting.promote(request(joiner));
-    if (!promoted.ok) throw new Error(`${joiner.name}: ${promoted.problem.code} ${promoted.problem.detail}`);
+    if (!promoted.ok) throw new Error(`${joiner.name}: ${promoted.code} ${promoted.detail}`);
     expect(promoted.value.memberID).toBe(added[i]!.memberID);
   }
   now = await members();

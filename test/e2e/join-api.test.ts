@@ -6,10 +6,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { SignJWT, UnsecuredJWT, base64url, decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/etcd/gateway.ts";
+import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { ROOT, adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
-import { memberIdHex } from "../../src/protocol/member-id.ts";
+import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
 const CLUSTER = "join-api-e2e";
 

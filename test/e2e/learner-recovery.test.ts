@@ -18,12 +18,12 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl } from "../../src/etcd/gateway.ts";
+import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
 import { adminCall } from "../support/broker.ts";
 import { ClusterHarness, type AgentEvent, type AgentRun } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed, seededRandom } from "../support/seeded.ts";
-import { memberIdHex } from "../../src/protocol/member-id.ts";
+import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3"];
 const HELD = ["ctrl-1", "ctrl-3"];

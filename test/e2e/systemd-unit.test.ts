@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { parseServeArgs } from "../../src/selfhost/options.ts";
+import { parseServeArgs } from "../../src/node/serve/serve-options.ts";
 import { ROOT } from "../support/broker.ts";
 import { makePrivateCa } from "../support/private-ca.ts";
 

@@ -4,9 +4,9 @@
  */
 import { SignJWT, UnsecuredJWT, base64url, decodeJwt, type JSONWebKeySet, type JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateSigningKey, importPrivateKey, signAdmission } from "../../src/tokens/keys.ts";
-import type { AdmissionClaims } from "../../src/tokens/claims.ts";
-import { AdmissionError, ClusterTrust, verifyAdmission, type VerifyAdmissionOptions } from "../../src/verifier/index.ts";
+import { generateSigningKey, importPrivateKey, signAdmission } from "../../src/broker/tokens/keys.ts";
+import type { AdmissionClaims } from "../../src/shared/protocol/claims.ts";
+import { AdmissionError, ClusterTrust, verifyAdmission, type VerifyAdmissionOptions } from "../../src/shared/verifier/index.ts";
 import { adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
 
 const CLUSTER = "verifier-e2e";

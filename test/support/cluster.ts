@@ -11,10 +11,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { EtcdGateway, type EtcdMember } from "../../src/etcd/gateway.ts";
+import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
+import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
 import { Timeline } from "./timeline.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
@@ -90,6 +91,8 @@ export class ClusterHarness {
   readonly #groups = new Set<number>();
   #sampler: NodeJS.Timeout | null = null;
   #sampling = false;
+  readonly #invariants: RunInvariants;
+  #violation: string | null = null;
 
   private constructor(
     readonly options: HarnessOptions,
@@ -103,6 +106,8 @@ export class ClusterHarness {
     readonly proxy: FaultProxy | null,
   ) {
     this.timeline = new Timeline(options.scenario, options.seed);
+    // The broker's default maxInFlight is 1; a scenario's policy may raise it.
+    this.#invariants = new RunInvariants(options.policy?.maxInFlight ?? 1);
   }
 
   static async start(options: HarnessOptions): Promise<ClusterHarness> {
@@ -300,6 +305,7 @@ export class ClusterHarness {
   async waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
+      this.assertInvariants();
       if (await check()) return;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -342,20 +348,44 @@ export class ClusterHarness {
     }, 1000);
   }
 
-  /** Reads the member list from the first node that answers and records it in the timeline. */
+  /**
+   * Reads every node's member list, records the first answer in the timeline, and checks the run
+   * invariants on all of them (test/support/invariants.ts): a violation is written to the
+   * timeline and fails the run at the next `waitFor` or `stopSampling`.
+   */
   async sampleNow(): Promise<void> {
-    for (const n of this.nodes) {
-      const list = await new EtcdGateway(n.clientURL, { timeoutMs: 800 }).memberList();
-      if (!list.ok) continue;
-      const members = list.value.members;
+    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await new EtcdGateway(n.clientURL, { timeoutMs: 800 }).memberList() })));
+    const samples: NodeSample[] = lists.map(({ node, list }) =>
+      list.ok ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length } : { node, clusterId: null, learners: null },
+    );
+    const first = lists.find((l) => l.list.ok)?.list;
+    if (first?.ok) {
+      const members = first.value.members;
       const learners = members.filter((m) => m.isLearner).length;
-      this.timeline.sample({ members: members.length, voters: members.length - learners, learners, clusterId: hex(list.value.header.clusterId) });
-      return;
+      this.timeline.sample({ members: members.length, voters: members.length - learners, learners, clusterId: hex(first.value.header.clusterId) });
+    } else {
+      this.timeline.sample({ members: 0, voters: 0, learners: 0, clusterId: null });
     }
-    this.timeline.sample({ members: 0, voters: 0, learners: 0, clusterId: null });
+    const violation = this.#invariants.check(samples);
+    if (violation && !this.#violation) {
+      this.timeline.add("invariant-violated", undefined, { violation, samples });
+      this.log(`invariant violated: ${violation}`);
+      this.#violation = violation;
+    }
   }
 
+  /** Throws, with the timeline, when a sample broke a run invariant. */
+  assertInvariants(): void {
+    if (this.#violation) throw new InvariantViolation(`[${this.options.scenario}] ${this.#violation}\n${this.timeline.render()}`);
+  }
+
+  /** Stops sampling; throws when a sample broke a run invariant. */
   stopSampling(): void {
+    this.#stopSampler();
+    this.assertInvariants();
+  }
+
+  #stopSampler(): void {
     if (this.#sampler) clearInterval(this.#sampler);
     this.#sampler = null;
   }
@@ -407,7 +437,7 @@ export class ClusterHarness {
 
   /** Stops every process this harness started (agents, their etcd, join API, proxy, broker) and removes the temp dir. */
   async cleanup(): Promise<void> {
-    this.stopSampling();
+    this.#stopSampler();
     const live = [...this.runs.values()].flat().filter((r) => !r.exit);
     for (const r of live) r.proc.kill("SIGTERM");
     await Promise.race([Promise.all(live.map((r) => r.exited)), new Promise((r) => setTimeout(r, 15_000))]);

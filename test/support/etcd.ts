@@ -11,9 +11,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { startEtcd, type EtcdProcess, type StartEtcdOptions } from "../../src/etcd/process.ts";
+import { startEtcd, type EtcdProcess, type StartEtcdOptions } from "../../src/node/etcd/etcd-process.ts";
 import { freePorts } from "../../scripts/ports.mjs";
-import { detectEtcdVersion, etcdTraits, type EtcdMinor, type EtcdTraits } from "../../src/etcd/versions.ts";
+import { detectEtcdVersion, etcdTraits, type EtcdMinor, type EtcdTraits } from "../../src/node/etcd/versions.ts";
 
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 

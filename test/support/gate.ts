@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { EtcdGateway } from "../../src/etcd/gateway.ts";
+import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import type { AgentRun, ClusterHarness, NodeSpec } from "./cluster.ts";
 import { ensureTool } from "./etcd.ts";
 

@@ -26,7 +26,7 @@ export const exports = {
   },
 };
 
-/** src/app.ts imports the JoinQueue class, which extends this; the class itself runs in workerd. */
+/** src/broker/app.ts imports the JoinQueue class, which extends this; the class itself runs in workerd. */
 export class DurableObject {
   constructor(
     readonly ctx: unknown,

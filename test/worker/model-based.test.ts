@@ -18,7 +18,7 @@ import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { admin, call, enroll, sleep } from "./helpers.ts";
 import { QueueModel, type RefAdmission, type RefTicket } from "./model-reference.ts";
-import type { JoinQueue } from "../../src/queue/join-queue.ts";
+import type { JoinQueue } from "../../src/broker/queue/join-queue.ts";
 
 interface Real {
   cluster: string;

@@ -2,7 +2,7 @@
  * A small reference model of one cluster's join queue, for the model-based tests: a list of
  * tickets in arrival order, the admissions they were given, the members, and a handful of flags.
  * It is written from PROTOCOL.md, independently of the Durable Object's SQL and of
- * src/queue/policy.ts, so that the two can disagree.
+ * src/broker/queue/policy.ts, so that the two can disagree.
  * @module
  */
 

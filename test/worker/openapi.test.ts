@@ -6,7 +6,7 @@
 import { exports } from "cloudflare:workers";
 import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
-import { app } from "../../src/app.ts";
+import { app } from "../../src/broker/app.ts";
 import { ADMIN } from "./helpers.ts";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { SCHEMA_VERSION, migrate } from "../../src/queue/schema.ts";
+import { SCHEMA_VERSION, migrate } from "../../src/broker/queue/schema.ts";
 
 describe("schema migrations", () => {
   it("upgrades a version-1 database: tokens keep their uses, and each new ticket counts one more", async () => {

@@ -9,10 +9,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { abandon, admin, bootstrapped, call, complete, enroll, heartbeat, ISSUER, peer, poll, ticket } from "./helpers.ts";
-import type { JoinQueue } from "../../src/queue/join-queue.ts";
-import { admissionClaims } from "../../src/tokens/claims.ts";
-import { importPrivateKey, signAdmission } from "../../src/tokens/keys.ts";
-import { classifyError, OVERLOADED_RETRY_AFTER_SECONDS, TRANSIENT_RETRY_AFTER_SECONDS } from "../../src/app.ts";
+import type { JoinQueue } from "../../src/broker/queue/join-queue.ts";
+import { admissionClaims } from "../../src/shared/protocol/claims.ts";
+import { importPrivateKey, signAdmission } from "../../src/broker/tokens/keys.ts";
+import { classifyError, OVERLOADED_RETRY_AFTER_SECONDS, TRANSIENT_RETRY_AFTER_SECONDS } from "../../src/broker/app.ts";
 
 const stub = (cluster: string) => env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>;
 /** Moves the cluster object's clock forward. */

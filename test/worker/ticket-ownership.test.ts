@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { admin, auditActions, bootstrapped, call, enroll, peer, poll, ticket } from "./helpers.ts";
-import type { JoinQueue } from "../../src/queue/join-queue.ts";
+import type { JoinQueue } from "../../src/broker/queue/join-queue.ts";
 
 /** Moves the cluster object's clock forward (expiry by time, not by sleeping). */
 const advance = (cluster: string, ms: number) => runInDurableObject(env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>, (q: JoinQueue) => q.clock.advance(ms));

@@ -1,7 +1,7 @@
 /** The admission verifier runs in Workers too: here inside workerd, reaching the broker as a service. */
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ClusterTrust, verifyAdmission, type AdmissionError } from "../../src/verifier/index.ts";
+import { ClusterTrust, verifyAdmission, type AdmissionError } from "../../src/shared/verifier/index.ts";
 import { admin, BASE, bootstrapped, peer, ticket } from "./helpers.ts";
 
 const trustFor = (cluster: string) => new ClusterTrust({ broker: BASE, cluster, fetch: (input, init) => exports.default.fetch(input as string, init) });

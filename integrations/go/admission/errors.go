@@ -3,7 +3,7 @@ package admission
 import "fmt"
 
 // Code says why an admission token was refused. The codes and their HTTP statuses are the same
-// as the TypeScript verifier's (src/verifier/errors.ts) and the join API's problem codes.
+// as the TypeScript verifier's (src/shared/verifier/errors.ts) and the join API's problem codes.
 type Code string
 
 const (

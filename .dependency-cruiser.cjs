@@ -1,0 +1,63 @@
+// The layout's rules (src/broker: workerd; src/node: Node; src/shared: the contract both use),
+// checked by `npm test` (scripts/boundaries.mjs). Tests may import across the line; shipped
+// code may not.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-cycles",
+      severity: "error",
+      comment: "A module may not import itself back through others.",
+      from: { pathNot: "\\.test\\.ts$" },
+      to: { circular: true },
+    },
+    {
+      name: "broker-not-node",
+      severity: "error",
+      comment: "The broker runs in workerd: it never imports the node side.",
+      from: { path: "^src/broker/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/" },
+    },
+    {
+      name: "node-not-broker",
+      severity: "error",
+      comment: "The node side runs in Node: it never imports the broker (the contract lives in src/shared).",
+      from: { path: "^src/node/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/broker/" },
+    },
+    {
+      name: "shared-imports-neither",
+      severity: "error",
+      comment: "The shared contract imports neither the broker nor the node side.",
+      from: { path: "^src/shared/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/(broker|node)/" },
+    },
+    {
+      name: "shared-no-node-builtins",
+      severity: "error",
+      comment: "The shared contract runs in workerd too: no Node built-ins.",
+      from: { path: "^src/shared/", pathNot: "\\.test\\.ts$" },
+      to: { dependencyTypes: ["core"] },
+    },
+    {
+      name: "broker-no-node-builtins",
+      severity: "error",
+      comment: "The broker runs in workerd without Node compatibility: no Node built-ins.",
+      from: { path: "^src/broker/", pathNot: "\\.test\\.ts$" },
+      to: { dependencyTypes: ["core"] },
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      comment: "An import that resolves to nothing is a typo or a missing dependency.",
+      from: {},
+      to: { couldNotResolve: true, pathNot: "^cloudflare:" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};

@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { CONSOLE_HTML } from "./page.ts";
+import { CONSOLE_JS } from "./script.ts";
+import { CONSOLE_CSP } from "./console-routes.ts";
+
+describe("console assets", () => {
+  it("the script parses as JavaScript (it is served as text, never bundled)", () => {
+    expect(() => new Function(CONSOLE_JS)).not.toThrow();
+  });
+
+  it("the page loads only its own assets, with no inline script or style, and one password input", () => {
+    const sources = [...CONSOLE_HTML.matchAll(/(?:src|href)="([^"#]+)"/g)].map((m) => m[1]);
+    expect(sources.length).toBeGreaterThan(2);
+    for (const s of sources) expect(s).toMatch(/^\/console\//);
+    expect(CONSOLE_HTML).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    expect(CONSOLE_HTML).not.toMatch(/<style|\sstyle=|\son[a-z]+=/);
+    expect(CONSOLE_HTML.match(/type="password"/g)).toHaveLength(1);
+    expect(CONSOLE_CSP).not.toContain("unsafe");
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * What every route module shares: the app type, validation errors as problems, DO outcomes as
+ * responses, and bearer credentials.
+ * @module
+ */
+import { OpenAPIHono, type Hook } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { parseBearer } from "../../shared/protocol/bearer.ts";
+import { problem, type ProblemCode } from "../../shared/protocol/problem.ts";
+import { sendProblem } from "./problem-response.ts";
+import type { Outcome } from "../queue/views.ts";
+
+export type AppEnv = { Bindings: Env; Variables: { requestId: string } };
+
+const FIELD_CODES: Record<string, ProblemCode> = {
+  cluster: "invalid_cluster",
+  node: "invalid_node",
+  peerURL: "invalid_peer_url",
+  peerAddress: "invalid_peer_url",
+};
+
+/** Validation failures become 400 problems whose `code` names the field when it is an identifier. */
+export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
+  if (result.success) return;
+  const issues = result.error.issues;
+  const first = issues[0];
+  const field = first?.code === "unrecognized_keys" ? undefined : String(first?.path?.[first.path.length - 1] ?? "");
+  const code = (field && FIELD_CODES[field]) || "invalid_request";
+  const detail = issues
+    .map((i) => {
+      const where = i.path.length ? i.path.join(".") : result.target;
+      return i.code === "unrecognized_keys" ? `unknown field(s) in ${result.target}: ${(i as { keys: string[] }).keys.join(", ")}` : `${where}: ${i.message}`;
+    })
+    .join("; ");
+  return sendProblem(c, problem(400, code, detail, { errors: issues.map((i) => ({ path: i.path.join("."), message: i.message, in: result.target })) }));
+};
+
+export function newApp(): OpenAPIHono<AppEnv> {
+  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+}
+
+/**
+ * An RPC outcome as HTTP: problems as problem+json, successes with their status, ETag and
+ * Retry-After. Typed `any` so that OpenAPI route handlers accept it: the bodies are checked
+ * against the OpenAPI schemas by the tests rather than by the compiler.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function respond<T>(c: Context<AppEnv>, outcome: Outcome<T>): any {
+  if (!outcome.ok) return sendProblem(c, problem(outcome.status, outcome.code, outcome.detail, outcome.extra), outcome.retryAfter);
+  if (outcome.etag) c.header("etag", outcome.etag);
+  if (outcome.retryAfter !== undefined) c.header("retry-after", String(outcome.retryAfter));
+  return c.json(outcome.value as object, outcome.status ?? 200);
+}
+
+/** The token of an `Authorization: Bearer …` header, or null. */
+export function bearerToken(c: Context): string | null {
+  return parseBearer(c.req.header("authorization"));
+}
+
+export function clientIp(c: Context): string {
+  return c.req.header("cf-connecting-ip") ?? c.req.header("x-real-ip") ?? "unknown";
+}
+
+/**
+ * Counts a failed authentication against the client IP; once over the limit the answer is 429
+ * instead of 401, which makes guessing tokens slow.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function authFailure(c: Context<AppEnv>, detail: string, code: ProblemCode = "unauthorized"): Promise<any> {
+  const limiter = c.env.AUTH_FAILURES;
+  if (limiter) {
+    const { success } = await limiter.limit({ key: clientIp(c) });
+    if (!success) return sendProblem(c, problem(429, "rate_limited", "too many failed authentication attempts from this address"), 60);
+  }
+  c.header("www-authenticate", 'Bearer error="invalid_token"');
+  return sendProblem(c, problem(401, code, detail));
+}
+
+/** A DO outcome, with 401s counted as failed authentications. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function respondAuthenticated<T>(c: Context<AppEnv>, outcome: Outcome<T>): Promise<any> {
+  if (!outcome.ok && outcome.status === 401) return authFailure(c, outcome.detail, outcome.code);
+  return respond(c, outcome);
+}
+
+export function issuer(c: Context<AppEnv>): string {
+  return c.env.ISSUER || new URL(c.req.url).origin;
+}
+
+export function queue(c: Context<AppEnv>, cluster: string) {
+  return c.env.JOIN_QUEUE.getByName(cluster);
+}

@@ -1,0 +1,166 @@
+/**
+ * Admin routes, behind `Authorization: Bearer <ADMIN_TOKEN>` (compared in constant time by
+ * Hono's bearer-auth). Failed attempts count against the client's IP.
+ * @module
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerAuth } from "hono/bearer-auth";
+import { authFailure, issuer, newApp, queue, respond, type AppEnv } from "../http/context.ts";
+import { json, problemDoc } from "../http/openapi.ts";
+import {
+  AdoptRequest,
+  AnyObject,
+  AuditQuery,
+  BootstrapRequest,
+  ClusterParams,
+  EnrollmentTokenParams,
+  EnrollmentTokenRequest,
+  JtiParams,
+  NodeParams,
+  PolicyRequest,
+  RevokeRequest,
+  TicketListQuery,
+} from "../../shared/protocol/schemas.ts";
+import type { Context, MiddlewareHandler } from "hono";
+import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
+import type { Outcome } from "../queue/views.ts";
+import { CLUSTER_INDEX_NAME } from "../queue/cluster-index.ts";
+
+const common = {
+  400: problemDoc("Invalid input"),
+  401: problemDoc("Missing or wrong admin token"),
+  404: problemDoc("Unknown cluster or object"),
+  429: problemDoc("Too many failed authentications"),
+};
+const ok = (description: string, status: 200 | 201 = 200) => ({ [status]: { description, ...json(AnyObject) }, ...common });
+const conflict = { 409: problemDoc("Refused in the cluster's current state") };
+const security = [{ adminToken: [] }];
+const base = "/v1/admin/clusters/{cluster}";
+
+const adminAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const expected = c.env.ADMIN_TOKEN;
+  if (!expected) return authFailure(c, "the admin API is disabled: the ADMIN_TOKEN secret is not set");
+  const deny = (ctx: Context<AppEnv>) => authFailure(ctx, "a valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>)");
+  return bearerAuth<AppEnv>({
+    token: expected,
+    noAuthenticationHeader: { message: deny },
+    invalidAuthenticationHeader: { message: deny },
+    invalidToken: { message: deny },
+  })(c, next);
+};
+
+const route = <P extends string, M extends "get" | "post" | "put" | "delete", R extends object = object>(
+  method: M,
+  path: P,
+  summary: string,
+  request?: R,
+  options: { status?: 200 | 201; responses?: object } = {},
+) =>
+  createRoute({
+    method,
+    path: `${base}${path}` as `${typeof base}${P}`,
+    summary,
+    security,
+    request: { params: ClusterParams, ...(request as R) },
+    responses: { ...ok(summary, options.status), ...options.responses },
+  });
+
+export const admin = newApp();
+admin.use("/v1/admin/*", adminAuth);
+
+admin.openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/admin/clusters",
+    summary: "The clusters on this broker, by name",
+    security,
+    responses: { 200: { description: "The clusters on this broker, by name", ...json(AnyObject) }, 401: common[401], 429: common[429] },
+  }),
+  async (c) => respond(c, await c.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexList()),
+);
+
+admin
+  .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {
+    const { cluster } = c.req.valid("param");
+    const body = (c.req.valid("json") ?? {}) as z.infer<typeof EnrollmentTokenRequest>;
+    return respond(c, await queue(c, cluster).createEnrollmentToken(cluster, issuer(c), body));
+  })
+  .openapi(route("get", "/enrollment-tokens", "List enrollment tokens (no secrets)"), async (c) => {
+    return respond(c, await queue(c, c.req.valid("param").cluster).listEnrollmentTokens());
+  })
+  .openapi(
+    createRoute({ method: "delete", path: `${base}/enrollment-tokens/{id}`, summary: "Revoke an enrollment token", security, request: { params: EnrollmentTokenParams }, responses: ok("The revoked token") }),
+    async (c) => {
+      const { cluster, id } = c.req.valid("param");
+      return respond(c, await queue(c, cluster).revokeEnrollmentToken(id));
+    },
+  )
+  .openapi(route("get", "", "Cluster status: bootstrap, pause, policy, queue, in flight, members"), async (c) => {
+    return respond(c, await queue(c, c.req.valid("param").cluster).status());
+  })
+  .openapi(route("get", "/tickets", "List tickets, optionally by state", { query: TicketListQuery }), async (c) => {
+    const { state, limit, after } = c.req.valid("query");
+    return respond(c, await queue(c, c.req.valid("param").cluster).listTickets({ state: state ?? null, limit: limit ?? 100, after: after ?? 0 }));
+  })
+  .openapi(
+    createRoute({ method: "post", path: `${base}/admissions/{jti}/revoke`, summary: "Revoke an admission token now", security, request: { params: JtiParams, body: { required: true, ...json(RevokeRequest) } }, responses: ok("The revoked admission") }),
+    async (c) => {
+      const { cluster, jti } = c.req.valid("param");
+      return respond(c, await queue(c, cluster).revokeAdmission({ jti, reason: c.req.valid("json").reason }));
+    },
+  )
+  .openapi(route("post", "/pause", "Pause admissions"), async (c) => {
+    const { cluster } = c.req.valid("param");
+    return respond(c, await queue(c, cluster).setPaused(cluster, issuer(c), true));
+  })
+  .openapi(route("post", "/resume", "Resume admissions"), async (c) => {
+    const { cluster } = c.req.valid("param");
+    return respond(c, await queue(c, cluster).setPaused(cluster, issuer(c), false));
+  })
+  .openapi(route("get", "/policy", "The queue policy"), async (c) => {
+    const outcome = (await queue(c, c.req.valid("param").cluster).status()) as Outcome<{ policy?: object }>;
+    if (!outcome.ok) return respond(c, outcome);
+    return c.json(outcome.value.policy ?? {}, 200);
+  })
+  .openapi(route("put", "/policy", "Change the queue policy (fields not given keep their value)", { body: { required: true, ...json(PolicyRequest) } }), async (c) => {
+    const { cluster } = c.req.valid("param");
+    return respond(c, await queue(c, cluster).setPolicy(cluster, issuer(c), c.req.valid("json")));
+  })
+  .openapi(route("post", "/keys/rotate", "Rotate the cluster's signing key"), async (c) => {
+    return respond(c, await queue(c, c.req.valid("param").cluster).rotateKeys());
+  })
+  .openapi(route("post", "/adopt", "Declare an existing cluster and its members: no bootstrap, ever", { body: { required: true, ...json(AdoptRequest) } }, { responses: conflict }), async (c) => {
+    const { cluster } = c.req.valid("param");
+    const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: canonicalPeerUrl(m.peerURL) }));
+    return respond(c, await queue(c, cluster).adopt(cluster, issuer(c), members));
+  })
+  .openapi(
+    createRoute({ method: "delete", path: `${base}/members/{node}`, summary: "Forget a member so that it may join again", security, request: { params: NodeParams }, responses: ok("The forgotten member") }),
+    async (c) => {
+      const { cluster, node } = c.req.valid("param");
+      return respond(c, await queue(c, cluster).forgetMember(node));
+    },
+  )
+  .openapi(route("post", "/bootstrap", "Hand the bootstrap ticket to another node (explicit; never by timeout)", { body: { required: true, ...json(BootstrapRequest) } }, { responses: conflict }), async (c) => {
+    const { cluster } = c.req.valid("param");
+    return respond(c, await queue(c, cluster).reassignBootstrap(c.req.valid("json")));
+  })
+  .openapi(
+    createRoute({
+      method: "get",
+      path: `${base}/metrics`,
+      summary: "Queue metrics in Prometheus text format",
+      security,
+      request: { params: ClusterParams },
+      responses: { 200: { description: "Prometheus text exposition 0.0.4", content: { "text/plain": { schema: z.string() } } }, ...common },
+    }),
+    async (c) => {
+      const outcome = await queue(c, c.req.valid("param").cluster).metrics();
+      if (!outcome.ok) return respond(c, outcome);
+      return c.text(outcome.value, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    },
+  )
+  .openapi(route("get", "/audit", "The append-only audit log", { query: AuditQuery }), async (c) => {
+    const { after, limit, wait } = c.req.valid("query");
+    return respond(c, await queue(c, c.req.valid("param").cluster).audit({ after: after ?? 0, limit: limit ?? 100, waitSeconds: wait ?? 0 }));
+  });

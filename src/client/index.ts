@@ -1,9 +1,0 @@
-/**
- * The typed broker client: `new BrokerClient({ baseUrl, bearer }).admin("prod-eu").status()`.
- * @module
- */
-export { AdminClient, BrokerClient, ClusterClient } from "./broker-client.ts";
-export type { AdoptInput, AuditInput, BootstrapInput, EnrollmentTokenInput, PolicyInput, TicketListInput } from "./broker-client.ts";
-export { BrokerProblem, BrokerUnreachable, InvalidInput, type ProblemBody } from "./errors.ts";
-export type { Reply, TransportOptions } from "./transport.ts";
-export type * from "./types.ts";

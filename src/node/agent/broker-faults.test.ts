@@ -1,0 +1,73 @@
+/**
+ * The agent against a broker whose own code keeps failing (500): it reports each failure, backs
+ * off longer each time, and gives up with a clear message (exit 4) instead of retrying forever.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAgent } from "./machine.ts";
+import { parseJoinArgs } from "./join-options.ts";
+import { createReporter } from "./progress.ts";
+import { ServerFailures } from "./retry.ts";
+
+describe("ServerFailures", () => {
+  it("backs off longer after each 500 in a row, gives up at the limit, and starts over after another answer", () => {
+    const f = new ServerFailures(4, 1_000, 60_000, () => 1);
+    expect([f.failed(), f.failed(), f.failed(), f.failed()]).toEqual([1_000, 2_000, 4_000, null]);
+    f.reset();
+    expect(f.failed()).toBe(1_000);
+  });
+});
+
+describe("the agent and a broker that answers 500", () => {
+  let server: Server;
+  let url = "";
+  const arrivals: number[] = [];
+  const dir = mkdtempSync(join(tmpdir(), "agent-500-"));
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      arrivals.push(Date.now());
+      req.resume();
+      res.writeHead(500, { "content-type": "application/problem+json" });
+      res.end(JSON.stringify({ type: "about:blank", title: "Internal Server Error", status: 500, code: "internal_error", detail: "internal error", correlationId: "corr-1234" }));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("reports each failure with its correlation id, waits longer each time, then gives up (exit 4)", async () => {
+    const parsed = parseJoinArgs(
+      ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
+      {},
+    );
+    if (parsed.help) throw new Error("unexpected --help");
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).split("\n").filter(Boolean));
+        done();
+      },
+    }) as unknown as NodeJS.WriteStream;
+    const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
+    const code = await runAgent(parsed.options, { reporter, print: () => {}, stop: new AbortController().signal, random: () => 0 });
+    expect(code).toBe(4);
+    expect(arrivals).toHaveLength(5);
+    const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
+    // 0.5, 1, 2 and 4 s (random 0: the lower half of each step): never at full speed.
+    gaps.forEach((g, i) => expect(g).toBeGreaterThanOrEqual(500 * 2 ** i - 50));
+    const events = lines.map((l) => JSON.parse(l) as { step: string; msg: string });
+    expect(events.filter((e) => e.step === "broker-error")).toHaveLength(4);
+    expect(events.find((e) => e.step === "broker-error")!.msg).toContain("corr-1234");
+    const last = events.at(-1)!;
+    expect(last.msg).toMatch(/internal error 5 times in a row \(correlation id corr-1234\).*fault in the broker/);
+  }, 30_000);
+});

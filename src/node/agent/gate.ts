@@ -1,0 +1,285 @@
+/**
+ * Gate mode (`join-broker join … --exec 'COMMAND' --etcd URL[,URL…]`): the broker's queue in
+ * front of an installer nobody taught about it (k0s, kubeadm, k3s; docs/installers.md).
+ *
+ * The agent takes its ticket and waits its turn as usual. Once admitted it runs COMMAND with the
+ * broker's decision in its environment (`JOIN_BROKER_ROLE` bootstrap or join, the admission
+ * token, …), heartbeats while COMMAND runs, and asks etcd itself, not COMMAND, whether the node
+ * made it: the ticket completes once etcd lists a started voter with this node's peer URL.
+ *
+ * The installer adds its own member, so the broker cannot check that it waits its turn; what the
+ * agent can do, it does: COMMAND runs only while this node holds the admission, a COMMAND left
+ * running by a killed agent is stopped before anything else, and whenever this node gives up
+ * its admission before being a voter (COMMAND failed, the lease ended, a revocation, --timeout),
+ * COMMAND is stopped and the node's own member is removed from etcd if it is a learner or never
+ * started (neither holds anything the cluster needs; a leftover learner would block the next
+ * node's installer, etcd ≤ 3.5 allowing one), so that the next node can go. A voter is never
+ * removed.
+ * @module
+ */
+import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { tlsFetch } from "../etcd/tls-fetch.ts";
+import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
+import { GaveUp, Refusal, Stopped } from "./errors.ts";
+import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
+import type { AgentOptions } from "./join-options.ts";
+import type { Reporter } from "./progress.ts";
+import { sleep } from "./retry.ts";
+import type { StateDir } from "./state-files.ts";
+
+/** This node's member as etcd lists it, with the cluster it belongs to (IDs decimal, as the gateway spells them). */
+export interface Voter {
+  memberID: string;
+  clusterID: string;
+}
+
+/** How often etcd is asked while COMMAND runs. */
+const POLL_MS = 500;
+/** An installer that exited 0 gets this long for etcd to list its member as a started voter. */
+const EXITED_OK_GRACE_MS = 60_000;
+/** How long a signal's grace lasts before COMMAND's group gets SIGKILL. */
+const STOP_GRACE_MS = 30_000;
+
+/** COMMAND exited before the node was a voter: the agent leaves the queue and exits 4. */
+export class CommandFailed extends GaveUp {
+  override readonly name = "CommandFailed";
+  override readonly code = "ERR_GATE_COMMAND_FAILED";
+}
+
+/** A node told to join is a voter of another cluster than the one it was to join: exit 3. */
+export class SplitBrain extends Refusal {
+  override readonly name = "SplitBrain";
+  override readonly code = "ERR_SPLIT_BRAIN";
+}
+
+export class Gate {
+  readonly #o: AgentOptions;
+  readonly #r: Reporter;
+  readonly #dir: StateDir;
+  readonly #etcd: EtcdGateway;
+  readonly #command: string;
+  /** COMMAND as messages name it: quoted, long ones shortened. */
+  readonly #label: string;
+  #running: ExecCommand | null = null;
+  /** What was last reported about this node's member, so that each change is logged once. */
+  #seen = "";
+  /** The role the broker gave this node's current ticket. */
+  #role: string | null = null;
+  /** The etcd cluster ID of the first member list that showed other members than this node (decimal). */
+  #cluster: string | null = null;
+
+  constructor(options: AgentOptions, reporter: Reporter, dir: StateDir) {
+    this.#o = options;
+    this.#r = reporter;
+    this.#dir = dir;
+    this.#command = options.exec!;
+    this.#label = `'${this.#command.length > 60 ? `${this.#command.slice(0, 59)}…` : this.#command}'`;
+    this.#etcd = new EtcdGateway(options.etcdEndpoints, { timeoutMs: 3_000, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
+  }
+
+  /** Before anything else: a COMMAND an earlier agent on this state dir left running is stopped. */
+  async prepare(): Promise<void> {
+    const stopped = await stopLeftoverCommand(this.#dir);
+    if (stopped) this.#r.event("exec-exit", `stopped ${stopped}, left running by an earlier agent`);
+  }
+
+  /**
+   * The admitted step: runs COMMAND (unless etcd already lists this node as a started voter) and
+   * resolves once etcd does. COMMAND keeps running after that if it does not exit by itself.
+   */
+  async admitted(view: TicketView, admission: string, signal: AbortSignal): Promise<Voter> {
+    this.#role = view.role;
+    try {
+      const already = await this.findVoter();
+      if (already) {
+        this.#r.event("promoted", `etcd already lists this node as voter ${hex(already.memberID)}: not running the command again`, { memberID: already.memberID });
+        return already;
+      }
+      const command = this.#start({ role: view.role, admission, ticket: view.ticket });
+      let exitedOkAt: number | null = null;
+      let lastNote = Date.now();
+      for (;;) {
+        const voter = await this.findVoter();
+        if (voter) return voter;
+        const exit = command.exit;
+        if (exit && (exit.code !== 0 || exit.signal)) {
+          throw new CommandFailed(`${this.#label} ${describeExit(exit)} before this node was a voter`);
+        }
+        if (exit) {
+          exitedOkAt ??= Date.now();
+          if (Date.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
+            throw new CommandFailed(`${this.#label} exited with status 0, but etcd (${this.#etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${EXITED_OK_GRACE_MS / 1000} s later`);
+          }
+        }
+        if (Date.now() - lastNote > 10_000) {
+          lastNote = Date.now();
+          this.#r.retry(`waiting for etcd to list ${this.#o.peerURL} as a started voter (${this.#seen || "not a member yet"})`);
+        }
+        await Promise.race([sleep(POLL_MS, signal), command.exited]);
+      }
+    } catch (e) {
+      await this.#giveUpAdmission(e);
+      throw e;
+    }
+  }
+
+  /** The admission ends here without a voter: stop COMMAND (passing a signal on), and free the way for the next node. */
+  async #giveUpAdmission(e: unknown): Promise<void> {
+    const command = this.#running;
+    if (e instanceof Stopped) {
+      // Stopped by a signal: the same signal for COMMAND. The ticket stays; run again to resume.
+      if (command?.running) {
+        this.#r.event("stopping", `passing ${e.signal} on to ${this.#label}`);
+        await command.stop(e.signal, STOP_GRACE_MS);
+      }
+      return;
+    }
+    if (command?.running) this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
+    // Also what a failed COMMAND left in its process group: none of it is to be trusted now.
+    await command?.stop("SIGTERM", STOP_GRACE_MS);
+    await this.removeOwnNonVoter();
+  }
+
+  /**
+   * Removes this node's member from etcd if it is a learner or never started: after a failed or
+   * abandoned attempt it would only block the next node's installer. Never a started voter.
+   */
+  async removeOwnNonVoter(): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const list = await this.#etcd.memberList();
+      if (!list.ok) {
+        await sleep(500);
+        continue;
+      }
+      const own = this.#own(list.value.members);
+      if (!own) return;
+      if (own.started && !own.isLearner) return;
+      const removed = await this.#etcd.memberRemove(own.id);
+      if (removed.ok || removed.error.kind === "member_not_found") {
+        this.#r.event("etcd-exit", `removed this node's ${own.isLearner ? "learner" : "unstarted member"} ${hex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
+        return;
+      }
+      this.#r.retry(`removing this node's member ${hex(own.id)}: ${removed.error.message}`);
+      await sleep(500);
+    }
+    this.#r.event("error", `could not remove this node's non-voting member from etcd (${this.#etcd.endpoints.join(", ")}); remove it by hand (etcdctl member remove) if it blocks the next node`);
+  }
+
+  /** This node as a started voter in etcd's member list, or null (also when etcd cannot be reached). */
+  async findVoter(): Promise<Voter | null> {
+    const list = await this.#etcd.memberList();
+    if (!list.ok) return null;
+    const own = this.#own(list.value.members);
+    const seen = !own ? "" : own.isLearner ? (own.started ? "a started learner" : "a learner, not started") : own.started ? "a started voter" : "a voter, not started";
+    if (own && seen !== this.#seen) {
+      const fields = { memberID: own.id, learner: own.isLearner, started: own.started };
+      if (!this.#seen) this.#r.event("member-added", `etcd lists this node as member ${hex(own.id)}: ${seen}`, fields);
+      else if (own.isLearner || !own.started) this.#r.event("etcd-ready", `member ${hex(own.id)} is now ${seen}`, fields);
+      if (!own.isLearner && own.started) this.#r.event("promoted", `a voter: member ${hex(own.id)}`, fields);
+    }
+    this.#seen = seen;
+    const clusterID = list.value.header.clusterId;
+    const others = list.value.members.filter((m) => m !== own);
+    if (others.length > 0) this.#cluster ??= clusterID;
+    if (!own || own.isLearner || !own.started) return null;
+    // The failure the broker exists to prevent (k0s issue #5149): an installer that decided on
+    // its own to start a new cluster. Never report that as a join.
+    if (this.#role === "join" && others.length === 0) {
+      throw new SplitBrain(
+        `the broker told this node to join, but etcd at ${list.endpoint} lists it as the only member of cluster ${hex(clusterID)}: ` +
+          `its installer started a new cluster of its own (split brain). Stop it, remove its etcd data, and run this command again with a recipe that joins when JOIN_BROKER_ROLE=join.`,
+      );
+    }
+    if (this.#cluster && clusterID !== this.#cluster) {
+      throw new SplitBrain(
+        `etcd at ${list.endpoint} lists this node as a voter of cluster ${hex(clusterID)}, but the cluster it was to join is ${hex(this.#cluster)} (split brain). ` +
+          `Stop its installer, remove its etcd data, and run this command again.`,
+      );
+    }
+    return { memberID: own.id, clusterID };
+  }
+
+  #own(members: readonly EtcdMember[]): EtcdMember | undefined {
+    const want = canonical(this.#o.peerURL);
+    return members.find((m) => m.peerURLs.some((u) => canonical(u) === want));
+  }
+
+  #start(context: { role: string; admission?: string; ticket: string }): ExecCommand {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    // The enrollment token is the agent's, not the installer's.
+    delete env.JOIN_BROKER_TOKEN;
+    delete env.JOIN_BROKER_ADMIN_TOKEN;
+    Object.assign(env, {
+      JOIN_BROKER_ROLE: context.role,
+      JOIN_BROKER_CLUSTER: this.#o.cluster,
+      JOIN_BROKER_NODE: this.#o.node,
+      JOIN_BROKER_PEER_URL: this.#o.peerURL,
+      JOIN_BROKER_TICKET: context.ticket,
+    });
+    if (this.#o.joinApiUrl) env.JOIN_BROKER_JOIN_API = this.#o.joinApiUrl;
+    else delete env.JOIN_BROKER_JOIN_API;
+    if (context.admission) env.JOIN_BROKER_ADMISSION = context.admission;
+    else delete env.JOIN_BROKER_ADMISSION;
+    const command = ExecCommand.start(this.#command, this.#dir, env);
+    this.#running = command;
+    this.#r.event("exec", `running ${this.#label} as ${context.role} (pid ${command.pid ?? "?"})`, { role: context.role, pid: command.pid });
+    void command.exited.then((exit) => this.#r.event("exec-exit", `${this.#label} ${describeExit(exit)}`, { code: exit.code, signal: exit.signal }));
+    return command;
+  }
+
+  /**
+   * After the join was recorded (and the `joined cluster` line printed): COMMAND still running is
+   * supervised until it exits or a signal comes (passed on to it). With --service, a COMMAND that
+   * is not running (the node had joined before this run) is started again first.
+   */
+  async serve(stop: AbortSignal, context: { role: string; ticket: string }): Promise<{ code: "ok" | "gave-up"; message?: string }> {
+    let command = this.#running;
+    if (command && !command.running) {
+      const exit = command.exit!;
+      if (exit.code === 0 && !exit.signal) return { code: "ok" };
+      return { code: "gave-up", message: `${this.#label} ${describeExit(exit)} (this node is a voter all the same)` };
+    }
+    if (!command) {
+      if (!this.#o.service) return { code: "ok" };
+      command = this.#start({ role: context.role, ticket: context.ticket });
+    }
+    this.#r.event("running", `supervising ${this.#label} (pid ${command.pid ?? "?"}) until it exits or a signal stops it`, { pid: command.pid });
+    const stopped = new Promise<"stop">((resolve) => {
+      if (stop.aborted) resolve("stop");
+      else stop.addEventListener("abort", () => resolve("stop"), { once: true });
+    });
+    const outcome = await Promise.race([stopped, command.exited]);
+    if (outcome === "stop") {
+      const signal = stop.reason instanceof Stopped ? stop.reason.signal : "SIGTERM";
+      this.#r.event("stopping", `passing ${signal} on to ${this.#label}`);
+      await command.stop(signal, STOP_GRACE_MS);
+      return { code: "ok" };
+    }
+    if (outcome.code === 0 && !outcome.signal) return { code: "ok" };
+    return { code: "gave-up", message: `${this.#label} ${describeExit(outcome)}` };
+  }
+
+  /** Whether COMMAND runs now. */
+  get commandRunning(): boolean {
+    return this.#running?.running ?? false;
+  }
+
+  /** Stops COMMAND if it runs (an unexpected failure of the agent). */
+  async stopCommand(): Promise<void> {
+    if (this.#running?.running) await this.#running.stop("SIGTERM", STOP_GRACE_MS);
+  }
+}
+
+/** Peer URLs compared as etcd might spell them: no trailing slash, scheme and host in any case. */
+function canonical(url: string): string {
+  return canonicalPeerUrl(url).toLowerCase();
+}
+
+function hex(decimal: string): string {
+  try {
+    return BigInt(decimal).toString(16);
+  } catch {
+    return decimal;
+  }
+}

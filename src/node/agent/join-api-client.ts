@@ -1,0 +1,39 @@
+/**
+ * The controllers' join API (PROTOCOL.md, "Controllers' join API") as the agent calls it, with
+ * the node's admission token as the bearer.
+ * @module
+ */
+import { requestJson, type HttpResult } from "../../shared/client/exchange.ts";
+
+export interface MemberAdded {
+  memberID: string;
+  learner: boolean;
+  /** `name=peerURL` for every member, this node included: etcd's `--initial-cluster`. */
+  initialCluster: string[];
+}
+
+export interface MemberPromoted {
+  memberID: string;
+  learner: boolean;
+}
+
+export class JoinApiClient {
+  readonly #base: string;
+
+  constructor(
+    joinApiUrl: string,
+    readonly timeoutMs = 30_000,
+  ) {
+    this.#base = `${joinApiUrl.replace(/\/+$/, "")}/v1beta1/etcd/members`;
+  }
+
+  /** Adds this node as a learner (idempotent for the same peer). */
+  addMember(admission: string, node: string, peerAddress: string, signal?: AbortSignal): Promise<HttpResult<MemberAdded>> {
+    return requestJson<MemberAdded>(this.#base, { method: "POST", bearer: admission, body: { node, peerAddress }, timeoutMs: this.timeoutMs, signal });
+  }
+
+  /** Promotes this node's learner to a voter; 503 + Retry-After while it is not started or not in sync. */
+  promote(admission: string, node: string, signal?: AbortSignal): Promise<HttpResult<MemberPromoted>> {
+    return requestJson<MemberPromoted>(`${this.#base}/promote`, { method: "POST", bearer: admission, body: { node }, timeoutMs: this.timeoutMs, signal });
+  }
+}

@@ -1,0 +1,132 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { UsageError } from "../exit-codes.ts";
+import { parseJoinArgs, type AgentOptions } from "./join-options.ts";
+
+const REQUIRED = ["--broker", "https://broker.example/", "--cluster", "prod-eu", "--token", "jbe_abc", "--node", "ctrl-1", "--peer-url", "https://10.0.0.4:2380/", "--join-api", "https://10.0.0.2:9443", "--state-dir", "/var/lib/jb"];
+
+function options(argv: string[], env: Record<string, string | undefined> = {}): AgentOptions {
+  const parsed = parseJoinArgs(argv, env);
+  if (parsed.help) throw new Error("unexpected help");
+  return parsed.options;
+}
+
+function usageError(argv: string[], env: Record<string, string | undefined> = {}): string {
+  try {
+    parseJoinArgs(argv, env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(UsageError);
+    return (e as Error).message;
+  }
+  throw new Error("expected a usage error");
+}
+
+describe("join flags", () => {
+  it("reads the protocol's flags and fills in the defaults", () => {
+    const o = options(REQUIRED);
+    expect(o).toMatchObject({
+      brokerUrl: "https://broker.example",
+      cluster: "prod-eu",
+      token: "jbe_abc",
+      node: "ctrl-1",
+      peerURL: "https://10.0.0.4:2380",
+      listenPeerURL: "https://10.0.0.4:2380",
+      joinApiUrl: "https://10.0.0.2:9443",
+      stateDir: "/var/lib/jb",
+      dataDir: "/var/lib/jb/etcd",
+      clientURL: "http://127.0.0.1:2379",
+      etcdBin: null,
+      etcdArgs: [],
+      printEtcdFlags: false,
+      retryRevoked: false,
+      timeoutSeconds: 3600,
+      logFormat: "text",
+    });
+  });
+
+  it("takes etcd options, extra etcd flags written inline, and behaviour flags", () => {
+    const o = options([...REQUIRED, "--etcd-bin", "/usr/bin/etcd", "--data-dir", "/data/etcd", "--client-url", "http://127.0.0.1:12379", "--etcd-arg=--heartbeat-interval=50", "--etcd-arg=--election-timeout=500", "--timeout", "0", "--log-format", "json", "--print-etcd-flags", "--retry-revoked"]);
+    expect(o.etcdBin).toBe("/usr/bin/etcd");
+    expect(o.dataDir).toBe("/data/etcd");
+    expect(o.clientURL).toBe("http://127.0.0.1:12379");
+    expect(o.etcdArgs).toEqual(["--heartbeat-interval=50", "--election-timeout=500"]);
+    expect(o.timeoutSeconds).toBe(0);
+    expect(o.logFormat).toBe("json");
+    expect(o.printEtcdFlags).toBe(true);
+    expect(o.retryRevoked).toBe(true);
+  });
+
+  it("takes the token from a file or JOIN_BROKER_TOKEN, and the broker from JOIN_BROKER_URL", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-options-"));
+    writeFileSync(join(dir, "token"), "jbe_fromfile\n");
+    const withoutToken = REQUIRED.filter((a, i) => a !== "--token" && REQUIRED[i - 1] !== "--token");
+    expect(options([...withoutToken, "--token-file", join(dir, "token")]).token).toBe("jbe_fromfile");
+    expect(options(withoutToken, { JOIN_BROKER_TOKEN: "jbe_fromenv" }).token).toBe("jbe_fromenv");
+    const withoutBroker = REQUIRED.filter((a, i) => a !== "--broker" && REQUIRED[i - 1] !== "--broker");
+    expect(options(withoutBroker, { JOIN_BROKER_URL: "http://127.0.0.1:8787" }).brokerUrl).toBe("http://127.0.0.1:8787");
+    expect(usageError([...REQUIRED, "--token-file", join(dir, "token")])).toContain("not both");
+    expect(usageError(withoutToken)).toContain("enrollment token is required");
+  });
+
+  it("refuses what etcd or the broker would refuse later", () => {
+    const set = (flag: string, value: string) => REQUIRED.map((a, i) => (REQUIRED[i - 1] === flag ? value : a));
+    expect(usageError(set("--cluster", "Prod"))).toContain("not a valid cluster name");
+    expect(usageError(set("--node", "ctrl_1!"))).toContain("not a valid node name");
+    expect(usageError(set("--peer-url", "https://10.0.0.4"))).toContain("must name a port");
+    expect(usageError(set("--peer-url", "https://10.0.0.4:2380/path"))).toContain("must not have a path");
+    // The broker's and the join API's strict parser: other spellings of an address are refused here already.
+    expect(usageError(set("--peer-url", "https://010.0.0.4:2380"))).toContain("IPv4");
+    expect(usageError(set("--peer-url", "https://167772164:2380"))).toContain("IPv4");
+    expect(usageError(set("--peer-url", "https://10.0.0.4:02380"))).toContain("without leading zeros");
+    expect(usageError(set("--peer-url", "https:/10.0.0.4:2380"))).toContain("absolute URL");
+    expect(usageError(set("--join-api", "ftp://x"))).toContain("http or https");
+    expect(usageError([...REQUIRED, "--etcd-arg=--data-dir=/x"])).toContain("may not set --data-dir");
+    expect(usageError([...REQUIRED, "--etcd-arg=heartbeat"])).toContain("not an etcd flag");
+    expect(usageError([...REQUIRED, "--timeout", "soon"])).toContain("--timeout");
+    expect(usageError([...REQUIRED, "--log-format", "xml"])).toContain("text or json");
+    expect(usageError([...REQUIRED, "--frobnicate"])).toContain("frobnicate");
+    expect(usageError(REQUIRED.slice(2))).toContain("--broker is required");
+  });
+
+  it("answers --help before checking anything else", () => {
+    expect(parseJoinArgs(["--help"], {})).toEqual({ help: true });
+    expect(parseJoinArgs(["-h", "--cluster", "Bad!"], {})).toEqual({ help: true });
+  });
+});
+
+describe("gate mode flags", () => {
+  const GATE = REQUIRED.filter((_, i) => REQUIRED[i] !== "--join-api" && REQUIRED[i - 1] !== "--join-api");
+
+  it("takes --exec and --etcd instead of --join-api, asking the client URL by default", () => {
+    const o = options([...GATE, "--exec", "kubeadm join", "--client-url", "https://10.0.0.4:2379"]);
+    expect(o).toMatchObject({ exec: "kubeadm join", joinApiUrl: "", etcdEndpoints: ["https://10.0.0.4:2379"], etcdTls: null, service: false });
+    expect(options([...GATE, "--exec", "x", "--etcd", "http://10.0.0.2:2379/, http://10.0.0.3:2379", "--service"])).toMatchObject({
+      etcdEndpoints: ["http://10.0.0.2:2379", "http://10.0.0.3:2379"],
+      service: true,
+    });
+  });
+
+  it("refuses flags that contradict gate mode, and gate flags without it", () => {
+    // A join API may be named in gate mode: the installer is told where it is.
+    expect(options([...GATE, "--exec", "x", "--join-api", "https://10.0.0.2:9443"]).joinApiUrl).toBe("https://10.0.0.2:9443");
+    expect(usageError([...GATE, "--exec", "x", "--join-api", "not a url"])).toMatch(/--join-api/);
+    expect(usageError([...GATE, "--exec", "x", "--etcd-bin", "/usr/bin/etcd"])).toMatch(/--etcd-bin does not go with --exec/);
+    expect(usageError([...GATE, "--exec", " "])).toMatch(/--exec needs a command/);
+    expect(usageError([...REQUIRED, "--etcd", "http://10.0.0.2:2379"])).toMatch(/--etcd is for gate mode/);
+    expect(usageError([...REQUIRED, "--service"])).toMatch(/--service is for gate mode/);
+    expect(usageError([...GATE, "--exec", "x", "--etcd", "ftp://x:1"])).toMatch(/--etcd/);
+    expect(usageError(GATE)).toMatch(/--join-api is required/);
+  });
+
+  it("reads etcd's TLS files, cert and key together", () => {
+    const dir = mkdtempSync(join(tmpdir(), "jb-tls-"));
+    for (const f of ["ca.crt", "c.crt", "c.key"]) writeFileSync(join(dir, f), "x");
+    const o = options([...GATE, "--exec", "x", "--etcd-cacert", join(dir, "ca.crt"), "--etcd-cert", join(dir, "c.crt"), "--etcd-key", join(dir, "c.key")]);
+    expect(o.etcdTls).toEqual({ ca: join(dir, "ca.crt"), cert: join(dir, "c.crt"), key: join(dir, "c.key") });
+    expect(usageError([...GATE, "--exec", "x", "--etcd-cert", join(dir, "c.crt")])).toMatch(/go together/);
+    // Files the installer writes while it joins need not exist yet.
+    expect(options([...GATE, "--exec", "x", "--etcd-cacert", join(dir, "later.crt")]).etcdTls).toEqual({ ca: join(dir, "later.crt") });
+  });
+});

@@ -1,0 +1,308 @@
+/**
+ * `join-broker join` flags (PROTOCOL.md, "Command line"), their validation and the help text.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { UsageError } from "../exit-codes.ts";
+import { parseEndpoints } from "../etcd/gateway.ts";
+import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+
+export type LogFormat = "text" | "json";
+
+export interface EtcdTlsFiles {
+  ca?: string;
+  cert?: string;
+  key?: string;
+}
+
+export interface AgentOptions {
+  brokerUrl: string;
+  cluster: string;
+  token: string;
+  node: string;
+  peerURL: string;
+  listenPeerURL: string;
+  joinApiUrl: string;
+  stateDir: string;
+  dataDir: string;
+  clientURL: string;
+  /** Start and supervise etcd; null: another supervisor starts it with the flags the agent gives. */
+  etcdBin: string | null;
+  etcdArgs: string[];
+  printEtcdFlags: boolean;
+  /** Ask for a new ticket even though an admin revoked this node's last admission. */
+  retryRevoked: boolean;
+  /** Overall deadline for joining, in seconds; 0 means none. */
+  timeoutSeconds: number;
+  /** Gate mode: an unmodified installer to run once admitted (`sh -c`); null: the agent joins itself. */
+  exec: string | null;
+  /** Gate mode: where to ask etcd whether this node is a started voter (default: the client URL). */
+  etcdEndpoints: string[];
+  /** Gate mode: TLS files for those endpoints (etcdctl's --cacert, --cert, --key). */
+  etcdTls: EtcdTlsFiles | null;
+  /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
+  service: boolean;
+  logFormat: LogFormat;
+  verbose: boolean;
+}
+
+export const JOIN_HELP = `Usage: join-broker join --broker URL --cluster NAME --token TOKEN --node NAME --peer-url URL
+                        --join-api URL --state-dir DIR [--etcd-bin PATH] [--data-dir DIR] [--client-url URL]
+       join-broker join --broker URL --cluster NAME --token TOKEN --node NAME --peer-url URL
+                        --state-dir DIR --exec 'COMMAND' --etcd URL[,URL…]      (gate mode)
+
+The node agent. It asks the broker whether this node bootstraps the cluster or joins it, waits
+in the cluster's join queue, has the join API add it as an etcd learner, starts etcd, gets it
+promoted to a voter, reports completion and writes a marker. Every step is safe to interrupt:
+run the same command again and it resumes. It never starts a new cluster unless the broker
+handed this node the cluster's one bootstrap ticket.
+
+Required:
+  --broker URL          the broker's origin (env JOIN_BROKER_URL)
+  --cluster NAME        the cluster to join
+  --token TOKEN         enrollment token (or --token-file PATH, or env JOIN_BROKER_TOKEN)
+  --peer-url URL        this node's etcd peer URL, e.g. https://10.0.0.4:2380
+  --join-api URL        the controllers' join API, e.g. https://10.0.0.2:9443 (not in gate mode)
+  --state-dir DIR       where the agent keeps its marker and progress (one per node)
+
+Node and etcd:
+  --node NAME           this node's name and etcd member name (default: the host name)
+  --etcd-bin PATH       start and supervise etcd; stay in the foreground until stopped
+  --data-dir DIR        etcd's data dir (default: <state-dir>/etcd)
+  --client-url URL      etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379)
+  --listen-peer-url URL address etcd listens on for peers (default: the peer URL)
+  --etcd-arg ARG        one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100
+  --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
+                        --etcd-bin the agent then waits for another supervisor to start etcd with
+                        them (they are also written to <state-dir>/etcd-flags.txt).
+
+Gate mode, for an installer that adds its own etcd member (k0s, kubeadm, k3s; docs/installers.md):
+  --exec 'COMMAND'      instead of --join-api and --etcd-bin: once admitted, run COMMAND with sh -c
+                        and JOIN_BROKER_ROLE (bootstrap|join), JOIN_BROKER_ADMISSION (the JWT),
+                        JOIN_BROKER_CLUSTER, JOIN_BROKER_NODE, JOIN_BROKER_PEER_URL and
+                        JOIN_BROKER_TICKET in its environment (its output goes to stderr). The
+                        agent heartbeats while it runs, and completes once etcd lists a started
+                        voter with this node's peer URL. COMMAND may exit (an installer) or keep
+                        running (a supervisor: the agent then stays in the foreground and passes
+                        signals on). If it fails before the node is a voter, the agent removes
+                        this node's learner (never a voter), leaves the queue and exits 4.
+  --etcd URL[,URL…]     etcd client URLs to ask (the cluster's, or this node's; default: --client-url)
+  --etcd-cacert FILE    CA bundle for https etcd endpoints
+  --etcd-cert FILE      client certificate for etcd (with --etcd-key)
+  --etcd-key FILE       client key for etcd. The three are read whenever etcd is asked, so
+                        they may be files the installer writes only while it joins.
+  --service             COMMAND is the node's long-running service (k0s controller, k3s server):
+                        run it again on every start, also once the node has joined, and stay in
+                        the foreground while it runs. Without it, a joined node exits 0 at once.
+
+Behaviour:
+  --timeout SECONDS     give up joining after this long (default 3600; 0: never)
+  --retry-revoked       ask for a new place in the queue even though an admin revoked this
+                        node's last admission (without it, a revoked node stays refused)
+  --log-format FORMAT   text (default) or json: one JSON object per line on stderr
+  --verbose             log every retry
+  --ca-file FILE        PEM file of CA certificates to trust for HTTPS (a private CA),
+                        besides the system's; NODE_EXTRA_CA_CERTS works too
+  -h, --help            this help
+
+Output: progress goes to stderr (one updating line on a terminal, log lines otherwise); once the
+node is a voter (the bootstrap node: once its etcd is healthy) stdout gets one line:
+  joined cluster <etcd cluster ID, hex> as <bootstrap|join>
+
+Exit codes:
+  0    joined (with --etcd-bin: etcd stopped cleanly after a signal); or already joined per the marker
+  2    bad usage: a missing or malformed flag, or a state dir that belongs to another node
+  3    refused: the admission was revoked, a token was rejected, the peer URL is taken, or the
+       broker says this node already joined but its etcd data is gone (run
+       'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member)
+  4    gave up: --timeout passed, or the etcd it supervises keeps failing, or (gate mode)
+       COMMAND exited non-zero (before the node was a voter: it also left the queue)
+  1    unexpected failure
+  130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
+`;
+
+const FLAGS = {
+  broker: { type: "string" },
+  cluster: { type: "string" },
+  token: { type: "string" },
+  "token-file": { type: "string" },
+  node: { type: "string" },
+  "peer-url": { type: "string" },
+  "listen-peer-url": { type: "string" },
+  "join-api": { type: "string" },
+  "state-dir": { type: "string" },
+  "data-dir": { type: "string" },
+  "client-url": { type: "string" },
+  "etcd-bin": { type: "string" },
+  "etcd-arg": { type: "string", multiple: true },
+  "print-etcd-flags": { type: "boolean" },
+  "retry-revoked": { type: "boolean" },
+  exec: { type: "string" },
+  etcd: { type: "string" },
+  "etcd-cacert": { type: "string" },
+  "etcd-cert": { type: "string" },
+  "etcd-key": { type: "string" },
+  service: { type: "boolean" },
+  timeout: { type: "string" },
+  "log-format": { type: "string" },
+  verbose: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Flags the agent sets on etcd itself; `--etcd-arg` must not fight over them. */
+const RESERVED_ETCD_FLAGS = [
+  "name", "data-dir", "listen-peer-urls", "initial-advertise-peer-urls", "listen-client-urls", "advertise-client-urls",
+  "initial-cluster", "initial-cluster-state", "initial-cluster-token",
+];
+
+export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
+
+export function parseJoinArgs(argv: string[], env: Record<string, string | undefined> = process.env): ParsedArgs {
+  let values: Record<string, string | boolean | string[] | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options: FLAGS, allowPositionals: false, strict: true }));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (values.help) return { help: true };
+  const str = (name: string): string | undefined => {
+    const v = values[name];
+    return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+  };
+  const required = (name: string, fallback?: string): string => {
+    const v = str(name) ?? fallback;
+    if (!v) throw new UsageError(`--${name} is required`);
+    return v;
+  };
+
+  const brokerUrl = httpUrl("--broker", required("broker", env.JOIN_BROKER_URL?.trim() || undefined));
+  const cluster = required("cluster");
+  if (!isClusterName(cluster)) throw new UsageError(`--cluster ${JSON.stringify(cluster)} is not a valid cluster name (a DNS label: a-z, 0-9, '-')`);
+
+  const token = readToken(str("token"), str("token-file"), env.JOIN_BROKER_TOKEN);
+  const node = str("node") ?? hostname().split(".")[0];
+  if (!isNodeName(node)) throw new UsageError(`--node ${JSON.stringify(node)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
+
+  const peerURL = peerUrl("--peer-url", required("peer-url"));
+  const listenPeerURL = peerUrl("--listen-peer-url", str("listen-peer-url") ?? peerURL);
+  const exec = typeof values.exec === "string" ? values.exec : null;
+  if (exec !== null && exec.trim() === "") throw new UsageError("--exec needs a command");
+  const gate = gateOptions(exec, values, str);
+  // In gate mode a join API is optional: the installer is told where it is (JOIN_BROKER_JOIN_API).
+  const joinApiText = exec === null ? required("join-api") : str("join-api");
+  const joinApiUrl = joinApiText === undefined ? "" : httpUrl("--join-api", joinApiText);
+  const stateDir = resolve(required("state-dir"));
+  const dataDir = resolve(str("data-dir") ?? join(stateDir, "etcd"));
+  const clientURL = peerUrl("--client-url", str("client-url") ?? "http://127.0.0.1:2379");
+
+  const etcdBinRaw = str("etcd-bin");
+  if (exec !== null) for (const flag of ["etcd-bin", "etcd-arg", "print-etcd-flags"]) if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --exec: in gate mode the installer adds the member and runs etcd`);
+  const etcdBin = etcdBinRaw ? (isAbsolute(etcdBinRaw) || !etcdBinRaw.includes("/") ? etcdBinRaw : resolve(etcdBinRaw)) : null;
+  const etcdArgs = (values["etcd-arg"] as string[] | undefined) ?? [];
+  for (const arg of etcdArgs) {
+    const name = /^--?([a-z0-9-]+)/.exec(arg)?.[1];
+    if (!name) throw new UsageError(`--etcd-arg ${JSON.stringify(arg)} is not an etcd flag (write it inline: --etcd-arg=--flag=value)`);
+    if (RESERVED_ETCD_FLAGS.includes(name)) throw new UsageError(`--etcd-arg may not set --${name}: the agent sets it`);
+  }
+
+  const timeoutText = str("timeout") ?? "3600";
+  const timeoutSeconds = Number(timeoutText);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) throw new UsageError(`--timeout ${JSON.stringify(timeoutText)} must be a number of seconds (0: no limit)`);
+
+  const logFormat = str("log-format") ?? "text";
+  if (logFormat !== "text" && logFormat !== "json") throw new UsageError(`--log-format must be text or json, not ${JSON.stringify(logFormat)}`);
+
+  return {
+    help: false,
+    options: {
+      brokerUrl,
+      cluster,
+      token,
+      node,
+      peerURL,
+      listenPeerURL,
+      joinApiUrl,
+      stateDir,
+      dataDir,
+      clientURL,
+      etcdBin,
+      etcdArgs,
+      printEtcdFlags: values["print-etcd-flags"] === true,
+      retryRevoked: values["retry-revoked"] === true,
+      timeoutSeconds,
+      exec,
+      etcdEndpoints: gate.endpoints ?? [clientURL],
+      etcdTls: gate.tls,
+      service: values.service === true,
+      logFormat,
+      verbose: values.verbose === true,
+    },
+  };
+}
+
+/** `--etcd`, its TLS files and `--service`: gate mode only. */
+function gateOptions(
+  exec: string | null,
+  values: Record<string, string | boolean | string[] | undefined>,
+  str: (name: string) => string | undefined,
+): { endpoints: string[] | null; tls: EtcdTlsFiles | null } {
+  const gateOnly = ["etcd", "etcd-cacert", "etcd-cert", "etcd-key", "service"];
+  if (exec === null) {
+    const given = gateOnly.find((f) => values[f] !== undefined);
+    if (given) throw new UsageError(`--${given} is for gate mode: give it with --exec 'COMMAND'`);
+    return { endpoints: null, tls: null };
+  }
+  let endpoints: string[] | null = null;
+  const etcd = str("etcd");
+  if (etcd) {
+    try {
+      endpoints = parseEndpoints(etcd);
+    } catch (e) {
+      throw new UsageError(`--etcd ${JSON.stringify(etcd)}: ${(e as Error).message}`);
+    }
+  }
+  const files: EtcdTlsFiles = {};
+  for (const [flag, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
+    // Read when etcd is asked, not now: a joining installer may write them only while it joins.
+    const path = str(flag);
+    if (path) files[field] = resolve(path);
+  }
+  if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
+  return { endpoints, tls: Object.keys(files).length ? files : null };
+}
+
+function readToken(flag: string | undefined, file: string | undefined, fromEnv: string | undefined): string {
+  if (flag && file) throw new UsageError("give either --token or --token-file, not both");
+  let token = flag;
+  if (!token && file) {
+    try {
+      token = readFileSync(file, "utf8").trim();
+    } catch (e) {
+      throw new UsageError(`cannot read --token-file ${file}: ${(e as Error).message}`);
+    }
+  }
+  token ??= fromEnv?.trim();
+  if (!token) throw new UsageError("an enrollment token is required: --token, --token-file or JOIN_BROKER_TOKEN");
+  if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) throw new UsageError("the enrollment token contains characters a bearer token cannot carry");
+  return token;
+}
+
+function httpUrl(flag: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`${flag} ${JSON.stringify(value)} is not an absolute URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`${flag} must be an http or https URL`);
+  return value.replace(/\/+$/, "");
+}
+
+function peerUrl(flag: string, value: string): string {
+  const why = peerUrlProblem(value);
+  if (why) throw new UsageError(`${flag} ${JSON.stringify(value)} ${why}`);
+  return canonicalPeerUrl(value);
+}

@@ -1,0 +1,869 @@
+/**
+ * The node agent's state machine. Each step is safe to crash at: run the same command again and
+ * it resumes from what the broker, etcd and the state dir say.
+ *
+ *   marker? ──yes──▶ (start etcd on its data) ▶ joined
+ *     │no
+ *   ticket (idempotent POST) ▶ queued (long polls) ▶ admitted ─┬─ role bootstrap ▶ etcd `new` ▶ healthy ─┐
+ *                                                              └─ role join ▶ learner add ▶ etcd `existing`
+ *                                                                   ▶ promote until a voter ─────────────┤
+ *                                                              complete ◀────────────────────────────────┘
+ *                                                              ▶ marker ▶ joined (supervise etcd)
+ *
+ * The broker alone decides between bootstrap and join; local files never do. etcd is started
+ * with `--initial-cluster-state new` only for the broker's bootstrap ticket, and a data dir this
+ * agent did not fill for this cluster is never started. While admitted, a lease keeper
+ * heartbeats; if the broker ends the admission the current step stops: a revocation refuses
+ * (exit 3), an expiry goes back to the queue.
+ *
+ * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
+ * for the next node). Its data can never serve again, so a node that never was a voter moves it
+ * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
+ *
+ * Gate mode (`--exec`, gate.ts): once admitted, an unmodified installer runs instead of the join
+ * API calls and etcd, and etcd's member list decides when the node is a voter.
+ * @module
+ */
+import { existsSync, renameSync } from "node:fs";
+import { EtcdGateway, type EtcdStatus } from "../etcd/gateway.ts";
+import { etcdFlags } from "../etcd/etcd-process.ts";
+import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
+import { EXIT, UsageError } from "../exit-codes.ts";
+import { BrokerClient } from "../../shared/client/broker-client.ts";
+import type { NodeSession } from "../../shared/client/node-session.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
+import { GaveUp, Refusal, Stopped } from "./errors.ts";
+import { EtcdSupervisor } from "./etcd-supervisor.ts";
+import { Gate } from "./gate.ts";
+import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
+import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
+import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
+import type { AgentOptions } from "./join-options.ts";
+import { reportQueued, type Reporter } from "./progress.ts";
+import { Backoff, ServerFailures, retrying, sleep, type Random, type RetryOptions } from "./retry.ts";
+import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
+import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
+import type { Role } from "../../shared/protocol/wire.ts";
+
+export interface AgentDeps {
+  reporter: Reporter;
+  /** Writes one line to stdout. */
+  print(line: string): void;
+  /** Aborts with `Stopped` on SIGINT/SIGTERM. */
+  stop: AbortSignal;
+  random?: Random;
+}
+
+/** Runs the agent to its end and returns the exit code. */
+export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<number> {
+  const dir = new StateDir(options.stateDir);
+  try {
+    dir.lock();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  try {
+    return await new Agent(options, deps, dir).run();
+  } finally {
+    dir.unlock();
+    deps.reporter.close();
+  }
+}
+
+/** etcd's cluster and member IDs are uint64; the gateway spells them in decimal, etcd's logs and etcdctl in hex. */
+export function hexId(decimal: string): string {
+  try {
+    return BigInt(decimal).toString(16);
+  } catch {
+    return decimal;
+  }
+}
+
+const LONG_POLL_MIN_SECONDS = 2;
+const LONG_POLL_DEFAULT_SECONDS = 10;
+const LONG_POLL_MAX_SECONDS = 30;
+/** The join API rejecting an admission the broker calls active this often means it really refuses. */
+const MAX_JOIN_API_REJECTIONS = 5;
+
+class Agent {
+  readonly #o: AgentOptions;
+  readonly #r: Reporter;
+  readonly #dir: StateDir;
+  readonly #deps: AgentDeps;
+  readonly #random: Random;
+  readonly #broker: NodeSession;
+  readonly #joinApi: JoinApiClient;
+  readonly #local: EtcdGateway;
+  readonly #etcd: EtcdSupervisor | null;
+  /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
+  readonly #gate: Gate | null;
+  #state!: AgentState;
+  #printedFlags = "";
+  /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
+  #etcdTraits: EtcdTraits | null = null;
+  #learnerLimitNoted = false;
+
+  constructor(options: AgentOptions, deps: AgentDeps, dir: StateDir) {
+    this.#o = options;
+    this.#deps = deps;
+    this.#r = deps.reporter;
+    this.#dir = dir;
+    this.#random = deps.random ?? Math.random;
+    this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
+    this.#joinApi = new JoinApiClient(options.joinApiUrl);
+    this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
+    this.#etcd = options.etcdBin
+      ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
+          onUnexpectedExit: (how, again) => this.#r.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
+          onLeftoverStopped: (pid) => this.#r.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
+        })
+      : null;
+    this.#gate = options.exec ? new Gate(options, deps.reporter, dir) : null;
+  }
+
+  async run(): Promise<number> {
+    try {
+      await this.#gate?.prepare();
+      this.#state = this.#loadState();
+      // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
+      void this.#knowEtcd();
+      const marker = this.#dir.readMarker();
+      if (marker) return await this.#resumeJoined(marker);
+      this.#r.event("start", `joining cluster ${this.#o.cluster} through ${this.#o.brokerUrl} as ${this.#o.node} (${this.#o.peerURL})`, {
+        cluster: this.#o.cluster,
+        peerURL: this.#o.peerURL,
+      });
+      const joined = await this.#withDeadline((signal) => this.#join(signal));
+      return await this.#serve(joined);
+    } catch (e) {
+      return await this.#fail(e);
+    }
+  }
+
+  // ------------------------------------------------------------------ the join
+
+  async #join(signal: AbortSignal): Promise<JoinedMarker> {
+    let view = (await this.#resumeTicket(signal)) ?? (await this.#requestTicket(signal));
+    const pause = new Backoff(1_000, 15_000, this.#random);
+    for (;;) {
+      this.#saveState({ ticket: view.ticket, role: view.role });
+      if (view.state === "queued" || view.state === "admitted") await this.#resumeOwnEtcd(view.role);
+      if (view.state === "queued") view = await this.#waitInQueue(view, signal);
+      switch (view.state) {
+        case "admitted":
+          try {
+            return await this.#admitted(view, signal);
+          } catch (e) {
+            if (!(e instanceof LeaseLost)) throw e;
+            this.#r.event("lease", `${e.message}; asking for a ticket again`, { state: e.state });
+          }
+          break;
+        case "joined":
+          return await this.#alreadyJoined(view, signal);
+        case "revoked":
+          throw new AdmissionRevoked(
+            `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
+          );
+        default:
+          this.#r.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, { state: view.state });
+      }
+      await sleep(pause.next(), signal);
+      view = await this.#requestTicket(signal);
+    }
+  }
+
+  /**
+   * The live ticket this node already holds, read back after a restart. A revoked one is returned
+   * too, so that an admin's revocation is not undone by restarting the agent (unless
+   * --retry-revoked). For anything else the idempotent POST decides: null.
+   */
+  async #resumeTicket(signal: AbortSignal): Promise<TicketView | null> {
+    const ticket = this.#state.ticket;
+    if (!ticket) return null;
+    const res = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(ticket, { signal }), signal);
+    if (!res.body) return null;
+    const view = res.body;
+    const live = view.state === "queued" || view.state === "admitted";
+    if (!live && !(view.state === "revoked" && !this.#o.retryRevoked)) return null;
+    this.#r.event("ticket", `resuming ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
+    return view;
+  }
+
+  async #requestTicket(signal: AbortSignal): Promise<TicketView> {
+    const { node, peerURL } = this.#o;
+    const res = await this.#brokerRetry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal), signal);
+    if (res.body && res.status >= 200 && res.status < 300) {
+      const view = res.body;
+      this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
+      return view;
+    }
+    const why = describeAnswer(res);
+    if (res.status === 400) throw new UsageError(`the broker rejected this node's ticket request: ${why}`);
+    if (res.status === 409) throw new Refusal(`the broker refused the ticket: ${why}`);
+    if (res.status === 401 || res.status === 403 || res.status === 404) throw new Refusal(`the broker refused the enrollment token: ${why}`);
+    throw new Error(`unexpected answer to the ticket request: ${why}`);
+  }
+
+  /** Long polls until the ticket leaves the queue. */
+  async #waitInQueue(start: TicketView, signal: AbortSignal): Promise<TicketView> {
+    let view = start;
+    const backoff = new Backoff(500, 10_000, this.#random);
+    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
+    let shown: TicketView | null = null;
+    const onUnreachable = (reason: string) => this.#r.failure("broker", `broker unreachable: ${reason}`);
+    return retrying<TicketView>({ backoff, signal, onUnreachable }, async () => {
+      if (view.state !== "queued") return { done: view };
+      if (view !== shown) reportQueued(this.#r, view);
+      const began = Date.now();
+      // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
+      // once, and the position shown is never older than the broker thinks useful.
+      const hint = view.retryAfter ?? LONG_POLL_DEFAULT_SECONDS;
+      const wait = Math.min(LONG_POLL_MAX_SECONDS, Math.max(LONG_POLL_MIN_SECONDS, Math.round(hint * (1 + 0.25 * this.#random()))));
+      const res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
+      if (res.status === 500) {
+        await this.#brokerFault("waiting in the queue", res, faults, signal);
+        return { again: true };
+      }
+      faults.reset();
+      if (res.body) {
+        backoff.reset();
+        view = res.body;
+        // A poll that came back early (the ticket changed but is still queued) must not bring the
+        // next request forward: requests stay at least Retry-After apart, plus jitter.
+        const early = hint * 1000 - (Date.now() - began);
+        if (view.state === "queued" && early > 0) {
+          // Show the new position at once; the next request still waits its turn.
+          reportQueued(this.#r, view);
+          shown = view;
+          await sleep(early + hint * 250 * this.#random(), signal);
+        }
+        return { again: true };
+      }
+      if (res.status === 404) return { done: await this.#requestTicket(signal) };
+      if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
+      this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
+      return { wait: res.retryAfter };
+    });
+  }
+
+  async #admitted(view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
+    const admission = view.admission;
+    if (!admission) throw new LeaseLost("admitted", "the broker sent an admitted ticket without its admission token");
+    this.#r.event("admitted", `admitted as ${view.role}; lease until ${view.leaseExpiresAt ?? "?"}`, {
+      ticket: view.ticket,
+      role: view.role,
+      jti: view.jti,
+      leaseExpiresAt: view.leaseExpiresAt,
+    });
+    const lease = new LeaseKeeper(this.#broker, view.ticket, admission, view.leaseExpiresAt, this.#random, {
+      onTrouble: (m) => this.#r.failure("broker", m),
+    });
+    lease.start();
+    const signal = AbortSignal.any([outer, lease.signal]);
+    try {
+      if (this.#gate) {
+        const voter = await this.#gate.admitted(view, admission, signal);
+        await this.#complete(view, admission, voter.memberID, signal);
+        return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
+      }
+      return view.role === "bootstrap" ? await this.#bootstrap(view, admission, signal) : await this.#joinAsLearner(view, admission, signal);
+    } finally {
+      await lease.stop();
+    }
+  }
+
+  /** The broker's one bootstrap ticket: this node creates the cluster. */
+  async #bootstrap(view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
+    const { node, peerURL } = this.#o;
+    this.#r.event("bootstrap", "this node holds the cluster's bootstrap ticket: starting a new etcd cluster", { ticket: view.ticket });
+    this.#checkDataIsOurs("bootstrap");
+    this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
+    await this.#startEtcd(signal);
+    const status = await this.#waitEtcd("healthy", signal);
+    this.#r.event("etcd-ready", `etcd is healthy: cluster ${hexId(status.header.clusterId)}, member ${hexId(status.header.memberId)}`, {
+      clusterID: hexId(status.header.clusterId),
+      memberID: status.header.memberId,
+    });
+    await this.#complete(view, admission, status.header.memberId, signal);
+    return this.#writeMarker(view, status);
+  }
+
+  /** Every other node: a learner first, then a voter. */
+  async #joinAsLearner(view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
+    this.#checkDataIsOurs("join");
+    this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
+    const added = await this.#addMember(view, admission, signal);
+    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${hexId(added.memberID)} of ${added.initialCluster.length}`, {
+      memberID: added.memberID,
+      memberIDHex: hexId(added.memberID),
+      learner: added.learner,
+      members: added.initialCluster.length,
+    });
+    const owned = this.#state.etcd;
+    const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner });
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule));
+    if (decision.action !== "start" && owned?.memberID) {
+      // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
+      // the data was made for is gone. etcd would refuse that data ("permanently removed").
+      await this.#discardLearnerData(`the join API added this node anew as member ${hexId(added.memberID)}; its data belongs to member ${hexId(owned.memberID)}, which was removed`);
+    }
+    const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
+    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
+    await this.#startEtcd(signal);
+    let status = await this.#waitEtcd("serving", signal);
+    this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
+      clusterID: hexId(status.header.clusterId),
+      memberID: status.header.memberId,
+      learner: status.isLearner,
+    });
+    if (status.isLearner) {
+      this.#r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
+      await this.#promote(view, admission, signal);
+      status = await this.#waitEtcd("voter", signal);
+    }
+    this.#r.event("promoted", `a voter: member ${hexId(status.header.memberId)}`, { memberID: status.header.memberId });
+    await this.#complete(view, admission, status.header.memberId, signal);
+    return this.#writeMarker(view, status);
+  }
+
+  /** The broker says this node already joined (a crash after `complete`, or an adopted member). */
+  async #alreadyJoined(view: TicketView, signal: AbortSignal): Promise<JoinedMarker> {
+    const { node, cluster, dataDir } = this.#o;
+    if (this.#gate) {
+      const voter = await this.#gate.findVoter();
+      if (!voter) {
+        throw new Refusal(
+          `the broker says ${node} already joined cluster ${cluster}, but etcd (${this.#o.etcdEndpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL}. ` +
+            `If its member is gone for good: run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${this.#o.brokerUrl}', delete ${this.#dir.markerPath} if it exists, and run this command again.`,
+        );
+      }
+      return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
+    }
+    if (refusalOf(decideDataDir(this.#disk(), { kind: "joined", cluster })) === "joined_without_data") {
+      throw new Refusal(
+        `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${hexId(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
+          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. To join it again: ` +
+          `remove its old member from etcd (etcdctl member remove ${view.memberID ? hexId(view.memberID) : "<id>"}), ` +
+          `run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${this.#o.brokerUrl}', delete ${this.#dir.markerPath} if it exists, and run this command again.`,
+      );
+    }
+    this.#r.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
+    if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#markVoter();
+    await this.#startEtcd(signal);
+    const status = await this.#waitEtcd("serving", signal);
+    return this.#writeMarker(view, status);
+  }
+
+  // ------------------------------------------------------------------ join API calls
+
+  async #addMember(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
+    let rejected = 0;
+    return retrying<MemberAdded>(this.#joinApiRetry(10_000, signal), async () => {
+      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
+      const body = res.body;
+      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return { done: body };
+      if (res.status === 401 || res.status === 403 || res.status === 410) {
+        rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
+      } else if (res.status === 400 || res.status === 409 || res.status === 422) {
+        throw new Refusal(`the join API refused to add ${this.#o.node}: ${describeAnswer(res)}`);
+      } else {
+        this.#r.retry(`adding the member: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
+      }
+      return { wait: res.retryAfter };
+    });
+  }
+
+  async #promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
+    let rejected = 0;
+    return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
+      await this.#checkEtcd();
+      const res = await this.#joinApi.promote(admission, this.#o.node, signal);
+      if (res.status === 200 && res.body) {
+        if (res.body.learner === false) this.#markVoter();
+        return { done: res.body };
+      }
+      if (res.status === 404 && res.problem?.code === "member_not_found") {
+        await this.#discardLearnerData(describeAnswer(res));
+        throw new LeaseLost("member_removed", `this node's learner is no longer an etcd member (${describeAnswer(res)}); joining again`);
+      }
+      if (res.status === 401 || res.status === 403 || res.status === 410) {
+        rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
+      } else if (res.status === 400 || res.status === 409 || res.status === 422) {
+        throw new Refusal(`the join API refused to promote ${this.#o.node}: ${describeAnswer(res)}`);
+      } else {
+        this.#r.retry(`promoting: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
+      }
+      return { wait: res.retryAfter };
+    });
+  }
+
+  #joinApiRetry(capMs: number, signal: AbortSignal): RetryOptions {
+    return { backoff: new Backoff(500, capMs, this.#random), signal, onUnreachable: (reason) => this.#r.failure("join-api", `join API unreachable: ${reason}`) };
+  }
+
+  /**
+   * The join API rejected the admission token: ask the broker why. A revoked or ended admission
+   * stops this attempt; one the broker still calls active is retried a few times (the join API
+   * may not have the newest signing key yet) before it counts as a refusal.
+   */
+  async #joinApiRejected(view: TicketView, admission: string, answer: HttpResult<unknown>, rejected: number, signal: AbortSignal): Promise<number> {
+    const res = await this.#brokerRetry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
+    const current = res.body;
+    if (!current || current.state !== "admitted" || current.admission !== admission) {
+      const controller = new AbortController();
+      abortFor(controller, current, describeAnswer(answer));
+      if (controller.signal.aborted) throw controller.signal.reason;
+      throw new LeaseLost(current?.state ?? "unknown", `the join API rejected the admission: ${describeAnswer(answer)}`);
+    }
+    if (rejected + 1 >= MAX_JOIN_API_REJECTIONS) throw new Refusal(`the join API keeps rejecting an active admission: ${describeAnswer(answer)}`);
+    this.#r.retry(`the join API rejected an active admission (${describeAnswer(answer)}); trying again`);
+    return rejected + 1;
+  }
+
+  // ------------------------------------------------------------------ broker calls
+
+  async #complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {
+    this.#r.event("complete", `reporting member ${hexId(memberID)} to the broker`, { memberID });
+    const res = await this.#brokerRetry("completing", () => this.#broker.complete(view.ticket, admission, memberID, signal), signal);
+    if (res.status === 200) return;
+    if (res.status === 410 || (res.status === 409 && res.problem?.code === "not_admitted")) {
+      const now = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(view.ticket, { signal }), signal);
+      if (now.body?.state === "joined") return;
+      const controller = new AbortController();
+      abortFor(controller, now.body, describeAnswer(res));
+      throw controller.signal.aborted ? controller.signal.reason : new LeaseLost("unknown", describeAnswer(res));
+    }
+    throw new Refusal(`the broker refused the completion: ${describeAnswer(res)}`);
+  }
+
+  /** Calls the broker until it answers something other than "not now" (transport errors, 429, 5xx). */
+  async #brokerRetry<T>(what: string, call: () => Promise<HttpResult<T>>, signal: AbortSignal): Promise<HttpResult<T>> {
+    const backoff = new Backoff(500, 10_000, this.#random);
+    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
+    const onUnreachable = (reason: string) => this.#r.failure("broker", `${what}: broker unreachable (${reason})`);
+    return retrying<HttpResult<T>>({ backoff, signal, onUnreachable }, async () => {
+      const res = await call();
+      if (res.status === 500) {
+        await this.#brokerFault(what, res, faults, signal);
+        return { again: true };
+      }
+      faults.reset();
+      if (res.status !== 429 && res.status < 500) return { done: res };
+      this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
+      return { wait: res.retryAfter };
+    });
+  }
+
+  /** A 500 from the broker: reported every time, backed off from, and given up on when it repeats. */
+  async #brokerFault(what: string, res: HttpResult<unknown>, faults: ServerFailures, signal: AbortSignal): Promise<void> {
+    const delay = faults.failed();
+    const correlation = typeof res.problem?.correlationId === "string" ? ` (correlation id ${res.problem.correlationId})` : "";
+    if (delay === null) {
+      throw new GaveUp(
+        `${what}: the broker failed with an internal error ${faults.count} times in a row${correlation}: ${describeAnswer(res)}. ` +
+          `This is a fault in the broker, not a wait: report it to the broker's operator with the correlation id, then run the agent again.`,
+      );
+    }
+    this.#r.event("broker-error", `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`, {
+      status: res.status,
+      attempt: faults.count,
+    });
+    await sleep(delay, signal);
+  }
+
+  // ------------------------------------------------------------------ etcd
+
+  /** What is on disk, for the data-directory rules. */
+  #disk(): DiskFacts {
+    const owned = this.#state.etcd;
+    return { hasData: hasEtcdData(this.#o.dataDir), owned: owned ?? null, joined: this.#dir.readMarker() !== null };
+  }
+
+  /** Refuses to start a data dir this agent did not fill for this cluster and role (before anything is asked of etcd). */
+  #checkDataIsOurs(role: Role): void {
+    const rule = role === "bootstrap" ? refusalOf(decideDataDir(this.#disk(), { kind: "bootstrap", cluster: this.#o.cluster })) : ownershipRefusal(this.#disk(), this.#o.cluster, role);
+    if (rule) throw new Refusal(this.#refusalMessage(rule, role));
+  }
+
+  /** A refused data dir, said so that an operator knows what to do. */
+  #refusalMessage(rule: RefusalRule, role: Role = "join", why = ""): string {
+    const { dataDir, cluster, node } = this.#o;
+    const owned = this.#state.etcd;
+    switch (rule) {
+      case "foreign_data":
+        return (
+          `${dataDir} already holds etcd data, but this agent never started etcd there for cluster ${cluster}. It may be another cluster's data, ` +
+          `and starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`
+        );
+      case "other_cluster":
+        return `${dataDir} holds etcd data this agent made for cluster ${owned?.cluster}, not ${cluster}: starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`;
+      case "role_changed":
+        return (
+          `${dataDir} holds etcd data from when this node ${owned?.role === "bootstrap" ? "bootstrapped a cluster" : "joined a cluster"}, but the broker now ` +
+          `says it must ${role === "bootstrap" ? "bootstrap" : "join"}. Move the data dir away and run again.`
+        );
+      case "joined_never_bootstraps":
+        return `${this.#dir.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
+      case "joined_without_data":
+        return "";
+      default: {
+        const keep =
+          rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
+          : rule === "not_ours" ? `${dataDir} was not filled by this agent`
+          : rule === "bootstrapped_here" ? "this node bootstrapped the cluster from this data"
+          : `member ${owned?.memberID ? hexId(owned.memberID) : "?"} was a voter`;
+        return (
+          `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
+          `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${node} --cluster ${cluster}', and run again.`
+        );
+      }
+    }
+  }
+
+  /**
+   * Stops with GaveUp when the supervised etcd keeps failing. When etcd exited because its member
+   * was removed from the cluster, a learner's data is moved aside instead and the node joins again
+   * (LeaseLost): the join API adds it anew.
+   */
+  async #checkEtcd(): Promise<void> {
+    if (!this.#etcd?.failure) return;
+    if (this.#etcd.removed) {
+      await this.#discardLearnerData("etcd says this member was removed from the cluster");
+      throw new LeaseLost("member_removed", "this node's learner was removed from the cluster; joining again");
+    }
+    throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+  }
+
+  /**
+   * The learner this node started was removed from etcd (its lease ended and the join API made
+   * room for the next node, say): its data belongs to no cluster any more and etcd refuses it.
+   * Stop etcd and move the data aside (never delete it), so that the next add starts from
+   * scratch. Only for a node that never was a voter and did not bootstrap, as its state files
+   * tell: a learner holds nothing the cluster lacks. Anything else is refused (exit 3).
+   */
+  async #discardLearnerData(why: string): Promise<void> {
+    const { dataDir } = this.#o;
+    const decision = decideDataDir(this.#disk(), { kind: "removed" });
+    if (decision.action === "refuse") throw new Refusal(this.#refusalMessage(decision.rule, "join", why));
+    const s = this.#etcd?.running ? await this.#local.status(this.#o.clientURL) : null;
+    if (s?.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet: ${why}`);
+    if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
+    await this.#etcd.stop();
+    await this.#etcd.stopLeftovers();
+    if (existsSync(dataDir)) {
+      const aside = `${dataDir}.removed-${Date.now()}`;
+      renameSync(dataDir, aside);
+      this.#r.event("etcd-exit", `${why}: moved the removed learner's data to ${aside}; etcd starts fresh once the join API adds this node again`, { aside });
+    }
+    this.#saveState({ etcd: undefined });
+    this.#etcd.startOver();
+  }
+
+  /** Records, once, that this node's member is a voter: from then on its data is never moved aside. */
+  #markVoter(): void {
+    const owned = this.#state.etcd;
+    if (owned && !owned.voter) this.#saveState({ etcd: { ...owned, voter: true } });
+  }
+
+  /**
+   * After a restart, or back in the queue: a member's etcd (data present, same role as before)
+   * runs again while the agent catches up. One that etcd says was removed from the cluster is
+   * not started again: a learner's data is moved aside now (the next add starts it fresh).
+   */
+  async #resumeOwnEtcd(role: Role): Promise<void> {
+    const owned = this.#state.etcd;
+    if (!this.#etcd || this.#etcd.running || !owned || owned.role !== role || !hasEtcdData(this.#o.dataDir)) return;
+    if (this.#etcd.removed) {
+      await this.#discardLearnerData(`etcd says member ${owned.memberID ? hexId(owned.memberID) : "?"} was removed from the cluster`);
+      return;
+    }
+    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
+    await this.#knowEtcd();
+    await this.#etcd.start(this.#etcdArgs());
+  }
+
+  #recordEtcd(fields: Omit<EtcdOwnership, "cluster" | "node" | "at">): void {
+    this.#saveState({ etcd: { cluster: this.#o.cluster, node: this.#o.node, at: new Date().toISOString(), ...fields } });
+  }
+
+  #etcdArgs(): string[] {
+    const owned = this.#state.etcd!;
+    const o = this.#o;
+    return etcdFlags({
+      name: o.node,
+      dataDir: o.dataDir,
+      clientURL: o.clientURL,
+      peerURL: o.peerURL,
+      listenPeerURL: o.listenPeerURL,
+      initialCluster: owned.initialCluster,
+      initialClusterState: owned.initialClusterState,
+      initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
+      // Ours first: a --max-learners among --etcd-arg comes later and wins.
+      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
+    });
+  }
+
+  /** Asks the etcd binary its version once, for its flag names (failures surface when etcd is started). */
+  async #knowEtcd(): Promise<void> {
+    if (!this.#etcd || this.#etcdTraits) return;
+    try {
+      this.#etcdTraits = (await this.#etcd.version()).traits;
+    } catch {
+      // EtcdSupervisor.start reports a binary that cannot run or is not a supported etcd.
+    }
+  }
+
+  /**
+   * `--max-learners` (by this version's name) so that etcd allows as many learners as the broker
+   * admits nodes at once. Nothing for 1 (etcd's default). Without --etcd-bin the version is not
+   * known: a limit above 1 needs etcd 3.6 or later, so 3.6's name is printed.
+   */
+  #learnerArgs(learners: number): string[] {
+    if (learners <= 1) return [];
+    if (!this.#etcdTraits) return this.#etcd ? [] : [`--max-learners=${learners}`];
+    try {
+      return maxLearnersArgs(this.#etcdTraits, learners);
+    } catch (e) {
+      if (!this.#learnerLimitNoted) {
+        this.#learnerLimitNoted = true;
+        this.#r.event("etcd-start", `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`, { maxInFlight: learners });
+      }
+      return [];
+    }
+  }
+
+  /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */
+  async #startEtcd(signal: AbortSignal): Promise<void> {
+    await this.#knowEtcd();
+    const args = this.#etcdArgs();
+    const text = `${args.join("\n")}\n`;
+    if (text !== this.#printedFlags) {
+      writeFileAtomic(this.#dir.etcdFlagsPath, text);
+      if (this.#o.printEtcdFlags) this.#deps.print(args.join("\n"));
+      this.#printedFlags = text;
+    }
+    if (signal.aborted) throw signal.reason;
+    if (!this.#etcd) {
+      this.#r.event("etcd-start", `waiting for etcd to be started with the flags in ${this.#dir.etcdFlagsPath} (client URL ${this.#o.clientURL})`);
+      return;
+    }
+    if (this.#etcd.running) return;
+    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    this.#r.event("etcd-start", `starting etcd (${this.#state.etcd!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
+      state: this.#state.etcd!.initialClusterState,
+    });
+    await this.#etcd.start(args);
+  }
+
+  /** Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a leader). */
+  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal): Promise<EtcdStatus> {
+    const began = Date.now();
+    let lastNote = began;
+    let last = "";
+    for (;;) {
+      await this.#checkEtcd();
+      const s = await this.#local.status(this.#o.clientURL);
+      if (s.ok) {
+        const v = s.value;
+        if (!v.isLearner) this.#markVoter();
+        if (want === "serving") return v;
+        if (!v.isLearner && want === "voter") return v;
+        if (!v.isLearner && want === "healthy" && v.leader && (await this.#local.health(this.#o.clientURL))) return v;
+        last = v.isLearner ? "still a learner" : v.leader ? "not healthy yet" : "no leader yet";
+      } else {
+        last = s.error.message;
+      }
+      if (Date.now() - lastNote > 10_000) {
+        lastNote = Date.now();
+        this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((Date.now() - began) / 1000)} s): ${last}`);
+      }
+      await sleep(100, signal);
+    }
+  }
+
+  // ------------------------------------------------------------------ the end
+
+  #writeMarker(view: TicketView, status: EtcdStatus): JoinedMarker {
+    return this.#writeMarkerIds(view, status.header.memberId, status.header.clusterId);
+  }
+
+  /** IDs in decimal, as etcd's gateway spells them. */
+  #writeMarkerIds(view: TicketView, memberId: string, clusterId: string): JoinedMarker {
+    const memberID = memberId || view.memberID || this.#state.etcd?.memberID || "";
+    const marker: JoinedMarker = {
+      version: 1,
+      cluster: this.#o.cluster,
+      node: this.#o.node,
+      peerURL: this.#o.peerURL,
+      role: view.role,
+      memberID,
+      memberIDHex: hexId(memberID),
+      clusterID: clusterId ? hexId(clusterId) : null,
+      ticket: view.ticket,
+      joinedAt: new Date().toISOString(),
+    };
+    this.#dir.writeMarker(marker);
+    return marker;
+  }
+
+  /** Announces the join, then (with --etcd-bin) supervises etcd until a signal. */
+  async #serve(marker: JoinedMarker): Promise<number> {
+    const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
+    // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
+    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: hexId(marker.memberID), role: marker.role });
+    this.#deps.print(line);
+    if (this.#gate) {
+      const end = await this.#gate.serve(this.#deps.stop, { role: marker.role, ticket: marker.ticket });
+      if (end.code === "ok") return EXIT.ok;
+      this.#r.event("gave-up", end.message ?? "the command failed");
+      return EXIT.gaveUp;
+    }
+    if (!this.#etcd) return EXIT.ok;
+    this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
+    const stop = this.#deps.stop;
+    const stopped = new Promise<"stop">((resolve) => {
+      if (stop.aborted) resolve("stop");
+      else stop.addEventListener("abort", () => resolve("stop"), { once: true });
+    });
+    const outcome = await Promise.race([stopped, this.#etcd.failed]);
+    if (outcome === "stop") {
+      this.#r.event("stopping", "stopping etcd");
+      await this.#etcd.stop();
+      return EXIT.ok;
+    }
+    this.#r.event("gave-up", `${outcome}\n${this.#etcd.logTail(2000)}`);
+    return EXIT.gaveUp;
+  }
+
+  /** A marker from an earlier run: the node joined. Without --etcd-bin there is nothing more to do. */
+  async #resumeJoined(marker: JoinedMarker): Promise<number> {
+    const o = this.#o;
+    if (marker.cluster !== o.cluster || marker.node !== o.node) {
+      throw new UsageError(`${this.#dir.markerPath} says node ${marker.node} joined cluster ${marker.cluster}; this state dir is not for ${o.node} in ${o.cluster}`);
+    }
+    if (!this.#etcd) return this.#serve(marker);
+    if (!hasEtcdData(o.dataDir)) {
+      throw new Refusal(
+        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ` +
+          `To join it again: remove its old member from etcd (etcdctl member remove ${hexId(marker.memberID)}), run 'join-broker admin forget ${o.node} ` +
+          `--cluster ${o.cluster} --broker ${o.brokerUrl}', delete ${this.#dir.markerPath}, and run this command again.`,
+      );
+    }
+    this.#r.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
+    if (!this.#state.etcd) this.#recordEtcd({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#markVoter();
+    const status = await this.#withDeadline(async (signal) => {
+      await this.#startEtcd(signal);
+      return this.#waitEtcd("serving", signal);
+    });
+    const clusterID = hexId(status.header.clusterId);
+    if (marker.clusterID && clusterID !== marker.clusterID) {
+      this.#r.event("error", `etcd reports cluster ${clusterID}, but the marker says ${marker.clusterID}`);
+    }
+    return this.#serve({ ...marker, clusterID });
+  }
+
+  async #fail(e: unknown): Promise<number> {
+    if (!(e instanceof Stopped)) await this.#gate?.stopCommand();
+    if (e instanceof Stopped) {
+      // Only what this agent runs is stopped; a node still queued runs nothing.
+      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#etcd?.running ? "; stopping etcd" : "";
+      this.#r.event("stopping", `${e.message}${running}. Run the same command again to resume.`);
+      await this.#etcd?.stop();
+      return e.exitCode;
+    }
+    if (e instanceof UsageError) {
+      await this.#stopEtcdUnlessVoter();
+      throw e;
+    }
+    if (e instanceof AdmissionRevoked || e instanceof Refusal) {
+      const kept = await this.#stopEtcdUnlessVoter();
+      this.#r.event("refused", `${e.message}${kept}`);
+      return EXIT.refused;
+    }
+    if (e instanceof GaveUp) {
+      const kept = await this.#stopEtcdUnlessVoter();
+      const left = await this.#leaveQueue();
+      this.#r.event("gave-up", `${e.message}${left}${kept}`);
+      return EXIT.gaveUp;
+    }
+    const kept = await this.#stopEtcdUnlessVoter();
+    this.#r.event("error", `${e instanceof Error ? e.message : String(e)}${kept}`);
+    return EXIT.failure;
+  }
+
+  /**
+   * Giving up: leave the queue (abandon the ticket) so that the nodes behind move on at once,
+   * unless etcd ran for this ticket already: then its member may exist, and the lease's natural
+   * end (after which the join API removes its learner) is the safer path.
+   */
+  async #leaveQueue(): Promise<string> {
+    const ticket = this.#state?.ticket;
+    if (!ticket || this.#state.etcd?.ticket === ticket) return "";
+    try {
+      const res = await this.#broker.abandon(ticket, undefined, AbortSignal.timeout(5_000));
+      return res.status === 200 && res.body?.state === "abandoned" ? `; left the queue (ticket ${ticket} abandoned)` : "";
+    } catch {
+      return "";
+    }
+  }
+
+  /**
+   * Stops the etcd this agent started, unless it already is a voter: taking a voter down on our
+   * own could cost the cluster its quorum. Returns a note for the message when it keeps running.
+   */
+  async #stopEtcdUnlessVoter(): Promise<string> {
+    if (!this.#etcd?.running) return "";
+    const s = await this.#local.status(this.#o.clientURL);
+    if (s.ok && !s.value.isLearner) {
+      this.#etcd.release();
+      return ` etcd (pid ${this.#etcd.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
+    }
+    await this.#etcd.stop();
+    return "";
+  }
+
+  // ------------------------------------------------------------------ state
+
+  #loadState(): AgentState {
+    const o = this.#o;
+    const s = this.#dir.readState();
+    if (!s) return { version: 1, cluster: o.cluster, node: o.node, peerURL: o.peerURL, updatedAt: new Date().toISOString() };
+    if (s.cluster !== o.cluster || s.node !== o.node) {
+      throw new UsageError(`state dir ${o.stateDir} belongs to node ${s.node} of cluster ${s.cluster}, not ${o.node} of ${o.cluster}`);
+    }
+    if (s.peerURL !== o.peerURL && s.etcd) {
+      throw new UsageError(`etcd in ${o.dataDir} was started with peer URL ${s.peerURL}; --peer-url ${o.peerURL} does not match it`);
+    }
+    return { ...s, peerURL: o.peerURL };
+  }
+
+  #saveState(patch: Partial<AgentState>): void {
+    this.#state = { ...this.#state, ...patch };
+    this.#dir.writeState(this.#state);
+  }
+
+  /** Runs `work` under the stop signal and the --timeout deadline (which aborts it with GaveUp). */
+  async #withDeadline<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const seconds = this.#o.timeoutSeconds;
+    if (seconds <= 0) return work(this.#deps.stop);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new GaveUp(`not joined within --timeout ${seconds} s`)), seconds * 1000);
+    try {
+      return await work(AbortSignal.any([this.#deps.stop, deadline.signal]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function refusalOf(decision: Decision): RefusalRule | null {
+  return decision.action === "refuse" ? decision.rule : null;
+}
+
+/** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
+function learnerLimit(view: TicketView): { maxLearners?: number } {
+  return view.maxInFlight !== undefined && view.maxInFlight > 1 ? { maxLearners: view.maxInFlight } : {};
+}

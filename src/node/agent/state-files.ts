@@ -1,0 +1,316 @@
+/**
+ * The agent's files in `--state-dir`, each written atomically (temp file, fsync, rename, fsync of
+ * the directory) so that a crash at any instant leaves either the old or the new content:
+ *
+ * - `joined.json`: the marker, written only after the broker recorded the join as complete.
+ * - `agent-state.json`: progress (ticket, role, whether this agent already started etcd on the
+ *   data dir, for which member, and whether that member ever was a voter). It never decides
+ *   between bootstrap and join; the broker does.
+ * - `agent.pid`: the running agent, so that two agents never drive the same node.
+ * - `etcd.pid`: the etcd this agent started, so that a restarted agent can stop one left running.
+ * @module
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Role } from "../../shared/protocol/wire.ts";
+
+export interface JoinedMarker {
+  version: 1;
+  cluster: string;
+  node: string;
+  peerURL: string;
+  role: Role;
+  /** The etcd member ID as reported to the broker (decimal, as etcd's JSON gateway spells it). */
+  memberID: string;
+  /** The same in hex, as etcd logs and etcdctl print it (absent from markers of older agents). */
+  memberIDHex?: string;
+  /** etcd's cluster ID in hex, as etcd logs and etcdctl print it; null when it could not be read. */
+  clusterID: string | null;
+  ticket: string;
+  joinedAt: string;
+}
+
+/** What this agent did to the etcd data dir. Written before etcd is first started; later only `voter` is added. */
+export interface EtcdOwnership {
+  cluster: string;
+  node: string;
+  role: Role;
+  ticket: string;
+  initialCluster: string[];
+  initialClusterState: "new" | "existing";
+  /** The member the join API added for this data dir (decimal). */
+  memberID?: string;
+  /**
+   * Set once etcd reported this member a voter (or the join API promoted it). From then on the
+   * data dir is never moved aside automatically, whatever happens to the member.
+   */
+  voter?: boolean;
+  /**
+   * Learners etcd must allow at once (`--max-learners`): the cluster's maxInFlight as the broker
+   * reported it at admission. Kept so that every later start of this member uses the same
+   * number: etcd 3.6+ checks the learner count against it on every member, at start and at
+   * every membership change.
+   */
+  maxLearners?: number;
+  at: string;
+}
+
+export interface AgentState {
+  version: 1;
+  cluster: string;
+  node: string;
+  peerURL: string;
+  ticket?: string;
+  role?: Role;
+  etcd?: EtcdOwnership;
+  updatedAt: string;
+}
+
+export class StateDir {
+  constructor(readonly path: string) {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+  }
+
+  get markerPath(): string {
+    return join(this.path, "joined.json");
+  }
+  get statePath(): string {
+    return join(this.path, "agent-state.json");
+  }
+  get etcdPidPath(): string {
+    return join(this.path, "etcd.pid");
+  }
+  get etcdLogPath(): string {
+    return join(this.path, "etcd.log");
+  }
+  get etcdFlagsPath(): string {
+    return join(this.path, "etcd-flags.txt");
+  }
+
+  readMarker(): JoinedMarker | null {
+    return readJson<JoinedMarker>(this.markerPath);
+  }
+
+  writeMarker(marker: JoinedMarker): void {
+    writeFileAtomic(this.markerPath, `${JSON.stringify(marker, null, 2)}\n`);
+  }
+
+  readState(): AgentState | null {
+    return readJson<AgentState>(this.statePath);
+  }
+
+  writeState(state: AgentState): void {
+    writeFileAtomic(this.statePath, `${JSON.stringify({ ...state, updatedAt: new Date().toISOString() }, null, 2)}\n`);
+  }
+
+  readPid(path: string): number | null {
+    try {
+      const pid = Number(readFileSync(path, "utf8").trim());
+      return Number.isInteger(pid) && pid > 1 ? pid : null;
+    } catch {
+      return null;
+    }
+  }
+
+  writePid(path: string, pid: number): void {
+    writeFileAtomic(path, `${pid}\n`);
+  }
+
+  removeFile(path: string): void {
+    rmSync(path, { force: true });
+  }
+
+  get lockPath(): string {
+    return join(this.path, "agent.lock");
+  }
+
+  #holding = false;
+  #releaseOnExit = () => this.unlock();
+
+  /**
+   * Claims the state dir for this agent: the lock file is created with O_EXCL, so of two agents
+   * only one can create it, whatever either sees in /proc. A lock whose holder is gone (its pid
+   * no longer runs, or it was taken before the last reboot) is stale and taken over; any other
+   * is refused with `StateDirLocked`. Released by `unlock()` and, failing that, at process exit.
+   */
+  lock(): void {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        const fd = openSync(this.lockPath, "wx", 0o600);
+        try {
+          writeSync(fd, `${JSON.stringify({ pid: process.pid, bootId: bootId(), at: new Date().toISOString() } satisfies LockHolder)}\n`);
+          fsyncSync(fd);
+        } finally {
+          closeSync(fd);
+        }
+        this.#holding = true;
+        process.once("exit", this.#releaseOnExit);
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      }
+      const holder = readLockHolder(this.lockPath);
+      if (holder && !isStaleLock(holder)) throw new StateDirLocked(this.path, holder.pid);
+      if (!holder && ageMs(this.lockPath) < HALF_WRITTEN_LOCK_MS) throw new StateDirLocked(this.path, null);
+      // Stale: move it aside under a name of our own, and make sure what we moved was the stale
+      // lock (another agent may have replaced it meanwhile); then try to create ours again.
+      const aside = `${this.lockPath}.stale-${process.pid}-${attempt}`;
+      try {
+        renameSync(this.lockPath, aside);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") continue;
+        throw e;
+      }
+      const moved = readLockHolder(aside);
+      if (moved && holder && (moved.pid !== holder.pid || moved.at !== holder.at) && !isStaleLock(moved)) {
+        // A live agent's fresh lock: put it back and give way.
+        renameSync(aside, this.lockPath);
+        throw new StateDirLocked(this.path, moved.pid);
+      }
+      rmSync(aside, { force: true });
+    }
+    throw new StateDirLocked(this.path, null);
+  }
+
+  /** Releases the lock if this StateDir holds it. */
+  unlock(): void {
+    if (!this.#holding) return;
+    this.#holding = false;
+    process.removeListener("exit", this.#releaseOnExit);
+    const holder = readLockHolder(this.lockPath);
+    if (holder?.pid === process.pid) rmSync(this.lockPath, { force: true });
+  }
+}
+
+/** What the lock file says about its holder. */
+export interface LockHolder {
+  pid: number;
+  /** The kernel's boot id when the lock was taken ("" where unknown): a lock from before a reboot is stale. */
+  bootId: string;
+  at: string;
+}
+
+/** Another agent holds the state dir. */
+export class StateDirLocked extends Error {
+  override readonly name = "StateDirLocked";
+  readonly code = "ERR_STATE_DIR_LOCKED";
+  constructor(
+    readonly stateDir: string,
+    readonly holderPid: number | null,
+  ) {
+    super(
+      `another agent${holderPid ? ` (pid ${holderPid})` : ""} is running with state dir ${stateDir}; ` +
+        `if none is, remove ${join(stateDir, "agent.lock")} and run again`,
+    );
+  }
+}
+
+/** A lock file being written by its creator right now has no content yet; give it this long. */
+const HALF_WRITTEN_LOCK_MS = 5_000;
+
+function readLockHolder(path: string): LockHolder | null {
+  let holder: Partial<LockHolder> | null;
+  try {
+    holder = JSON.parse(readFileSync(path, "utf8")) as Partial<LockHolder> | null;
+  } catch {
+    return null; // gone, or not (yet) written
+  }
+  return holder && Number.isInteger(holder.pid) && (holder.pid as number) > 0 ? { pid: holder.pid!, bootId: String(holder.bootId ?? ""), at: String(holder.at ?? "") } : null;
+}
+
+/** A holder is gone when its pid runs no more, or when it took the lock before the last reboot. Live otherwise, even when /proc says nothing. */
+export function isStaleLock(holder: LockHolder, currentBootId = bootId()): boolean {
+  if (holder.bootId && currentBootId && holder.bootId !== currentBootId) return true;
+  return !isAlive(holder.pid);
+}
+
+function ageMs(path: string): number {
+  try {
+    return Date.now() - statSync(path).mtimeMs;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** The kernel's boot id (Linux), or "" where there is none. */
+export function bootId(): string {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * Whether etcd has written its write-ahead log in `dataDir`: the same test etcd itself uses to
+ * decide between "first start" and "restart with my data".
+ */
+export function hasEtcdData(dataDir: string): boolean {
+  try {
+    return readdirSync(join(dataDir, "member", "wal")).some((f) => f.endsWith(".wal"));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the process exists and is not a zombie (an exited child nobody reaped yet). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc: trust kill(0)
+  }
+}
+
+/** The process's arguments ([] when unknown or not on Linux). */
+export function argvOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** The process's arguments joined by spaces ("" when unknown). */
+export function commandLineOf(pid: number): string {
+  return argvOf(pid).join(" ");
+}
+
+function readJson<T>(path: string): T | null {
+  if (!existsSync(path)) return null;
+  const text = readFileSync(path, "utf8");
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new Error(`${path} is not valid JSON; it was not written by this agent (move it away to continue)`);
+  }
+}
+
+/** Replaces `path` with `content` so that readers see the old or the new file, never a mix. */
+export function writeFileAtomic(path: string, content: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, content);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  try {
+    const dir = openSync(dirname(path), "r");
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
+  } catch {
+    /* directories cannot be fsynced on every platform; the rename is still atomic */
+  }
+}

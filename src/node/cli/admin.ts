@@ -1,0 +1,254 @@
+/**
+ * `join-broker admin SUBCOMMAND --cluster NAME --broker URL --admin-token TOKEN [--json]`: the
+ * admin API from a shell. Flags may come before or after the subcommand; the broker URL and the
+ * admin token may come from JOIN_BROKER_URL and JOIN_BROKER_ADMIN_TOKEN instead.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type AdminClient, type Reply } from "../../shared/client/index.ts";
+import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
+import { EXIT, UsageError } from "../exit-codes.ts";
+import { closest, didYouMean } from "./suggest.ts";
+
+const CONNECTION_OPTIONS = {
+  cluster: { type: "string" },
+  broker: { type: "string" },
+  "admin-token": { type: "string" },
+  "admin-token-file": { type: "string" },
+  "timeout-seconds": { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+const COMMAND_OPTIONS = {
+  ttl: { type: "string" },
+  "max-uses": { type: "string" },
+  description: { type: "string" },
+  state: { type: "string" },
+  limit: { type: "string" },
+  after: { type: "string" },
+  reason: { type: "string" },
+  "max-in-flight": { type: "string" },
+  "lease-seconds": { type: "string" },
+  "admission-ttl-seconds": { type: "string" },
+  "max-queue": { type: "string" },
+  member: { type: "string", multiple: true },
+  nodes: { type: "string", multiple: true },
+  "peer-hosts": { type: "string", multiple: true },
+  follow: { type: "boolean", short: "f" },
+} as const;
+
+export const ADMIN_USAGE = `Usage: join-broker admin SUBCOMMAND [ARGS] --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]
+
+Subcommands:
+${COMMANDS.map((c) => `  ${c.synopsis}\n      ${c.summary}`).join("\n")}
+
+Connection (every subcommand):
+  --cluster NAME             the cluster (or JOIN_BROKER_CLUSTER)
+  --broker URL               the broker's base URL (or JOIN_BROKER_URL)
+  --admin-token TOKEN        the broker's ADMIN_TOKEN (or JOIN_BROKER_ADMIN_TOKEN); prefer the
+                             environment or --admin-token-file: flags are visible to other local users
+  --admin-token-file PATH    read the admin token from a file
+  --timeout-seconds N        give up on a request after N seconds (default 30)
+  --json                     print the broker's JSON response body exactly, and nothing else;
+                             on a broker error, its problem+json body
+  --ca-file FILE             PEM file of CA certificates to trust for HTTPS to the broker
+                             (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
+  -h, --help                 this text; 'join-broker admin SUBCOMMAND --help' for one subcommand
+
+Exit codes:
+  0  done
+  1  the broker answered with an error (its problem code and detail go to stderr),
+     or could not be reached
+  2  bad usage: unknown subcommand or flag, missing or invalid argument (nothing was sent)
+  3  refused: the admin token is wrong, or the call is forbidden (HTTP 401/403), or too many
+     failed authentications from this address (HTTP 429 rate_limited)
+`;
+
+function commandUsage(c: AdminCommand): string {
+  return `Usage: join-broker admin ${c.synopsis} --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]\n\n${c.summary}.\n${c.details ? `${c.details}\n` : ""}\nRun 'join-broker admin --help' for the connection flags and exit codes.\n`;
+}
+
+/** What to say about positionals that name no subcommand: the closest ones, whatever was mistyped. */
+function unknownSubcommand(positionals: string[]): string {
+  const names = COMMANDS.map((c) => c.words.join(" "));
+  const two = positionals.slice(0, 2).join(" ");
+  const typed = positionals.length > 1 && closest(two, names).length ? two : positionals[0];
+  const near = closest(typed, names);
+  const group = names.filter((n) => n.startsWith(`${positionals[0]} `));
+  const options = near.length ? near : group;
+  const hint = options.length ? `; did you mean ${options.map((n) => `'${n}'`).join(" or ")}?` : "; 'join-broker admin --help' lists them";
+  return `unknown subcommand '${typed}'${hint}`;
+}
+
+/** The subcommand named by the leading positionals: "token create" takes two words, "status" one. */
+function findCommand(positionals: string[]): { command: AdminCommand; args: string[] } | null {
+  for (const c of COMMANDS) {
+    if (c.words.every((w, i) => positionals[i] === w)) return { command: c, args: positionals.slice(c.words.length) };
+  }
+  return null;
+}
+
+function adminToken(values: Values, env: NodeJS.ProcessEnv): string | undefined {
+  const flag = values["admin-token"];
+  if (typeof flag === "string") return flag;
+  const file = values["admin-token-file"];
+  if (typeof file === "string") {
+    try {
+      return readFileSync(file, "utf8").trim();
+    } catch (e) {
+      throw new UsageError(`cannot read --admin-token-file ${file}: ${(e as Error).message}`);
+    }
+  }
+  return env.JOIN_BROKER_ADMIN_TOKEN || undefined;
+}
+
+export interface Io {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+const processIo: Io = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t), env: process.env };
+
+export async function run(argv: string[], io: Io = processIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }, allowPositionals: true, strict: true });
+  } catch (e) {
+    const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, "");
+    const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+    const flags = Object.keys({ ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }).map((f) => `--${f}`);
+    throw new UsageError(unknown ? `unknown flag '${unknown}'${didYouMean(unknown, flags)}` : message);
+  }
+  const values = parsed.values as Values;
+  const found = findCommand(parsed.positionals);
+
+  if (values.help) {
+    io.stdout(found ? commandUsage(found.command) : ADMIN_USAGE);
+    return EXIT.ok;
+  }
+  if (parsed.positionals.length === 0) {
+    io.stderr(ADMIN_USAGE);
+    return EXIT.usage;
+  }
+  if (!found) throw new UsageError(unknownSubcommand(parsed.positionals));
+  const { command, args } = found;
+  const name = command.words.join(" ");
+  if (args.length < command.args.length) throw new UsageError(`'${name}' needs ${command.args.slice(args.length).join(" ")}: join-broker admin ${command.synopsis}`);
+  if (args.length > command.args.length) throw new UsageError(`'${name}' takes ${command.args.length ? command.args.join(" ") : "no arguments"}, not ${JSON.stringify(args.slice(command.args.length).join(" "))}`);
+  for (const flag of Object.keys(COMMAND_OPTIONS)) {
+    if (values[flag] !== undefined && !command.options.includes(flag)) throw new UsageError(`--${flag} does not apply to '${name}'`);
+  }
+
+  const cluster = (values.cluster as string | undefined) ?? io.env.JOIN_BROKER_CLUSTER;
+  const broker = (values.broker as string | undefined) ?? io.env.JOIN_BROKER_URL;
+  const token = adminToken(values, io.env);
+  if (!cluster && command.perCluster !== false) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
+  if (!broker) throw new UsageError("--broker URL is required (or JOIN_BROKER_URL)");
+  if (!token) throw new UsageError("--admin-token TOKEN is required (or JOIN_BROKER_ADMIN_TOKEN, or --admin-token-file PATH)");
+  const timeoutText = values["timeout-seconds"] as string | undefined;
+  if (timeoutText !== undefined && !/^[1-9]\d*$/.test(timeoutText)) throw new UsageError("--timeout-seconds must be a whole number of seconds, at least 1");
+
+  const json = values.json === true;
+  // Only a follower waits for an interrupt; every other subcommand dies of it the ordinary way.
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  if (values.follow) {
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  }
+  try {
+    let brokerClient;
+    let client: AdminClient | undefined;
+    try {
+      brokerClient = new BrokerClient({ baseUrl: broker, bearer: token, timeoutMs: timeoutText ? Number(timeoutText) * 1000 : undefined, userAgent: "join-broker-admin/1" });
+      client = cluster ? brokerClient.admin(cluster) : undefined;
+    } catch (e) {
+      throw new UsageError(e instanceof InvalidInput ? `--${e.message}` : `--broker: ${(e as Error).message}`);
+    }
+    await command.run({
+      // Commands that are not about one cluster (perCluster: false) never read it.
+      client: client as AdminClient,
+      broker: brokerClient,
+      args,
+      values,
+      signal: stop.signal,
+      note: (text) => io.stderr(`join-broker admin ${name}: ${text}\n`),
+      print: (reply: Reply<unknown>, human: () => string) => io.stdout(json ? `${reply.text.trimEnd()}\n` : human()),
+    });
+    return EXIT.ok;
+  } catch (e) {
+    if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, values));
+    if (e instanceof BrokerProblem) {
+      if (json) io.stdout(`${e.text.trimEnd()}\n`);
+      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "")}\n`);
+      // rate_limited answers only failed authentications: it is a refusal like the 401s before it.
+      return e.refused || e.code === "rate_limited" ? EXIT.refused : EXIT.failure;
+    }
+    if (e instanceof BrokerUnreachable) {
+      io.stderr(`join-broker admin ${name}: ${e.message}\n`);
+      return EXIT.failure;
+    }
+    throw e;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+/** Request fields as the flags (or arguments) that set them, and the unit a bound is in. */
+const FIELD_FLAGS: Record<string, { flag: string; unit?: string }> = {
+  ttlSeconds: { flag: "--ttl", unit: "s" },
+  maxUses: { flag: "--max-uses" },
+  description: { flag: "--description", unit: "characters" },
+  reason: { flag: "--reason", unit: "characters" },
+  state: { flag: "--state" },
+  limit: { flag: "--limit" },
+  after: { flag: "--after" },
+  maxInFlight: { flag: "--max-in-flight" },
+  leaseSeconds: { flag: "--lease-seconds", unit: "s" },
+  admissionTtlSeconds: { flag: "--admission-ttl-seconds", unit: "s" },
+  maxQueue: { flag: "--max-queue" },
+  members: { flag: "--member" },
+  nodes: { flag: "--nodes" },
+  peerHosts: { flag: "--peer-hosts" },
+};
+
+/** A refused input, said in the words the user typed: the flag, its value, and the rule. */
+function inFlagTerms(e: InvalidInput, values: Values): string {
+  if (e.issues.length === 0) return e.message;
+  return e.issues
+    .map((i) => {
+      const field = i.path.split(".")[0];
+      const known = FIELD_FLAGS[field];
+      if (!known) return i.path ? `${i.path}: ${i.message}` : i.message;
+      const typed = values[known.flag.slice(2)];
+      const given = typeof typed === "string" ? ` ${typed}` : "";
+      const unit = known.unit ? ` ${known.unit}` : "";
+      const rule =
+        i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
+        : i.code === "too_big" && i.maximum !== undefined ? `must be at most ${i.maximum}${unit}`
+        : i.message.charAt(0).toLowerCase() + i.message.slice(1);
+      return `${known.flag}${given}: ${rule}`;
+    })
+    .join("; ");
+}
+
+/** What to check next, for the problems an operator meets most. */
+function hint(e: BrokerProblem, cluster: string): string {
+  switch (e.code) {
+    case "unauthorized":
+      return "\n  check --admin-token / JOIN_BROKER_ADMIN_TOKEN against the broker's ADMIN_TOKEN secret";
+    case "rate_limited":
+      return `\n  too many failed authentications from this address; wait ${e.retryAfter ?? 60} s and check the admin token`;
+    case "unknown_cluster":
+      // The broker's detail already says how a cluster comes to exist: do not say it twice.
+      return `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo; 'join-broker admin clusters' lists the clusters`;
+    case "admission_not_found":
+      return "\n  'join-broker admin tickets' lists each admitted ticket's JTI";
+    default:
+      return "";
+  }
+}

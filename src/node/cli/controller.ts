@@ -1,0 +1,150 @@
+/**
+ * `join-broker controller --etcd URL[,URL…] --broker URL --cluster NAME --listen HOST:PORT`: the
+ * reference join API. It prints `join API listening on http://HOST:PORT` once it accepts
+ * requests (so `--listen 127.0.0.1:0` can be used and the port read back), logs one line per
+ * decision to stderr, and stops cleanly on SIGINT or SIGTERM.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { isClusterName } from "../../shared/protocol/identifiers.ts";
+import { parseEndpoints } from "../etcd/gateway.ts";
+import { startJoinApi } from "../join-api/server.ts";
+import { EXIT, UsageError } from "../exit-codes.ts";
+
+export const CONTROLLER_USAGE = `Usage: join-broker controller --etcd URL[,URL…] --broker URL --cluster NAME --listen HOST:PORT
+
+The reference controllers' join API. It verifies a node's admission token (signature with the
+cluster's JWKS, typ, iss, aud, exp, sub = node, peer_url = peerAddress) and asks the broker
+whether it is still active before it touches etcd; then it adds the node as an etcd learner
+and promotes it once it has started and caught up.
+
+  POST /v1beta1/etcd/members          {"node","peerAddress"}  → 200 {"memberID","learner":true,"initialCluster":[…]}
+  POST /v1beta1/etcd/members/promote  {"node"}                → 200 {"memberID","learner":false}
+  GET  /healthz                                               → 200 when etcd has a leader
+
+Flags:
+  --etcd URL[,URL…]             etcd client URLs (v3 JSON gateway); tried in turn on failure
+  --broker URL                  the broker's base URL (its origin is the tokens' issuer)
+  --cluster NAME                the cluster whose admission tokens are accepted
+  --listen HOST:PORT            where to serve (port 0 picks a free one; default 127.0.0.1:9443)
+  --clock-tolerance SECONDS     clock skew allowed on exp/nbf (default 30)
+  --revocation-list-max-age SECONDS
+                                opt-in: when the broker cannot be reached, accept tokens that are
+                                not on a revocation list fetched at most SECONDS ago (refreshed
+                                every SECONDS/2). Off by default: no broker, no admission.
+  --unknown-learner-grace SECONDS
+                                remove a learner (started or not) that this process did not add,
+                                or that stays a learner after its node completed, once it has
+                                blocked joins this long (default 300)
+  --hold SECONDS                while etcd says "in a moment" (settling after a change, learner
+                                starting or catching up), hold an add or promote and retry it
+                                every 100 ms for up to SECONDS before answering 503 + Retry-After
+                                (default 10; 0 answers at once)
+  --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
+  --log-format text|json        stderr log lines as text (default) or one JSON object per line:
+                                {"time","cluster","msg"}
+  --ca-file FILE                PEM file of CA certificates to trust for HTTPS to the broker
+                                (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
+  -h, --help                    this text
+
+Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage.
+`;
+
+const OPTIONS = {
+  etcd: { type: "string" },
+  broker: { type: "string" },
+  cluster: { type: "string" },
+  listen: { type: "string" },
+  "clock-tolerance": { type: "string" },
+  "revocation-list-max-age": { type: "string" },
+  "unknown-learner-grace": { type: "string" },
+  hold: { type: "string" },
+  "etcd-timeout": { type: "string" },
+  "log-format": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
+  if (!m) throw new UsageError(`--listen must be HOST:PORT (IPv6 as [ADDR]:PORT), got '${value}'`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new UsageError(`--listen port ${port} is out of range`);
+  return { host: m[1] ?? (m[2] || "0.0.0.0"), port };
+}
+
+function seconds(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${name} must be a number of seconds from ${min} to ${max}, got '${value}'`);
+  return n;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: false, strict: true }));
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  if (values.help) {
+    process.stdout.write(CONTROLLER_USAGE);
+    return EXIT.ok;
+  }
+  const need = (name: "etcd" | "broker" | "cluster") => {
+    const v = values[name];
+    if (typeof v !== "string" || v === "") throw new UsageError(`--${name} is required`);
+    return v;
+  };
+  const etcdFlag = need("etcd");
+  let etcd: string[];
+  try {
+    etcd = parseEndpoints(etcdFlag);
+  } catch (e) {
+    throw new UsageError(`--etcd: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const broker = need("broker");
+  try {
+    const url = new URL(broker);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
+  } catch {
+    throw new UsageError(`--broker must be an http(s) URL, got '${broker}'`);
+  }
+  const cluster = need("cluster");
+  if (!isClusterName(cluster)) throw new UsageError(`--cluster '${cluster}' is not a cluster name (a DNS label)`);
+  const { host, port } = parseListen(typeof values.listen === "string" ? values.listen : "127.0.0.1:9443");
+  const clockToleranceSeconds = seconds("clock-tolerance", values["clock-tolerance"] as string | undefined, 0, 600);
+  const revocationListMaxAgeSeconds = seconds("revocation-list-max-age", values["revocation-list-max-age"] as string | undefined, 1, 86_400);
+  const unknownLearnerGraceSeconds = seconds("unknown-learner-grace", values["unknown-learner-grace"] as string | undefined, 0, 86_400);
+  const holdSeconds = seconds("hold", values.hold as string | undefined, 0, 25);
+  const etcdTimeout = seconds("etcd-timeout", values["etcd-timeout"] as string | undefined, 1, 300);
+
+  const format = values["log-format"] ?? "text";
+  if (format !== "text" && format !== "json") throw new UsageError(`--log-format must be text or json, got '${format}'`);
+  const log =
+    format === "json"
+      ? (line: string) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), cluster, msg: line })}\n`)
+      : (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const server = await startJoinApi({
+    etcd,
+    broker,
+    cluster,
+    host,
+    port,
+    clockToleranceSeconds,
+    revocationListMaxAgeSeconds,
+    unknownLearnerGraceSeconds,
+    holdSeconds,
+    etcdTimeoutMs: etcdTimeout !== undefined ? etcdTimeout * 1000 : undefined,
+    log,
+  });
+  process.stdout.write(`join API listening on ${server.url}\n`);
+  log(`cluster ${cluster}, broker ${broker}, etcd ${etcd.join(",")}${revocationListMaxAgeSeconds ? `, revocation-list fallback ${revocationListMaxAgeSeconds} s` : ""}`);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });
+  log(`${signal}: shutting down`);
+  await server.close();
+  return EXIT.ok;
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { etcdCommandLine, etcdFlags } from "./etcd-process.ts";
+
+describe("etcdFlags", () => {
+  const input = {
+    name: "ctrl-2",
+    dataDir: "/var/lib/etcd",
+    clientURL: "http://127.0.0.1:2379",
+    peerURL: "http://127.0.0.1:2380",
+    initialCluster: ["ctrl-1=http://10.0.0.1:2380", "ctrl-2=http://127.0.0.1:2380"],
+    initialClusterState: "existing" as const,
+  };
+  it("lists every flag a joining member needs, in a stable order", () => {
+    expect(etcdFlags(input)).toEqual([
+      "--name=ctrl-2",
+      "--data-dir=/var/lib/etcd",
+      "--listen-client-urls=http://127.0.0.1:2379",
+      "--advertise-client-urls=http://127.0.0.1:2379",
+      "--listen-peer-urls=http://127.0.0.1:2380",
+      "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+      "--initial-cluster=ctrl-1=http://10.0.0.1:2380,ctrl-2=http://127.0.0.1:2380",
+      "--initial-cluster-state=existing",
+      "--heartbeat-interval=100",
+      "--election-timeout=1000",
+      "--logger=zap",
+      "--log-outputs=stderr",
+    ]);
+  });
+  it("adds the cluster token, timing and extra flags when given", () => {
+    const flags = etcdFlags({ ...input, initialClusterState: "new", initialClusterToken: "tok", heartbeatIntervalMs: 50, electionTimeoutMs: 500, extraArgs: ["--quota-backend-bytes=1"] });
+    expect(flags).toContain("--initial-cluster-token=tok");
+    expect(flags).toContain("--heartbeat-interval=50");
+    expect(flags.at(-1)).toBe("--quota-backend-bytes=1");
+  });
+  it("quotes only what a shell would split", () => {
+    expect(etcdCommandLine("/usr/bin/etcd", { ...input, dataDir: "/tmp/my dir" })).toContain("'--data-dir=/tmp/my dir'");
+    expect(etcdCommandLine("/usr/bin/etcd", input)).toMatch(/^\/usr\/bin\/etcd --name=ctrl-2 /);
+  });
+});

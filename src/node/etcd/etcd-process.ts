@@ -1,0 +1,189 @@
+/**
+ * Runs a real etcd process: the exact flags (a pure function, so a node agent can print them
+ * for another supervisor), start, wait until it serves, and stop (SIGTERM, then SIGKILL).
+ * @module
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { EtcdGateway } from "./gateway.ts";
+
+export interface EtcdFlagsInput {
+  name: string;
+  dataDir: string;
+  /** Where clients reach it, e.g. http://127.0.0.1:2379; it listens on the same URL. */
+  clientURL: string;
+  /** Where peers reach it, e.g. http://127.0.0.1:2380; it listens on the same URL. */
+  peerURL: string;
+  /** Listen elsewhere than the advertised URL (e.g. http://0.0.0.0:2379 behind NAT); default: clientURL. */
+  listenClientURL?: string;
+  /** Default: peerURL. */
+  listenPeerURL?: string;
+  /** `name=peerURL` entries, or the joined `--initial-cluster` string. */
+  initialCluster: readonly string[] | string;
+  initialClusterState: "new" | "existing";
+  /** Only used by `new`; a distinct token keeps two test clusters from ever talking. */
+  initialClusterToken?: string;
+  /** Raft tick; etcd's default is 100 ms. */
+  heartbeatIntervalMs?: number;
+  /** etcd's default is 1000 ms; keep it ≥ 5 × the heartbeat. */
+  electionTimeoutMs?: number;
+  /** Appended verbatim, after ours. */
+  extraArgs?: readonly string[];
+}
+
+/** The command line (without the binary) that starts this member. */
+export function etcdFlags(input: EtcdFlagsInput): string[] {
+  const initialCluster = typeof input.initialCluster === "string" ? input.initialCluster : input.initialCluster.join(",");
+  const flags = [
+    `--name=${input.name}`,
+    `--data-dir=${input.dataDir}`,
+    `--listen-client-urls=${input.listenClientURL ?? input.clientURL}`,
+    `--advertise-client-urls=${input.clientURL}`,
+    `--listen-peer-urls=${input.listenPeerURL ?? input.peerURL}`,
+    `--initial-advertise-peer-urls=${input.peerURL}`,
+    `--initial-cluster=${initialCluster}`,
+    `--initial-cluster-state=${input.initialClusterState}`,
+  ];
+  if (input.initialClusterToken) flags.push(`--initial-cluster-token=${input.initialClusterToken}`);
+  flags.push(`--heartbeat-interval=${input.heartbeatIntervalMs ?? 100}`, `--election-timeout=${input.electionTimeoutMs ?? 1000}`);
+  // zap to stderr: one JSON object a line, and no capnslog deprecation banner on 3.4.
+  flags.push("--logger=zap", "--log-outputs=stderr");
+  flags.push(...(input.extraArgs ?? []));
+  return flags;
+}
+
+/** A shell-quoted command line, for printing. */
+export function etcdCommandLine(bin: string, input: EtcdFlagsInput): string {
+  const quote = (s: string) => (/^[A-Za-z0-9_./:=,@%+-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`);
+  return [bin, ...etcdFlags(input)].map(quote).join(" ");
+}
+
+export interface StartEtcdOptions extends EtcdFlagsInput {
+  bin: string;
+  /** Also append etcd's output to this file. */
+  logFile?: string;
+  /**
+   * What "up" means before `startEtcd` resolves: `healthy` = GET /health is true (a voter with a
+   * leader), `serving` = its client URL answers maintenance/status (also a learner), `none` = return
+   * right after spawning. Default `healthy`.
+   */
+  waitFor?: "healthy" | "serving" | "none";
+  /** Default 30 s. */
+  startTimeoutMs?: number;
+}
+
+export interface EtcdProcess {
+  readonly pid: number;
+  readonly name: string;
+  readonly clientURL: string;
+  readonly peerURL: string;
+  readonly dataDir: string;
+  readonly args: readonly string[];
+  /** Resolves with the exit code (or signal name) once the process is gone. */
+  readonly exited: Promise<number | string>;
+  running(): boolean;
+  /** The last lines etcd printed. */
+  logTail(lines?: number): string;
+  waitUntil(what: "healthy" | "serving", timeoutMs?: number): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 5 s). Safe to call twice. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const LOG_KEEP = 64 * 1024;
+
+export class EtcdStartError extends Error {
+  override readonly name = "EtcdStartError";
+  readonly code = "ERR_ETCD_START";
+  constructor(
+    message: string,
+    readonly logTail: string,
+  ) {
+    super(`${message}\n--- etcd log (tail) ---\n${logTail}`);
+  }
+}
+
+export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess> {
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const args = etcdFlags(options);
+  let log = "";
+  let file: WriteStream | null = null;
+  if (options.logFile) file = createWriteStream(options.logFile, { flags: "a" });
+  const child: ChildProcess = spawn(options.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const spawned = new Promise<void>((ok, fail) => {
+    child.once("spawn", () => ok());
+    child.once("error", (e) => fail(new EtcdStartError(`cannot run ${options.bin}: ${e.message}`, "")));
+  });
+  const onData = (chunk: Buffer) => {
+    log += chunk.toString();
+    if (log.length > LOG_KEEP * 2) log = log.slice(-LOG_KEEP);
+    file?.write(chunk);
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  const exited = new Promise<number | string>((resolve) => {
+    child.once("exit", (code, signal) => {
+      file?.end();
+      resolve(code ?? signal ?? "unknown");
+    });
+  });
+  await spawned;
+
+  const gateway = new EtcdGateway(options.clientURL, { timeoutMs: 2_000 });
+  const tail = (lines = 30) => log.split("\n").filter(Boolean).slice(-lines).join("\n");
+  const running = () => child.exitCode === null && child.signalCode === null;
+
+  const waitUntil = async (what: "healthy" | "serving", timeoutMs = options.startTimeoutMs ?? 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    let last = "";
+    while (Date.now() < deadline) {
+      if (!running()) throw new EtcdStartError(`etcd ${options.name} exited (${child.exitCode ?? child.signalCode}) before it was ${what}`, tail());
+      if (what === "healthy") {
+        if (await gateway.health(options.clientURL)) return;
+        last = "GET /health is not true yet";
+      } else {
+        const s = await gateway.status(options.clientURL);
+        if (s.ok) return;
+        last = s.error.message;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new EtcdStartError(`etcd ${options.name} was not ${what} within ${timeoutMs} ms (${last})`, tail());
+  };
+
+  const stop = async (graceMs = 5_000) => {
+    if (!running()) {
+      await exited;
+      return;
+    }
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => {
+      if (running()) child.kill("SIGKILL");
+    }, graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const proc: EtcdProcess = {
+    pid: child.pid!,
+    name: options.name,
+    clientURL: options.clientURL,
+    peerURL: options.peerURL,
+    dataDir: options.dataDir,
+    args,
+    exited,
+    running,
+    logTail: tail,
+    waitUntil,
+    stop,
+  };
+  const waitFor = options.waitFor ?? "healthy";
+  if (waitFor !== "none") {
+    try {
+      await waitUntil(waitFor);
+    } catch (e) {
+      await stop(1_000);
+      throw e;
+    }
+  }
+  return proc;
+}

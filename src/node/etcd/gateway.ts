@@ -1,0 +1,324 @@
+/**
+ * A small client of etcd's v3 gRPC-JSON gateway (3.4+): membership calls, status and health.
+ *
+ * The gateway speaks the proto field names: uint64 values are decimal strings, defaults are
+ * omitted (an unstarted member has no `name`, `isLearner` is absent when false), and the
+ * response header uses snake_case (`cluster_id`, `member_id`). Every call goes to one endpoint
+ * and moves on to the next one when that endpoint cannot be reached, times out, or answers as
+ * something other than etcd's gateway (another server on that port), so a caller can hand it
+ * every controller's client URL. etcd's own refusals come back as typed results, never as
+ * exceptions: the caller decides which of them are "not now".
+ * @module
+ */
+import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
+import { knownEtcdMessages, type EtcdRefusal } from "./versions.ts";
+
+export interface EtcdMember {
+  /** Decimal uint64, as the gateway spells it. */
+  id: string;
+  /** Empty until the member's etcd has started and published itself. */
+  name: string;
+  peerURLs: string[];
+  clientURLs: string[];
+  isLearner: boolean;
+  /** A member has started once it published its name (etcd sets name and client URLs together). */
+  started: boolean;
+}
+
+export interface ResponseHeader {
+  clusterId: string;
+  memberId: string;
+  raftTerm: string;
+}
+
+export interface EtcdStatus {
+  header: ResponseHeader;
+  version: string;
+  /** Member ID of the leader this member knows of; empty without a leader. */
+  leader: string;
+  raftIndex: string;
+  raftAppliedIndex: string;
+  isLearner: boolean;
+  errors: string[];
+  endpoint: string;
+}
+
+/**
+ * What went wrong, by type: one of etcd's refusals of a membership change (the version table's
+ * `EtcdRefusal`, e.g. "too_many_learners", "unhealthy_cluster", "learner_not_ready"), or
+ * `unavailable` (no endpoint answered, or etcd timed out or has no leader: try again later),
+ * `bad_request` (the gateway rejected the request itself: a bug in the caller), `unknown`.
+ */
+export type EtcdErrorKind = EtcdRefusal | "unavailable" | "bad_request" | "unknown";
+
+export interface EtcdError {
+  kind: EtcdErrorKind;
+  message: string;
+  /** HTTP status of the gateway's answer; 0 when no endpoint answered. */
+  httpStatus: number;
+  /** gRPC status code from the body, when there was one. */
+  grpcCode?: number;
+  endpoint?: string;
+}
+
+export type EtcdResult<T> = { ok: true; value: T; endpoint: string } | { ok: false; error: EtcdError };
+
+export interface MemberAddResult {
+  header: ResponseHeader;
+  member: EtcdMember;
+  members: EtcdMember[];
+}
+
+export interface MemberListResult {
+  header: ResponseHeader;
+  members: EtcdMember[];
+}
+
+export interface GatewayOptions {
+  /** Per request and endpoint; a membership change without quorum hangs until it. Default 10 s. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** Turns `URL[,URL…]` (or a list) into distinct endpoint origins without trailing slashes. */
+export function parseEndpoints(value: string | readonly string[]): string[] {
+  const parts = (typeof value === "string" ? value.split(",") : value).map((s) => s.trim()).filter(Boolean);
+  const out: string[] = [];
+  for (const part of parts) {
+    const url = new URL(part);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`etcd endpoint ${part} must use http or https`);
+    const origin = `${url.protocol}//${url.host}`;
+    if (!out.includes(origin)) out.push(origin);
+  }
+  if (out.length === 0) throw new Error("no etcd endpoint given");
+  return out;
+}
+
+// etcd's messages, from the version table (src/node/etcd/versions.ts), longest first so "can only
+// promote a learner member" never shadows "... which is in sync with leader". Compared without
+// case and without the "etcdserver: " prefix, in case a proxy or a later release changes either.
+const KNOWN_MESSAGES = knownEtcdMessages().map((m) => ({ text: bare(m.message), kind: (m.refusal ?? "unavailable") as EtcdErrorKind }));
+
+function bare(message: string): string {
+  return message.toLowerCase().replace(/^etcdserver:\s*/, "").trim();
+}
+
+/** The typed kind of an etcd error message (and gRPC code, when the message is unfamiliar). */
+export function classifyEtcdError(message: string, grpcCode?: number): EtcdErrorKind {
+  const text = bare(message);
+  for (const known of KNOWN_MESSAGES) if (text.includes(known.text)) return known.kind;
+  if (grpcCode === 14 || grpcCode === 4 || grpcCode === 8) return "unavailable"; // Unavailable, DeadlineExceeded, ResourceExhausted
+  if (grpcCode === 3) return "bad_request"; // InvalidArgument
+  if (grpcCode === 5) return "member_not_found"; // NotFound: the only NotFound of the cluster API
+  return "unknown";
+}
+
+/**
+ * Whether a parsed JSON answer can have come from etcd's gateway. A success carries the response
+ * `header` that etcd puts on every answer of this client's calls; an error is grpc-gateway's
+ * body, a numeric gRPC `code` with an `error` and/or `message` string. The gateway answers 404
+ * only for gRPC NotFound (code 5) and never 405. Anything else is another server on that port
+ * (a proxy, a web app answering problem+json): that endpoint is as good as down.
+ */
+export function isGatewayAnswer(httpStatus: number, body: Record<string, unknown>): boolean {
+  if (httpStatus >= 200 && httpStatus < 300 && body.error === undefined) return typeof body.header === "object" && body.header !== null;
+  if (httpStatus === 405) return false;
+  const code = body.code;
+  if (typeof code !== "number" || !Number.isInteger(code) || code < 0 || code > 16) return false;
+  if (httpStatus === 404 && code !== 5) return false;
+  return typeof body.error === "string" || typeof body.message === "string";
+}
+
+/** Which errors mean "the cluster cannot take this change now, ask again later". */
+export function isRetryableEtcdError(kind: EtcdErrorKind): boolean {
+  return kind === "too_many_learners" || kind === "unhealthy_cluster" || kind === "not_enough_started" || kind === "learner_not_ready" || kind === "unavailable";
+}
+
+export class EtcdGateway {
+  readonly endpoints: readonly string[];
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+  /** Start with the endpoint that answered last, so a dead first endpoint costs one timeout, not one per call. */
+  #preferred = 0;
+
+  constructor(endpoints: string | readonly string[], options: GatewayOptions = {}) {
+    this.endpoints = parseEndpoints(endpoints);
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  async memberList(): Promise<EtcdResult<MemberListResult>> {
+    return this.#call("/v3/cluster/member/list", {}, (body) => ({ header: readHeader(body), members: readMembers(body) }));
+  }
+
+  /** Adds a member; learners are the quorum-safe way (they never count toward quorum). */
+  async memberAdd(peerURLs: readonly string[], options: { learner: boolean }): Promise<EtcdResult<MemberAddResult>> {
+    return this.#call("/v3/cluster/member/add", { peerURLs, isLearner: options.learner }, (body) => ({
+      header: readHeader(body),
+      member: readMember(body.member),
+      members: readMembers(body),
+    }));
+  }
+
+  async memberPromote(id: string): Promise<EtcdResult<MemberListResult>> {
+    return this.#call("/v3/cluster/member/promote", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }));
+  }
+
+  async memberRemove(id: string): Promise<EtcdResult<MemberListResult>> {
+    return this.#call("/v3/cluster/member/remove", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }));
+  }
+
+  /** `maintenance/status` of the first endpoint that answers (or of the given one). */
+  async status(endpoint?: string): Promise<EtcdResult<EtcdStatus>> {
+    return this.#call(
+      "/v3/maintenance/status",
+      {},
+      (body, from) => ({
+        header: readHeader(body),
+        version: str(body.version),
+        leader: str(body.leader) === "0" ? "" : str(body.leader),
+        raftIndex: str(body.raftIndex) || "0",
+        raftAppliedIndex: str(body.raftAppliedIndex) || "0",
+        isLearner: body.isLearner === true,
+        errors: Array.isArray(body.errors) ? body.errors.map(String) : [],
+        endpoint: from,
+      }),
+      endpoint ? [endpoint] : undefined,
+    );
+  }
+
+  /**
+   * etcd's own `GET /health` of one endpoint: true when it has a leader, no alarm and can serve
+   * a quorum read. A learner never reports healthy here (it cannot serve that read).
+   */
+  async health(endpoint: string): Promise<boolean> {
+    try {
+      const res = await this.#fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(this.#timeoutMs) });
+      const body = (await res.json().catch(() => ({}))) as { health?: unknown };
+      return res.ok && (body.health === true || body.health === "true");
+    } catch {
+      return false;
+    }
+  }
+
+  /** The cluster ID and whether some endpoint reports a leader and no errors. */
+  async clusterHealth(): Promise<{ healthy: boolean; clusterId: string | null; leader: string | null; endpoint: string | null; detail: string }> {
+    const status = await this.status();
+    if (!status.ok) return { healthy: false, clusterId: null, leader: null, endpoint: null, detail: status.error.message };
+    const s = status.value;
+    const healthy = s.leader !== "" && s.errors.length === 0;
+    const detail = healthy ? `leader ${s.leader}` : s.errors.join("; ") || "no leader";
+    return { healthy, clusterId: s.header.clusterId, leader: s.leader || null, endpoint: s.endpoint, detail };
+  }
+
+  async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[]): Promise<EtcdResult<T>> {
+    const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
+    const unreachable: string[] = [];
+    for (const endpoint of order) {
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(`${endpoint}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(this.#timeoutMs),
+        });
+        text = await res.text();
+      } catch (e) {
+        unreachable.push(`${endpoint}: ${describeFetchError(e)}`);
+        continue;
+      }
+      let parsed: Record<string, any> | null = null;
+      try {
+        parsed = text ? (JSON.parse(text) as Record<string, any>) : {};
+      } catch {
+        parsed = null;
+      }
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+        // Not the gateway (a proxy's error page, say): this endpoint is as good as down.
+        unreachable.push(`${endpoint}: HTTP ${res.status} with a body that is not JSON`);
+        continue;
+      }
+      if (!isGatewayAnswer(res.status, parsed)) {
+        // JSON, but not in etcd's words (another server's 404 problem, say): no etcd error to report.
+        const type = res.headers.get("content-type")?.split(";")[0]?.trim();
+        unreachable.push(`${endpoint}: HTTP ${res.status}${type ? ` ${type}` : ""} that is not etcd's gateway`);
+        continue;
+      }
+      if (res.ok && parsed.error === undefined) {
+        if (!only) this.#preferred = this.endpoints.indexOf(endpoint);
+        return { ok: true, value: read(parsed, endpoint), endpoint };
+      }
+      const message = str(parsed.message) || str(parsed.error) || `HTTP ${res.status}`;
+      const grpcCode = typeof parsed.code === "number" ? parsed.code : undefined;
+      const kind = classifyEtcdError(message, grpcCode);
+      // A member without a leader or timing out may be the odd one out: ask the next one.
+      if (kind === "unavailable" && endpoint !== order[order.length - 1]) {
+        unreachable.push(`${endpoint}: ${message}`);
+        continue;
+      }
+      if (!only) this.#preferred = this.endpoints.indexOf(endpoint);
+      return { ok: false, error: { kind, message, httpStatus: res.status, grpcCode, endpoint } };
+    }
+    return { ok: false, error: { kind: "unavailable", message: `no etcd endpoint answered ${path}: ${unreachable.join("; ")}`, httpStatus: 0 } };
+  }
+}
+
+function describeFetchError(e: unknown): string {
+  if (e instanceof Error) {
+    if (e.name === "TimeoutError" || e.name === "AbortError") return "timed out";
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    return cause?.code ?? cause?.message ?? e.message;
+  }
+  return String(e);
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : typeof v === "number" ? String(v) : "";
+}
+
+function readHeader(body: Record<string, any>): ResponseHeader {
+  const h = (body.header ?? {}) as Record<string, unknown>;
+  // snake_case from 3.4/3.5's default marshaler; camelCase in case a build sets OrigName false.
+  return {
+    clusterId: str(h.cluster_id ?? h.clusterId),
+    memberId: str(h.member_id ?? h.memberId),
+    raftTerm: str(h.raft_term ?? h.raftTerm),
+  };
+}
+
+function readMember(m: unknown): EtcdMember {
+  const r = (m ?? {}) as Record<string, unknown>;
+  const name = str(r.name);
+  const clientURLs = Array.isArray(r.clientURLs) ? r.clientURLs.map(String) : [];
+  return {
+    id: str(r.ID ?? r.id),
+    name,
+    peerURLs: Array.isArray(r.peerURLs) ? r.peerURLs.map(String) : [],
+    clientURLs,
+    isLearner: r.isLearner === true,
+    started: name !== "" || clientURLs.length > 0,
+  };
+}
+
+function readMembers(body: Record<string, any>): EtcdMember[] {
+  return Array.isArray(body.members) ? body.members.map(readMember) : [];
+}
+
+/** The member whose peer URLs include this one, compared in their canonical form (peer-url.ts). */
+export function memberByPeerUrl(members: readonly EtcdMember[], peerURL: string): EtcdMember | undefined {
+  const want = canonicalPeerUrl(peerURL);
+  return members.find((m) => m.peerURLs.some((u) => canonicalPeerUrl(u) === want));
+}
+
+/** `name=peerURL` for every peer URL, the `--initial-cluster` spelling; unnamed members get `nameForUnstarted(m)`. */
+export function initialClusterEntries(members: readonly EtcdMember[], nameForUnstarted: (m: EtcdMember) => string | undefined): string[] {
+  const out: string[] = [];
+  for (const m of members) {
+    const name = m.name || nameForUnstarted(m);
+    if (!name) continue;
+    for (const url of m.peerURLs) out.push(`${name}=${url}`);
+  }
+  return out;
+}

@@ -1,0 +1,324 @@
+/**
+ * The etcd side of the join API: add a node as a learner (once, even when asked twice), promote
+ * it when it has started and caught up, and make room by removing a learner whose admission has
+ * ended (or that nobody here knows and that stalled for the grace period), started or not.
+ * Voters are never removed. Every membership change of this process runs one at a time; several
+ * learners may be pending at once when etcd allows it (3.6+ with `--max-learners`), each promoted
+ * as soon as it is started and in sync.
+ *
+ * When etcd says "in a moment" (the cluster settles for 5 s after each change, a learner starts
+ * and catches up), the request is held and retried here every 100 ms, for up to `holdMs`, rather
+ * than answered at once: HTTP's Retry-After counts whole seconds, so a node sent away would come
+ * back up to a second or two after etcd was ready, for every step of every join.
+ * @module
+ */
+import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
+import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
+
+export interface AddedMember {
+  memberID: string;
+  learner: boolean;
+  initialCluster: string[];
+}
+
+export interface PromotedMember {
+  memberID: string;
+  learner: false;
+}
+
+/** Which admission added which member, so a learner whose admission ended can be reaped. */
+export interface AdmissionRecord {
+  node: string;
+  peerURL: string;
+  jti: string;
+  token: string;
+  memberID: string;
+  addedAt: number;
+}
+
+/** The broker's introspection answer, reduced to what reaping needs. */
+export type AdmissionStatus = { active: true } | { active: false; reason: string };
+
+export interface MembershipOptions {
+  gateway: EtcdGateway;
+  /** Is this admission token still active, and if not, why? null when that cannot be told now. */
+  admissionStatus(token: string): Promise<AdmissionStatus | null>;
+  /**
+   * How long a learner this process cannot vouch for (added by another join API instance or
+   * before a restart, or still a learner after its node reported completion) may block the next
+   * join before it is removed. Default 5 min.
+   */
+  unknownLearnerGraceMs?: number;
+  /** How long an add or promote is held while etcd says "in a moment" (0: answer at once). Default 10 s. */
+  holdMs?: number;
+  log?: (line: string) => void;
+  now?: () => number;
+}
+
+/** What an add does about a learner already there (see `#assess`). */
+type Room = { kind: "goes"; why: string } | { kind: "stays"; outcome: Outcome<AddedMember> };
+const stays = (outcome: Outcome<AddedMember>): Room => ({ kind: "stays", outcome });
+
+/** etcd refusals that etcd lifts by itself within seconds: worth holding the request for. */
+const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
+const HOLD_RETRY_MS = 100;
+/** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
+const ADDS_FIRST_MS = 5_000;
+
+export class Membership {
+  readonly #gateway: EtcdGateway;
+  readonly #admissionStatus: MembershipOptions["admissionStatus"];
+  readonly #graceMs: number;
+  readonly #holdMs: number;
+  readonly #log: (line: string) => void;
+  readonly #now: () => number;
+  /** By canonical peer URL. In memory: a restarted join API falls back on the grace period. */
+  readonly #records = new Map<string, AdmissionRecord>();
+  /** When a learner with no usable record was first seen blocking a join, by member ID. */
+  readonly #unknownSince = new Map<string, number>();
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Add requests being served (held or in turn), for `promote`. */
+  #addsInFlight = 0;
+
+  constructor(options: MembershipOptions) {
+    this.#gateway = options.gateway;
+    this.#admissionStatus = options.admissionStatus;
+    this.#graceMs = options.unknownLearnerGraceMs ?? 300_000;
+    this.#holdMs = options.holdMs ?? 10_000;
+    this.#log = options.log ?? (() => {});
+    this.#now = options.now ?? Date.now;
+  }
+
+  records(): AdmissionRecord[] {
+    return [...this.#records.values()];
+  }
+
+  /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
+  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+    this.#addsInFlight++;
+    try {
+      return await this.#held(() => this.#serialized(() => this.#addLearner(input)));
+    } finally {
+      this.#addsInFlight--;
+    }
+  }
+
+  /**
+   * Promotes the learner with this peer URL once it has started and is in sync. The broker is
+   * asked again before every attempt (the hold may outlive the admission).
+   *
+   * While other nodes' adds are waiting here, the promotion waits for them (up to 5 s): a new
+   * voter makes etcd refuse the next add until the leader has been connected to it for 5 s,
+   * whereas learners added first and then promoted back to back pay that window once, not once
+   * per promotion. Waiting is quorum-safe: a learner never votes.
+   */
+  async promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+    const until = Date.now() + ADDS_FIRST_MS;
+    while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+    return this.#held(() => this.#serialized(() => this.#promote(input)));
+  }
+
+  /** The member with this peer URL, for read-only questions (no lock needed). */
+  async member(peerURL: string): Promise<Outcome<EtcdMember | null>> {
+    const list = await this.#gateway.memberList();
+    if (!list.ok) return fromEtcdError(list.error);
+    return { ok: true, value: memberByPeerUrl(list.value.members, peerURL) ?? null };
+  }
+
+  /**
+   * Retries an attempt while etcd's refusal is one that passes by itself, for up to the hold time.
+   * Each attempt is a whole add or promote (member list, admission check, change), taken in turn
+   * with every other membership change; the waits between attempts hold no lock.
+   */
+  async #held<T>(attempt: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+    // Real time, not the injectable clock of the grace period: this wait really happens.
+    const until = Date.now() + this.#holdMs;
+    for (;;) {
+      const outcome = await attempt();
+      if (outcome.ok || !SETTLING.has(outcome.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
+      await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+    }
+  }
+
+  #serialized<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+    const peerURL = canonicalPeerUrl(input.peerURL);
+    const list = await this.#gateway.memberList();
+    if (!list.ok) return fromEtcdError(list.error);
+    const members = list.value.members;
+
+    const existing = memberByPeerUrl(members, peerURL);
+    if (existing) return this.#alreadyMember(existing, members, input, peerURL);
+
+    const learners = members.filter((m) => m.isLearner);
+    // Forget grace clocks of learners that are gone or promoted meanwhile.
+    for (const id of this.#unknownSince.keys()) if (!learners.some((m) => m.id === id)) this.#unknownSince.delete(id);
+    // Several learners may be pending at once (etcd ≥ 3.6 started with --max-learners M holds up
+    // to M; etcd alone knows M), so a learner that stays is no reason to wait by itself. Two are:
+    // - one that has not started yet: a joining etcd checks the member list it was given
+    //   (`initialCluster`) against the cluster's and exits if they differ, so no member is added
+    //   or removed until it has started (pipelined adds follow each other one start apart);
+    // - etcd having no room for another learner: then the first learner that stays is the answer.
+    const rooms: { learner: EtcdMember; room: Room }[] = [];
+    for (const learner of learners) rooms.push({ learner, room: await this.#assess(learner) });
+    const starting = rooms.find((r) => r.room.kind === "stays" && !r.learner.started);
+    if (starting?.room.kind === "stays") return starting.room.outcome;
+    let pending: Outcome<AddedMember> | null = null;
+    for (const { learner, room } of rooms) {
+      if (room.kind === "stays") pending ??= room.outcome;
+      else {
+        const failed = await this.#remove(learner, room.why);
+        if (failed) return failed;
+      }
+    }
+
+    // The admission may have ended while this add waited its turn, listed members or made room:
+    // ask once more right before the add, so no member is added after its end is visible here.
+    const status = await this.#admissionStatus(input.token);
+    if (status && !status.active) {
+      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
+    }
+
+    const added = await this.#gateway.memberAdd([peerURL], { learner: true });
+    if (!added.ok) {
+      if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {
+        // Another add for this peer won the race (or an earlier try timed out after etcd applied it).
+        const again = await this.#gateway.memberList();
+        if (!again.ok) return fromEtcdError(again.error);
+        const member = memberByPeerUrl(again.value.members, peerURL);
+        if (member) return this.#alreadyMember(member, again.value.members, input, peerURL);
+        return refuse(503, "etcd_unavailable", `etcd reports ${added.error.message} but lists no member with peer URL ${peerURL} yet`, RETRY_AFTER.unavailable);
+      }
+      if (added.error.kind === "too_many_learners" && pending) return pending;
+      return fromEtcdError(added.error);
+    }
+    const member = added.value.member;
+    this.#remember(input, peerURL, member.id);
+    this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
+    return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL) } };
+  }
+
+  #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Outcome<AddedMember> {
+    if (member.started && member.name !== "" && member.name !== input.node) {
+      return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
+    }
+    if (member.isLearner || !member.started) this.#remember(input, peerURL, member.id);
+    this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
+    return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
+  }
+
+  /**
+   * Whether this learner goes (and why), or stays (with the answer to give should it be in the way).
+   *
+   * etcd allows few learners (≤ 3.5: one; 3.6+: `--max-learners`), so a learner left behind
+   * blocks later adds. It goes when:
+   * - its recorded admission is no longer active (lease expired, revoked, abandoned, superseded),
+   *   started or not: its node is no longer allowed to join with it, and a node admitted again
+   *   is added anew. Not when the admission is `completed`: its node reported itself a voter, so
+   *   it is being promoted (through another join API instance, say).
+   * - nothing here vouches for it (no record: added by another instance or before a restart; or
+   *   still a learner after its node completed) and it kept blocking joins for the grace period,
+   *   like k3s evicting a learner stalled for 5 minutes.
+   * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
+   * and their majority are the same before and after. Voters never come here.
+   */
+  async #assess(learner: EtcdMember): Promise<Room> {
+    const who = learner.name || learner.peerURLs.join(",");
+    const state = learner.started ? "is running and waits for promotion" : "has not started";
+    const record = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+    let why: string | null = null;
+    if (record) {
+      const status = await this.#admissionStatus(record.token);
+      if (status === null) {
+        return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
+      }
+      if (status.active && !learner.started) {
+        return stays(
+          refuse(503, "learner_not_started", `learner ${learner.id} for node ${record.node} was added and has not started yet; the next member is added once it has`, RETRY_AFTER.learnerNotStarted),
+        );
+      }
+      if (status.active) {
+        return stays(refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} ${state} and its admission is active; etcd has no room for another learner (3.4/3.5: one; 3.6+: --max-learners)`, RETRY_AFTER.learnerPending));
+      }
+      if (status.reason !== "completed") why = `its admission ${record.jti} for node ${record.node} is no longer active (${status.reason})`;
+    }
+    if (why === null) {
+      const since = this.#unknownSince.get(learner.id) ?? this.#now();
+      this.#unknownSince.set(learner.id, since);
+      const waited = this.#now() - since;
+      const unvouched = record ? `node ${record.node} reported completion but it is still a learner` : "it was not added here";
+      if (waited < this.#graceMs) {
+        return stays(
+          refuse(
+            503,
+            "learner_pending",
+            `learner ${who} (${learner.id}) ${state}; ${unvouched}, so it is removed if still a learner ${Math.ceil((this.#graceMs - waited) / 1000)} s from now`,
+            RETRY_AFTER.learnerPending,
+          ),
+        );
+      }
+      why = `${unvouched}, and it blocked joins for ${Math.round(waited / 1000)} s`;
+    }
+    return { kind: "goes", why };
+  }
+
+  /** Removes a learner (null), or the answer to give when etcd would not. */
+  async #remove(learner: EtcdMember, why: string): Promise<Outcome<AddedMember> | null> {
+    const removed = await this.#gateway.memberRemove(learner.id);
+    if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
+    for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
+    this.#unknownSince.delete(learner.id);
+    this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
+    return null;
+  }
+
+  async #promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+    const peerURL = canonicalPeerUrl(input.peerURL);
+    const list = await this.#gateway.memberList();
+    if (!list.ok) return fromEtcdError(list.error);
+    const member = memberByPeerUrl(list.value.members, peerURL);
+    if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
+    if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
+    // As before an add: the admission may have ended while this promote was held or waited its
+    // turn, so the broker is asked right before each promote attempt.
+    const status = await this.#admissionStatus(input.token);
+    if (status && !status.active) {
+      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
+    }
+    // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
+    if (!member.started) {
+      return refuse(503, "learner_not_started", `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`, RETRY_AFTER.learnerNotStarted);
+    }
+    const promoted = await this.#gateway.memberPromote(member.id);
+    if (!promoted.ok) {
+      if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
+      return fromEtcdError(promoted.error);
+    }
+    this.#records.delete(peerURL);
+    this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
+    return { ok: true, value: { memberID: member.id, learner: false } };
+  }
+
+  #remember(input: { node: string; jti: string; token: string }, peerURL: string, memberID: string): void {
+    const previous = this.#records.get(peerURL);
+    // Keep the original record when the same node asks again with a newer admission: the newer one decides.
+    this.#records.set(peerURL, { node: input.node, peerURL, jti: input.jti, token: input.token, memberID, addedAt: previous?.addedAt ?? this.#now() });
+  }
+
+  /** `--initial-cluster` for the node: started members by their names, the new member by the node's. */
+  #initialCluster(members: EtcdMember[], node: string, peerURL: string): string[] {
+    return initialClusterEntries(members, (m) => {
+      if (m.peerURLs.some((u) => canonicalPeerUrl(u) === peerURL)) return node;
+      const record = m.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+      // etcd matches the other entries by peer URL only, so any distinct name will do.
+      return record?.node ?? `member-${m.id}`;
+    });
+  }
+}

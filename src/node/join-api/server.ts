@@ -1,0 +1,89 @@
+/**
+ * Runs the join API on Node (@hono/node-server): wires the etcd gateway, the verifier's view of
+ * the cluster and the membership logic together, listens, and closes cleanly.
+ * @module
+ */
+import { serve } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import { EtcdGateway } from "../etcd/gateway.ts";
+import { ClusterTrust } from "../../shared/verifier/index.ts";
+import { createJoinApi } from "./endpoints.ts";
+import { Membership } from "./members.ts";
+
+export interface JoinApiServerOptions {
+  /** etcd client URLs (`URL[,URL…]`), tried in turn. */
+  etcd: string | string[];
+  broker: string;
+  cluster: string;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  clockToleranceSeconds?: number;
+  /** Opt-in: accept a revocation list at most this old when the broker is unreachable (and refresh it every half of that). */
+  revocationListMaxAgeSeconds?: number;
+  unknownLearnerGraceSeconds?: number;
+  /** How long an add or promote waits for etcd to settle before answering 503 (default 10). */
+  holdSeconds?: number;
+  etcdTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface JoinApiServer {
+  url: string;
+  port: number;
+  membership: Membership;
+  close(): Promise<void>;
+}
+
+export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
+  const log = options.log ?? (() => {});
+  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs });
+  const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
+  const fallback = options.revocationListMaxAgeSeconds ? { maxAgeSeconds: options.revocationListMaxAgeSeconds } : undefined;
+  const membership = new Membership({
+    gateway,
+    log,
+    unknownLearnerGraceMs: options.unknownLearnerGraceSeconds !== undefined ? options.unknownLearnerGraceSeconds * 1000 : undefined,
+    holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
+    admissionStatus: async (token) => {
+      try {
+        return await trust.introspect(token);
+      } catch {
+        return null;
+      }
+    },
+  });
+  const app = createJoinApi({
+    membership,
+    gateway,
+    log,
+    verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback },
+  });
+
+  let refresher: ReturnType<typeof setInterval> | null = null;
+  if (fallback) {
+    const refresh = () => trust.refreshRevocations().catch((e: unknown) => log(`revocation list refresh failed: ${e instanceof Error ? e.message : String(e)}`));
+    await refresh();
+    refresher = setInterval(refresh, Math.max(1, fallback.maxAgeSeconds / 2) * 1000);
+    refresher.unref();
+  }
+
+  const server = await new Promise<ReturnType<typeof serve>>((ok, fail) => {
+    const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port }, () => ok(s));
+    s.once("error", fail);
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    port: address.port,
+    membership,
+    close: () =>
+      new Promise<void>((ok) => {
+        if (refresher) clearInterval(refresher);
+        server.close(() => ok());
+        // Idle keep-alive connections would hold close() open.
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }),
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * Bundles the self-hosted Worker entry (src/broker/selfhost/worker.ts: the production Worker plus the
+ * local rate limiter) into one ES module for workerd, with esbuild, as wrangler would.
+ * @module
+ */
+import { build } from "esbuild";
+import { join } from "node:path";
+
+export const WORKER_ENTRY = join(import.meta.dirname, "../../broker/selfhost/worker.ts");
+
+export async function bundleWorker(outfile: string, entry = WORKER_ENTRY): Promise<void> {
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2024",
+    mainFields: ["module", "main"],
+    conditions: ["workerd", "worker", "browser"],
+    external: ["cloudflare:*"],
+    sourcemap: false,
+    logLevel: "silent",
+    legalComments: "none",
+  });
+}

@@ -1,0 +1,140 @@
+/**
+ * The data directory of `join-broker serve`: its layout, its format version, and the guard that
+ * one `serve` at a time uses it.
+ *
+ *     DIR/join-broker-data.json        format version (and who wrote it)
+ *     DIR/admin-token                  the admin token, when none is given (made on the first start)
+ *     DIR/durable-objects/             workerd's SQLite files: one per cluster, plus the alarms
+ *     DIR/run/                         written at every start: bundle, workerd config, pid files
+ *
+ * Everything worth a backup is the version file and `durable-objects/`; `run/` is rebuilt.
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+/** The layout this code reads and writes. Raise it with a migration below when the layout changes. */
+export const DATA_FORMAT = 1;
+export const VERSION_FILE = "join-broker-data.json";
+
+/** Layout migrations, from format `from` to `from + 1`, applied in order at start. */
+const MIGRATIONS: { from: number; migrate(dir: string): void }[] = [];
+
+export class DataDirError extends Error {
+  override readonly name = "DataDirError";
+  readonly code = "ERR_DATA_DIR";
+}
+
+export interface DataDir {
+  root: string;
+  storage: string;
+  run: string;
+  /** Formats this start migrated through (empty when none). */
+  migrated: number[];
+  created: boolean;
+}
+
+interface VersionRecord {
+  format: number;
+  createdBy: string;
+  createdAt: string;
+  writtenBy: string;
+}
+
+export function layout(dir: string) {
+  const root = resolve(dir);
+  return { root, storage: join(root, "durable-objects"), run: join(root, "run"), versionFile: join(root, VERSION_FILE) };
+}
+
+/**
+ * Creates the data directory, or checks and (when older) migrates one that exists. Refuses a
+ * directory written by a newer join-broker, and a non-empty directory that is not a data directory.
+ */
+export function openDataDir(dir: string, softwareVersion: string, now = new Date()): DataDir {
+  const paths = layout(dir);
+  mkdirSync(paths.root, { recursive: true, mode: 0o700 });
+  let record: VersionRecord;
+  let created = false;
+  const migrated: number[] = [];
+  if (!existsSync(paths.versionFile)) {
+    const strangers = readdirSync(paths.root).filter((name) => name !== "run" && !name.startsWith("."));
+    if (strangers.length) {
+      throw new DataDirError(
+        `${paths.root} is not empty and has no ${VERSION_FILE}: it is not a join-broker data directory (found ${strangers.slice(0, 3).join(", ")}). Use an empty or new directory.`,
+      );
+    }
+    record = { format: DATA_FORMAT, createdBy: softwareVersion, createdAt: now.toISOString(), writtenBy: softwareVersion };
+    created = true;
+  } else {
+    try {
+      record = JSON.parse(readFileSync(paths.versionFile, "utf8")) as VersionRecord;
+    } catch (e) {
+      throw new DataDirError(`cannot read ${paths.versionFile}: ${(e as Error).message}`);
+    }
+    if (!Number.isInteger(record.format) || record.format < 1) throw new DataDirError(`${paths.versionFile} has no valid "format" (found ${JSON.stringify(record.format)})`);
+    if (record.format > DATA_FORMAT) {
+      throw new DataDirError(
+        `${paths.root} was written by join-broker ${record.writtenBy ?? "?"} in data format ${record.format}; this join-broker (${softwareVersion}) reads format ${DATA_FORMAT} and older. Run that version or a newer one, or restore a backup made by this version.`,
+      );
+    }
+    for (let format = record.format; format < DATA_FORMAT; format++) {
+      const step = MIGRATIONS.find((m) => m.from === format);
+      if (!step) throw new DataDirError(`${paths.root} is in data format ${format}, which this join-broker cannot migrate; upgrade through an intermediate version`);
+      step.migrate(paths.root);
+      migrated.push(format + 1);
+    }
+    record = { ...record, format: DATA_FORMAT, writtenBy: softwareVersion };
+  }
+  mkdirSync(paths.storage, { recursive: true, mode: 0o700 });
+  rmSync(paths.run, { recursive: true, force: true });
+  mkdirSync(paths.run, { recursive: true, mode: 0o700 });
+  writeAtomically(paths.versionFile, `${JSON.stringify(record, null, 2)}\n`);
+  return { root: paths.root, storage: paths.storage, run: paths.run, migrated, created };
+}
+
+function writeAtomically(file: string, content: string): void {
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, content, { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+/**
+ * The admin token kept in the data directory: read, or made (32 random bytes, base64url, mode
+ * 0600) when there is none. `created` says whether it was made now.
+ */
+export function storedAdminToken(root: string): { token: string; file: string; created: boolean } {
+  const file = join(root, "admin-token");
+  if (existsSync(file)) {
+    const token = readFileSync(file, "utf8").trim();
+    if (token.length < 16) throw new DataDirError(`${file} holds no admin token of at least 16 characters; delete it to have a new one made`);
+    return { token, file, created: false };
+  }
+  const token = randomBytes(32).toString("base64url");
+  writeAtomically(file, `${token}\n`);
+  return { token, file, created: true };
+}
+
+/** Whether process `pid` is alive and its command line contains `needle` (Linux /proc; elsewhere: alive). */
+export function processMatches(pid: number, needle: string): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(needle);
+  } catch {
+    return true;
+  }
+}
+
+/** The pid recorded in `file`, or null. */
+export function readPid(file: string): number | null {
+  try {
+    const pid = Number(readFileSync(file, "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}

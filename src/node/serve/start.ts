@@ -1,0 +1,70 @@
+/**
+ * Starting the self-hosted broker: data directory, bundle, workerd configuration, supervised
+ * workerd. `join-broker serve` is this plus flags and signals; the benchmarks start the bench
+ * Worker the same way.
+ * @module
+ */
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { bundleWorker, WORKER_ENTRY } from "./bundle.ts";
+import { workerdConfig } from "./config.ts";
+import { layout, openDataDir, storedAdminToken } from "./data-dir.ts";
+import type { ServeOptions } from "./serve-options.ts";
+import { claimRunDir, Supervisor, workerdBinary } from "./supervisor.ts";
+
+export interface StartOptions {
+  softwareVersion: string;
+  log: (line: string) => void;
+  output: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
+  /** The Worker module to bundle (default: the broker, src/broker/selfhost/worker.ts). */
+  entry?: string;
+}
+
+/** Resolves with the running supervisor once the broker answers; throws DataDirError or StartError. */
+export async function startSelfHosted(options: ServeOptions, how: StartOptions): Promise<Supervisor> {
+  const paths = layout(options.dataDir);
+  const configPath = join(paths.run, "workerd.capnp");
+  await claimRunDir(paths.run, configPath);
+  const dir = openDataDir(options.dataDir, how.softwareVersion);
+  if (dir.created) how.log(`created data directory ${dir.root}`);
+  for (const format of dir.migrated) how.log(`migrated data directory ${dir.root} to format ${format}`);
+  writeFileSync(join(dir.run, "serve.pid"), `${process.pid}\n`);
+  let adminToken = options.adminToken;
+  if (adminToken === undefined) {
+    const stored = storedAdminToken(dir.root);
+    adminToken = stored.token;
+    how.log(stored.created ? `made a random admin token in ${stored.file} (read it from there: ADMIN=$(cat ${stored.file}))` : `admin token from ${stored.file}`);
+  }
+  const bundle = join(dir.run, "worker.js");
+  await bundleWorker(bundle, how.entry ?? WORKER_ENTRY);
+  writeFileSync(
+    configPath,
+    workerdConfig({
+      configDir: dir.run,
+      bundle,
+      storageDir: dir.storage,
+      address: `${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`,
+      tls: options.tls && { cert: resolve(options.tls.cert), key: resolve(options.tls.key) },
+      issuer: options.issuer,
+      logLevel: options.logLevel,
+      clientIpHeader: options.clientIpHeader,
+    }),
+    { mode: 0o600 },
+  );
+  const wildcard = options.host === "0.0.0.0" || options.host === "::";
+  const supervisor = new Supervisor(
+    {
+      workerd: workerdBinary(),
+      config: configPath,
+      runDir: dir.run,
+      adminToken,
+      probeHost: wildcard ? (options.host === "::" ? "::1" : "127.0.0.1") : options.host,
+      tls: options.tls !== undefined,
+      log: how.log,
+      output: how.output,
+    },
+    { host: options.host, port: options.port },
+  );
+  await supervisor.start();
+  return supervisor;
+}

@@ -1,0 +1,240 @@
+/**
+ * A typed client for the broker's HTTP API (PROTOCOL.md). Inputs are checked with the same zod
+ * schemas that validate requests in the broker (src/shared/protocol/schemas.ts), so a bad argument fails
+ * here with the broker's own message before anything is sent; answers are typed with the
+ * broker's view types. Every call returns the parsed body together with its exact text.
+ * @module
+ */
+import type { z } from "@hono/zod-openapi";
+import {
+  AdoptRequest,
+  AuditQuery,
+  BootstrapRequest,
+  ClusterName,
+  CompleteRequest,
+  EnrollmentTokenId,
+  EnrollmentTokenRequest,
+  IntrospectRequest,
+  Jti,
+  NodeName,
+  PolicyRequest,
+  RevokeRequest,
+  TicketId,
+  TicketListQuery,
+  TicketRequest,
+  WaitQuery,
+} from "../protocol/schemas.ts";
+import { InvalidInput } from "./errors.ts";
+import { NodeSession } from "./node-session.ts";
+import { Transport, type Reply, type TransportOptions } from "./transport.ts";
+import type {
+  Adopted,
+  AuditPage,
+  ClusterStatus,
+  CreatedEnrollmentToken,
+  EnrollmentToken,
+  Introspection,
+  Jwks,
+  QueuePolicy,
+  RevocationList,
+  RevokedAdmission,
+  RotatedKeys,
+  TicketList,
+  TicketView,
+} from "../protocol/wire.ts";
+
+export type EnrollmentTokenInput = z.input<typeof EnrollmentTokenRequest>;
+export type PolicyInput = z.input<typeof PolicyRequest>;
+export type AdoptInput = z.input<typeof AdoptRequest>;
+export type BootstrapInput = z.input<typeof BootstrapRequest>;
+export type TicketListInput = z.input<typeof TicketListQuery>;
+export type AuditInput = z.input<typeof AuditQuery>;
+
+/** Parses with a broker schema; a failure is an InvalidInput that says what and why. */
+function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const why = result.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
+  const issues = result.error.issues.map((i) => {
+    const bounds = i as { minimum?: number | bigint; maximum?: number | bigint };
+    return {
+      path: i.path.join("."),
+      message: i.message,
+      code: i.code,
+      ...(bounds.minimum !== undefined ? { minimum: Number(bounds.minimum) } : {}),
+      ...(bounds.maximum !== undefined ? { maximum: Number(bounds.maximum) } : {}),
+    };
+  });
+  throw new InvalidInput(`${what}: ${why}`, issues);
+}
+
+const segment = (value: string) => encodeURIComponent(value);
+
+export class BrokerClient {
+  readonly transport: Transport;
+
+  constructor(options: TransportOptions) {
+    this.transport = new Transport(options);
+  }
+
+  /** The admin API of one cluster; the client must carry the ADMIN_TOKEN. */
+  admin(cluster: string): AdminClient {
+    return new AdminClient(this.transport, check(ClusterName, cluster, "cluster"));
+  }
+
+  /** The node-facing and controller-facing API of one cluster. */
+  cluster(cluster: string): ClusterClient {
+    return new ClusterClient(this.transport, check(ClusterName, cluster, "cluster"));
+  }
+
+  /** The clusters on this broker, by name (admin token). */
+  clusters(): Promise<Reply<{ clusters: { name: string; createdAt: string }[] }>> {
+    return this.transport.request("GET", "/v1/admin/clusters");
+  }
+
+  /** A node's session for one cluster (the agent's calls), with its enrollment token. */
+  nodeSession(cluster: string, enrollmentToken: string, timeoutMs?: number): NodeSession {
+    return new NodeSession(this.transport.baseUrl, check(ClusterName, cluster, "cluster"), enrollmentToken, timeoutMs);
+  }
+
+  /** The broker's OpenAPI 3.1 document. */
+  openapi(): Promise<Reply<Record<string, unknown>>> {
+    return this.transport.request("GET", "/openapi.json");
+  }
+}
+
+export class AdminClient {
+  readonly #t: Transport;
+  readonly cluster: string;
+  readonly #base: string;
+
+  constructor(transport: Transport, cluster: string) {
+    this.#t = transport;
+    this.cluster = cluster;
+    this.#base = `/v1/admin/clusters/${segment(cluster)}`;
+  }
+
+  /** Creates an enrollment token (and the cluster, if this is its first). The secret is in the answer only. */
+  createEnrollmentToken(input: EnrollmentTokenInput = {}): Promise<Reply<CreatedEnrollmentToken>> {
+    return this.#t.request("POST", `${this.#base}/enrollment-tokens`, { body: check(EnrollmentTokenRequest, input, "enrollment token") });
+  }
+
+  listEnrollmentTokens(): Promise<Reply<{ tokens: EnrollmentToken[] }>> {
+    return this.#t.request("GET", `${this.#base}/enrollment-tokens`);
+  }
+
+  /** Revokes an enrollment token; `changed` is false when it had been revoked already. */
+  revokeEnrollmentToken(id: string): Promise<Reply<EnrollmentToken & { changed?: boolean }>> {
+    return this.#t.request("DELETE", `${this.#base}/enrollment-tokens/${segment(check(EnrollmentTokenId, id, "enrollment token id"))}`);
+  }
+
+  status(): Promise<Reply<ClusterStatus>> {
+    return this.#t.request("GET", this.#base);
+  }
+
+  tickets(input: TicketListInput = {}): Promise<Reply<TicketList>> {
+    return this.#t.request("GET", `${this.#base}/tickets`, { query: check(TicketListQuery, input, "ticket query") });
+  }
+
+  /** Ends an admission now: introspection says inactive at once, the revocation list on its next read. */
+  revokeAdmission(jti: string, reason: string): Promise<Reply<RevokedAdmission>> {
+    const id = check(Jti, jti, "jti");
+    return this.#t.request("POST", `${this.#base}/admissions/${segment(id)}/revoke`, { body: check(RevokeRequest, { reason }, "revoke") });
+  }
+
+  pause(): Promise<Reply<{ paused: boolean }>> {
+    return this.#t.request("POST", `${this.#base}/pause`);
+  }
+
+  resume(): Promise<Reply<{ paused: boolean }>> {
+    return this.#t.request("POST", `${this.#base}/resume`);
+  }
+
+  /** The queue policy. */
+  policy(): Promise<Reply<QueuePolicy>> {
+    return this.#t.request("GET", `${this.#base}/policy`);
+  }
+
+  /** Changes the given policy fields; the others keep their value. */
+  setPolicy(patch: PolicyInput): Promise<Reply<QueuePolicy>> {
+    return this.#t.request("PUT", `${this.#base}/policy`, { body: check(PolicyRequest, patch, "policy") });
+  }
+
+  rotateKeys(): Promise<Reply<RotatedKeys>> {
+    return this.#t.request("POST", `${this.#base}/keys/rotate`);
+  }
+
+  /** Declares an existing etcd cluster and its members: it will never get a bootstrap ticket. */
+  adopt(members: AdoptInput["members"]): Promise<Reply<Adopted>> {
+    return this.#t.request("POST", `${this.#base}/adopt`, { body: check(AdoptRequest, { members }, "adopt") });
+  }
+
+  /** Forgets a member so that the node may ask for a ticket again. */
+  forgetMember(node: string): Promise<Reply<{ forgotten: string }>> {
+    return this.#t.request("DELETE", `${this.#base}/members/${segment(check(NodeName, node, "node"))}`);
+  }
+
+  /** Hands the bootstrap ticket to another node (revoking the old holder's ticket). */
+  reassignBootstrap(input: BootstrapInput): Promise<Reply<{ bootstrapNode: string; revoked: string | null }>> {
+    return this.#t.request("POST", `${this.#base}/bootstrap`, { body: check(BootstrapRequest, input, "bootstrap") });
+  }
+
+  /** Audit entries after `after`; with `wait`, the broker holds the request until there is one. */
+  audit(input: AuditInput = {}, signal?: AbortSignal): Promise<Reply<AuditPage>> {
+    const query = check(AuditQuery, input, "audit query");
+    return this.#t.request("GET", `${this.#base}/audit`, { query, waitSeconds: query.wait ?? 0, signal });
+  }
+
+  /** The cluster's queue metrics in the Prometheus text format. */
+  metrics(): Promise<Reply<string>> {
+    return this.#t.request("GET", `${this.#base}/metrics`, { text: true });
+  }
+}
+
+export class ClusterClient {
+  readonly #t: Transport;
+  readonly cluster: string;
+  readonly #base: string;
+
+  constructor(transport: Transport, cluster: string) {
+    this.#t = transport;
+    this.cluster = cluster;
+    this.#base = `/v1/clusters/${segment(cluster)}`;
+  }
+
+  /** Asks for (or finds again) the node's ticket; the client must carry an enrollment token. */
+  requestTicket(node: string, peerURL: string): Promise<Reply<TicketView>> {
+    return this.#t.request("POST", `${this.#base}/tickets`, { body: check(TicketRequest, { node, peerURL }, "ticket request") });
+  }
+
+  /** Reads a ticket; with `wait` the broker holds the request until the view changes (long poll). */
+  ticket(ticket: string, wait?: number, signal?: AbortSignal): Promise<Reply<TicketView>> {
+    const query = check(WaitQuery, { wait }, "wait");
+    return this.#t.request("GET", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}`, { query, waitSeconds: query.wait ?? 0, signal });
+  }
+
+  heartbeat(ticket: string): Promise<Reply<TicketView>> {
+    return this.#t.request("POST", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}/heartbeat`);
+  }
+
+  complete(ticket: string, memberID: string): Promise<Reply<TicketView>> {
+    const body = check(CompleteRequest, { memberID }, "complete");
+    return this.#t.request("POST", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}/complete`, { body });
+  }
+
+  abandon(ticket: string): Promise<Reply<TicketView>> {
+    return this.#t.request("DELETE", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}`);
+  }
+
+  jwks(): Promise<Reply<Jwks>> {
+    return this.#t.request("GET", `${this.#base}/jwks.json`);
+  }
+
+  revocations(): Promise<Reply<RevocationList>> {
+    return this.#t.request("GET", `${this.#base}/revocations`);
+  }
+
+  introspect(token: string): Promise<Reply<Introspection>> {
+    return this.#t.request("POST", `${this.#base}/admissions/introspect`, { body: check(IntrospectRequest, { token }, "introspect") });
+  }
+}

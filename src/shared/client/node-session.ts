@@ -1,0 +1,63 @@
+/**
+ * A node's session with the broker (PROTOCOL.md, "Broker: node-facing"): ticket, long polls,
+ * heartbeats, complete, abandon, each with the credential it needs (enrollment or admission
+ * token). Every method returns the raw answer (`HttpResult`) instead of throwing on a 4xx/5xx:
+ * the node agent decides what each status means. Part of the typed client
+ * (`BrokerClient.nodeSession`).
+ * @module
+ */
+import type { TicketView } from "../protocol/wire.ts";
+import { requestJson, type HttpResult } from "./exchange.ts";
+
+export type { TicketView };
+
+/** Room on top of a long poll's `wait` for the answer to travel back. */
+const LONG_POLL_SLACK_MS = 15_000;
+
+export class NodeSession {
+  readonly #base: string;
+
+  constructor(
+    brokerUrl: string,
+    readonly cluster: string,
+    readonly enrollmentToken: string,
+    readonly timeoutMs = 20_000,
+  ) {
+    this.#base = `${brokerUrl.replace(/\/+$/, "")}/v1/clusters/${encodeURIComponent(cluster)}/tickets`;
+  }
+
+  /** POST …/tickets: idempotent per (cluster, node); 201 new and admitted, 202 queued, 200 existing. */
+  requestTicket(node: string, peerURL: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(this.#base, { method: "POST", bearer: this.enrollmentToken, body: { node, peerURL }, timeoutMs: this.timeoutMs, signal });
+  }
+
+  /**
+   * GET …/tickets/{ticket}?wait=S: held by the broker while the ticket is queued (or, with an
+   * ETag, while it is unchanged), up to S seconds.
+   */
+  getTicket(ticket: string, options: { waitSeconds?: number; etag?: string | null; bearer?: string; signal?: AbortSignal } = {}): Promise<HttpResult<TicketView>> {
+    const wait = Math.max(0, Math.min(30, Math.round(options.waitSeconds ?? 0)));
+    const url = `${this.#base}/${encodeURIComponent(ticket)}${wait > 0 ? `?wait=${wait}` : ""}`;
+    return requestJson<TicketView>(url, {
+      bearer: options.bearer ?? this.enrollmentToken,
+      headers: options.etag ? { "if-none-match": options.etag } : undefined,
+      timeoutMs: wait * 1000 + LONG_POLL_SLACK_MS,
+      signal: options.signal,
+    });
+  }
+
+  /** POST …/heartbeat with the admission token: extends the lease. */
+  heartbeat(ticket: string, admission: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, { method: "POST", bearer: admission, timeoutMs: this.timeoutMs, signal });
+  }
+
+  /** POST …/complete {"memberID"}: the node is a started, promoted voter. */
+  complete(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal });
+  }
+
+  /** DELETE …/tickets/{ticket}: give up the place (or the slot). */
+  abandon(ticket: string, bearer?: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}`, { method: "DELETE", bearer: bearer ?? this.enrollmentToken, timeoutMs: this.timeoutMs, signal });
+  }
+}
