@@ -14,7 +14,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EtcdGateway } from "../src/node/etcd/gateway.ts";
 import type { BenchBroker } from "./support/broker.ts";
@@ -272,6 +272,26 @@ function whenPrinted(proc: ChildProcess, output: Watched, pattern: RegExp, what:
   });
 }
 
+/**
+ * With BENCH_JOIN_TRACE=DIR: one file per brokered run, every agent's progress events as
+ * milliseconds since the run's start, to see where a run's time went.
+ */
+function writeTrace(dir: string, cluster: string, startedWall: number, nodes: NodeAddress[], stderrs: string[][]): void {
+  const lines: string[] = [];
+  stderrs.forEach((agentLines, i) => {
+    for (const line of agentLines) {
+      try {
+        const e = JSON.parse(line) as { step?: unknown; time?: unknown; msg?: unknown };
+        if (typeof e.step === "string" && typeof e.time === "string") lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} ${nodes[i]!.name} ${e.step}: ${String(e.msg ?? "")}`);
+      } catch {
+        /* not a progress line */
+      }
+    }
+  });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${cluster}.txt`), `${lines.sort((a, b) => parseInt(a) - parseInt(b)).join("\n")}\n`);
+}
+
 async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number, tag: string, maxInFlight: number): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
   const cluster = `join-${tag}-m${maxInFlight}-n${n}-r${run}`;
@@ -314,6 +334,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
       check.voters = Math.max(check.voters, list.value.members.filter((m) => !m.isLearner && m.started).length);
     }
     check.clusterIds = ids.size;
+    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, nodes, agents.map((a) => a.output.stderr));
     return { seconds, check, breakdown: brokeredBreakdown(startedWall, agents.map((a) => a.output.stderr)) };
   } finally {
     http.close();

@@ -25,6 +25,8 @@ import { startBenchServe } from "./support/serve-broker.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log } from "./support/stats.ts";
 import { verifier } from "./verifier.ts";
+import { freshBuild } from "../bin/built-cli.mjs";
+import { buildCli } from "../scripts/build-cli.mjs";
 
 const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join"] as const;
 type Section = (typeof SECTIONS)[number];
@@ -74,13 +76,16 @@ function machine(etcd: string) {
 export async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { quick: { type: "boolean" }, only: { type: "string" }, etcd: { type: "string" }, merge: { type: "boolean" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { quick: { type: "boolean" }, only: { type: "string" }, etcd: { type: "string" }, sizes: { type: "string" }, runs: { type: "string" }, merge: { type: "boolean" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } },
   });
   if (values.help) {
     process.stdout.write(
       `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --render]\n` +
         "  --merge   with --only: write those sections into bench/results.json (and BENCHMARKS.md), keeping the others\n" +
         "  --etcd    the etcd versions the whole-cluster join runs on (default: all; --quick: 3.6)\n" +
+        "  --sizes   the joining nodes of the whole-cluster join, e.g. 2,6 (default: 2,4,6; --quick: 2)\n" +
+        "  --runs    runs per size of the whole-cluster join (default: 3; --quick: 1)\n" +
+        "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );
     return 0;
@@ -110,6 +115,23 @@ export async function main(argv: string[]): Promise<number> {
     settings.join.versions = known.filter((v) => wanted.includes(v));
     settings.join.pipelined.versions = SETTINGS.full.join.pipelined.versions.filter((v) => wanted.includes(v));
   }
+  if (values.sizes) {
+    const sizes = values.sizes.split(",").map((x) => Number(x.trim()));
+    if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 16)) {
+      process.stderr.write(`--sizes takes joining-node counts from 1 to 16, e.g. 2,4,6; got ${values.sizes}\n`);
+      return 2;
+    }
+    settings.join.sizes = sizes;
+    settings.join.pipelined.sizes = settings.join.pipelined.sizes.filter((n) => sizes.includes(n));
+  }
+  if (values.runs) {
+    const runs = Number(values.runs);
+    if (!Number.isInteger(runs) || runs < 1 || runs > 20) {
+      process.stderr.write(`--runs takes a number from 1 to 20; got ${values.runs}\n`);
+      return 2;
+    }
+    settings.join.runs = runs;
+  }
   const etcdScripts = (await import(pathToFileURL(resolve(ROOT, "scripts/etcd.mjs")).href)) as typeof import("../scripts/etcd.mjs");
   const etcdPath = async (v: string) => {
     const bin = await etcdScripts.ensureEtcd(v, { log });
@@ -118,6 +140,13 @@ export async function main(argv: string[]): Promise<number> {
   // Built or installed before the clock starts (once per machine; scripts/etcd.mjs).
   const etcdReleases: string[] = [];
   if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
+  // The agents and the join API run the package's command as installed: the built CLI, fresh.
+  if (only.includes("join")) {
+    await buildCli();
+    const built = freshBuild(ROOT);
+    if (!built.entry) throw new Error(`the CLI build is not used: ${built.why}`);
+    log(`join: bin/join-broker runs the built CLI (${built.why})`);
+  }
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
 
