@@ -34,12 +34,16 @@ const etcdVersions = etcdVersionsToRun();
 // The scenarios on join-broker serve run on one etcd version: the primary one when it is in the run.
 const serveEtcd = etcdVersions.includes(PRIMARY_ETCD_VERSION) ? PRIMARY_ETCD_VERSION : etcdVersions[etcdVersions.length - 1];
 
+const SOURCE_CLI_ETCD_VERSION = "3.4";
+
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
   ["type check", ["tsc", "--noEmit"]],
   ["boundaries: a type check per runtime, dependency rules", ["node", "scripts/boundaries.mjs"]],
   // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
   ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
+  // What the package's command runs (bin/join-broker), fresh: the end-to-end tests spawn it.
+  ["the CLI build (dist/cli)", ["node", "scripts/build-cli.mjs"]],
   ["model check of the join protocol (spin)", ["node", "scripts/model.mjs"]],
   ["Go verifier module: go vet, go test (integrations/go)", ["node", "scripts/go-test.mjs"]],
   ["OpenAPI document lint (Redocly, recommended rules)", ["node", "scripts/openapi.mjs", "lint", `${results}/openapi.json`]],
@@ -48,7 +52,9 @@ const steps = [
   ...etcdVersions.map((v) => [
     `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : " (every file)"}`,
     vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]),
-    { E2E_ETCD_VERSION: v },
+    // One version's processes run the TypeScript sources (as a checkout with edits does), the
+    // others the build (as an installed package does).
+    { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}) },
   ]),
   // The Worker tests' HTTP contract (every route, every bad input) over loopback against serve.
   ["HTTP contract on join-broker serve", vitest("contract-serve", ["contract-serve"])],

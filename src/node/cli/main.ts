@@ -3,16 +3,13 @@
  * client (`admin`) and the self-hosted broker (`serve`).
  * @module
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { CA_FILE_COMMANDS, extractCaFile, rerunWithExtraCa, trustCaFile } from "./ca-file.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { didYouMean } from "./suggest.ts";
+import { packageVersion } from "../package-root.ts";
 
-/** The package's version, from its package.json (the CLI runs from source, so it is always there). */
-export function version(): string {
-  return (JSON.parse(readFileSync(join(import.meta.dirname, "../../../package.json"), "utf8")) as { version: string }).version;
-}
+/** The package's version, from its package.json. */
+export const version = packageVersion;
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },

@@ -2,18 +2,12 @@
  * `join-broker serve`: the broker on workerd, self-hosted (see docs/self-hosting.md).
  * @module
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { DataDirError, layout } from "../serve/data-dir.ts";
 import { parseServeArgs, SERVE_HELP } from "../serve/serve-options.ts";
 import { startSelfHosted } from "../serve/start.ts";
 import { StartError, type Supervisor } from "../serve/supervisor.ts";
 import { EXIT } from "../exit-codes.ts";
-
-function softwareVersion(): string {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, "../../../package.json"), "utf8")) as { version: string };
-  return pkg.version;
-}
+import { packageVersion } from "../package-root.ts";
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseServeArgs(argv, process.env);
@@ -23,7 +17,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const options = parsed.options;
   const log = (line: string) => process.stderr.write(`join-broker serve: ${line}\n`);
-  const version = softwareVersion();
+  const version = packageVersion();
 
   let supervisor: Supervisor;
   try {

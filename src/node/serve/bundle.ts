@@ -6,7 +6,10 @@
 import { build } from "esbuild";
 import { join } from "node:path";
 
-export const WORKER_ENTRY = join(import.meta.dirname, "../../broker/selfhost/worker.ts");
+import { packageRoot } from "../package-root.ts";
+
+/** The Worker's source: the package ships src/ beside the built CLI. */
+export const WORKER_ENTRY = join(packageRoot(), "src/broker/selfhost/worker.ts");
 
 export async function bundleWorker(outfile: string, entry = WORKER_ENTRY): Promise<void> {
   await build({

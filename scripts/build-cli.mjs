@@ -1,0 +1,59 @@
+// `npm run build` (also run by `npm install`, as `prepare`): bundles the CLI (src/node/cli/main.ts
+// and everything it imports, dependencies included) into dist/cli with esbuild, split so that
+// each command loads only its own code, plus a manifest of the project files it was built from
+// (bin/built-cli.mjs checks it before bin/join-broker runs the build). esbuild and workerd stay
+// external: both locate their native binaries from their own package directories.
+import { build } from "esbuild";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BUILD_DIR, ENTRY, MANIFEST, fileHash } from "../bin/built-cli.mjs";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Builds into `root/dir` (replacing an earlier build at once, never half-written); returns the manifest. */
+export async function buildCli({ root = ROOT, dir = BUILD_DIR } = {}) {
+  const target = join(root, dir);
+  const staging = `${target}.tmp-${process.pid}`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(dirname(target), { recursive: true });
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: { main: "src/node/cli/main.ts" },
+    outdir: staging,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    external: ["esbuild", "workerd"],
+    // Bundled CommonJS dependencies may call require(): give the ES modules one.
+    banner: { js: 'import { createRequire as __joinBrokerRequire } from "node:module"; const require = __joinBrokerRequire(import.meta.url);' },
+    metafile: true,
+    sourcemap: "linked",
+    logLevel: "warning",
+    legalComments: "none",
+  });
+  const sources = {};
+  for (const input of Object.keys(result.metafile.inputs).sort()) {
+    if (input.includes("node_modules/") || input.startsWith("<")) continue;
+    sources[input] = fileHash(join(root, input));
+  }
+  const manifest = { entry: ENTRY, builtAt: new Date().toISOString(), sources };
+  writeFileSync(join(staging, MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
+  const old = `${target}.old-${process.pid}`;
+  try {
+    renameSync(target, old);
+  } catch {
+    /* no earlier build */
+  }
+  renameSync(staging, target);
+  rmSync(old, { recursive: true, force: true });
+  return manifest;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const started = Date.now();
+  const manifest = await buildCli();
+  process.stdout.write(`built ${relative(process.cwd(), join(ROOT, BUILD_DIR)) || BUILD_DIR} from ${Object.keys(manifest.sources).length} sources in ${Date.now() - started} ms\n`);
+}
