@@ -49,4 +49,30 @@ describe("a queued ticket's view", () => {
     expect(moved.body).toMatchObject({ state: "queued", position: 1 });
     expect(Date.now() - started).toBeLessThan(10_000);
   });
+
+  it("answers an admission's new first in line at once, but leaves polls further back held", async () => {
+    const token = await enroll("qp-back");
+    const boot = await ticket("qp-back", token, "ctrl-1", peer(1));
+    await complete("qp-back", boot.body.admission, boot.body.ticket, "1001");
+    const two = await ticket("qp-back", token, "ctrl-2", peer(2));
+    expect(two.body.state).toBe("admitted");
+    const three = await ticket("qp-back", token, "ctrl-3", peer(3));
+    await ticket("qp-back", token, "ctrl-4", peer(4));
+    const five = await ticket("qp-back", token, "ctrl-5", peer(5));
+    expect(five.body).toMatchObject({ state: "queued", position: 3 });
+    let backSettled = false;
+    const back = poll("qp-back", token, five.body.ticket, 3).then((r) => {
+      backSettled = true;
+      return r;
+    });
+    const head = poll("qp-back", token, three.body.ticket, 20);
+    await new Promise((r) => setTimeout(r, 200));
+    // ctrl-2 completes: ctrl-3 is admitted, ctrl-4 becomes first in line, ctrl-5 moves to 2.
+    await complete("qp-back", two.body.admission, two.body.ticket, "1002");
+    expect((await head).body.state).toBe("admitted");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(backSettled).toBe(false);
+    // Its own poll's end brings the new position.
+    expect((await back).body).toMatchObject({ state: "queued", position: 2 });
+  });
 });

@@ -64,8 +64,6 @@ const AUDIT_WAITERS = "*audit";
 const MAX_SIGNING_ATTEMPTS = 5;
 const UNKNOWN_CLUSTER = (cluster: string) => fail(404, "unknown_cluster", `cluster ${cluster} does not exist on this broker (an admin creates it with its first enrollment token)`);
 
-/** How many queued tickets at the head of the queue hear of every admission (their position moved). */
-const POSITION_REFRESH_COUNT = 8;
 
 /** What a queued ticket waits for besides its turn: the cluster is paused, or not yet bootstrapped. */
 function queueBlocker(c: ClusterRow, row: TicketRow): { waitingFor?: "paused" | "bootstrap"; bootstrapNode?: string } {
@@ -443,9 +441,11 @@ export class JoinQueue extends DurableObject<Env> {
     const admitted = await this.#admitWaiting();
     if (admitted.length) {
       const more = this.#commands.takeEffects();
-      // The admitted, and the next few in line (their positions moved), answer now; further back,
-      // positions change little between polls, and waking them would cost a request per node.
-      this.#waiters.notify([...more.tickets, ...this.#store.listTickets("queued", POSITION_REFRESH_COUNT, 0).map((t) => t.id)]);
+      // The admitted answer now, and so does the new first in line: its next change is its own
+      // admission, so its agent polls again at once and is held here when that comes. Further
+      // back a moved position waits for the node's next poll: waking each of them would cost a
+      // request per node per admission and make them poll again early, too.
+      this.#waiters.notify([...more.tickets, ...this.#store.listTickets("queued", 1, 0).map((t) => t.id)]);
       this.#waiters.notify([AUDIT_WAITERS]);
       effects = { ...effects, leases: effects.leases || more.leases };
     }

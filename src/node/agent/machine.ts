@@ -82,6 +82,13 @@ export function hexId(decimal: string): string {
 const LONG_POLL_MIN_SECONDS = 2;
 const LONG_POLL_DEFAULT_SECONDS = 10;
 const LONG_POLL_MAX_SECONDS = 30;
+/** A queued poll answered sooner than this was not held by the broker. */
+const MIN_HELD_MS = 100;
+
+/** First in the queue: the next admission is this node's (whatever it waits for: a slot, the bootstrap, a resume). */
+function nextInLine(view: TicketView): boolean {
+  return view.position === 1;
+}
 /** The join API rejecting an admission the broker calls active this often means it really refuses. */
 const MAX_JOIN_API_REJECTIONS = 5;
 
@@ -229,9 +236,16 @@ class Agent {
         backoff.reset();
         view = res.body;
         // A poll that came back early (the ticket changed but is still queued) must not bring the
-        // next request forward: requests stay at least Retry-After apart, plus jitter.
-        const early = hint * 1000 - (Date.now() - began);
-        if (view.state === "queued" && early > 0) {
+        // next request forward: requests stay at least Retry-After apart, plus jitter. Except next
+        // in line: its next change is its own admission, which a poll held at the broker hears at
+        // once (one request either way), while a sleep would hear it late. A poll answered at once
+        // (a broker that does not hold it) never counts as held.
+        const held = Date.now() - began;
+        const early = hint * 1000 - held;
+        if (view.state === "queued" && early > 0 && nextInLine(view) && held >= MIN_HELD_MS) {
+          reportQueued(this.#r, view);
+          shown = view;
+        } else if (view.state === "queued" && early > 0) {
           // Show the new position at once; the next request still waits its turn.
           reportQueued(this.#r, view);
           shown = view;
