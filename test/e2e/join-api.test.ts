@@ -121,6 +121,10 @@ afterAll(async () => {
 });
 
 describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () => {
+  it("fetches the cluster's public keys when it starts, not at the first token", async () => {
+    await expect.poll(() => joinApi.output(), { timeout: 10_000 }).toContain(`fetched cluster ${CLUSTER}'s public keys from the broker`);
+  });
+
   let a1: Admission;
   let a2: Admission;
   let a4: Admission;

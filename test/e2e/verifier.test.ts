@@ -106,6 +106,22 @@ describe("verifyAdmission against the broker", () => {
     expect(plain.claims.jti).toBe(joiner.jti);
   });
 
+  it("fetches the cluster's keys ahead of the first token when warmed, and not again for it", async () => {
+    const asked: string[] = [];
+    const counting: typeof fetch = (input, init) => {
+      asked.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
+      return fetch(input, init);
+    };
+    const warm = new ClusterTrust({ broker: broker.url, cluster: CLUSTER, fetch: counting });
+    expect(await warm.warmKeys()).toBe(true);
+    expect(asked).toEqual([`/v1/clusters/${CLUSTER}/jwks.json`]);
+    await verifyAdmission(joiner.token, optionsFor(joiner, { trust: warm }));
+    expect(asked.filter((p) => p.endsWith("/jwks.json"))).toHaveLength(1);
+    // Pinned keys need no fetch; a cluster the broker does not know leaves it to the first token.
+    expect(await new ClusterTrust({ broker: broker.url, cluster: CLUSTER, jwks: brokerJwks }).warmKeys()).toBe(false);
+    expect(await new ClusterTrust({ broker: broker.url, cluster: "no-such-cluster" }).warmKeys()).toBe(false);
+  });
+
   it("refuses alg none", async () => {
     const forged = new UnsecuredJWT({ ...joiner.claims }).encode();
     const e = await refusal(forged, optionsFor(joiner));

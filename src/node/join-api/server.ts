@@ -39,6 +39,11 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
   const log = options.log ?? (() => {});
   const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs });
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
+  // The first node to join should not wait for the keys; not awaited, so a broker that is down
+  // does not delay the start (the first token then fetches them, and reports what fails).
+  void trust.warmKeys().then((fetched) =>
+    log(fetched ? `fetched cluster ${options.cluster}'s public keys from the broker` : `could not fetch cluster ${options.cluster}'s public keys yet; the first admission token will`),
+  );
   const fallback = options.revocationListMaxAgeSeconds ? { maxAgeSeconds: options.revocationListMaxAgeSeconds } : undefined;
   const membership = new Membership({
     gateway,

@@ -81,6 +81,22 @@ export class ClusterTrust {
     }
   }
 
+  /**
+   * Fetches the cluster's public keys now rather than at the first token, so that the first
+   * join does not wait for them (a remote key set only; pinned keys need nothing). True when
+   * they were fetched; a failure is left to the first verification to meet and report.
+   */
+  async warmKeys(): Promise<boolean> {
+    const remote = this.keys as JWTVerifyGetKey & { reload?: () => Promise<void> };
+    if (typeof remote.reload !== "function") return false;
+    try {
+      await remote.reload();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Asks the broker whether the token is active now. Throws BrokerUnreachableError if it cannot tell. */
   async introspect(token: string): Promise<IntrospectAnswer> {
     let res: Response;
