@@ -166,6 +166,8 @@ export interface JoinSettings {
   versions: string[];
   sizes: number[];
   runs: number;
+  /** More runs for some sizes (1 + 2 is the shortest join: a run's noise weighs most there). */
+  runsBySize?: Record<number, number>;
   pipelined: { versions: string[]; sizes: number[]; maxInFlight: number };
 }
 
@@ -396,7 +398,8 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
     const etcdBin = bins.get(plan.etcd)!;
     const tag = `v${plan.etcd.replace(".", "")}`;
     for (const n of plan.sizes) {
-      for (let run = 0; run < settings.runs; run++) {
+      const times = settings.runsBySize?.[n] ?? settings.runs;
+      for (let run = 0; run < times; run++) {
         const brokeredFirst = run % 2 === 0;
         let b: Awaited<ReturnType<typeof brokered>>;
         let s: Awaited<ReturnType<typeof serial>>;
@@ -422,7 +425,7 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
           brokeredBreakdown: b.breakdown,
           serialBreakdown: s.breakdown,
         });
-        log(`join etcd ${plan.etcd}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${settings.runs}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
+        log(`join etcd ${plan.etcd}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
       }
     }
   }
