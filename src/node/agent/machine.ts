@@ -89,6 +89,7 @@ const MIN_HELD_MS = 100;
 function nextInLine(view: TicketView): boolean {
   return view.position === 1;
 }
+
 /** The join API rejecting an admission the broker calls active this often means it really refuses. */
 const MAX_JOIN_API_REJECTIONS = 5;
 
@@ -242,14 +243,11 @@ class Agent {
         // (a broker that does not hold it) never counts as held.
         const held = Date.now() - began;
         const early = hint * 1000 - held;
-        if (view.state === "queued" && early > 0 && nextInLine(view) && held >= MIN_HELD_MS) {
+        if (view.state === "queued" && early > 0) {
+          // Show the new position at once, whenever the next request goes.
           reportQueued(this.#r, view);
           shown = view;
-        } else if (view.state === "queued" && early > 0) {
-          // Show the new position at once; the next request still waits its turn.
-          reportQueued(this.#r, view);
-          shown = view;
-          await sleep(early + hint * 250 * this.#random(), signal);
+          if (!(nextInLine(view) && held >= MIN_HELD_MS)) await sleep(early + hint * 250 * this.#random(), signal);
         }
         return { again: true };
       }
