@@ -44,7 +44,7 @@ export const SETTINGS = {
     handoff: { runs: 5, nodes: 200 },
     scale: { tickets: 10_000, concurrency: 32 },
     verifier: { runs: 5, seconds: 2 },
-    join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 5 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
+    join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
   },
 };
 
@@ -84,7 +84,7 @@ export async function main(argv: string[]): Promise<number> {
         "  --merge   with --only: write those sections into bench/results.json (and BENCHMARKS.md), keeping the others\n" +
         "  --etcd    the etcd versions the whole-cluster join runs on (default: all; --quick: 3.6)\n" +
         "  --sizes   the joining nodes of the whole-cluster join, e.g. 2,6 (default: 2,4,6; --quick: 2)\n" +
-        "  --runs    runs per size of the whole-cluster join (default: 5 for 1 + 2, else 3; --quick: 1)\n" +
+        "  --runs    runs per size of the whole-cluster join (default: 9 for 1 + 2, else 3; --quick: 1)\n" +
         "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );

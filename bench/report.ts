@@ -403,8 +403,10 @@ binary and flags (bench/serial-join.ts, one process): start node 0 as a new clus
 while etcd says "not yet"), wait until it is a voter, next; timed from its start until it prints
 \`all voters\`. Both are checked afterwards: one cluster of 1 + N voters (and one bootstrap among the
 agents). Both sides of a row run the same etcd binary, in the same run: etcd ${releases}. Each
-size runs several times, the side that goes first alternating (1 + 2, the shortest join, where a
-run's noise weighs most, five times; the others three); a row's ratio is the median of its runs' ratios.
+size runs several times, the side that goes first alternating; a row's ratio is the median of its
+runs' ratios. 1 + 2 runs nine times, the others three: a new single-member etcd elects itself after
+0.1 to 1 s (etcd's randomized election timeout), drawn anew on each side of each run, and in the
+shortest join that draw is most of the spread between runs.
 
 **Where the time goes.** etcd refuses a membership change until its leader has been connected to
 enough voters for 5 s (the health window; 3.4/3.5: every voter; 3.6+: a quorum of the voters plus
