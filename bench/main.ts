@@ -273,8 +273,13 @@ function mergeInto(previous: Results, partial: Results): Results {
       summary: [...kept(previous.join.summary), ...partial.join.summary].sort((a, b) => order(a.etcd) - order(b.etcd)),
     };
   }
-  const perVersion = Boolean(partial.join && previous.join?.versions);
-  const runs = (previous.merged ?? []).filter((m) => perVersion || !m.sections.every((s) => partial.sections.includes(s)));
+  // An earlier merged run stays on record while some of its figures do: a join run until every
+  // etcd version it measured was measured again.
+  const remeasuredVersions = new Set(partial.join?.versions?.map((v) => v.minor) ?? []);
+  const superseded = (m: NonNullable<Results["merged"]>[number]) =>
+    m.sections.every((s) => partial.sections.includes(s)) &&
+    (!m.sections.includes("join") || ((m.settings as { join?: { versions?: string[] } }).join?.versions ?? []).every((v) => remeasuredVersions.has(v)));
+  const runs = (previous.merged ?? []).filter((m) => !superseded(m));
   out.merged = [...runs, { date: partial.date, mode: partial.mode, sections: partial.sections, settings: partial.settings, machine: partial.machine, loadAverage: partial.loadAverage, durationSeconds: partial.durationSeconds }];
   return out;
 }
