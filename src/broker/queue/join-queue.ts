@@ -64,7 +64,6 @@ const AUDIT_WAITERS = "*audit";
 const MAX_SIGNING_ATTEMPTS = 5;
 const UNKNOWN_CLUSTER = (cluster: string) => fail(404, "unknown_cluster", `cluster ${cluster} does not exist on this broker (an admin creates it with its first enrollment token)`);
 
-
 /** What a queued ticket waits for besides its turn: the cluster is paused, or not yet bootstrapped. */
 function queueBlocker(c: ClusterRow, row: TicketRow): { waitingFor?: "paused" | "bootstrap"; bootstrapNode?: string } {
   const facts = clusterFacts(c);
