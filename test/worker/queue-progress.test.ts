@@ -61,7 +61,7 @@ describe("a queued ticket's view", () => {
     const five = await ticket("qp-back", token, "ctrl-5", peer(5));
     expect(five.body).toMatchObject({ state: "queued", position: 3 });
     let backSettled = false;
-    const back = poll("qp-back", token, five.body.ticket, 3).then((r) => {
+    const back = poll("qp-back", token, five.body.ticket, 8).then((r) => {
       backSettled = true;
       return r;
     });
