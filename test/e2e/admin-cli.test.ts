@@ -101,13 +101,14 @@ describe("join-broker admin: happy paths", () => {
   const tickets: Record<string, { ticket: string; admission?: string; jti?: string }> = {};
 
   it("token create shows the secret once, token list never does, token revoke disables it", async () => {
-    const created = await okJson(["token", "create", "--ttl", "1h", "--max-uses", "5", "--description", "control plane"], C);
+    const created = await okJson(["token", "create", "--new-cluster", "--ttl", "1h", "--max-uses", "5", "--description", "control plane"], C);
     expect(created).toMatchObject({ id: expect.stringMatching(/^enr_/), token: expect.stringMatching(/^jbe_/), maxUses: 5, description: "control plane" });
     expect(Math.abs(Date.parse(created.expiresAt) - (Date.now() + 3_600_000))).toBeLessThan(60_000);
     enrollment = created.token;
 
     const human = await ok(["token", "create", "--ttl", "10m"], C);
     expect(human.stdout).toMatch(/shown only this once/);
+    expect(human.stdout).not.toContain("Created cluster");
     const secret = human.stdout.match(/^(jbe_\S+)$/m)?.[1];
     expect(secret).toBeDefined();
     const second = human.stdout.match(/enrollment token (enr_\w+)/)![1];
@@ -131,7 +132,7 @@ describe("join-broker admin: happy paths", () => {
 
   it("token create --nodes and --peer-hosts scope a token: token list shows it, requests outside it are refused", async () => {
     const S = `${C}-scoped`;
-    const scoped = await okJson(["token", "create", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
+    const scoped = await okJson(["token", "create", "--new-cluster", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
     expect(scoped).toMatchObject({ nodes: ["scoped-*", "other-?"], peerHosts: ["10.9.0.0/16", "scoped.example"] });
     const human = await ok(["token", "create", "--nodes", "ctrl-*"], S);
     expect(human.stdout).toContain("only for nodes ctrl-*");
@@ -342,7 +343,7 @@ describe("join-broker admin: errors", () => {
   ];
 
   beforeAll(async () => {
-    await okJson(["token", "create"], C);
+    await okJson(["token", "create", "--new-cluster"], C);
   });
 
   it("refuses a wrong admin token with exit 3 and the broker's code, for every subcommand", async () => {
@@ -364,10 +365,9 @@ describe("join-broker admin: errors", () => {
   });
 
   it("reports an unknown cluster with its code and exit 1", async () => {
-    // Only token create and adopt create the cluster they name; the others need it to exist.
-    const creating = new Set(["token create", "adopt"]);
-    const reading = EVERY.filter((a) => !creating.has(a[0] === "token" || a[0] === "policy" ? `${a[0]} ${a[1]}` : a[0]));
-    expect(reading.length).toBe(14);
+    // Only adopt, and token create with --new-cluster, create the cluster they name; the others need it to exist.
+    const reading = EVERY.filter((a) => a[0] !== "adopt");
+    expect(reading.length).toBe(15);
     const runs = [];
     for (let i = 0; i < reading.length; i += 4) runs.push(...(await Promise.all(reading.slice(i, i + 4).map((args) => admin([...args, ...on("no-such-cluster")])))));
     for (const [i, r] of runs.entries()) {
@@ -376,6 +376,27 @@ describe("join-broker admin: errors", () => {
       expect(r.stderr).toContain("check --cluster (no-such-cluster)");
       expect(r.stderr.match(/enrollment token/g)).toHaveLength(1);
     }
+    expect(runs[0].stderr).toContain("run 'join-broker admin token create --cluster no-such-cluster --new-cluster'");
+  });
+
+  it("creates a cluster only with --new-cluster, and says so", async () => {
+    const T = "cli-typo";
+    const typo = await admin(["token", "create", "--ttl", "1h", ...on(T)]);
+    expect(typo.code).toBe(1);
+    expect(typo.stdout).toBe("");
+    expect(typo.stderr).toContain("unknown_cluster (HTTP 404)");
+    expect(typo.stderr).toContain("--new-cluster");
+    // Nothing was created: the cluster is still unknown, and no token exists for it.
+    expect((await okJson(["clusters"], C)).clusters.map((c: { name: string }) => c.name)).not.toContain(T);
+    expect((await admin(["status", ...on(T)])).stderr).toContain("unknown_cluster (HTTP 404)");
+
+    const created = await ok(["token", "create", "--new-cluster", "--ttl", "1h"], T);
+    expect(created.stdout).toMatch(new RegExp(`^Created cluster ${T}\\.\nCreated enrollment token enr_\\w+ for cluster ${T}: `));
+    expect((await okJson(["status"], T)).cluster).toBe(T);
+    // Again on the cluster that now exists: a token, no claim to have created anything.
+    const again = await ok(["token", "create", "--new-cluster", "--ttl", "1h"], T);
+    expect(again.stdout).not.toContain("Created cluster");
+    expect((await okJson(["token", "list"], T)).tokens).toHaveLength(2);
   });
 
   it("reports an unknown jti, enrollment token or member with the broker's code", async () => {

@@ -37,6 +37,7 @@ const COMMAND_OPTIONS = {
   nodes: { type: "string", multiple: true },
   "peer-hosts": { type: "string", multiple: true },
   follow: { type: "boolean", short: "f" },
+  "new-cluster": { type: "boolean" },
 } as const;
 
 export const ADMIN_USAGE = `Usage: join-broker admin SUBCOMMAND [ARGS] --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]
@@ -183,7 +184,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, values));
     if (e instanceof BrokerProblem) {
       if (json) io.stdout(`${e.text.trimEnd()}\n`);
-      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "")}\n`);
+      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "", name)}\n`);
       // rate_limited answers only failed authentications: it is a refusal like the 401s before it.
       return e.refused || e.code === "rate_limited" ? EXIT.refused : EXIT.failure;
     }
@@ -237,7 +238,7 @@ function inFlagTerms(e: InvalidInput, values: Values): string {
 }
 
 /** What to check next, for the problems an operator meets most. */
-function hint(e: BrokerProblem, cluster: string): string {
+function hint(e: BrokerProblem, cluster: string, command: string): string {
   switch (e.code) {
     case "unauthorized":
       return "\n  check --admin-token / JOIN_BROKER_ADMIN_TOKEN against the broker's ADMIN_TOKEN secret";
@@ -245,7 +246,10 @@ function hint(e: BrokerProblem, cluster: string): string {
       return `\n  too many failed authentications from this address; wait ${e.retryAfter ?? 60} s and check the admin token`;
     case "unknown_cluster":
       // The broker's detail already says how a cluster comes to exist: do not say it twice.
-      return `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo; 'join-broker admin clusters' lists the clusters`;
+      return (
+        `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo; 'join-broker admin clusters' lists the clusters` +
+        (command === "token create" ? `\n  to create cluster ${cluster}, run 'join-broker admin token create --cluster ${cluster} --new-cluster'` : "")
+      );
     case "admission_not_found":
       return "\n  'join-broker admin tickets' lists each admitted ticket's JTI";
     default:

@@ -50,6 +50,11 @@ export type BootstrapInput = z.input<typeof BootstrapRequest>;
 export type TicketListInput = z.input<typeof TicketListQuery>;
 export type AuditInput = z.input<typeof AuditQuery>;
 
+/** Checks an enrollment token request as the broker would, without sending it (throws InvalidInput). */
+export function checkEnrollmentTokenInput(input: EnrollmentTokenInput): void {
+  check(EnrollmentTokenRequest, input, "enrollment token");
+}
+
 /** Parses with a broker schema; a failure is an InvalidInput that says what and why. */
 function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const result = schema.safeParse(value);

@@ -2,7 +2,7 @@
  * The typed broker client: `new BrokerClient({ baseUrl, bearer }).admin("prod-eu").status()`.
  * @module
  */
-export { AdminClient, BrokerClient, ClusterClient } from "./broker-client.ts";
+export { AdminClient, BrokerClient, ClusterClient, checkEnrollmentTokenInput } from "./broker-client.ts";
 export type { AdoptInput, AuditInput, BootstrapInput, EnrollmentTokenInput, PolicyInput, TicketListInput } from "./broker-client.ts";
 export { BrokerProblem, BrokerUnreachable, InvalidInput, type ProblemBody } from "./errors.ts";
 export type { Reply, TransportOptions } from "./transport.ts";
