@@ -3,7 +3,7 @@
  * its answer reads for a human. `--json` output is handled by the caller, from the same reply.
  * @module
  */
-import type { AdminClient, BrokerClient, Reply } from "../../shared/client/index.ts";
+import { BrokerProblem, checkEnrollmentTokenInput, type AdminClient, type BrokerClient, type Reply } from "../../shared/client/index.ts";
 import type { AdminTicket, AuditEntry, Member } from "../../shared/client/index.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { UsageError } from "../exit-codes.ts";
@@ -99,10 +99,12 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "create"],
     args: [],
-    options: ["ttl", "max-uses", "description", "nodes", "peer-hosts"],
-    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…]",
-    summary: "create an enrollment token (the secret is shown once); creates the cluster if new",
+    options: ["ttl", "max-uses", "description", "nodes", "peer-hosts", "new-cluster"],
+    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…] [--new-cluster]",
+    summary: "create an enrollment token (the secret is shown once); with --new-cluster, for a cluster not yet on the broker",
     details:
+      "The cluster must exist on the broker, unless --new-cluster says to create it: a typo in --cluster never\n" +
+      "creates a cluster whose first node would bootstrap a second etcd cluster.\n" +
       "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.\n" +
       "--nodes limits the node names it may ask tickets for (glob patterns: * and ?), --peer-hosts the hosts of their\n" +
       "peer URLs (host names, *.domain, IP addresses or CIDRs); both take a comma-separated list and may be repeated.",
@@ -110,10 +112,22 @@ export const COMMANDS: AdminCommand[] = [
       const ttlText = str(values, "ttl");
       const ttlSeconds = ttlText === undefined ? undefined : (parseDuration(ttlText) ?? undefined);
       if (ttlText !== undefined && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds or a duration like 10m, 24h, 7d, not ${JSON.stringify(ttlText)}`);
-      const reply = await client.createEnrollmentToken({ ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") });
+      const input = { ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") };
+      checkEnrollmentTokenInput(input); // bad usage sends nothing
+      // The HTTP API creates a cluster with its first token; the CLI does so only when asked to.
+      let isNew = false;
+      try {
+        await client.status();
+      } catch (e) {
+        // Reported with the way to create it (--new-cluster).
+        if (!(e instanceof BrokerProblem && e.code === "unknown_cluster") || values["new-cluster"] !== true) throw e;
+        isNew = true;
+      }
+      const reply = await client.createEnrollmentToken(input);
       const t = reply.body;
       const scope = [t.nodes ? `nodes ${t.nodes.join(", ")}` : "", t.peerHosts ? `peer hosts ${t.peerHosts.join(", ")}` : ""].filter(Boolean).join("; ");
       print(reply, () =>
+        (isNew ? `Created cluster ${client.cluster}.\n` : "") +
         `Created enrollment token ${t.id} for cluster ${client.cluster}: ` +
         `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}` +
         `${scope ? `, only for ${scope}` : ""}.\n` +
@@ -161,7 +175,7 @@ export const COMMANDS: AdminCommand[] = [
       const now = Date.now();
       print(reply, () =>
         reply.body.clusters.length === 0
-          ? "No cluster yet: 'join-broker admin token create --cluster NAME' creates one.\n"
+          ? "No cluster yet: 'join-broker admin token create --cluster NAME --new-cluster' creates one.\n"
           : table(["CLUSTER", "CREATED"], reply.body.clusters.map((c) => [c.name, `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`])),
       );
     },
