@@ -108,6 +108,7 @@ describe("join-broker admin: happy paths", () => {
 
     const human = await ok(["token", "create", "--ttl", "10m"], C);
     expect(human.stdout).toMatch(/shown only this once/);
+    expect(human.stdout).toMatch(/: expires [^(]+\(in (9m\d+s|10m)\), unlimited uses\./);
     expect(human.stdout).not.toContain("Created cluster");
     const secret = human.stdout.match(/^(jbe_\S+)$/m)?.[1];
     expect(secret).toBeDefined();
@@ -130,9 +131,19 @@ describe("join-broker admin: happy paths", () => {
     expect((await askTicket(C, secret!, "ctrl-9", 9)).status).toBe(401);
   });
 
+  it("token create without --ttl makes a token that expires in 24 h; one that never expires is asked for", async () => {
+    const byDefault = await okJson(["token", "create"], C);
+    expect(Math.abs(Date.parse(byDefault.expiresAt) - (Date.now() + 24 * 3_600_000))).toBeLessThan(60_000);
+    const human = await ok(["token", "create", "--max-uses", "3"], C);
+    expect(human.stdout).toMatch(/: expires [^(]+\(in (1d|23h\d*m?)\), at most 3 use\(s\)\./);
+    const forever = await okJson(["token", "create", "--ttl", "never"], C);
+    expect(forever.expiresAt).toBeNull();
+    for (const t of [byDefault, forever]) await ok(["token", "revoke", t.id], C);
+  });
+
   it("token create --nodes and --peer-hosts scope a token: token list shows it, requests outside it are refused", async () => {
     const S = `${C}-scoped`;
-    const scoped = await okJson(["token", "create", "--new-cluster", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
+    const scoped = await okJson(["token", "create", "--new-cluster", "--ttl", "never", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
     expect(scoped).toMatchObject({ nodes: ["scoped-*", "other-?"], peerHosts: ["10.9.0.0/16", "scoped.example"] });
     const human = await ok(["token", "create", "--nodes", "ctrl-*"], S);
     expect(human.stdout).toContain("only for nodes ctrl-*");
@@ -427,7 +438,7 @@ describe("join-broker admin: errors", () => {
       [["status", "extra", ...conn], /'status' takes no arguments/],
       [["token", "revoke", ...conn], /'token revoke' needs ID/],
       [["status", "--reason", "x", ...conn], /--reason does not apply to 'status'/],
-      [["token", "create", "--ttl", "soon", ...conn], /--ttl must be seconds or a duration/],
+      [["token", "create", "--ttl", "soon", ...conn], /--ttl must be seconds, a duration like 10m, 24h, 7d, or .never./],
       [["token", "create", "--ttl", "30s", ...conn], /--ttl 30s: must be at least 60 s/],
       [["token", "create", "--peer-hosts", "10.0.0.0/33", ...conn], /--peer-hosts: "10\.0\.0\.0\/33" is not/],
       [["token", "create", "--nodes", "a,,b", ...conn], /--nodes takes a comma-separated list/],

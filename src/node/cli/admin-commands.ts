@@ -90,6 +90,9 @@ const memberRows = (members: Member[], now: number) =>
 
 export const auditLine = (e: AuditEntry) => `${String(e.seq).padStart(6)}  ${e.time?.slice(0, 23)}Z  ${e.actor.padEnd(16)}  ${e.action.padEnd(26)}  ${e.subject}  ${inlineDetail(e.detail)}`.trimEnd();
 
+/** An enrollment token's lifetime when `token create` is given no --ttl. */
+export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600;
+
 const POLICY_FLAGS = { "max-in-flight": "maxInFlight", "lease-seconds": "leaseSeconds", "admission-ttl-seconds": "admissionTtlSeconds", "max-queue": "maxQueue" } as const;
 
 /** How long `audit --follow` keeps retrying a broker that does not answer before it gives up. */
@@ -100,18 +103,20 @@ export const COMMANDS: AdminCommand[] = [
     words: ["token", "create"],
     args: [],
     options: ["ttl", "max-uses", "description", "nodes", "peer-hosts", "new-cluster"],
-    synopsis: "token create [--ttl 24h] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…] [--new-cluster]",
+    synopsis: "token create [--ttl 24h|never] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…] [--new-cluster]",
     summary: "create an enrollment token (the secret is shown once); with --new-cluster, for a cluster not yet on the broker",
     details:
       "The cluster must exist on the broker, unless --new-cluster says to create it: a typo in --cluster never\n" +
       "creates a cluster whose first node would bootstrap a second etcd cluster.\n" +
-      "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s); without it the token never expires.\n" +
+      "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s), or 'never'; without it the token\n" +
+      "expires in 24 h. Without --max-uses it may be used any number of times until then: give the number of nodes.\n" +
       "--nodes limits the node names it may ask tickets for (glob patterns: * and ?), --peer-hosts the hosts of their\n" +
       "peer URLs (host names, *.domain, IP addresses or CIDRs); both take a comma-separated list and may be repeated.",
     async run({ client, values, print }) {
       const ttlText = str(values, "ttl");
-      const ttlSeconds = ttlText === undefined ? undefined : (parseDuration(ttlText) ?? undefined);
-      if (ttlText !== undefined && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds or a duration like 10m, 24h, 7d, not ${JSON.stringify(ttlText)}`);
+      // A token that never expires is a choice made out loud (--ttl never), never a default.
+      const ttlSeconds = ttlText === undefined ? DEFAULT_TOKEN_TTL_SECONDS : ttlText === "never" ? undefined : (parseDuration(ttlText) ?? undefined);
+      if (ttlText !== undefined && ttlText !== "never" && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds, a duration like 10m, 24h, 7d, or 'never', not ${JSON.stringify(ttlText)}`);
       const input = { ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") };
       checkEnrollmentTokenInput(input); // bad usage sends nothing
       // The HTTP API creates a cluster with its first token; the CLI does so only when asked to.
