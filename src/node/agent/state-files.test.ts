@@ -81,7 +81,8 @@ describe("state dir", () => {
       const line = lines.at(-1)?.split(" ");
       if (line) last = { reads: Number(line[0]), bad: Number(line[1]), seen: line[2] ?? "" };
     });
-    const exited = new Promise((resolve) => reader.once("exit", resolve));
+    // "close": its last report read, not only the process gone.
+    const exited = new Promise((resolve) => reader.once("close", resolve));
     // Keep replacing the file until the reader has read it many times while that went on.
     const deadline = Date.now() + 60_000;
     let writes = 0;
