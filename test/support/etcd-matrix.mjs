@@ -22,7 +22,7 @@ const EVERY_VERSION = [
 ];
 
 /** Gate mode with an unmodified installer (kubeadm's etcd phase with etcdctl): on Debian's 3.4 and the primary version; the parallel join also on the newest. */
-const GATE = ["test/e2e/gate-parallel.test.ts", "test/e2e/gate-failure.test.ts", "test/e2e/gate-faults.test.ts"];
+const GATE = ["test/e2e/gate-parallel.test.ts", "test/e2e/gate-failure.test.ts", "test/e2e/gate-faults.test.ts", "test/e2e/gate-downtime.test.ts"];
 
 /** version → the e2e files it runs; `null` = every file. */
 export const ETCD_MATRIX = {

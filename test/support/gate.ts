@@ -18,6 +18,8 @@ export interface InstallerOptions {
   failOnceAfter?: "add" | "start";
   /** A wrong recipe: always `init`, whatever JOIN_BROKER_ROLE says (a node that starts a cluster of its own). */
   alwaysInit?: boolean;
+  /** This program as etcd instead of the version under test (one that exits at once leaves an unstarted learner). */
+  etcdBin?: string;
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -43,7 +45,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     "--peer-url", node.peerURL,
     "--client-url", node.clientURL,
     "--endpoints", h.nodes.map((n) => n.clientURL).join(","),
-    "--etcd-bin", h.etcdBin,
+    "--etcd-bin", options.etcdBin ?? h.etcdBin,
     "--etcdctl", etcdctl,
     "--token", h.cluster,
     ...(options.foreground ? ["--foreground"] : []),

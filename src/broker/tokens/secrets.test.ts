@@ -1,3 +1,4 @@
+import { base64url } from "jose";
 import { describe, expect, it } from "vitest";
 import { ENROLLMENT_TOKEN_PREFIX, newEnrollmentToken, randomId, sha256Hex } from "./secrets.ts";
 
@@ -9,10 +10,23 @@ describe("secrets", () => {
   });
 
   it("makes enrollment tokens with the prefix and 256 random bits, never twice the same", () => {
-    const a = newEnrollmentToken();
-    expect(a.startsWith(ENROLLMENT_TOKEN_PREFIX)).toBe(true);
-    expect(a.length).toBe(ENROLLMENT_TOKEN_PREFIX.length + 43);
-    expect(newEnrollmentToken()).not.toBe(a);
+    const SAMPLES = 2_000;
+    const tokens = Array.from({ length: SAMPLES }, () => newEnrollmentToken());
+    expect(new Set(tokens).size).toBe(SAMPLES);
+    const ones = new Array<number>(256).fill(0);
+    for (const token of tokens) {
+      expect(token.startsWith(ENROLLMENT_TOKEN_PREFIX)).toBe(true);
+      const encoded = token.slice(ENROLLMENT_TOKEN_PREFIX.length);
+      const bytes = base64url.decode(encoded);
+      expect(bytes.length).toBe(32);
+      expect(base64url.encode(bytes), "canonical unpadded base64url").toBe(encoded);
+      for (let bit = 0; bit < 256; bit++) ones[bit]! += (bytes[bit >> 3]! >> (7 - (bit & 7))) & 1;
+    }
+    // Every one of the 256 bits is set in about half the tokens: 1000 ± 150 is more than six
+    // standard deviations (22), so a fair source fails this about once in 10^8 runs, while a
+    // counter, a constant or fewer random bits leave some bits (nearly) fixed.
+    const unbalanced = ones.flatMap((n, bit) => (Math.abs(n - SAMPLES / 2) > 150 ? [`bit ${bit}: ${n}`] : []));
+    expect(unbalanced).toEqual([]);
   });
 
   it("makes ids of letters and digits only after the prefix", () => {

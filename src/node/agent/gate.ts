@@ -13,8 +13,11 @@
  * its admission before being a voter (COMMAND failed, the lease ended, a revocation, --timeout),
  * COMMAND is stopped and the node's own member is removed from etcd if it is a learner or never
  * started (neither holds anything the cluster needs; a leftover learner would block the next
- * node's installer, etcd ≤ 3.5 allowing one), so that the next node can go. A voter is never
- * removed.
+ * node's installer, etcd ≤ 3.5 allowing one), so that the next node can go. The same removal
+ * runs first thing on every start of a node that has queued before and not joined: an attempt
+ * cut short by a crash (agent and installer killed, the lease ended meanwhile) would otherwise
+ * leave its learner in the way of every node admitted before this one's next turn. A voter is
+ * never removed.
  * @module
  */
 import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
@@ -78,10 +81,28 @@ export class Gate {
     this.#etcd = new EtcdGateway(options.etcdEndpoints, { timeoutMs: 3_000, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
   }
 
-  /** Before anything else: a COMMAND an earlier agent on this state dir left running is stopped. */
+  /**
+   * Before anything else: a COMMAND an earlier agent on this state dir left running is stopped,
+   * and the learner or unstarted member an earlier join attempt left is removed.
+   */
   async prepare(): Promise<void> {
     const stopped = await stopLeftoverCommand(this.#dir);
     if (stopped) this.#r.event("exec-exit", `stopped ${stopped}, left running by an earlier agent`);
+    if (this.#triedToJoinBefore()) await this.removeOwnNonVoter();
+  }
+
+  /**
+   * Whether an earlier agent on this state dir queued to join and the node has not joined. Only
+   * then can a member of this node's be left over; a fresh node (whose cluster may not be up yet)
+   * and a bootstrap node (never a learner) are not kept waiting on etcd here.
+   */
+  #triedToJoinBefore(): boolean {
+    try {
+      const state = this.#dir.readState();
+      return !!state?.ticket && state.role !== "bootstrap" && !this.#dir.readMarker();
+    } catch {
+      return false; // unreadable state files: the agent refuses them next, with the reason
+    }
   }
 
   /**

@@ -75,4 +75,47 @@ describe("the lease keeper, on a clock that tests move", () => {
     expect(reason).toBeInstanceOf(LeaseLost);
     expect(reason.state).toBe("expired");
   });
+
+  it("keeps a lease alive by the broker's clock when the node's clock is minutes off", async () => {
+    const LEASE_MS = 30_000;
+    // The broker's clock runs `skew` ahead of the node's (behind when negative).
+    for (const skew of [10 * 60_000, -10 * 60_000]) {
+      const clock = manualClock(Date.parse("2026-01-01T00:00:00Z"));
+      const brokerNow = () => clock.t + skew;
+      let expiresAt = brokerNow() + LEASE_MS;
+      const beats: number[] = [];
+      let lapsed = false;
+      let sixBeats!: () => void;
+      const done = new Promise<void>((resolve) => (sixBeats = resolve));
+      // HTTP's Date header has whole seconds.
+      const date = () => Math.floor(brokerNow() / 1000) * 1000;
+      const broker = {
+        heartbeat: async (): Promise<HttpResult<TicketView>> => {
+          beats.push(clock.t);
+          if (beats.length === 6) sixBeats();
+          if (brokerNow() >= expiresAt) {
+            lapsed = true;
+            return { status: 410, body: null, problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }), retryAfter: null, etag: null, date: date() } as HttpResult<TicketView>;
+          }
+          expiresAt = brokerNow() + LEASE_MS;
+          return { status: 200, body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() }, problem: null, retryAfter: null, etag: null, date: date() } as HttpResult<TicketView>;
+        },
+        getTicket: async (): Promise<HttpResult<TicketView>> => ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: date() }) as HttpResult<TicketView>,
+      } as unknown as NodeSession;
+      // The admission's lease end, as the broker wrote it: on the broker's clock.
+      const keeper = new LeaseKeeper(broker, "tkt_a", "adm", new Date(expiresAt).toISOString(), () => 0.5, {}, clock);
+      keeper.start();
+      // Six heartbeats, or the keeper gives up on a lost lease.
+      keeper.signal.addEventListener("abort", () => sixBeats(), { once: true });
+      await done;
+      await keeper.stop();
+      expect(lapsed, `skew ${skew} ms`).toBe(false);
+      expect(keeper.signal.aborted).toBe(false);
+      // After the first, a heartbeat every third of the 30 s lease, give or take the Date header's second.
+      for (const [i, t] of beats.slice(1, 6).entries()) {
+        expect(t - beats[i]!, `skew ${skew} ms, heartbeat ${i + 2}`).toBeGreaterThanOrEqual(9_000);
+        expect(t - beats[i]!, `skew ${skew} ms, heartbeat ${i + 2}`).toBeLessThanOrEqual(11_000);
+      }
+    }
+  });
 });

@@ -292,8 +292,11 @@ function readJson<T>(path: string): T | null {
   }
 }
 
-/** Replaces `path` with `content` so that readers see the old or the new file, never a mix. */
-export function writeFileAtomic(path: string, content: string): void {
+/**
+ * Replaces `path` with `content` so that readers see the old or the new file, never a mix.
+ * `rename` is a seam: tests crash there to see what a crash before the rename leaves.
+ */
+export function writeFileAtomic(path: string, content: string, rename: (from: string, to: string) => void = renameSync): void {
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, "w", 0o600);
   try {
@@ -302,7 +305,7 @@ export function writeFileAtomic(path: string, content: string): void {
   } finally {
     closeSync(fd);
   }
-  renameSync(tmp, path);
+  rename(tmp, path);
   try {
     const dir = openSync(dirname(path), "r");
     try {

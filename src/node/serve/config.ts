@@ -33,6 +33,8 @@ export interface WorkerdConfigInput {
   logLevel?: string;
   /** Header a trusted reverse proxy sets to the client's address. */
   clientIpHeader?: string;
+  /** The Worker's compatibility date; wrangler.toml's (COMPATIBILITY_DATE) unless a test sets another. */
+  compatibilityDate?: string;
 }
 
 /** A Cap'n Proto text literal (its escapes are C's, which JSON's are a subset of for our text). */
@@ -65,7 +67,7 @@ const config :Workerd.Config = (
 
 const broker :Workerd.Worker = (
   modules = [ (name = "worker.js", esModule = ${embed(input.configDir, input.bundle)}) ],
-  compatibilityDate = ${text(COMPATIBILITY_DATE)},
+  compatibilityDate = ${text(input.compatibilityDate ?? COMPATIBILITY_DATE)},
   bindings = [
     ${bindings.join(",\n    ")},
   ],
