@@ -95,6 +95,15 @@ describe("verifyAdmission with pinned keys", () => {
     expect([error.status, error.code]).toEqual([status, code]);
   });
 
+  it("names the issuer it got and the one it expects, so that localhost vs 127.0.0.1 is plain to see", async () => {
+    const error = await refusal(await signAdmission(claims({ iss: "http://localhost:8787" }), kid, key));
+    expect(error.message).toContain('issued by "http://localhost:8787"');
+    expect(error.message).toContain('expects "https://broker.example:8443"');
+    const aud = await refusal(await signAdmission(claims({ aud: "etcd-join:other" }), kid, key));
+    expect(aud.message).toContain('audience "etcd-join:other"');
+    expect(aud.message).toContain(`expects "etcd-join:${CLUSTER}"`);
+  });
+
   it("allows skew within the clock tolerance and not beyond", async () => {
     const token = await signAdmission(claims({}, Date.now() + 20_000), kid, key);
     await expect(verifyAdmission(token, { ...options, clockToleranceSeconds: 30 })).resolves.toBeTruthy();

@@ -62,18 +62,18 @@ export async function verifyAdmissionClaims(token: string, options: Pick<VerifyA
   if (typeof token !== "string" || token.length === 0 || token.length > 8192) throw new InvalidAdmissionError("invalid_token", "no admission token, or an oversized one", "malformed");
   const trust = options.trust ?? sharedClusterTrust(options.broker, options.cluster);
   let payload: JWTPayload;
+  const expected = { issuer: issuerFor(options.broker), audience: audienceFor(options.cluster) };
   try {
     ({ payload } = await jwtVerify(token, trust.keys, {
       algorithms: [ADMISSION_ALG],
       typ: ADMISSION_TYP,
-      issuer: issuerFor(options.broker),
-      audience: audienceFor(options.cluster),
+      ...expected,
       requiredClaims: [...REQUIRED_CLAIMS],
       clockTolerance: options.clockToleranceSeconds ?? 30,
       currentDate: options.now ? new Date(options.now()) : undefined,
     }));
   } catch (e) {
-    throw joseFailure(e, trust);
+    throw joseFailure(e, trust, expected);
   }
   const problem = customClaimsProblem(payload as Record<string, unknown>, options.cluster);
   if (problem) throw new InvalidAdmissionError("invalid_token", problem, "claims");
@@ -141,12 +141,19 @@ export function inactive(reason: string, jti: string): AdmissionError {
   }
 }
 
-function joseFailure(e: unknown, trust: ClusterTrust): AdmissionError {
+function joseFailure(e: unknown, trust: ClusterTrust, expected: { issuer: string; audience: string }): AdmissionError {
   if (e instanceof AdmissionError) return e;
   if (e instanceof errors.JWTExpired) return new InactiveAdmissionError("token_expired", "the admission token has expired", "exp");
   if (e instanceof errors.JWTClaimValidationFailed) {
     if (e.claim === "nbf" || (e.claim === "iat" && e.reason === "check_failed")) {
       return new InvalidAdmissionError("token_not_yet_valid", `the admission token is not valid yet (${e.claim})`, e.claim);
+    }
+    // The usual cause is one broker reached by two names (localhost and 127.0.0.1): show both.
+    if (e.claim === "iss") {
+      return new InvalidAdmissionError("invalid_token", `the admission token was issued by ${JSON.stringify(e.payload.iss)}, and this verifier expects ${JSON.stringify(expected.issuer)} (the broker URL it was given): use the same address for the broker everywhere`, e.claim);
+    }
+    if (e.claim === "aud") {
+      return new InvalidAdmissionError("invalid_token", `the admission token is for audience ${JSON.stringify(e.payload.aud)}, and this verifier expects ${JSON.stringify(expected.audience)} (its cluster): check the cluster name`, e.claim);
     }
     return new InvalidAdmissionError("invalid_token", `the admission token's ${e.claim} is wrong: ${e.message}`, e.claim);
   }
