@@ -29,10 +29,23 @@ describe("join-broker", () => {
       [["admin", "status", "--clster", "x"], "unknown flag '--clster'; did you mean '--cluster'?"],
       [["admn"], "unknown command 'admn'; did you mean 'admin'?"],
       [["stauts"], "unknown command 'stauts'; did you mean 'admin status'?"],
+      [["join", "--clustr", "x"], "unknown flag '--clustr'; did you mean '--cluster'?"],
+      [["controller", "--brokr", "x"], "unknown flag '--brokr'; did you mean '--broker'?"],
+      [["serve", "--data-dri=x"], "unknown flag '--data-dri'; did you mean '--data-dir'?"],
+      [["help", "jion"], "unknown command 'jion'; did you mean 'join'?"],
     ];
     for (const [args, message] of cases) {
       const r = run(...args);
       expect({ args, status: r.status, first: r.stderr.split("\n")[0] }).toEqual({ args, status: 2, first: expect.stringContaining(message) });
+    }
+  });
+
+  it("help COMMAND prints that command's help, as COMMAND --help does", () => {
+    for (const args of [["join"], ["controller"], ["serve"], ["admin"], ["admin", "status"]]) {
+      const viaHelp = run("help", ...args);
+      const viaFlag = run(...args, "--help");
+      expect({ args, status: viaHelp.status, stdout: viaHelp.stdout }).toEqual({ args, status: 0, stdout: viaFlag.stdout });
+      expect(viaHelp.stdout).toMatch(new RegExp(`^Usage: join-broker ${args.join(" ")}`));
     }
   });
 

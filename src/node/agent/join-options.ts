@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseFlags } from "../cli/flags.ts";
 import { UsageError } from "../exit-codes.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
@@ -161,12 +161,7 @@ const RESERVED_ETCD_FLAGS = [
 export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
 
 export function parseJoinArgs(argv: string[], env: Record<string, string | undefined> = process.env): ParsedArgs {
-  let values: Record<string, string | boolean | string[] | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options: FLAGS, allowPositionals: false, strict: true }));
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  const values: Record<string, string | boolean | string[] | undefined> = parseFlags(argv, FLAGS).values;
   if (values.help) return { help: true };
   const str = (name: string): string | undefined => {
     const v = values[name];

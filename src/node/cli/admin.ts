@@ -5,11 +5,11 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type AdminClient, type Reply } from "../../shared/client/index.ts";
 import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { closest, didYouMean } from "./suggest.ts";
+import { parseFlags } from "./flags.ts";
 
 const CONNECTION_OPTIONS = {
   cluster: { type: "string" },
@@ -114,15 +114,7 @@ export interface Io {
 const processIo: Io = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t), env: process.env };
 
 export async function run(argv: string[], io: Io = processIo): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, options: { ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }, allowPositionals: true, strict: true });
-  } catch (e) {
-    const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, "");
-    const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
-    const flags = Object.keys({ ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }).map((f) => `--${f}`);
-    throw new UsageError(unknown ? `unknown flag '${unknown}'${didYouMean(unknown, flags)}` : message);
-  }
+  const parsed = parseFlags(argv, { ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }, { allowPositionals: true });
   const values = parsed.values as Values;
   const found = findCommand(parsed.positionals);
 

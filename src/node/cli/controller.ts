@@ -5,7 +5,7 @@
  * decision to stderr, and stops cleanly on SIGINT or SIGTERM.
  * @module
  */
-import { parseArgs } from "node:util";
+import { parseFlags } from "./flags.ts";
 import { isClusterName } from "../../shared/protocol/identifiers.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { startJoinApi } from "../join-api/server.ts";
@@ -80,12 +80,7 @@ function seconds(name: string, value: string | undefined, min: number, max: numb
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: false, strict: true }));
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
+  const { values } = parseFlags(argv, OPTIONS);
   if (values.help) {
     process.stdout.write(CONTROLLER_USAGE);
     return EXIT.ok;

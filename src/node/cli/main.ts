@@ -23,11 +23,18 @@ export const USAGE = `Usage: join-broker <command> [flags]
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(11)} ${c.summary}`).join("\n")}
 
-Run 'join-broker <command> --help' for a command's flags, 'join-broker --version' for the version.
+Run 'join-broker <command> --help' (or 'join-broker help <command>') for a command's flags, 'join-broker --version' for the version.
 Exit codes: 0 ok, 2 bad usage, 3 refused (revoked, forbidden), 4 gave up.
 `;
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "help" && argv.length > 1) {
+    // `join-broker help join` is `join-broker join --help`; `help admin status` likewise.
+    const [, topic, ...more] = argv;
+    if (COMMANDS[topic]) return main([topic, ...more, "--help"]);
+    process.stderr.write(`join-broker help: unknown command '${topic}'${didYouMean(topic, Object.keys(COMMANDS))}\n\n${USAGE}`);
+    return EXIT.usage;
+  }
   const [name, ...rest] = argv;
   if (!name || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(USAGE);

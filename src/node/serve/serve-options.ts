@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { parseArgs } from "node:util";
+import { parseFlags } from "../cli/flags.ts";
 import { UsageError } from "../exit-codes.ts";
 
 export const SERVE_HELP = `Usage: join-broker serve --listen HOST:PORT --data-dir DIR [flags]
@@ -81,29 +81,19 @@ export function parseListen(value: string): { host: string; port: number } {
 }
 
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: true } | { help: false; options: ServeOptions } {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        listen: { type: "string" },
-        "data-dir": { type: "string" },
-        "tls-cert": { type: "string" },
-        "tls-key": { type: "string" },
-        "insecure-http": { type: "boolean" },
-        "admin-token-file": { type: "string" },
-        "admin-token": { type: "string" },
-        issuer: { type: "string" },
-        "log-level": { type: "string" },
-        "client-ip-header": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""));
-  }
+  const { values } = parseFlags(argv, {
+    listen: { type: "string" },
+    "data-dir": { type: "string" },
+    "tls-cert": { type: "string" },
+    "tls-key": { type: "string" },
+    "insecure-http": { type: "boolean" },
+    "admin-token-file": { type: "string" },
+    "admin-token": { type: "string" },
+    issuer: { type: "string" },
+    "log-level": { type: "string" },
+    "client-ip-header": { type: "string" },
+    help: { type: "boolean", short: "h" },
+  } as const);
   if (values.help) return { help: true };
   if (values["admin-token"] !== undefined) {
     throw new UsageError("--admin-token is not accepted by serve (a command line is visible to every user): use --admin-token-file FILE or JOIN_BROKER_ADMIN_TOKEN");
