@@ -18,6 +18,10 @@ writeFileSync(out, JSON.stringify(await res.json(), null, 2) + "\n");
 console.log(`wrote ${out}`);
 
 if (lint) {
-  const r = spawnSync("redocly", ["lint", "--config", resolve(import.meta.dirname, "../redocly.yaml"), "--format", "stylish", out], { stdio: "inherit" });
+  // The project's own Redocly, whether or not npm put node_modules/.bin on PATH.
+  const redocly = resolve(import.meta.dirname, "../node_modules/.bin/redocly");
+  const r = spawnSync(redocly, ["lint", "--config", resolve(import.meta.dirname, "../redocly.yaml"), "--format", "stylish", out], { stdio: "inherit" });
+  if (r.error) console.error(`cannot run ${redocly}: ${r.error.message} (run npm install first)`);
+  else if (r.status === null) console.error(`redocly was ended by ${r.signal}`);
   process.exit(r.status ?? 1);
 }
