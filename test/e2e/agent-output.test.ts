@@ -46,8 +46,10 @@ describe("agent output without a terminal", () => {
     const failures = r.lines.filter((l) => / ctrl-1 retry: .*broker unreachable/.test(l.text));
     expect(failures.length).toBeGreaterThanOrEqual(1);
     expect(failures[0].text).toContain(`ECONNREFUSED 127.0.0.1:${closed}`);
-    // At once (the start line comes first), not at --timeout.
-    expect(failures[0].at).toBeLessThan(5_000);
+    // At once after the start line (how long node takes to start is the machine's business), not at --timeout.
+    const startLine = r.lines.find((l) => / ctrl-1 start/.test(l.text));
+    expect(startLine, r.lines.map((l) => l.text).join("\n")).toBeDefined();
+    expect(failures[0].at - startLine!.at).toBeLessThan(5_000);
     for (let i = 1; i < failures.length; i++) expect(failures[i].at - failures[i - 1].at).toBeGreaterThanOrEqual(9_900);
     expect(failures.length).toBeLessThanOrEqual(2);
     expect(r.lines.at(-1)!.text).toContain("gave-up");
