@@ -10,6 +10,8 @@ import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
 import { etcdFlags } from "../../src/node/etcd/etcd-process.ts";
 import { Membership } from "../../src/node/join-api/members.ts";
 import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
+import { admissionStatusFrom } from "../../src/node/join-api/server.ts";
+import { ClusterTrust } from "../../src/shared/verifier/index.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
 import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
@@ -179,7 +181,7 @@ describe("membership: a learner nobody here added", () => {
     const gw5 = await memberAddress("gw-5");
     const request5 = { node: "gw-5", peerURL: gw5.peerURL, jti: "adm_gw5", token: "t5" };
     const young = await membership.addLearner(request5);
-    expect(!young.ok && [young.code, young.detail]).toEqual(["learner_pending", expect.stringContaining("not added here")]);
+    expect(!young.ok && [young.code, young.detail]).toEqual(["learner_pending", expect.stringContaining("no join API recorded its admission")]);
     now += 61_000;
     const added5 = await membership.addLearner(request5);
     if (!added5.ok) throw new Error(added5.detail);
@@ -221,6 +223,37 @@ describe("membership: an admission that ends while its add waits", () => {
     const r = await membership.addLearner({ node: "gw-late", peerURL: late.peerURL, jti: "adm_late", token: "t-late" });
     expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
     expect(await ids()).toEqual(members);
+  });
+});
+
+describe("membership: the broker cannot be reached for the last check", () => {
+  it("adds no member and promotes no learner, and answers 503 with Retry-After", async () => {
+    const before = await gateway.memberList();
+    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    const list = async () => {
+      const l = await gateway.memberList();
+      if (!l.ok) throw new Error(l.error.message);
+      return l.value.members;
+    };
+    // The route verified the token; then the broker went away (here: nothing listens on its port).
+    const silent = admissionStatusFrom(new ClusterTrust({ broker: `http://127.0.0.1:${await freePort()}`, cluster: "gone", timeoutMs: 2_000 }));
+    expect(await silent("t")).toBeNull();
+    const cut = new Membership({ gateway, admissionStatus: silent });
+    const ids = (await list()).map((m) => m.id).sort();
+    const node = await memberAddress("gw-cut");
+    const request = { node: "gw-cut", peerURL: node.peerURL, jti: "adm_cut", token: "t-cut" };
+    const add = await cut.addLearner(request);
+    expect(!add.ok && [add.status, add.code, add.retryAfter]).toEqual([503, "broker_unavailable", RETRY_AFTER.unavailable]);
+    expect((await list()).map((m) => m.id).sort()).toEqual(ids);
+
+    // A started learner, added while the broker answered: not promoted while it cannot.
+    const added = await new Membership({ gateway, admissionStatus: async () => ({ active: true }) }).addLearner(request);
+    if (!added.ok) throw new Error(added.detail);
+    await etcd.startMember(node, added.value.initialCluster);
+    const promote = await cut.promote(request);
+    expect(!promote.ok && [promote.status, promote.code, promote.retryAfter]).toEqual([503, "broker_unavailable", RETRY_AFTER.unavailable]);
+    expect(memberByPeerUrl(await list(), node.peerURL)).toMatchObject({ id: added.value.memberID, isLearner: true, started: true });
+    expect((await gateway.memberRemove(added.value.memberID)).ok).toBe(true);
   });
 });
 

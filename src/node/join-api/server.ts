@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { EtcdGateway } from "../etcd/gateway.ts";
 import { ClusterTrust } from "../../shared/verifier/index.ts";
 import { createJoinApi } from "./endpoints.ts";
-import { Membership } from "./members.ts";
+import { Membership, type MembershipOptions } from "./members.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -35,6 +35,17 @@ export interface JoinApiServer {
   close(): Promise<void>;
 }
 
+/** The broker's answer on an admission token, or null when the broker cannot give one now. */
+export function admissionStatusFrom(trust: ClusterTrust): MembershipOptions["admissionStatus"] {
+  return async (token) => {
+    try {
+      return await trust.introspect(token);
+    } catch {
+      return null;
+    }
+  };
+}
+
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
   const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs });
@@ -50,13 +61,7 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     log,
     unknownLearnerGraceMs: options.unknownLearnerGraceSeconds !== undefined ? options.unknownLearnerGraceSeconds * 1000 : undefined,
     holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
-    admissionStatus: async (token) => {
-      try {
-        return await trust.introspect(token);
-      } catch {
-        return null;
-      }
-    },
+    admissionStatus: admissionStatusFrom(trust),
   });
   const app = createJoinApi({
     membership,
