@@ -237,7 +237,7 @@ describe("membership: the broker cannot be reached for the last check", () => {
     };
     // The route verified the token; then the broker went away (here: nothing listens on its port).
     const silent = admissionStatusFrom(new ClusterTrust({ broker: `http://127.0.0.1:${await freePort()}`, cluster: "gone", timeoutMs: 2_000 }));
-    expect(await silent("t")).toBeNull();
+    expect(await silent("t", "adm_t")).toBeNull();
     const cut = new Membership({ gateway, admissionStatus: silent });
     const ids = (await list()).map((m) => m.id).sort();
     const node = await memberAddress("gw-cut");
@@ -254,6 +254,27 @@ describe("membership: the broker cannot be reached for the last check", () => {
     expect(!promote.ok && [promote.status, promote.code, promote.retryAfter]).toEqual([503, "broker_unavailable", RETRY_AFTER.unavailable]);
     expect(memberByPeerUrl(await list(), node.peerURL)).toMatchObject({ id: added.value.memberID, isLearner: true, started: true });
     expect((await gateway.memberRemove(added.value.memberID)).ok).toBe(true);
+  });
+
+  it("with the offline mode opted in, the broker's recent revocation list answers instead, as it does for the verifier", async () => {
+    const before = await gateway.memberList();
+    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    // A broker whose introspection is down while its revocation list still comes through.
+    const broker = `http://127.0.0.1:${await freePort()}`;
+    const onlyTheList: typeof fetch = async (input) => {
+      if (String(input instanceof Request ? input.url : input).endsWith("/v1/clusters/offline/revocations")) return Response.json({ revoked: [{ jti: "adm_revoked", exp: Math.floor(Date.now() / 1000) + 600 }] });
+      throw new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } });
+    };
+    const offline = new Membership({ gateway, admissionStatus: admissionStatusFrom(new ClusterTrust({ broker, cluster: "offline", fetch: onlyTheList }), { maxAgeSeconds: 60 }) });
+    const revoked = await offline.addLearner({ node: "gw-off-1", peerURL: (await memberAddress("gw-off-1")).peerURL, jti: "adm_revoked", token: "t-off-1" });
+    expect(!revoked.ok && [revoked.status, revoked.code]).toEqual([410, "admission_revoked"]);
+    const listed = await offline.addLearner({ node: "gw-off-2", peerURL: (await memberAddress("gw-off-2")).peerURL, jti: "adm_fine", token: "t-off-2" });
+    if (!listed.ok) throw new Error(listed.detail);
+    expect((await gateway.memberRemove(listed.value.memberID)).ok).toBe(true);
+    // Without any list (the broker wholly away), the offline mode has no answer either.
+    const away = new Membership({ gateway, admissionStatus: admissionStatusFrom(new ClusterTrust({ broker, cluster: "offline", timeoutMs: 2_000 }), { maxAgeSeconds: 60 }) });
+    const none = await away.addLearner({ node: "gw-off-3", peerURL: (await memberAddress("gw-off-3")).peerURL, jti: "adm_fine", token: "t-off-3" });
+    expect(!none.ok && [none.status, none.code]).toEqual([503, "broker_unavailable"]);
   });
 });
 

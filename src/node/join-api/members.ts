@@ -44,8 +44,8 @@ export type AdmissionStatus = { active: true } | { active: false; reason: string
 
 export interface MembershipOptions {
   gateway: EtcdGateway;
-  /** Is this admission token still active, and if not, why? null when that cannot be told now. */
-  admissionStatus(token: string): Promise<AdmissionStatus | null>;
+  /** Is this admission (token, and its jti) still active, and if not, why? null when that cannot be told now. */
+  admissionStatus(token: string, jti: string): Promise<AdmissionStatus | null>;
   /**
    * How long a learner nobody can vouch for (no record of its admission, here or in etcd; or
    * still a learner after its node reported completion) may block the next join before it is
@@ -185,7 +185,7 @@ export class Membership {
     // The admission may have ended while this add waited its turn, listed members or made room:
     // ask once more right before the add, so no member is added after its end is visible here.
     // A broker that cannot answer is no yes.
-    const status = await this.#admissionStatus(input.token);
+    const status = await this.#admissionStatus(input.token, input.jti);
     if (status === null) return brokerSilent(input, "added");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
@@ -251,7 +251,7 @@ export class Membership {
     const record = shared.value ?? learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
     let why: string | null = null;
     if (record) {
-      const status = await this.#admissionStatus(record.token);
+      const status = await this.#admissionStatus(record.token, record.jti);
       if (status === null) {
         return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
       }
@@ -305,7 +305,7 @@ export class Membership {
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
     // As before an add: the admission may have ended while this promote was held or waited its
     // turn, so the broker is asked right before each promote attempt.
-    const status = await this.#admissionStatus(input.token);
+    const status = await this.#admissionStatus(input.token, input.jti);
     if (status === null) return brokerSilent(input, "promoted");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
