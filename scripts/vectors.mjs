@@ -23,6 +23,37 @@ const CLUSTER = "vectors";
 const OTHER = "vectors-other";
 const peer = (n) => `https://10.0.0.${n}:2380`;
 
+/** [a, b, same peer?]: written by hand, so that each verifier's canonical form is checked, not copied. */
+const PEER_URL_PAIRS = [
+  ["https://10.0.0.1:2380", "https://10.0.0.1:2380/", true],
+  ["https://10.0.0.1:2380", "HTTPS://10.0.0.1:2380", true],
+  ["https://ctrl-1.example:2380", "https://CTRL-1.Example:2380", true],
+  ["https://[::1]:2380", "https://[0:0:0:0:0:0:0:1]:2380", true],
+  ["https://[::1]:2380", "https://[0000:0000::0001]:2380", true],
+  ["https://[fd00::a:0:0:0:1]:2380", "https://[FD00:0:0:A::1]:2380", true],
+  ["https://[fd00:0:0:a::1]:2380", "https://[FD00:0:0:A:0:0:0:1]:2380", true],
+  ["https://[2001:db8:0:0:1:0:0:1]:2380", "https://[2001:db8::1:0:0:1]:2380", true],
+  ["https://[2001:db8:0:1:1:1:1:1]:2380", "https://[2001:db8::1:1:1:1:1]:2380", true],
+  ["https://[::ffff:10.0.0.1]:2380", "https://[::ffff:a00:1]:2380", true],
+  ["https://[::ffff:10.0.0.1]:2380", "https://10.0.0.1:2380", false],
+  ["https://[::1]:2380", "https://[::1%25eth0]:2380", false],
+  ["https://10.0.0.1:2380", "https://10.0.0.1", false],
+  ["https://10.0.0.1:443", "https://10.0.0.1", false],
+  ["http://10.0.0.1:80", "http://10.0.0.1", false],
+  ["https://10.0.0.1:2380", "https://10.0.0.1:02380", false],
+  ["https://10.0.0.1:2380", "http://10.0.0.1:2380", false],
+  ["https://10.0.0.1:2380", "https://010.0.0.1:2380", false],
+  ["https://127.0.0.1:2380", "https://2130706433:2380", false],
+  ["https://10.0.0.1:2380", "https://10.0.0.1:2380//", false],
+  ["https://10.0.0.1:2380", " https://10.0.0.1:2380", false],
+  ["https://10.0.0.1:2380", "https://user@10.0.0.1:2380", false],
+  ["https://10.0.0.1:2380", "https://10.0.0.1:2380/x", false],
+  ["ftp://10.0.0.1:2380", "FTP://10.0.0.1:2380", false],
+  ["not a url/", "not a url", true],
+  ["https://10.0.0.1:99999", "https://10.0.0.1:99999/", true],
+  ["https://10.0.0.1:99999", "HTTPS://10.0.0.1:99999", false],
+];
+
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
@@ -65,6 +96,8 @@ try {
   await complete(CLUSTER, completed, "1003");
   await call("POST", `/v1/admin/clusters/${CLUSTER}/keys/rotate`);
   const rotated = await ticket(CLUSTER, enrollment, "ctrl-4", peer(14));
+  const loopback6 = await ticket(CLUSTER, enrollment, "ctrl-5", "https://[::1]:2380");
+  const named = await ticket(CLUSTER, enrollment, "ctrl-6", "https://ctrl-6.example:2380");
   const stranger = await ticket(OTHER, await enroll(OTHER), "ctrl-1", peer(11));
   const jwks = await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/jwks.json`)).json();
   const revocations = await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/revocations`)).json();
@@ -78,7 +111,7 @@ try {
   const without = (claims, name) => Object.fromEntries(Object.entries(claims).filter(([k]) => k !== name));
 
   const j = joiner.claims;
-  const at = Math.max(...[joiner, revoked, completed, rotated].map((a) => a.claims.iat)) + 5;
+  const at = Math.max(...[joiner, revoked, completed, rotated, loopback6, named].map((a) => a.claims.iat)) + 5;
   const bind = (a, over = {}) => ({ node: a.node, peerURL: a.peerURL, ...over });
   const ok = (a) => ({ ok: true, claims: { sub: a.claims.sub, jti: a.claims.jti, role: a.claims.role, peer_url: a.claims.peer_url, ticket: a.claims.ticket, exp: a.claims.exp } });
   const no = (status, code) => ({ ok: false, status, code });
@@ -92,6 +125,16 @@ try {
     { name: "the bootstrap token where role bootstrap is accepted", token: boot.token, request: bind(boot, { role: "bootstrap" }), at: boot.claims.iat + 5, expect: { ...no(410, "admission_completed") } },
     { name: "another node", token: joiner.token, request: bind(joiner, { node: "ctrl-9" }), expect: no(403, "wrong_node") },
     { name: "another peer URL", token: joiner.token, request: bind(joiner, { peerURL: peer(19) }), expect: no(403, "wrong_peer_url") },
+    // Peer URLs are compared in their canonical form (src/shared/protocol/peer-url.ts; `peerURLs` below).
+    { name: "the peer URL with its scheme in upper case", token: joiner.token, request: bind(joiner, { peerURL: "HTTPS://10.0.0.11:2380" }), expect: ok(joiner) },
+    { name: "the peer URL without its port (no default port)", token: joiner.token, request: bind(joiner, { peerURL: "https://10.0.0.11" }), expect: no(403, "wrong_peer_url") },
+    { name: "the peer URL as an IPv4-mapped IPv6 address", token: joiner.token, request: bind(joiner, { peerURL: "https://[::ffff:10.0.0.11]:2380" }), expect: no(403, "wrong_peer_url") },
+    { name: "an IPv6 peer URL, as signed", token: loopback6.token, request: bind(loopback6), expect: ok(loopback6) },
+    { name: "an IPv6 peer URL written in full", token: loopback6.token, request: bind(loopback6, { peerURL: "https://[0:0:0:0:0:0:0:1]:2380" }), expect: ok(loopback6) },
+    { name: "an IPv6 peer URL with leading zeros, in upper case", token: loopback6.token, request: bind(loopback6, { peerURL: "HTTPS://[0000::0001]:2380/" }), expect: ok(loopback6) },
+    { name: "another IPv6 peer URL", token: loopback6.token, request: bind(loopback6, { peerURL: "https://[::2]:2380" }), expect: no(403, "wrong_peer_url") },
+    { name: "a DNS peer URL in mixed case", token: named.token, request: bind(named, { peerURL: "Https://CTRL-6.Example:2380" }), expect: ok(named) },
+    { name: "a DNS peer URL with another port", token: named.token, request: bind(named, { peerURL: "https://ctrl-6.example:2381" }), expect: no(403, "wrong_peer_url") },
     { name: "a bootstrap token at a join call", token: boot.token, request: bind(boot), at: boot.claims.iat + 5, expect: no(403, "wrong_role") },
     { name: "expired, beyond the default 30 s clock skew", token: joiner.token, request: bind(joiner), at: j.exp + 31, expect: no(410, "token_expired") },
     { name: "just expired, within the default 30 s clock skew", token: joiner.token, request: bind(joiner), at: j.exp + 29, expect: ok(joiner) },
@@ -147,6 +190,9 @@ try {
     forgerJwks: { keys: [forger.publicJwk] },
     revocations,
     cases: cases.map((c) => ({ ...c, at: c.at ?? at })),
+    peerURLsDescription:
+      "Pairs of peer URLs and whether a verifier takes them for the same peer: both in their canonical form (scheme://host:port, scheme and host in lower case, IPv6 as RFC 5952 writes it, the port always named and without leading zeros, an optional trailing slash), or, for a value that is no valid peer URL, as written less one trailing slash.",
+    peerURLs: PEER_URL_PAIRS.map(([a, b, same]) => ({ a, b, same })),
   };
   writeFileSync(OUT, `${JSON.stringify(vectors, null, 2)}\n`);
   console.log(`Wrote ${cases.length} cases to ${OUT.pathname}`);

@@ -181,16 +181,17 @@ describe("against a broker, a join API and real etcd", () => {
   });
 
   it("gives up after --timeout with exit 4 and leaves the queue, so the nodes behind it move on", async () => {
-    // A paused cluster admits nobody: the node waits in the queue until its deadline.
+    // A paused cluster admits nobody: the node waits in the queue until its deadline (long enough
+    // for a slow machine to start the agent and take the ticket before it).
     const cluster = "agent-late";
     const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
     expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/pause`)).status).toBe(200);
-    const args = h.agentArgs(h.node("late-0")).map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : all[i - 1] === "--timeout" ? "3" : a));
+    const args = h.agentArgs(h.node("late-0")).map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : all[i - 1] === "--timeout" ? "10" : a));
     const run = h.startAgent("late-0", { args });
     expect((await run.exited).code).toBe(4);
     expect(run.events.some((e) => e.step === "queued")).toBe(true);
     const gaveUp = run.events.find((e) => e.step === "gave-up")!;
-    expect(gaveUp.msg).toContain("--timeout 3 s");
+    expect(gaveUp.msg).toContain("--timeout 10 s");
     expect(gaveUp.msg).toContain("abandoned");
     const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
     expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["late-0", "abandoned"]]);

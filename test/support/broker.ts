@@ -140,7 +140,9 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
 
   const waitHealthy = async (url: string) => {
     if (options.tls) return; // serve answered /healthz over TLS before it printed its URL
-    for (let i = 0; i < 100; i++) {
+    // A cold machine may take a while to answer the first request after the "ready" line.
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
       try {
         if ((await fetch(`${url}/healthz`)).ok) return;
       } catch {

@@ -10,7 +10,7 @@ import type { ClusterHarness } from "./cluster.ts";
  * its own would show another cluster ID or a member list of one.
  */
 export async function expectOneHealthyCluster(h: ClusterHarness, names: string[]): Promise<{ clusterId: string; memberCount: number; ids: Map<string, string> }> {
-  const views = await h.finalViews(names);
+  const views = await settledViews(h, names);
   const clusterIds = new Set(views.map((v) => v.clusterId));
   expect([...clusterIds], "one cluster ID across all nodes").toHaveLength(1);
   const ids = new Map<string, string>();
@@ -40,5 +40,22 @@ export async function expectEveryAdmissionAudited(h: ClusterHarness, names: stri
     const joined = audit.filter((a) => a.action === "ticket.joined" && a.detail.node === name);
     expect(joined, `${name} joined exactly once`).toHaveLength(1);
     if (memberIds) expect(String(joined[0]!.detail.memberID), `${name}'s reported member ID`).toBe(memberIds.get(name));
+  }
+}
+
+/**
+ * The nodes' views once they agree (or the last ones after 30 s): a follower applies the last
+ * promote a moment after the leader, and a busy machine stretches that moment.
+ */
+async function settledViews(h: ClusterHarness, names: string[]): Promise<Awaited<ReturnType<ClusterHarness["finalViews"]>>> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const views = await h.finalViews(names).catch((e: unknown) => (Date.now() < deadline ? null : Promise.reject(e)));
+    const settled =
+      views !== null &&
+      new Set(views.map((v) => v.clusterId)).size === 1 &&
+      views.every((v) => v.healthy && v.members.length === names.length && v.members.every((m) => m.started && !m.isLearner));
+    if (views && (settled || Date.now() >= deadline)) return views;
+    await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -541,7 +541,7 @@ async function startJoinApiProcess(broker: string, cluster: string, etcd: string
   };
   proc.stderr!.on("data", keep);
   const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the join API did not start within 30 s:\n${log}`)), 30_000);
+    const timer = setTimeout(() => fail(new Error(`the join API did not start within 60 s:\n${log}`)), 60_000);
     proc.stdout!.on("data", (chunk: Buffer) => {
       keep(chunk);
       const m = /join API listening on (http:\/\/\S+)/.exec(log);

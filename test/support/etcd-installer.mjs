@@ -60,15 +60,26 @@ function say(line) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The line of etcdctl's stderr that carries etcd's own error: its last "Error: …" line, not the
+ * log lines before it (an "unrecognized environment variable" warning, a retry notice).
+ */
+function etcdctlError(stderr) {
+  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  return lines.findLast((l) => l.startsWith("Error:")) ?? lines.at(-1) ?? "";
+}
+
 /** etcdctl with its JSON output; uint64 IDs kept as decimal strings (JSON numbers would round them). */
 function etcdctl(args, endpoints = o.endpoints) {
+  // Every etcdctl from 3.4 on speaks v3 by default, and 3.6 warns about ETCDCTL_API: leave it unset.
+  const { ETCDCTL_API: _, ...env } = process.env;
   return new Promise((resolve) => {
     execFile(
       o.etcdctl,
       [`--endpoints=${endpoints}`, "--dial-timeout=2s", "--command-timeout=5s", "-w", "json", ...args],
-      { env: { ...process.env, ETCDCTL_API: "3" }, timeout: 15_000 },
+      { env, timeout: 15_000 },
       (error, stdout, stderr) => {
-        if (error) return resolve({ ok: false, error: `${stderr || error.message}`.trim() });
+        if (error) return resolve({ ok: false, error: etcdctlError(stderr) || error.message.trim() });
         try {
           resolve({ ok: true, value: JSON.parse(stdout.replace(/"(ID|cluster_id|member_id|revision|raft_term)":(\d+)/g, '"$1":"$2"')) });
         } catch {
@@ -150,7 +161,7 @@ async function retry(what, call, done) {
     if (r.ok) return r.value;
     const finished = done?.(r.error);
     if (finished) return finished;
-    if (r.error !== last) say(`${what}: ${r.error.split("\n")[0]}; retrying`);
+    if (r.error !== last) say(`${what}: ${r.error}; retrying`);
     last = r.error;
     await sleep(RETRY_MS);
   }

@@ -22,14 +22,14 @@ const EVERY_VERSION = [
 ];
 
 /** Gate mode with an unmodified installer (kubeadm's etcd phase with etcdctl): on Debian's 3.4 and the primary version; the parallel join also on the newest. */
-const GATE = ["test/e2e/gate-parallel.test.ts", "test/e2e/gate-failure.test.ts", "test/e2e/gate-faults.test.ts", "test/e2e/gate-downtime.test.ts"];
+const GATE = ["test/e2e/etcd-installer.test.ts", "test/e2e/gate-parallel.test.ts", "test/e2e/gate-failure.test.ts", "test/e2e/gate-faults.test.ts", "test/e2e/gate-downtime.test.ts"];
 
 /** version → the e2e files it runs; `null` = every file. */
 export const ETCD_MATRIX = {
   "3.4": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", ...GATE],
   "3.5": [...EVERY_VERSION, "test/e2e/cluster-revoke.test.ts"],
   "3.6": null,
-  "3.7": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", "test/e2e/cluster-revoke.test.ts", "test/e2e/gate-parallel.test.ts", "test/e2e/cluster-pipelined.test.ts", "test/e2e/join-api-pipelined.test.ts"],
+  "3.7": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", "test/e2e/cluster-revoke.test.ts", "test/e2e/etcd-installer.test.ts", "test/e2e/gate-parallel.test.ts", "test/e2e/cluster-pipelined.test.ts", "test/e2e/join-api-pipelined.test.ts", "test/e2e/join-api-instances.test.ts"],
 };
 
 /**

@@ -120,15 +120,16 @@ class Sampler {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     while (this.#busy) await new Promise((r) => setTimeout(r, 50));
-    await this.sample();
+    // The final view decides "not serving": give each node a busy machine's time to answer.
+    await this.sample(5_000);
     this.#close(Date.now());
   }
 
-  async sample(): Promise<void> {
+  async sample(timeoutMs = 400): Promise<void> {
     const now = Date.now();
     const views = await Promise.all(
       this.nodes.map(async (n) => {
-        const s = await new EtcdGateway(n.clientURL, { timeoutMs: 400 }).status(n.clientURL);
+        const s = await new EtcdGateway(n.clientURL, { timeoutMs }).status(n.clientURL);
         return s.ok ? { node: n.name, cluster: hex(s.value.header.clusterId), leader: s.value.leader !== "" } : { node: n.name, cluster: null, leader: false };
       }),
     );
@@ -468,7 +469,13 @@ export async function runBrokered(options: RunOptions): Promise<RunFigures> {
     for (const n of options.names) h.startAgent(n);
     await h.waitFor("every node to join", () => options.names.every((n) => h.joined(n)), options.timeoutMs ?? 600_000);
     await sampler.stop();
-    const members = await membersOf(h.nodes, sampler.clusterIds[0], sampler.finalCluster);
+    // A follower applies the last promote a moment after the leader: read the members once settled.
+    let members = await membersOf(h.nodes, sampler.clusterIds[0], sampler.finalCluster);
+    const settled = () => members?.total === options.names.length && members.learners === 0 && members.unstarted === 0;
+    for (const deadline = Date.now() + 30_000; !settled() && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 250));
+      members = await membersOf(h.nodes, sampler.clusterIds[0], sampler.finalCluster);
+    }
     const s = h.proxy!.stats;
     return figures("brokered", sampler, members, { restarts, joinFailures: s.answered500 + s.dropped, tookMs: Date.now() - t0, events });
   } finally {

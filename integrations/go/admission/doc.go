@@ -14,7 +14,8 @@
 //     cached for 10 minutes and refetched once on an unknown kid (after a key rotation);
 //   - typ admission+jwt, iss (the broker's origin), aud etcd-join:{cluster}, the required claims,
 //     exp and nbf with a clock skew (30 s by default);
-//   - the binding to the request: sub is the node, peer_url the peer URL it would add, role join;
+//   - the binding to the request: sub is the node, peer_url the peer URL it would add (compared
+//     in canonical form, as the TypeScript verifier does: see CanonicalPeerURL), role join;
 //   - that the admission is still active, by asking the broker (introspection). By default a
 //     broker that cannot be asked means no admission (BrokerUnavailable, 503).
 //

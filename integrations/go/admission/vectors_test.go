@@ -25,6 +25,11 @@ type vectorFile struct {
 	ForgerJWKS  jose.JSONWebKeySet `json:"forgerJwks"`
 	Revocations json.RawMessage    `json:"revocations"`
 	Cases       []vectorCase       `json:"cases"`
+	PeerURLs    []struct {
+		A    string `json:"a"`
+		B    string `json:"b"`
+		Same bool   `json:"same"`
+	} `json:"peerURLs"`
 }
 
 type vectorCase struct {
@@ -132,6 +137,19 @@ func TestSharedVectors(t *testing.T) {
 	for _, code := range []string{"ok", "invalid_token", "unknown_key", "token_not_yet_valid", "wrong_node", "wrong_peer_url", "wrong_role", "token_expired", "admission_revoked", "admission_completed"} {
 		if !seen[code] {
 			t.Errorf("no vector expects %s", code)
+		}
+	}
+}
+
+// The verifier takes two peer URLs for the same peer exactly when the TypeScript one does.
+func TestSharedPeerURLPairs(t *testing.T) {
+	v := loadVectors(t)
+	if len(v.PeerURLs) < 20 {
+		t.Fatalf("only %d peer URL pairs", len(v.PeerURLs))
+	}
+	for _, p := range v.PeerURLs {
+		if got := admission.CanonicalPeerURL(p.A) == admission.CanonicalPeerURL(p.B); got != p.Same {
+			t.Errorf("%q and %q: same = %v, want %v (canonical %q, %q)", p.A, p.B, got, p.Same, admission.CanonicalPeerURL(p.A), admission.CanonicalPeerURL(p.B))
 		}
 	}
 }

@@ -64,8 +64,8 @@ type Options struct {
 	Cluster string
 	// Node is the node the request is for: it must equal the token's sub.
 	Node string
-	// PeerURL is the peer URL the request would add: it must equal peer_url (a trailing slash
-	// does not count). Leave it empty only where the request names no peer (promote).
+	// PeerURL is the peer URL the request would add: it must equal peer_url, both in their
+	// canonical form (CanonicalPeerURL: case, IPv6 spelling and a trailing slash do not count). Leave it empty only where the request names no peer (promote).
 	PeerURL string
 	// Role is which role may pass; default RoleJoin (a bootstrap node never asks to be added).
 	Role Role
@@ -296,11 +296,6 @@ func hasAudience(aud any, want string) bool {
 		}
 	}
 	return false
-}
-
-// CanonicalPeerURL is how peer URLs are compared: a trailing slash does not count.
-func CanonicalPeerURL(u string) string {
-	return strings.TrimSuffix(u, "/")
 }
 
 func checkBinding(c *Claims, opts Options) error {

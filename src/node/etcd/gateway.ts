@@ -168,6 +168,23 @@ export class EtcdGateway {
     return this.#call("/v3/cluster/member/remove", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }));
   }
 
+  /** Writes one key (etcd's KV, for the join API's own small records). */
+  async put(key: string, value: string): Promise<EtcdResult<null>> {
+    return this.#call("/v3/kv/put", { key: b64(key), value: b64(value) }, () => null);
+  }
+
+  /** The value of one key, or null when there is none. */
+  async get(key: string): Promise<EtcdResult<string | null>> {
+    return this.#call("/v3/kv/range", { key: b64(key) }, (body) => {
+      const kv = Array.isArray(body.kvs) ? (body.kvs[0] as { value?: string } | undefined) : undefined;
+      return kv ? Buffer.from(kv.value ?? "", "base64").toString("utf8") : null;
+    });
+  }
+
+  async delete(key: string): Promise<EtcdResult<null>> {
+    return this.#call("/v3/kv/deleterange", { key: b64(key) }, () => null);
+  }
+
   /** `maintenance/status` of the first endpoint that answers (or of the given one). */
   async status(endpoint?: string): Promise<EtcdResult<EtcdStatus>> {
     return this.#call(
@@ -272,6 +289,10 @@ function describeFetchError(e: unknown): string {
     return cause?.code ?? cause?.message ?? e.message;
   }
   return String(e);
+}
+
+function b64(text: string): string {
+  return Buffer.from(text, "utf8").toString("base64");
 }
 
 function str(v: unknown): string {

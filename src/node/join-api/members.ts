@@ -15,6 +15,7 @@
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { LearnerRecords } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export interface AddedMember {
@@ -43,12 +44,12 @@ export type AdmissionStatus = { active: true } | { active: false; reason: string
 
 export interface MembershipOptions {
   gateway: EtcdGateway;
-  /** Is this admission token still active, and if not, why? null when that cannot be told now. */
-  admissionStatus(token: string): Promise<AdmissionStatus | null>;
+  /** Is this admission (token, and its jti) still active, and if not, why? null when that cannot be told now. */
+  admissionStatus(token: string, jti: string): Promise<AdmissionStatus | null>;
   /**
-   * How long a learner this process cannot vouch for (added by another join API instance or
-   * before a restart, or still a learner after its node reported completion) may block the next
-   * join before it is removed. Default 5 min.
+   * How long a learner nobody can vouch for (no record of its admission, here or in etcd; or
+   * still a learner after its node reported completion) may block the next join before it is
+   * removed. Default 5 min.
    */
   unknownLearnerGraceMs?: number;
   /** How long an add or promote is held while etcd says "in a moment" (0: answer at once). Default 10 s. */
@@ -74,8 +75,9 @@ export class Membership {
   readonly #holdMs: number;
   readonly #log: (line: string) => void;
   readonly #now: () => number;
-  /** By canonical peer URL. In memory: a restarted join API falls back on the grace period. */
+  /** By canonical peer URL: what this process added (the shared copy in etcd is `#shared`). */
   readonly #records = new Map<string, AdmissionRecord>();
+  readonly #shared: LearnerRecords;
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
@@ -84,6 +86,7 @@ export class Membership {
 
   constructor(options: MembershipOptions) {
     this.#gateway = options.gateway;
+    this.#shared = new LearnerRecords(options.gateway);
     this.#admissionStatus = options.admissionStatus;
     this.#graceMs = options.unknownLearnerGraceMs ?? 300_000;
     this.#holdMs = options.holdMs ?? 10_000;
@@ -155,7 +158,7 @@ export class Membership {
     const members = list.value.members;
 
     const existing = memberByPeerUrl(members, peerURL);
-    if (existing) return this.#alreadyMember(existing, members, input, peerURL);
+    if (existing) return await this.#alreadyMember(existing, members, input, peerURL);
 
     const learners = members.filter((m) => m.isLearner);
     // Forget grace clocks of learners that are gone or promoted meanwhile.
@@ -181,10 +184,15 @@ export class Membership {
 
     // The admission may have ended while this add waited its turn, listed members or made room:
     // ask once more right before the add, so no member is added after its end is visible here.
-    const status = await this.#admissionStatus(input.token);
-    if (status && !status.active) {
+    // A broker that cannot answer is no yes.
+    const status = await this.#admissionStatus(input.token, input.jti);
+    if (status === null) return brokerSilent(input, "added");
+    if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
     }
+    // Recorded in etcd first, so no instance ever sees this learner without its admission.
+    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token });
+    if (!saved.ok) return fromEtcdError(saved.error);
 
     const added = await this.#gateway.memberAdd([peerURL], { learner: true });
     if (!added.ok) {
@@ -193,7 +201,7 @@ export class Membership {
         const again = await this.#gateway.memberList();
         if (!again.ok) return fromEtcdError(again.error);
         const member = memberByPeerUrl(again.value.members, peerURL);
-        if (member) return this.#alreadyMember(member, again.value.members, input, peerURL);
+        if (member) return await this.#alreadyMember(member, again.value.members, input, peerURL);
         return refuse(503, "etcd_unavailable", `etcd reports ${added.error.message} but lists no member with peer URL ${peerURL} yet`, RETRY_AFTER.unavailable);
       }
       if (added.error.kind === "too_many_learners" && pending) return pending;
@@ -205,11 +213,16 @@ export class Membership {
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL) } };
   }
 
-  #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Outcome<AddedMember> {
+  async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Promise<Outcome<AddedMember>> {
     if (member.started && member.name !== "" && member.name !== input.node) {
       return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
     }
-    if (member.isLearner || !member.started) this.#remember(input, peerURL, member.id);
+    if (member.isLearner || !member.started) {
+      this.#remember(input, peerURL, member.id);
+      // The newer admission decides, in every instance.
+      const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token });
+      if (!saved.ok) return fromEtcdError(saved.error);
+    }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
     return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
   }
@@ -223,19 +236,22 @@ export class Membership {
    *   started or not: its node is no longer allowed to join with it, and a node admitted again
    *   is added anew. Not when the admission is `completed`: its node reported itself a voter, so
    *   it is being promoted (through another join API instance, say).
-   * - nothing here vouches for it (no record: added by another instance or before a restart; or
-   *   still a learner after its node completed) and it kept blocking joins for the grace period,
-   *   like k3s evicting a learner stalled for 5 minutes.
+   * - nobody vouches for it (no record of its admission, neither in etcd, where every instance
+   *   keeps one for each learner it adds, nor here; or still a learner after its node completed)
+   *   and it kept blocking joins for the grace period, like k3s evicting a learner stalled for 5
+   *   minutes. Another instance's learner is never unknown: its admission is asked like our own.
    * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
    * and their majority are the same before and after. Voters never come here.
    */
   async #assess(learner: EtcdMember): Promise<Room> {
     const who = learner.name || learner.peerURLs.join(",");
     const state = learner.started ? "is running and waits for promotion" : "has not started";
-    const record = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+    const shared = await this.#shared.find(learner.peerURLs);
+    if (!shared.ok) return stays(fromEtcdError(shared.error));
+    const record = shared.value ?? learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
     let why: string | null = null;
     if (record) {
-      const status = await this.#admissionStatus(record.token);
+      const status = await this.#admissionStatus(record.token, record.jti);
       if (status === null) {
         return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
       }
@@ -253,7 +269,7 @@ export class Membership {
       const since = this.#unknownSince.get(learner.id) ?? this.#now();
       this.#unknownSince.set(learner.id, since);
       const waited = this.#now() - since;
-      const unvouched = record ? `node ${record.node} reported completion but it is still a learner` : "it was not added here";
+      const unvouched = record ? `node ${record.node} reported completion but it is still a learner` : "no join API recorded its admission";
       if (waited < this.#graceMs) {
         return stays(
           refuse(
@@ -274,6 +290,7 @@ export class Membership {
     const removed = await this.#gateway.memberRemove(learner.id);
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
     for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
+    await this.#shared.forget(learner.peerURLs);
     this.#unknownSince.delete(learner.id);
     this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
@@ -288,8 +305,9 @@ export class Membership {
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
     // As before an add: the admission may have ended while this promote was held or waited its
     // turn, so the broker is asked right before each promote attempt.
-    const status = await this.#admissionStatus(input.token);
-    if (status && !status.active) {
+    const status = await this.#admissionStatus(input.token, input.jti);
+    if (status === null) return brokerSilent(input, "promoted");
+    if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
     }
     // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
@@ -302,6 +320,7 @@ export class Membership {
       return fromEtcdError(promoted.error);
     }
     this.#records.delete(peerURL);
+    await this.#shared.forget([peerURL]);
     this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
@@ -321,4 +340,9 @@ export class Membership {
       return record?.node ?? `member-${m.id}`;
     });
   }
+}
+
+/** Fail closed: without the broker's word that the admission is still active, etcd is not changed. */
+function brokerSilent<T>(input: { node: string; jti: string }, what: "added" | "promoted"): Outcome<T> {
+  return refuse(503, "broker_unavailable", `the broker cannot say now whether admission ${input.jti} of node ${input.node} is still active, so nothing is ${what}`, RETRY_AFTER.unavailable);
 }

@@ -6,9 +6,9 @@
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { EtcdGateway } from "../etcd/gateway.ts";
-import { ClusterTrust } from "../../shared/verifier/index.ts";
+import { ClusterTrust, revocationListStatus } from "../../shared/verifier/index.ts";
 import { createJoinApi } from "./endpoints.ts";
-import { Membership } from "./members.ts";
+import { Membership, type MembershipOptions } from "./members.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -35,6 +35,23 @@ export interface JoinApiServer {
   close(): Promise<void>;
 }
 
+/**
+ * The broker's answer on an admission: its introspection or, when the broker cannot be reached
+ * and the offline mode is opted in, its revocation list if recent enough (the verifier's rule).
+ * null when neither can tell: the join API then changes nothing.
+ */
+export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeconds: number }): MembershipOptions["admissionStatus"] {
+  return async (token, jti) => {
+    try {
+      return await trust.introspect(token);
+    } catch {
+      if (!fallback) return null;
+    }
+    const listed = await revocationListStatus(trust, jti, fallback.maxAgeSeconds, Date.now());
+    return !listed.ok ? null : listed.active ? { active: true } : { active: false, reason: listed.reason };
+  };
+}
+
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
   const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs });
@@ -50,13 +67,7 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     log,
     unknownLearnerGraceMs: options.unknownLearnerGraceSeconds !== undefined ? options.unknownLearnerGraceSeconds * 1000 : undefined,
     holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
-    admissionStatus: async (token) => {
-      try {
-        return await trust.introspect(token);
-      } catch {
-        return null;
-      }
-    },
+    admissionStatus: admissionStatusFrom(trust, fallback),
   });
   const app = createJoinApi({
     membership,

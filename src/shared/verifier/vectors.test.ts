@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import type { JSONWebKeySet } from "jose";
 import { describe, expect, it } from "vitest";
 import { AdmissionError, ClusterTrust, verifyAdmission, type VerifiedAdmission } from "./index.ts";
+import { canonicalPeerUrl } from "../protocol/identifiers.ts";
 
 interface VectorCase {
   name: string;
@@ -26,6 +27,7 @@ const vectors = JSON.parse(readFileSync(resolve(import.meta.dirname, "../../../i
   forgerJwks: JSONWebKeySet;
   revocations: unknown;
   cases: VectorCase[];
+  peerURLs: { a: string; b: string; same: boolean }[];
 };
 
 /** The broker as the verifier sees it offline: no introspection, the recorded revocation list. */
@@ -72,5 +74,16 @@ describe("the shared admission vectors", () => {
       if (!(outcome instanceof AdmissionError)) throw new Error(`expected a refusal, got ${JSON.stringify(outcome)}`);
       expect({ status: outcome.status, code: outcome.code }).toEqual({ status: c.expect.status, code: c.expect.code });
     }
+  });
+});
+
+describe("the shared peer URL pairs", () => {
+  it("cover case, IPv6 spellings, missing ports and values that are no peer URL", () => {
+    expect(vectors.peerURLs.length).toBeGreaterThan(20);
+    expect(vectors.peerURLs.some((p) => p.same) && vectors.peerURLs.some((p) => !p.same)).toBe(true);
+  });
+
+  it.each(vectors.peerURLs.map((p) => [p.a, p.b, p] as const))("%s and %s", (_a, _b, p) => {
+    expect(canonicalPeerUrl(p.a) === canonicalPeerUrl(p.b)).toBe(p.same);
   });
 });

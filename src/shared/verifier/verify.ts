@@ -107,20 +107,32 @@ async function checkActive(token: string, claims: AdmissionClaims, options: Veri
   }
   const fallback = options.revocationListFallback;
   if (!fallback) throw new VerifierUnavailableError(`cannot ask the broker whether the admission is active: ${unreachable.message}`, "introspection");
-  const now = options.now?.() ?? Date.now();
+  const listed = await revocationListStatus(trust, claims.jti, fallback.maxAgeSeconds, options.now?.() ?? Date.now());
+  if (!listed.ok) throw new VerifierUnavailableError(`the broker cannot be reached and the revocation list is ${listed.age} (limit ${fallback.maxAgeSeconds} s)`, "revocation_list_stale");
+  if (!listed.active) throw inactive(listed.reason, claims.jti);
+  return "revocation-list";
+}
+
+/**
+ * The opt-in offline answer for an admission, when introspection cannot be had: the broker's
+ * revocation list (refreshed first if the broker answers that), if it is at most `maxAgeSeconds`
+ * old. Not listed means active; no recent list means no answer (`ok: false`, with its age).
+ */
+export async function revocationListStatus(
+  trust: ClusterTrust,
+  jti: string,
+  maxAgeSeconds: number,
+  now: number,
+): Promise<{ ok: true; active: true } | { ok: true; active: false; reason: string } | { ok: false; age: string }> {
   let list = trust.revocations();
   try {
     list = await trust.refreshRevocations(now);
   } catch {
     // Expected while the broker is away; the list we already hold may still be recent enough.
   }
-  if (!list || now - list.fetchedAt > fallback.maxAgeSeconds * 1000) {
-    const age = list ? `${Math.round((now - list.fetchedAt) / 1000)} s old` : "never fetched";
-    throw new VerifierUnavailableError(`the broker cannot be reached and the revocation list is ${age} (limit ${fallback.maxAgeSeconds} s)`, "revocation_list_stale");
-  }
-  const entry = list.revoked.get(claims.jti);
-  if (entry) throw inactive(entry.reason ?? "revoked", claims.jti);
-  return "revocation-list";
+  if (!list || now - list.fetchedAt > maxAgeSeconds * 1000) return { ok: false, age: list ? `${Math.round((now - list.fetchedAt) / 1000)} s old` : "never fetched" };
+  const entry = list.revoked.get(jti);
+  return entry ? { ok: true, active: false, reason: entry.reason ?? "revoked" } : { ok: true, active: true };
 }
 
 /** The typed error for an introspection reason (or a revocation list entry's status). */

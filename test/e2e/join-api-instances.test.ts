@@ -1,0 +1,80 @@
+/**
+ * Several reference join API instances (one per controller, each with its own memory) over one
+ * etcd 3.6 started with `--max-learners 2`: each adds a learner, and neither takes the other's for
+ * a stranger to reap, however short its grace period; the broker's word on the admission decides.
+ *
+ * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
+ */
+import { pathToFileURL } from "node:url";
+import { resolve } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
+import { Membership, type AdmissionStatus } from "../../src/node/join-api/members.ts";
+import { learnerRecordKey } from "../../src/node/join-api/learner-records.ts";
+import { memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
+
+const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
+const VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
+
+let etcd: TestEtcd;
+let gateway: EtcdGateway;
+
+beforeAll(async () => {
+  const { ensureEtcd } = (await import(ETCD_MODULE)) as { ensureEtcd(version: string): Promise<string> };
+  etcd = await startSingleNodeEtcd({ name: "in-0", bin: await ensureEtcd(VERSION), extraArgs: ["--max-learners=2"] });
+  gateway = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 5_000 });
+}, 600_000);
+
+afterAll(async () => etcd?.cleanup());
+
+async function members(): Promise<EtcdMember[]> {
+  const list = await gateway.memberList();
+  if (!list.ok) throw new Error(list.error.message);
+  return list.value.members;
+}
+
+it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps the learner the other added`, async () => {
+  // The broker, as both instances see it: every admission active until the test ends one.
+  const statuses = new Map<string, AdmissionStatus>();
+  const admissionStatus = async (token: string) => statuses.get(token) ?? ({ active: true } as const);
+  const lines: string[] = [];
+  // No grace at all: a learner either instance took for unknown would go at its next add.
+  const instance = (name: string) => new Membership({ gateway, admissionStatus, unknownLearnerGraceMs: 0, holdMs: 0, log: (l) => lines.push(`${name}: ${l}`) });
+  const [a, b] = [instance("a"), instance("b")];
+  const request = (m: MemberAddress) => ({ node: m.name, peerURL: m.peerURL, jti: `adm_${m.name}`, token: `t_${m.name}` });
+  const [a1, b1, a2] = await Promise.all(["in-a1", "in-b1", "in-a2"].map((n) => memberAddress(n)));
+
+  const addedA = await a.addLearner(request(a1));
+  if (!addedA.ok) throw new Error(`${addedA.code} ${addedA.detail}`);
+  await etcd.startMember(a1, addedA.value.initialCluster);
+  const addedB = await b.addLearner(request(b1));
+  if (!addedB.ok) throw new Error(`${addedB.code} ${addedB.detail}`);
+  await etcd.startMember(b1, addedB.value.initialCluster);
+
+  // Both learners are there, started, and each instance's next add leaves the other's alone.
+  const learners = () => members().then((ms) => ms.filter((m) => m.isLearner).map((m) => m.id).sort());
+  expect(await learners()).toEqual([addedA.value.memberID, addedB.value.memberID].sort());
+  const full = await a.addLearner(request(a2));
+  expect(!full.ok && full.code).toBe("learner_pending");
+  const fullToo = await b.addLearner(request(a2));
+  expect(!fullToo.ok && fullToo.code).toBe("learner_pending");
+  expect(await learners()).toEqual([addedA.value.memberID, addedB.value.memberID].sort());
+  expect(lines.filter((l) => l.includes("removed"))).toEqual([]);
+
+  // What decides is the broker: once b1's admission has ended, instance a removes b1's learner.
+  statuses.set("t_in-b1", { active: false, reason: "revoked" });
+  const added2 = await a.addLearner(request(a2));
+  if (!added2.ok) throw new Error(`${added2.code} ${added2.detail}`);
+  expect(memberByPeerUrl(await members(), b1.peerURL)).toBeUndefined();
+  expect(lines).toContainEqual(expect.stringContaining(`a: removed started learner`));
+  expect(lines.find((l) => l.startsWith("a: removed"))).toContain("admission adm_in-b1 for node in-b1 is no longer active (revoked)");
+  const record = await gateway.get(learnerRecordKey(b1.peerURL));
+  expect(record.ok && record.value).toBeNull();
+
+  // And a promotion, through any instance, clears the learner's record.
+  const promoting = new Membership({ gateway, admissionStatus, holdMs: 30_000 });
+  const promoted = await promoting.promote(request(a1));
+  if (!promoted.ok) throw new Error(`${promoted.code} ${promoted.detail}`);
+  const left = await gateway.get(learnerRecordKey(a1.peerURL));
+  expect(left.ok && left.value).toBeNull();
+}, 180_000);
