@@ -7,6 +7,8 @@
  * And an installer that starts a cluster of its own although the broker said join (k0s issue
  * #5149's failure) is refused, never reported as joined.
  */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
@@ -33,8 +35,10 @@ afterAll(async () => {
 it("an installer exiting 1 after adding its learner: learner removed, ticket abandoned, exit 4 naming the status, the next node joins", async () => {
   const watch = new NonVoterWatch(h);
   watch.start();
+  // The installer fails once ctrl-2 is queued behind it, however slowly ctrl-2's agent starts.
+  const ctrl2Queued = join(h.node("ctrl-1").stateDir, "ctrl-2-queued");
   const args = async (name: string, failOnce = false) =>
-    h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), failOnce ? { failOnceAfter: "add" } : {}));
+    h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), failOnce ? { failOnceAfter: "add", failOnceWhen: ctrl2Queued } : {}));
 
   h.startAgent("ctrl-0", { args: await args("ctrl-0") });
   expect((await h.current("ctrl-0")!.exited).code, h.describeAgents()).toBe(0);
@@ -47,6 +51,7 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   await h.waitForStep("ctrl-1", "exec");
   h.startAgent("ctrl-2", { args: await args("ctrl-2") });
   await h.waitForStep("ctrl-2", "queued");
+  writeFileSync(ctrl2Queued, "");
 
   const first = h.current("ctrl-1")!;
   expect((await first.exited).code, h.describeAgents()).toBe(4);

@@ -17,7 +17,8 @@
 //
 // Usage: node etcd-installer.mjs init|join --name N --data-dir D --peer-url P --client-url C
 //          --endpoints URL[,URL…] --etcd-bin PATH --etcdctl PATH [--token T] [--foreground]
-//          [--fail-once-after add|start --fail-once-file FILE]
+//          [--fail-once-after add|start --fail-once-file FILE [--fail-once-when FILE2]]
+// (with --fail-once-when it fails only once FILE2 exists, else 2 s after that point)
 import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -37,6 +38,7 @@ const { positionals, values: o } = parseArgs({
     foreground: { type: "boolean", default: false },
     "fail-once-after": { type: "string" },
     "fail-once-file": { type: "string" },
+    "fail-once-when": { type: "string" },
   },
 });
 const mode = positionals[0];
@@ -172,8 +174,9 @@ async function retry(what, call, done) {
 async function failOnce(point) {
   if (o["fail-once-after"] !== point || !o["fail-once-file"] || existsSync(o["fail-once-file"])) return;
   writeFileSync(o["fail-once-file"], `failed once after ${point}\n`);
-  // Not at once: the nodes behind it are queued by then.
-  await sleep(2_000);
+  // Not at once: when the test says so (the nodes behind it are queued then), else after 2 s.
+  if (o["fail-once-when"]) await waitUntil(`${o["fail-once-when"]} to exist`, () => existsSync(o["fail-once-when"]));
+  else await sleep(2_000);
   say(`failing on purpose after ${point}`);
   process.exit(1);
 }

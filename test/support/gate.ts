@@ -16,6 +16,8 @@ export interface InstallerOptions {
   foreground?: boolean;
   /** Exit 1 the first time, after this point (the learner stays behind). */
   failOnceAfter?: "add" | "start";
+  /** With failOnceAfter: fail only once this file exists (the test creates it when it is ready), not after 2 s. */
+  failOnceWhen?: string;
   /** A wrong recipe: always `init`, whatever JOIN_BROKER_ROLE says (a node that starts a cluster of its own). */
   alwaysInit?: boolean;
   /** This program as etcd instead of the version under test (one that exits at once leaves an unstarted learner). */
@@ -50,6 +52,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     "--token", h.cluster,
     ...(options.foreground ? ["--foreground"] : []),
     ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
+    ...(options.failOnceWhen ? ["--fail-once-when", options.failOnceWhen] : []),
   ].map(quote);
   const [node0, script, ...rest] = args;
   if (options.alwaysInit) return `exec ${node0} ${script} init ${rest.join(" ")}`;
