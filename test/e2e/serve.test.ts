@@ -52,6 +52,11 @@ describe("command line", () => {
       expect(plain.stderr).toContain("refusing plain HTTP on 0.0.0.0");
       const flagToken = serve(["--listen", "127.0.0.1:0", "--data-dir", dir, "--admin-token", "serve-cli-token-0123456789"]);
       expect(flagToken.status).toBe(2);
+      // An admin token that no bearer header can carry is refused at start, naming what is allowed.
+      const unusable = serve(["--listen", "127.0.0.1:0", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "Correct-Horse!Battery#Staple" });
+      expect(unusable.status).toBe(2);
+      expect(unusable.stderr).toContain("A-Z a-z 0-9 - . _ ~ + / (and = only at the end)");
+      expect(unusable.stdout).not.toContain("listening on");
       writeFileSync(join(dir, "join-broker-data.json"), JSON.stringify({ format: 99, writtenBy: "99.0.0" }));
       const newer = serve(["--listen", "127.0.0.1:0", "--data-dir", dir]);
       expect(newer.status).toBe(1);
@@ -104,8 +109,11 @@ describe("process", () => {
 
 describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, here local)", () => {
   let broker: BrokerProcess;
+  // An admin token made of every character serve accepts: each one works in a bearer header.
+  const everyCharacter = "AZaz09-._~+/admin-token==";
   beforeAll(async () => {
-    broker = await startBroker({ runtime: "serve", args: ["--client-ip-header", "X-Forwarded-For"] });
+    const started = await startBroker({ runtime: "serve", args: ["--client-ip-header", "X-Forwarded-For"], env: { JOIN_BROKER_ADMIN_TOKEN: everyCharacter } });
+    broker = { ...started, adminToken: everyCharacter };
   });
   afterAll(async () => broker?.stop(true));
 
