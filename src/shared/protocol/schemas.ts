@@ -29,12 +29,11 @@ export const CompleteRequest = z.strictObject({ memberID: MemberId }).openapi("C
 /**
  * A number in a query string: decimal digits only, as the contract writes them. No sign, exponent,
  * `0x`/`0o`/`0b` prefix, blanks, leading zeros or empty value, all of which `Number()` would accept.
+ * A number is taken too, for the typed client, which checks its input with these schemas.
  */
 const queryInt = (name: string, min: number, max: number) =>
   z
-    .string()
-    .regex(/^(0|[1-9][0-9]{0,15})$/, `${name} must be a decimal integer`)
-    .transform(Number)
+    .union([z.number(), z.string().regex(/^(0|[1-9][0-9]{0,15})$/).transform(Number)], { error: `${name} must be a decimal integer` })
     .pipe(z.number().int().min(min).max(max))
     .openapi({ type: "integer", minimum: min, maximum: max, param: { name, in: "query" } });
 
