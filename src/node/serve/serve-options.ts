@@ -39,8 +39,9 @@ Flags:
   --client-ip-header NAME   header through which a reverse proxy in front passes the client's
                             address (X-Real-IP, X-Forwarded-For: the last entry is used), for
                             the per-address limit on failed authentications (20 a minute, then
-                            429). Without it all failed authentications share one limit, since
-                            any address header could be forged by the client.
+                            429). Without it all clients share one limit, since any address
+                            header could be forged: 20 failures from anyone, and every client
+                            is answered 429 for the next 60 s.
   -h, --help                this help
 
 Environment:
