@@ -198,6 +198,61 @@ describe("the console", () => {
     await expect.poll(() => error.textContent(), { timeout: 10_000 }).toMatch(/^Unknown cluster/);
   });
 
+  it("says a malformed link is malformed, and signs in all the same", async () => {
+    const cluster = "console-badlink";
+    await enroll(cluster);
+    const { page, problems } = await newPage();
+    await page.goto(`${broker.url}/console#cluster=%`);
+    const error = page.getByRole("alert");
+    await error.waitFor({ state: "visible", timeout: 10_000 });
+    expect(await error.textContent()).toMatch(/^Malformed link/);
+    // The form is the script's: the token goes to the broker as a bearer header, not into a URL.
+    await page.locator("#cluster").fill(cluster);
+    await page.locator("input[type=password]").fill(broker.adminToken);
+    await page.keyboard.press("Enter");
+    await page.locator("#dashboard").waitFor({ state: "visible", timeout: 10_000 });
+    expect(page.url()).toBe(`${broker.url}/console#cluster=${cluster}`);
+    // A malformed link followed later is told too, and changes nothing.
+    await page.evaluate('location.hash = "#cluster=%E0%A4%A"');
+    await expect.poll(() => page.locator("#connection").textContent()).toMatch(/^Malformed link/);
+    expect(await page.locator("#cluster-name").textContent()).toBe(cluster);
+    expect(await page.locator("#dashboard").isVisible()).toBe(true);
+    expect(problems).toEqual(noProblems);
+  });
+
+  it("never puts the admin token into a URL, even when the browser submits the sign-in form itself, without CSP", async () => {
+    // No script, and no CSP either (its form-action 'none' would stop the submission): the form alone.
+    const context = await chromium.browser.newContext({ javaScriptEnabled: false, bypassCSP: true });
+    contexts.push(context);
+    const page = await context.newPage();
+    const urls: string[] = [];
+    page.on("request", (r) => urls.push(r.url()));
+    await page.goto(`${broker.url}/console#cluster=console-nojs`);
+    await page.locator("#cluster").fill("console-nojs");
+    await page.locator("input[type=password]").fill(broker.adminToken);
+    await page.keyboard.press("Enter");
+    // The form was submitted (by the browser: no script runs here), with the cluster only.
+    await expect.poll(() => urls.some((u) => new URL(u).searchParams.get("cluster") === "console-nojs"), { timeout: 10_000 }).toBe(true);
+    for (const url of [...urls, page.url()]) expect(url).not.toContain(broker.adminToken);
+  });
+
+  it("shows what an operator typed as text: markup in a description or a reason creates no element and runs nothing", async () => {
+    const cluster = "console-markup";
+    const description = `<img src=x id=from-description onerror="document.title='pwned'">`;
+    const reason = `<svg id=from-reason onload="document.title='pwned'"></svg><b>bold</b>`;
+    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description })).status).toBe(201);
+    const token = await enroll(cluster);
+    const boot = await node(cluster, token, "ctrl-1", 1);
+    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/admissions/${boot.jti}/revoke`, { reason })).status).toBe(200);
+    const { page, problems } = await newPage();
+    await signIn(page, cluster);
+    await expect.poll(() => page.locator("#tokens tbody td").allTextContents(), { timeout: 10_000 }).toContain(description);
+    await expect.poll(() => page.locator("#audit .detail").allTextContents(), { timeout: 10_000 }).toEqual(expect.arrayContaining([expect.stringContaining(reason)]));
+    expect(await page.locator("#from-description, #from-reason, main img, main svg b, #audit b, #tokens b").count()).toBe(0);
+    expect(await page.title()).not.toBe("pwned");
+    expect(problems).toEqual(noProblems);
+  });
+
   it("shows a 1 + 6 join: the queue, the timeline and the audit stream (screenshots)", async () => {
     const cluster = "prod-eu";
     const token = await enroll(cluster);

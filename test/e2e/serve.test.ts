@@ -52,6 +52,11 @@ describe("command line", () => {
       expect(plain.stderr).toContain("refusing plain HTTP on 0.0.0.0");
       const flagToken = serve(["--listen", "127.0.0.1:0", "--data-dir", dir, "--admin-token", "serve-cli-token-0123456789"]);
       expect(flagToken.status).toBe(2);
+      // An admin token that no bearer header can carry is refused at start, naming what is allowed.
+      const unusable = serve(["--listen", "127.0.0.1:0", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "Correct-Horse!Battery#Staple" });
+      expect(unusable.status).toBe(2);
+      expect(unusable.stderr).toContain("A-Z a-z 0-9 - . _ ~ + / (and = only at the end)");
+      expect(unusable.stdout).not.toContain("listening on");
       writeFileSync(join(dir, "join-broker-data.json"), JSON.stringify({ format: 99, writtenBy: "99.0.0" }));
       const newer = serve(["--listen", "127.0.0.1:0", "--data-dir", dir]);
       expect(newer.status).toBe(1);
@@ -104,8 +109,11 @@ describe("process", () => {
 
 describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, here local)", () => {
   let broker: BrokerProcess;
+  // An admin token made of every character serve accepts: each one works in a bearer header.
+  const everyCharacter = "AZaz09-._~+/admin-token==";
   beforeAll(async () => {
-    broker = await startBroker({ runtime: "serve", args: ["--client-ip-header", "X-Forwarded-For"] });
+    const started = await startBroker({ runtime: "serve", args: ["--client-ip-header", "X-Forwarded-For"], env: { JOIN_BROKER_ADMIN_TOKEN: everyCharacter } });
+    broker = { ...started, adminToken: everyCharacter };
   });
   afterAll(async () => broker?.stop(true));
 
@@ -117,8 +125,37 @@ describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, h
     expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
     expect(statuses.slice(20)).toEqual([429, 429]);
     expect(await fail({ "x-forwarded-for": "10.9.9.10" })).toBe(401);
-    // A valid admin token is not limited.
-    expect((await adminCall(broker, "POST", "/v1/admin/clusters/limits/enrollment-tokens", {})).status).toBe(201);
+    // From the throttled address even the right token is refused; from any other it works.
+    const right = (headers: Record<string, string>) => fetch(`${broker.url}/v1/admin/clusters/limits/enrollment-tokens`, { method: "POST", headers: { authorization: `Bearer ${broker.adminToken}`, ...headers } }).then((r) => r.status);
+    expect(await right({ "x-forwarded-for": "10.9.9.9" })).toBe(429);
+    expect(await right({ "x-forwarded-for": "10.9.9.10" })).toBe(201);
+  });
+});
+
+describe("the failed-authentication limit without --client-ip-header: one limit for every client", () => {
+  let broker: BrokerProcess;
+  beforeAll(async () => {
+    broker = await startBroker({ runtime: "serve" });
+  });
+  afterAll(async () => broker?.stop(true));
+
+  it("20 failures from one noisy client, whatever address it claims, and every client is answered 429 until the period ends", async () => {
+    const enrollment = (await adminCall(broker, "POST", "/v1/admin/clusters/noisy/enrollment-tokens", {})).body.token as string;
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      const forged = { "x-forwarded-for": `10.8.8.${i}`, "cf-connecting-ip": `192.0.2.${i}`, "x-real-ip": `198.51.100.${i}` };
+      statuses.push(await fetch(`${broker.url}/v1/admin/clusters/noisy`, { headers: { authorization: "Bearer wrong-token", ...forged } }).then((r) => r.status));
+    }
+    expect(statuses).toEqual([...Array(20).fill(401), 429]);
+    // Everyone else, with right tokens: refused before any comparison, told when to come back.
+    const admin = await adminCall(broker, "GET", "/v1/admin/clusters/noisy");
+    const agent = await call(broker, "POST", "/v1/clusters/noisy/tickets", enrollment, { node: "n1", peerURL: "https://10.0.0.1:2380" });
+    for (const r of [admin, agent]) expect({ status: r.status, code: r.body.code }).toEqual({ status: 429, code: "rate_limited" });
+    const res = await fetch(`${broker.url}/v1/admin/clusters/noisy`, { headers: { authorization: `Bearer ${broker.adminToken}` } });
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    // What needs no credential still answers.
+    expect((await fetch(`${broker.url}/v1/clusters/noisy/jwks.json`)).status).toBe(200);
   });
 });
 

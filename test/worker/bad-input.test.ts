@@ -97,6 +97,17 @@ const cases: Case[] = [
   { name: "ticket: malformed ticket id", method: "GET", path: () => `/v1/clusters/${C}/tickets/nope`, token: E, status: 400, code: "invalid_request" },
   { name: "ticket: wait out of range", method: "GET", path: tkt("?wait=31"), token: E, status: 400, code: "invalid_request" },
   { name: "ticket: wait not a number", method: "GET", path: tkt("?wait=soon"), token: E, status: 400, code: "invalid_request" },
+  // numbers in queries are decimal digits, nothing else Number() would read
+  ...["0x10", "0o7", "0b1", "1e1", "1.0", "+5", "-0", "05", "", "%205", "5%20", "Infinity", "1_0"].map((wait) => ({
+    name: `ticket: wait=${wait}`, method: "GET", path: tkt(`?wait=${wait}`), token: E, status: 400, code: "invalid_request",
+  })),
+  { name: "audit: wait=0x10", method: "GET", path: adm("/audit?wait=0x10"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "audit: after=1e3", method: "GET", path: adm("/audit?after=1e3"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "audit: after past 2^53", method: "GET", path: adm("/audit?after=9007199254740993"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "audit: limit=0x10", method: "GET", path: adm("/audit?limit=0x10"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "tickets list: limit=1e2", method: "GET", path: adm("/tickets?limit=1e2"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "tickets list: after=0x0", method: "GET", path: adm("/tickets?after=0x0"), token: ADM, status: 400, code: "invalid_request" },
+  { name: "tickets list: empty limit", method: "GET", path: adm("/tickets?limit="), token: ADM, status: 400, code: "invalid_request" },
   { name: "ticket: no token", method: "GET", path: tkt(), status: 401, code: "unauthorized" },
   { name: "ticket: another ticket's admission token", method: "GET", path: () => `/v1/clusters/${C}/tickets/${queued}`, token: A, status: 403, code: "forbidden" },
   // heartbeat
@@ -141,6 +152,10 @@ const cases: Case[] = [
   { name: "policy: lease longer than token", method: "PUT", path: adm("/policy"), token: ADM, body: { leaseSeconds: 3600, admissionTtlSeconds: 60 }, status: 400, code: "invalid_request" },
   { name: "policy: fractional value", method: "PUT", path: adm("/policy"), token: ADM, body: { leaseSeconds: 1.5 }, status: 400, code: "invalid_request" },
   { name: "policy: unknown field", method: "PUT", path: adm("/policy"), token: ADM, body: { maxLearners: 2 }, status: 400, code: "invalid_request" },
+  { name: "policy: number as a string", method: "PUT", path: adm("/policy"), token: ADM, body: { maxQueue: "0x10" }, status: 400, code: "invalid_request" },
+  { name: "policy: number beyond float range", method: "PUT", path: adm("/policy"), token: ADM, raw: '{"maxQueue": 1e400}', headers: JSON_TYPE, status: 400, code: "invalid_request" },
+  { name: "enrollment: ttl beyond 2^53", method: "POST", path: adm("/enrollment-tokens"), token: ADM, raw: '{"ttlSeconds": 9007199254740993}', headers: JSON_TYPE, status: 400, code: "invalid_request" },
+  { name: "enrollment: maxUses null", method: "POST", path: adm("/enrollment-tokens"), token: ADM, body: { maxUses: null }, status: 400, code: "invalid_request" },
   { name: "keys: rotate unknown cluster", method: "POST", path: () => "/v1/admin/clusters/no-such-cluster/keys/rotate", token: ADM, status: 404, code: "unknown_cluster" },
   { name: "adopt: empty members", method: "POST", path: adm("/adopt"), token: ADM, body: { members: [] }, status: 400, code: "invalid_request" },
   { name: "adopt: bad peerURL", method: "POST", path: adm("/adopt"), token: ADM, body: { members: [{ node: "m", peerURL: "m:2380" }] }, status: 400, code: "invalid_peer_url" },

@@ -15,6 +15,9 @@ describe("console assets", () => {
     expect(CONSOLE_HTML).not.toMatch(/<script(?![^>]*\bsrc=)/);
     expect(CONSOLE_HTML).not.toMatch(/<style|\sstyle=|\son[a-z]+=/);
     expect(CONSOLE_HTML.match(/type="password"/g)).toHaveLength(1);
+    // A field without a name is never part of a form submission, so the token cannot reach a URL.
+    expect(CONSOLE_HTML).toMatch(/<input id="token" type="password"/);
+    expect(/<input[^>]*type="password"[^>]*>/.exec(CONSOLE_HTML)![0]).not.toMatch(/\bname=/);
     expect(CONSOLE_CSP).not.toContain("unsafe");
   });
 });

@@ -1,6 +1,8 @@
 /**
  * The console's HTML shell. Everything dynamic is built by the script with DOM calls (never
- * innerHTML), so nothing the broker returns is ever parsed as markup.
+ * innerHTML), so nothing the broker returns is ever parsed as markup. The password field has no
+ * `name`: should the form ever be submitted by the browser itself (the script blocked, say), the
+ * token cannot end up in the URL.
  * @module
  */
 export const CONSOLE_HTML = `<!doctype html>
@@ -25,7 +27,7 @@ export const CONSOLE_HTML = `<!doctype html>
     <h2>Open a cluster</h2>
     <div class="fields">
       <label for="token">Admin token</label>
-      <input id="token" name="token" type="password" required spellcheck="false" autocomplete="off" placeholder="the broker's ADMIN_TOKEN">
+      <input id="token" type="password" required spellcheck="false" autocomplete="off" placeholder="the broker's ADMIN_TOKEN">
       <label for="cluster">Cluster</label>
       <input id="cluster" name="cluster" type="text" required spellcheck="false" autocapitalize="none" list="known-clusters" pattern="[a-z0-9]([a-z0-9\\-]{0,61}[a-z0-9])?" placeholder="e.g. prod-eu">
       <datalist id="known-clusters"></datalist>

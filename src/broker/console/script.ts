@@ -195,9 +195,22 @@ async function loadClusterList() {
   switcher.hidden = all.length < 2;
 }
 
+/** The cluster the link names ('#cluster=NAME'): '' when none, null when it cannot be decoded. */
 function clusterFromHash() {
   const m = /(?:^#|&)cluster=([^&]*)/.exec(location.hash);
-  return m ? decodeURIComponent(m[1]) : '';
+  if (!m) return '';
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return null;
+  }
+}
+/** Says that the address names no cluster it can read: in the sign-in form, or, when a cluster is open, in the status line. */
+function badLink() {
+  if (!$('dashboard').hidden) return connection('Malformed link (its "#cluster=" is not valid percent-encoding): still showing ' + state.cluster, 'trouble');
+  const box = $('error');
+  box.replaceChildren(h('strong', { text: 'Malformed link' }), h('span', { text: 'The "#cluster=" part of this address is not valid percent-encoding. Type the cluster\'s name below.' }));
+  box.hidden = false;
 }
 
 function stop() {
@@ -622,13 +635,7 @@ function tick() {
 // ------------------------------------------------------------------ wiring
 
 function start() {
-  renderKnownClusters(knownClusters());
-  $('token').value = state.token;
-  const fromHash = clusterFromHash();
-  if (fromHash) $('cluster').value = fromHash;
-  else if (knownClusters()[0]) $('cluster').value = knownClusters()[0];
-  $('signout').hidden = !state.token;
-
+  // Listeners first: nothing read from the address below can leave the page without them.
   $('signin').addEventListener('submit', (event) => {
     event.preventDefault();
     state.token = $('token').value.trim();
@@ -671,11 +678,20 @@ function start() {
   });
   window.addEventListener('hashchange', () => {
     const cluster = clusterFromHash();
+    if (cluster === null) return badLink();
     $('cluster').value = cluster;
     if (cluster && state.token && cluster !== state.cluster) open(cluster);
   });
   window.addEventListener('resize', () => state.status && renderTimeline());
   setInterval(tick, 1000);
+
+  renderKnownClusters(knownClusters());
+  $('token').value = state.token;
+  $('signout').hidden = !state.token;
+  const fromHash = clusterFromHash();
+  if (fromHash === null) badLink();
+  if (fromHash) $('cluster').value = fromHash;
+  else if (knownClusters()[0]) $('cluster').value = knownClusters()[0];
 
   if (state.token && fromHash) open(fromHash);
   else (state.token ? $('cluster') : $('token')).focus();

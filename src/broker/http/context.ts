@@ -4,9 +4,10 @@
  * @module
  */
 import { OpenAPIHono, type Hook } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { problem, type ProblemCode } from "../../shared/protocol/problem.ts";
+import { AuthFailureBlocks } from "./auth-limit.ts";
 import { sendProblem } from "./problem-response.ts";
 import type { Outcome } from "../queue/views.ts";
 
@@ -61,16 +62,38 @@ export function clientIp(c: Context): string {
   return c.req.header("cf-connecting-ip") ?? c.req.header("x-real-ip") ?? "unknown";
 }
 
+/** Which addresses are over the failed-authentication limit, in this isolate. */
+const blocked = new AuthFailureBlocks();
+
+function rateLimited(c: Context<AppEnv>, retryAfterSeconds: number): Response {
+  return sendProblem(c, problem(429, "rate_limited", "too many failed authentication attempts from this address"), retryAfterSeconds);
+}
+
+/**
+ * In front of every route that compares a credential: while the client's address is over the
+ * failed-authentication limit the answer is 429, whatever the credential, so a right guess is
+ * refused like a wrong one. Other addresses are not affected.
+ */
+export const authLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const wait = blocked.retryAfter(clientIp(c), Date.now());
+  if (wait > 0) return rateLimited(c, wait);
+  await next();
+};
+
 /**
  * Counts a failed authentication against the client IP; once over the limit the answer is 429
- * instead of 401, which makes guessing tokens slow.
+ * instead of 401, and `authLimit` refuses the address's requests until the period ends.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function authFailure(c: Context<AppEnv>, detail: string, code: ProblemCode = "unauthorized"): Promise<any> {
   const limiter = c.env.AUTH_FAILURES;
   if (limiter) {
-    const { success } = await limiter.limit({ key: clientIp(c) });
-    if (!success) return sendProblem(c, problem(429, "rate_limited", "too many failed authentication attempts from this address"), 60);
+    const key = clientIp(c);
+    const now = Date.now();
+    const wait = blocked.retryAfter(key, now);
+    if (wait > 0) return rateLimited(c, wait);
+    const { success } = await limiter.limit({ key });
+    if (!success) return rateLimited(c, blocked.block(key, now));
   }
   c.header("www-authenticate", 'Bearer error="invalid_token"');
   return sendProblem(c, problem(401, code, detail));

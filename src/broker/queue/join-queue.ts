@@ -84,6 +84,8 @@ export class JoinQueue extends DurableObject<Env> {
   protected logLevel: LogLevel;
   /** The object's time; tests and the bench advance it (`clock.advance`). Not an RPC method. */
   readonly clock = new Clock();
+  /** The cluster index being told of this cluster, while it is. */
+  #indexing: Promise<void> | null = null;
   /** When false, only `alarm()` ends leases (tests of the alarm on its own). */
   settleLazily = true;
   /** How long history is kept (policy.ts); tests may shorten it. */
@@ -104,9 +106,10 @@ export class JoinQueue extends DurableObject<Env> {
     // the cluster (ensureCluster), and upgraded here for objects that have one.
     void ctx.blockConcurrencyWhile(async () => {
       if (hasSchema(ctx.storage)) this.#migrate();
+      // A cluster made before the cluster index existed joins it the first time it wakes: in the
+      // background, since the index is for people and a slow one must never hold the queue.
+      if (ctx.id.name !== CLUSTER_INDEX_NAME) this.#joinIndexLater();
     });
-    // A cluster made before the cluster index existed joins it the first time it wakes.
-    if (ctx.id.name !== CLUSTER_INDEX_NAME) void ctx.blockConcurrencyWhile(async () => this.#joinIndex());
   }
 
   // ---------------------------------------------------------------- the cluster index (its own instance)
@@ -119,6 +122,11 @@ export class JoinQueue extends DurableObject<Env> {
   /** Every cluster the index knows, by name; called on the index's instance only. */
   async indexList(): Promise<Outcome<{ clusters: IndexedCluster[] }>> {
     return { ok: true, status: 200, value: { clusters: new ClusterIndex(this.ctx.storage.sql).list() } };
+  }
+
+  /** Starts `#joinIndex` unless it is under way; nothing waits for it. */
+  #joinIndexLater(): void {
+    this.#indexing ??= this.#joinIndex().finally(() => (this.#indexing = null));
   }
 
   /** Registers this cluster with the index once; a failure is retried the next time it wakes. */
@@ -464,7 +472,7 @@ export class JoinQueue extends DurableObject<Env> {
       this.#store.insertKey({ kid: key.kid, private_jwk: JSON.stringify(key.privateJwk), public_jwk: JSON.stringify(key.publicJwk), created_at: now });
       this.#commands.record(now, "admin", "cluster.created", cluster, { issuer, policy: DEFAULT_POLICY, kid: key.kid });
     });
-    await this.#joinIndex();
+    this.#joinIndexLater();
   }
 
   #joinedWithoutTicket(c: ClusterRow, m: { node: string; peer_url: string; member_id: string | null; joined_at: number }): TicketView {

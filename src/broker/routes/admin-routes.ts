@@ -5,7 +5,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerAuth } from "hono/bearer-auth";
-import { authFailure, issuer, newApp, queue, respond, type AppEnv } from "../http/context.ts";
+import { authFailure, authLimit, issuer, newApp, queue, respond, type AppEnv } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import {
   AdoptRequest,
@@ -66,7 +66,7 @@ const route = <P extends string, M extends "get" | "post" | "put" | "delete", R 
   });
 
 export const admin = newApp();
-admin.use("/v1/admin/*", adminAuth);
+admin.use("/v1/admin/*", authLimit, adminAuth);
 
 admin.openapi(
   createRoute({

@@ -4,7 +4,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { authFailure, bearerToken, newApp, queue, respondAuthenticated } from "../http/context.ts";
+import { authFailure, authLimit, bearerToken, newApp, queue, respondAuthenticated } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { ClusterParams, CompleteRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
@@ -17,7 +17,11 @@ const problems = {
 };
 const bearer = [{ bearer: [] }];
 
-export const tickets = newApp()
+export const tickets = newApp();
+// Before any token is compared (here or in the cluster's object): a throttled address is refused.
+tickets.use("/v1/clusters/:cluster/tickets", authLimit);
+tickets.use("/v1/clusters/:cluster/tickets/*", authLimit);
+tickets
   .openapi(
     createRoute({
       method: "post",

@@ -6,8 +6,7 @@
  * @module
  */
 
-/** Must equal `[[ratelimits]] simple` of wrangler.toml (a unit test compares them). */
-export const AUTH_FAILURE_LIMIT = { limit: 20, period: 60 } as const;
+export { AUTH_FAILURE_LIMIT } from "../http/auth-limit.ts";
 
 /** Keys kept before expired windows are swept, so a flood of addresses cannot grow memory without end. */
 const SWEEP_AT = 10_000;

@@ -9,8 +9,8 @@ import { AUTH_FAILURE_LIMIT, FixedWindowLimiter } from "./rate-limit.ts";
 
 type SelfHostedEnv = Env & { CLIENT_IP_HEADER?: string };
 
-export function selfHosted(handler: { fetch: NonNullable<ExportedHandler<Env>["fetch"]> }): ExportedHandler<SelfHostedEnv> {
-  const authFailures = new FixedWindowLimiter(AUTH_FAILURE_LIMIT.limit, AUTH_FAILURE_LIMIT.period);
+export function selfHosted(handler: { fetch: NonNullable<ExportedHandler<Env>["fetch"]> }, now: () => number = Date.now): ExportedHandler<SelfHostedEnv> {
+  const authFailures = new FixedWindowLimiter(AUTH_FAILURE_LIMIT.limit, AUTH_FAILURE_LIMIT.period, now);
   const withLimiter = new WeakMap<Env, Env>();
   /** `env` with AUTH_FAILURES added; the other bindings are read through the prototype. */
   const selfHostedEnv = (env: Env): Env => {

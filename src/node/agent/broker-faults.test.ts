@@ -71,3 +71,55 @@ describe("the agent and a broker that answers 500", () => {
     expect(last.msg).toMatch(/internal error 5 times in a row \(correlation id corr-1234\).*fault in the broker/);
   }, 30_000);
 });
+
+describe("the agent and a broker that answers 429", () => {
+  let server: Server;
+  let url = "";
+  const arrivals: number[] = [];
+  const dir = mkdtempSync(join(tmpdir(), "agent-429-"));
+  const stop = new AbortController();
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      arrivals.push(Date.now());
+      req.resume();
+      // Twice with the broker's own Retry-After, then with `Retry-After: 0`, as a proxy might say.
+      res.writeHead(429, { "content-type": "application/problem+json", "retry-after": arrivals.length <= 2 ? "1" : "0" });
+      res.end(JSON.stringify({ type: "about:blank", title: "Too Many Requests", status: 429, code: "rate_limited", detail: "too many failed authentication attempts from this address" }));
+      if (arrivals.length === 5) stop.abort(new Error("test over"));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("waits as for a 503: Retry-After honoured, a zero one backed off from longer each time, never refused", async () => {
+    const parsed = parseJoinArgs(
+      ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
+      {},
+    );
+    if (parsed.help) throw new Error("unexpected --help");
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).split("\n").filter(Boolean));
+        done();
+      },
+    }) as unknown as NodeJS.WriteStream;
+    const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
+    const code = await runAgent(parsed.options, { reporter, print: () => {}, stop: stop.signal, random: () => 1 });
+    expect(arrivals).toHaveLength(5);
+    expect(code).not.toBe(3); // "not now" is no refusal
+    const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
+    // Retry-After 1 (plus jitter, here the full quarter): 1.25 s; then 0: the backoff's 2 s and 4 s.
+    expect(gaps[0]).toBeGreaterThanOrEqual(1_200);
+    expect(gaps[1]).toBeGreaterThanOrEqual(1_200);
+    expect(gaps[2]).toBeGreaterThanOrEqual(1_950);
+    expect(gaps[3]).toBeGreaterThanOrEqual(3_950);
+    const events = lines.map((l) => JSON.parse(l) as { msg: string });
+    expect(events.filter((e) => /HTTP 429 rate_limited/.test(e.msg)).length).toBeGreaterThanOrEqual(4);
+  }, 30_000);
+});

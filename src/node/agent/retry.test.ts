@@ -26,6 +26,13 @@ describe("retry timing", () => {
     expect(new Backoff(500, 8_000, () => 1).after(null)).toBe(500);
   });
 
+  it("treats a Retry-After of 0 as no hint: repeated, it backs off to the cap instead of coming back at once", () => {
+    const b = new Backoff(500, 8_000, () => 1);
+    expect([1, 2, 3, 4, 5, 6].map(() => b.after(0))).toEqual([500, 1000, 2000, 4000, 8000, 8000]);
+    // A real hint is honoured as given, however often it comes.
+    expect([1, 2, 3].map(() => b.after(2))).toEqual([2500, 2500, 2500]);
+  });
+
   it("sleeps until aborted, then rejects with the abort reason", async () => {
     const controller = new AbortController();
     const why = new Error("stop");

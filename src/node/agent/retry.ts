@@ -50,9 +50,13 @@ export class Backoff {
     return Math.round(this.baseMs / 2 + (ceiling - this.baseMs / 2) * this.random());
   }
 
-  /** The delay to use when the server gave a `Retry-After`, else the next backoff step. */
+  /**
+   * The delay to use when the server gave a `Retry-After`, else the next backoff step. A
+   * `Retry-After` under a second (`0`, from a proxy, say) is no hint: "not now" repeated at once
+   * would be a busy loop, so it backs off like no hint at all.
+   */
   after(retryAfterSeconds: number | null): number {
-    if (retryAfterSeconds === null) return this.next();
+    if (retryAfterSeconds === null || retryAfterSeconds < 1) return this.next();
     this.#attempt = Math.min(this.#attempt + 1, 30);
     return retryAfterDelay(retryAfterSeconds, this.random);
   }

@@ -51,5 +51,7 @@ describe("the data directory", () => {
     expect(storedAdminToken(dir)).toEqual({ ...made, created: false });
     writeFileSync(made.file, "short\n");
     expect(() => storedAdminToken(dir)).toThrow(DataDirError);
+    writeFileSync(made.file, "Correct-Horse!Battery#Staple\n");
+    expect(() => storedAdminToken(dir)).toThrow(DataDirError);
   });
 });

@@ -13,6 +13,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/bearer.ts";
 
 /** The layout this code reads and writes. Raise it with a migration below when the layout changes. */
 export const DATA_FORMAT = 1;
@@ -107,7 +108,7 @@ export function storedAdminToken(root: string): { token: string; file: string; c
   const file = join(root, "admin-token");
   if (existsSync(file)) {
     const token = readFileSync(file, "utf8").trim();
-    if (token.length < 16) throw new DataDirError(`${file} holds no admin token of at least 16 characters; delete it to have a new one made`);
+    if (token.length < 16 || !isBearerToken(token)) throw new DataDirError(`${file} holds no admin token of at least 16 characters of ${BEARER_TOKEN_CHARACTERS}; delete it to have a new one made`);
     return { token, file, created: false };
   }
   const token = randomBytes(32).toString("base64url");

@@ -47,6 +47,11 @@ describe("join-broker serve flags", () => {
     expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir], {}).adminToken).toBeUndefined(); // serve keeps one in DIR
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", file("empty", "\n")], {})).toContain("is empty");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "short" })).toContain("at least 16");
+    // Only what a bearer header can carry: anything else would be refused on every request.
+    for (const bad of ["Correct-Horse!Battery#Staple", "correct horse battery staple", "padding=in-the-middle-0123", "üñíçødé-token-0123456789"]) {
+      expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: bad })).toContain("A-Z a-z 0-9 - . _ ~ + /");
+    }
+    expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "Aa0-._~+/Zz9-token==" }).adminToken).toBe("Aa0-._~+/Zz9-token==");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", join(dir, "missing")])).toContain("cannot read --admin-token-file");
   });
 

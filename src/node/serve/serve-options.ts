@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { parseFlags } from "../cli/flags.ts";
+import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/bearer.ts";
 import { UsageError } from "../exit-codes.ts";
 
 export const SERVE_HELP = `Usage: join-broker serve --listen HOST:PORT --data-dir DIR [flags]
@@ -27,7 +28,8 @@ Flags:
                             only behind a TLS-terminating proxy on a trusted network)
   --admin-token-file FILE   file holding the admin API's bearer token (ADMIN_TOKEN). Otherwise
                             it is read from JOIN_BROKER_ADMIN_TOKEN; never from the command line.
-                            At least 16 characters. With neither, serve makes a random one on
+                            At least 16 characters of A-Z a-z 0-9 - . _ ~ + / (= only at the
+                            end), as an HTTP bearer token allows. With neither, serve makes a random one on
                             the first start and keeps it in DIR/admin-token (mode 0600).
   --issuer URL              the 'iss' of admission tokens (the broker's public origin). Default:
                             the origin of the admin request that created each cluster.
@@ -37,8 +39,9 @@ Flags:
   --client-ip-header NAME   header through which a reverse proxy in front passes the client's
                             address (X-Real-IP, X-Forwarded-For: the last entry is used), for
                             the per-address limit on failed authentications (20 a minute, then
-                            429). Without it all failed authentications share one limit, since
-                            any address header could be forged by the client.
+                            429). Without it all clients share one limit, since any address
+                            header could be forged: 20 failures from anyone, and every client
+                            is answered 429 for the next 60 s.
   -h, --help                this help
 
 Environment:
@@ -134,7 +137,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: 
   }
   if (tokenFile !== undefined && !adminToken) throw new UsageError(`--admin-token-file ${tokenFile} is empty`);
   if (adminToken !== undefined && adminToken.length < 16) throw new UsageError("the admin token must be at least 16 characters long");
-  if (adminToken && /\s/.test(adminToken)) throw new UsageError("the admin token must not contain whitespace");
+  if (adminToken && !isBearerToken(adminToken)) throw new UsageError(`the admin token may use only ${BEARER_TOKEN_CHARACTERS}: requests carry it as an HTTP bearer token`);
 
   const issuer = values.issuer as string | undefined;
   if (issuer !== undefined) {

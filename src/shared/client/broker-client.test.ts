@@ -61,6 +61,7 @@ describe("BrokerClient", () => {
     const unknown = await admin().pause().catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(BrokerProblem);
     expect(unknown).toMatchObject({ status: 404, code: "unknown_cluster", refused: false, transient: false });
+    expect((unknown as BrokerProblem).retryAfter).toBeUndefined(); // no Retry-After: no hint, not "0 s"
     const busy = (await admin().tickets().catch((e: unknown) => e)) as BrokerProblem;
     expect(busy).toMatchObject({ status: 503, code: "unavailable", retryAfter: 7, transient: true });
   });

@@ -4,7 +4,7 @@
  * @module
  */
 import { BrokerProblem, BrokerUnreachable, toProblem } from "./errors.ts";
-import { describeFetchError } from "./exchange.ts";
+import { describeFetchError, parseRetryAfter } from "./exchange.ts";
 
 /** A successful answer: the parsed body, plus the exact text for callers that pass it on unchanged. */
 export interface Reply<T> {
@@ -104,8 +104,9 @@ export class Transport {
     }
 
     if (!res.ok) {
-      const retry = Number(res.headers.get("retry-after"));
-      throw new BrokerProblem(res.status, toProblem(res.status, text), text, Number.isFinite(retry) && retry >= 0 ? retry : undefined);
+      // The one Retry-After parser: no header is no hint (never 0), an HTTP date counts too.
+      const retry = parseRetryAfter(res.headers.get("retry-after"), Date.now());
+      throw new BrokerProblem(res.status, toProblem(res.status, text), text, retry ?? undefined);
     }
     if (options.text) return { status: res.status, headers: res.headers, body: text as T, text };
     let parsed: T;

@@ -26,8 +26,19 @@ export const TicketParams = ClusterParams.extend({ ticket: TicketId.openapi({ pa
 
 export const TicketRequest = z.strictObject({ node: NodeName, peerURL: PeerUrl }).openapi("TicketRequest");
 export const CompleteRequest = z.strictObject({ memberID: MemberId }).openapi("CompleteRequest");
+/**
+ * A number in a query string: decimal digits only, as the contract writes them. No sign, exponent,
+ * `0x`/`0o`/`0b` prefix, blanks, leading zeros or empty value, all of which `Number()` would accept.
+ * A number is taken too, for the typed client, which checks its input with these schemas.
+ */
+const queryInt = (name: string, min: number, max: number) =>
+  z
+    .union([z.number(), z.string().regex(/^(0|[1-9][0-9]{0,15})$/).transform(Number)], { error: `${name} must be a decimal integer` })
+    .pipe(z.number().int().min(min).max(max))
+    .openapi({ type: "integer", minimum: min, maximum: max, param: { name, in: "query" } });
+
 export const WaitQuery = z.object({
-  wait: z.coerce.number().int("wait must be whole seconds").min(0).max(30).optional().openapi({ param: { name: "wait", in: "query" }, example: 30 }),
+  wait: queryInt("wait", 0, 30).optional().openapi({ example: 30 }),
 });
 
 export const TicketView = z
@@ -99,8 +110,8 @@ export const NodeParams = ClusterParams.extend({ node: NodeName.openapi({ param:
 export const RevokeRequest = z.strictObject({ reason: z.string().min(1).max(500) }).openapi("RevokeRequest");
 export const TicketListQuery = z.object({
   state: z.enum(["queued", "admitted", "joined", "expired", "abandoned", "revoked"]).optional().openapi({ param: { name: "state", in: "query" } }),
-  limit: z.coerce.number().int().min(1).max(1000).optional().openapi({ param: { name: "limit", in: "query" } }),
-  after: z.coerce.number().int().min(0).optional().openapi({ param: { name: "after", in: "query" } }),
+  limit: queryInt("limit", 1, 1000).optional(),
+  after: queryInt("after", 0, Number.MAX_SAFE_INTEGER).optional(),
 });
 const policyField = (k: keyof typeof POLICY_LIMITS) => z.number().int().min(POLICY_LIMITS[k].min).max(POLICY_LIMITS[k].max).optional();
 export const PolicyRequest = z
@@ -116,8 +127,8 @@ export const AdoptRequest = z
   .openapi("AdoptRequest");
 export const BootstrapRequest = z.strictObject({ node: NodeName, reason: z.string().min(1).max(500) }).openapi("BootstrapReassignRequest");
 export const AuditQuery = z.object({
-  after: z.coerce.number().int().min(0).optional().openapi({ param: { name: "after", in: "query" } }),
-  limit: z.coerce.number().int().min(1).max(1000).optional().openapi({ param: { name: "limit", in: "query" } }),
-  wait: z.coerce.number().int().min(0).max(30).optional().openapi({ param: { name: "wait", in: "query" } }),
+  after: queryInt("after", 0, Number.MAX_SAFE_INTEGER).optional(),
+  limit: queryInt("limit", 1, 1000).optional(),
+  wait: queryInt("wait", 0, 30).optional(),
 });
 export const AnyObject = z.record(z.string(), z.unknown()).openapi("Object");
