@@ -33,7 +33,7 @@ export default defineConfig({
         resolve: { alias: { "cloudflare:workers": fileURLToPath(new URL("./test/support/serve-contract-exports.ts", import.meta.url)) } },
         test: {
           name: "contract-serve",
-          include: ["test/worker/{auth,bad-input,idempotency,openapi,tokens,verifier}.test.ts"],
+          include: ["test/worker/{auth,bad-input,idempotency,openapi,tokens,verifier,contract-compat}.test.ts"],
           environment: "node",
           globalSetup: ["test/support/serve-contract-setup.ts"],
           testTimeout: 30_000,
