@@ -10,6 +10,7 @@ process.env.SPIN_BIN = ensureTool("spin");
 process.env.ETCDCTL_BIN = ensureTool("etcdctl");
 process.env.CHROMIUM_BIN = ensureTool("chromium");
 process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
+process.env.PROMTOOL_BIN = ensureTool("promtool");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 

@@ -1,4 +1,4 @@
-// Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze) and
+// Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze, promtool) and
 // installs Debian's packages when they are missing and we are root. Anything else is a clear
 // failure, never a skipped test. Go is found, never installed: Debian's is older than the 1.26 the
 // etcd builds need.
@@ -12,6 +12,8 @@ const TOOLS = {
   // The console's browser tests drive Debian's Chromium through playwright-core (no browser download).
   chromium: { env: "CHROMIUM_BIN", candidates: ["/usr/bin/chromium", "/usr/lib/chromium/chromium"], apt: "chromium" },
   "systemd-analyze": { env: "SYSTEMD_ANALYZE_BIN", candidates: ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"], apt: "systemd" },
+  // The alert rules in contrib/prometheus are checked and unit-tested with Prometheus's own tool.
+  promtool: { env: "PROMTOOL_BIN", candidates: ["/usr/bin/promtool", "/usr/local/bin/promtool"], apt: "prometheus" },
 };
 
 export function executable(path) {
