@@ -25,7 +25,7 @@
  * @module
  */
 import { existsSync, renameSync } from "node:fs";
-import { EtcdGateway, type EtcdStatus } from "../etcd/gateway.ts";
+import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
@@ -34,6 +34,7 @@ import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
+import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
@@ -110,6 +111,8 @@ class Agent {
   /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
   #etcdTraits: EtcdTraits | null = null;
   #learnerLimitNoted = false;
+  /** Another etcd answered on the client URL: its word says nothing about this node's etcd. */
+  #foreignAnswered = false;
 
   constructor(options: AgentOptions, deps: AgentDeps, dir: StateDir) {
     this.#o = options;
@@ -291,7 +294,7 @@ class Agent {
     this.#checkDataIsOurs("bootstrap");
     this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
     await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("healthy", signal);
+    const status = await this.#waitEtcd("healthy", signal, { kind: "bootstrap", peerURL });
     this.#r.event("etcd-ready", `etcd is healthy: cluster ${hexId(status.header.clusterId)}, member ${hexId(status.header.memberId)}`, {
       clusterID: hexId(status.header.clusterId),
       memberID: status.header.memberId,
@@ -322,7 +325,8 @@ class Agent {
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
     this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
     await this.#startEtcd(signal);
-    let status = await this.#waitEtcd("serving", signal);
+    const own: ExpectedEtcd = { kind: "member", memberID: added.memberID };
+    let status = await this.#waitEtcd("serving", signal, own);
     this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
       clusterID: hexId(status.header.clusterId),
       memberID: status.header.memberId,
@@ -331,7 +335,7 @@ class Agent {
     if (status.isLearner) {
       this.#r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
       await this.#promote(view, admission, signal);
-      status = await this.#waitEtcd("voter", signal);
+      status = await this.#waitEtcd("voter", signal, own);
     }
     this.#r.event("promoted", `a voter: member ${hexId(status.header.memberId)}`, { memberID: status.header.memberId });
     await this.#complete(view, admission, status.header.memberId, signal);
@@ -669,15 +673,21 @@ class Agent {
     await this.#etcd.start(args);
   }
 
-  /** Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a leader). */
-  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal): Promise<EtcdStatus> {
+  /**
+   * Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a
+   * leader). With `expected`, whatever answers must be this node's own etcd (etcd-identity.ts)
+   * before anything it says counts: anything else is refused.
+   */
+  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal, expected?: ExpectedEtcd): Promise<EtcdStatus> {
     const began = Date.now();
     let lastNote = began;
     let last = "";
     for (;;) {
       await this.#checkEtcd();
       const s = await this.#local.status(this.#o.clientURL);
-      if (s.ok) {
+      if (s.ok && expected && !(await this.#isOwnEtcd(expected, s.value))) {
+        last = "not sure yet which etcd answers";
+      } else if (s.ok) {
         const v = s.value;
         if (!v.isLearner) this.#markVoter();
         if (want === "serving") return v;
@@ -693,6 +703,27 @@ class Agent {
       }
       await sleep(100, signal);
     }
+  }
+
+  /**
+   * Whether the etcd answering on the client URL is this node's (false while that cannot be told
+   * yet); throws a Refusal when another etcd answers there.
+   */
+  async #isOwnEtcd(expected: ExpectedEtcd, status: EtcdStatus): Promise<boolean> {
+    let members: EtcdMember[] = [];
+    if (expected.kind === "bootstrap") {
+      const list = await this.#local.memberList();
+      if (!list.ok || list.value.header.memberId !== status.header.memberId) return false;
+      members = list.value.members;
+    }
+    const foreign = foreignEtcd(expected, status, members);
+    if (!foreign) return true;
+    const own = this.#etcd?.failure ?? (this.#etcd && !this.#etcd.running ? "this node's etcd is not running" : null);
+    this.#foreignAnswered = true;
+    throw new Refusal(
+      `another etcd answers on ${this.#o.clientURL}: ${foreign}. This node will not call it its own, nor report it to the broker` +
+        `${own ? ` (${own})` : ""}. Stop that etcd (or fix --client-url) and run this command again.`,
+    );
   }
 
   // ------------------------------------------------------------------ the end
@@ -828,8 +859,8 @@ class Agent {
    */
   async #stopEtcdUnlessVoter(): Promise<string> {
     if (!this.#etcd?.running) return "";
-    const s = await this.#local.status(this.#o.clientURL);
-    if (s.ok && !s.value.isLearner) {
+    const s = this.#foreignAnswered ? null : await this.#local.status(this.#o.clientURL);
+    if (s?.ok && !s.value.isLearner) {
       this.#etcd.release();
       return ` etcd (pid ${this.#etcd.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
     }
