@@ -4,7 +4,11 @@
  * this node's member, and the agent refuses (exit 3, naming what answered) instead of calling
  * itself a voter and reporting `complete`. Once that etcd is gone, the same command joins.
  * Both ways in: the bootstrap node, and a joiner after the join API added its learner.
+ *
+ * And a voter whose disk was lost (a reinstalled node, removed from the broker with `admin
+ * forget` but not from etcd) is not started again as that voter on an empty data dir.
  */
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
@@ -90,4 +94,23 @@ it("a joiner refuses another etcd on its client URL after its learner was added,
   const views = await h.finalViews(["ctrl-0", "ctrl-1"]);
   expect(new Set(views.map((v) => v.clusterId)).size).toBe(1);
   expect(views[0]!.members.map((m) => m.isLearner)).toEqual([false, false]);
+});
+
+it("a reinstalled voter (empty data dir, forgotten by the broker, still in etcd) is refused, naming the member to remove", async () => {
+  const before = await h.finalViews(["ctrl-0"]);
+  const old = before[0]!.members.find((m) => m.name === "ctrl-1")!;
+  expect(await h.stop("ctrl-1")).toMatchObject({ code: 0 });
+  rmSync(h.node("ctrl-1").stateDir, { recursive: true, force: true });
+  const forgot = await adminCall(h.broker, "DELETE", `/v1/admin/clusters/${h.cluster}/members/ctrl-1`);
+  expect(forgot.status, JSON.stringify(forgot.body)).toBe(200);
+
+  const run = h.startAgent("ctrl-1");
+  const exit = await run.exited;
+  const last = run.events[run.events.length - 1];
+  expect(exit.code, h.describeAgents()).toBe(3);
+  expect(last?.step).toBe("refused");
+  expect(last?.msg).toContain(`etcdctl member remove ${hex(old.id)}`);
+  expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
+  const after = await h.finalViews(["ctrl-0"]);
+  expect(after[0]!.members.find((m) => m.id === old.id)).toMatchObject({ isLearner: false, started: true });
 });

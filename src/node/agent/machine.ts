@@ -315,8 +315,8 @@ class Agent {
       members: added.initialCluster.length,
     });
     const owned = this.#state.etcd;
-    const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner });
-    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule));
+    const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner, started: added.started });
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule, "join", hexId(added.memberID)));
     if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
@@ -523,6 +523,13 @@ class Agent {
         return `${this.#dir.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
       case "joined_without_data":
         return "";
+      case "started_voter_without_data":
+        return (
+          `the join API says this node's member ${why} (${this.#o.peerURL}) is a voter that has run before, but ${dataDir} holds no etcd data ` +
+          `(a lost disk, or a reinstalled node). This node will not start etcd: that voter would come back without its raft state (its term and vote). ` +
+          `To join it again: remove the old member from etcd (etcdctl member remove ${why}), run 'join-broker admin forget ${node} --cluster ${cluster} ` +
+          `--broker ${this.#o.brokerUrl}' if the broker still lists it, delete ${this.#dir.markerPath} if it exists, and run this command again: it joins as a new member.`
+        );
       default: {
         const keep =
           rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
@@ -858,7 +865,12 @@ class Agent {
    * own could cost the cluster its quorum. Returns a note for the message when it keeps running.
    */
   async #stopEtcdUnlessVoter(): Promise<string> {
-    if (!this.#etcd?.running) return "";
+    if (!this.#etcd) return "";
+    if (!this.#etcd.running) {
+      // Between restarts: no restart may follow the agent's last word.
+      await this.#etcd.stop();
+      return "";
+    }
     const s = this.#foreignAnswered ? null : await this.#local.status(this.#o.clientURL);
     if (s?.ok && !s.value.isLearner) {
       this.#etcd.release();
