@@ -115,11 +115,14 @@ node is a voter (the bootstrap node: once its etcd is healthy) stdout gets one l
 Exit codes:
   0    joined (with --etcd-bin: etcd stopped cleanly after a signal); or already joined per the marker
   2    bad usage: a missing or malformed flag, or a state dir that belongs to another node
-  3    refused: the admission was revoked, a token was rejected, the peer URL is taken, or the
+  3    refused: the admission was revoked, a token was rejected, the peer URL is taken, the
        broker says this node already joined but its etcd data is gone (run
-       'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member)
-  4    gave up: --timeout passed, or the etcd it supervises keeps failing, or (gate mode)
-       COMMAND exited non-zero (before the node was a voter: it also left the queue)
+       'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member),
+       its member is a voter that ran but the data dir is empty, or another etcd than its
+       own answers on --client-url
+  4    gave up: --timeout passed, or the etcd it supervises keeps failing (the last line
+       gives etcd's own error), or (gate mode) COMMAND exited non-zero; it also leaves the
+       queue (unless its etcd runs on as a voter), so its slot is free at once
   1    unexpected failure
   130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
 `;

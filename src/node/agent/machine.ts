@@ -555,7 +555,17 @@ class Agent {
       await this.#discardLearnerData("etcd says this member was removed from the cluster");
       throw new LeaseLost("member_removed", "this node's learner was removed from the cluster; joining again");
     }
-    throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    throw this.#etcdGaveUp(this.#etcd.failure);
+  }
+
+  /** etcd keeps failing: its log's tail, then the reason (etcd's own error in it) on the last line. */
+  #etcdGaveUp(failure: string): GaveUp {
+    return new GaveUp(this.#withLogTail(`etcd keeps failing: ${failure}`));
+  }
+
+  #withLogTail(last: string): string {
+    const tail = this.#etcd?.logTail(2000).trimEnd();
+    return tail ? `etcd's log ends with:\n${tail}\n${last}` : last;
   }
 
   /**
@@ -601,7 +611,7 @@ class Agent {
       await this.#discardLearnerData(`etcd says member ${owned.memberID ? hexId(owned.memberID) : "?"} was removed from the cluster`);
       return;
     }
-    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
     await this.#knowEtcd();
     await this.#etcd.start(this.#etcdArgs());
@@ -673,7 +683,7 @@ class Agent {
       return;
     }
     if (this.#etcd.running) return;
-    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
     this.#r.event("etcd-start", `starting etcd (${this.#state.etcd!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
       state: this.#state.etcd!.initialClusterState,
     });
@@ -783,7 +793,7 @@ class Agent {
       await this.#etcd.stop();
       return EXIT.ok;
     }
-    this.#r.event("gave-up", `${outcome}\n${this.#etcd.logTail(2000)}`);
+    this.#r.event("gave-up", this.#withLogTail(outcome));
     return EXIT.gaveUp;
   }
 
@@ -835,7 +845,7 @@ class Agent {
     }
     if (e instanceof GaveUp) {
       const kept = await this.#stopEtcdUnlessVoter();
-      const left = await this.#leaveQueue();
+      const left = kept ? "" : await this.#leaveQueue();
       this.#r.event("gave-up", `${e.message}${left}${kept}`);
       return EXIT.gaveUp;
     }
@@ -845,13 +855,15 @@ class Agent {
   }
 
   /**
-   * Giving up: leave the queue (abandon the ticket) so that the nodes behind move on at once,
-   * unless etcd ran for this ticket already: then its member may exist, and the lease's natural
-   * end (after which the join API removes its learner) is the safer path.
+   * Giving up: leave the queue (abandon the ticket), so that the slot it holds is free at once
+   * rather than when its lease ends, and the nodes behind move on. Also when etcd ran for this
+   * ticket: it is stopped by now, and an ended admission is what lets the join API remove its
+   * learner for the next node, as a lease's end would (later). Not while this node's etcd keeps
+   * running as a voter: the caller keeps the ticket then.
    */
   async #leaveQueue(): Promise<string> {
     const ticket = this.#state?.ticket;
-    if (!ticket || this.#state.etcd?.ticket === ticket) return "";
+    if (!ticket) return "";
     try {
       const res = await this.#broker.abandon(ticket, undefined, AbortSignal.timeout(5_000));
       return res.status === 200 && res.body?.state === "abandoned" ? `; left the queue (ticket ${ticket} abandoned)` : "";
