@@ -32,7 +32,9 @@ import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
-import { GaveUp, Refusal, Stopped } from "./errors.ts";
+import { ClusterExists, GaveUp, Refusal, Stopped } from "./errors.ts";
+import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
+import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
@@ -276,6 +278,7 @@ class Agent {
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
+      if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
         const voter = await this.#gate.admitted(view, admission, signal);
         await this.#complete(view, admission, voter.memberID, signal);
@@ -369,6 +372,42 @@ class Agent {
     await this.#startEtcd(signal);
     const status = await this.#waitEtcd("serving", signal);
     return this.#writeMarker(view, status);
+  }
+
+  /**
+   * Before acting on a bootstrap ticket: no etcd cluster may already run at the other
+   * controllers (`--etcd`). One that answers is refused (the broker's state was rolled back,
+   * say); endpoints that cannot be reached are asked twice, then the bootstrap goes ahead.
+   */
+  async #checkNoClusterYet(signal: AbortSignal): Promise<void> {
+    const endpoints = this.#o.controllers;
+    if (endpoints.length === 0) return;
+    const tls = this.#o.etcdTls ? { fetch: tlsFetch(this.#o.etcdTls) } : {};
+    let answers = await askControllers(endpoints, this.#o.clientURL, tls);
+    if (answers.some((a) => !a.reached)) {
+      await sleep(2_000, signal);
+      answers = await askControllers(endpoints, this.#o.clientURL, tls);
+    }
+    const found = existingCluster(answers, this.#o.peerURL);
+    if (found) {
+      const { cluster, brokerUrl, node } = this.#o;
+      const known = (found.members ?? []).filter((m) => m.name);
+      const adopt = known.length ? known.map((m) => ` --member ${m.name}=${m.peerURLs[0]}`).join("") : " --member NODE=PEERURL …";
+      throw new ClusterExists(
+        `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${hexId(found.clusterID)}` +
+          `${found.members ? ` (${found.members.length} member${found.members.length === 1 ? "" : "s"})` : ""}: was the broker's state reset or restored from a backup? ` +
+          `This node will not start a second cluster. If that is cluster ${cluster}, tell the broker so: ` +
+          `'join-broker admin adopt --cluster ${cluster} --broker ${brokerUrl}${adopt}', then run this command again: it joins that cluster.`,
+      );
+    }
+    const missed = answers.filter((a): a is Extract<ControllerAnswer, { reached: false }> => !a.reached);
+    const asked = answers.length - missed.length;
+    this.#r.event(
+      "bootstrap",
+      `no etcd cluster at the other controllers${asked ? ` (${asked} answered)` : ""}` +
+        `${missed.length ? `; not reached: ${missed.map((a) => `${a.endpoint} (${a.error})`).join(", ")}, which proves nothing, so bootstrapping all the same` : ""}`,
+      { asked: answers.length, unreachable: missed.length },
+    );
   }
 
   // ------------------------------------------------------------------ join API calls
@@ -840,7 +879,9 @@ class Agent {
     }
     if (e instanceof AdmissionRevoked || e instanceof Refusal) {
       const kept = await this.#stopEtcdUnlessVoter();
-      this.#r.event("refused", `${e.message}${kept}`);
+      // Nothing started for a bootstrap ticket refused this way: give it up, so an admin may adopt.
+      const left = e instanceof ClusterExists ? await this.#leaveQueue() : "";
+      this.#r.event("refused", `${e.message}${left}${kept}`);
       return EXIT.refused;
     }
     if (e instanceof GaveUp) {
