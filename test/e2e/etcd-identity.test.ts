@@ -5,10 +5,12 @@
  * itself a voter and reporting `complete`. Once that etcd is gone, the same command joins.
  * Both ways in: the bootstrap node, and a joiner after the join API added its learner.
  *
+ * And a joined node restarted later (its marker present) believes only the member it joined as.
+ *
  * And a voter whose disk was lost (a reinstalled node, removed from the broker with `admin
  * forget` but not from etcd) is not started again as that voter on an empty data dir.
  */
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
@@ -85,7 +87,7 @@ it("a joiner refuses another etcd on its client URL after its learner was added,
   await expectRefusedNaming(run, stray.memberID);
   const added = run.events.find((e) => e.step === "member-added");
   expect(added, h.describeAgents()).toBeDefined();
-  expect(run.events[run.events.length - 1]?.msg).toContain(`not member ${hex(String(added!.memberID))}`);
+  expect(run.events[run.events.length - 1]?.msg).toContain(`not this node's member ${hex(String(added!.memberID))}`);
   expect(await ticketOf("ctrl-1")).toMatchObject({ state: "admitted", role: "join" });
 
   await stray.etcd.stop(3_000);
@@ -113,4 +115,14 @@ it("a reinstalled voter (empty data dir, forgotten by the broker, still in etcd)
   expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
   const after = await h.finalViews(["ctrl-0"]);
   expect(after[0]!.members.find((m) => m.id === old.id)).toMatchObject({ isLearner: false, started: true });
+});
+
+it("a joined node, restarted, refuses another etcd on its client URL rather than report that etcd's cluster", async () => {
+  const marker = JSON.parse(readFileSync(join(h.node("ctrl-0").stateDir, "joined.json"), "utf8")) as { memberID: string };
+  expect(await h.stop("ctrl-0")).toMatchObject({ code: 0 });
+  const stray = await strayEtcdOn("ctrl-0");
+  const run = h.startAgent("ctrl-0");
+  await expectRefusedNaming(run, stray.memberID);
+  expect(run.events[run.events.length - 1]?.msg).toContain(`not this node's member ${hex(marker.memberID)}`);
+  // (Its own etcd could serve again once the stray is gone, but not here: ctrl-1, the other voter, is down since the last test.)
 });

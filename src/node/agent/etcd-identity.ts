@@ -4,6 +4,7 @@
  * node's etcd failed to bind. Its word must never make this node a voter or complete its join.
  *
  * - A joiner's etcd is the member the join API added for it: the status header says that ID.
+ *   So is a joined node's, restarted: the member its marker (or the broker) names.
  * - The bootstrap node's etcd is the only member of its cluster, with this node's peer URL.
  *
  * Pure: the agent asks etcd (machine.ts) and turns a mismatch into a refusal.
@@ -14,8 +15,8 @@ import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex as hex } from "../../shared/protocol/member-id.ts";
 
 export type ExpectedEtcd =
-  /** The member the join API added for this node (decimal ID). */
-  | { kind: "member"; memberID: string }
+  /** This node's member (decimal ID), and who says so (for the message). */
+  | { kind: "member"; memberID: string; per: string }
   /** A new cluster whose only member has this peer URL. */
   | { kind: "bootstrap"; peerURL: string };
 
@@ -23,7 +24,7 @@ export type ExpectedEtcd =
 export function foreignEtcd(expected: ExpectedEtcd, status: EtcdStatus, members: readonly EtcdMember[]): string | null {
   const self = `member ${hex(status.header.memberId)} of cluster ${hex(status.header.clusterId)}`;
   if (expected.kind === "member") {
-    return status.header.memberId === expected.memberID ? null : `${self}, not member ${hex(expected.memberID)} that the join API added for this node`;
+    return status.header.memberId === expected.memberID ? null : `${self}, not this node's member ${hex(expected.memberID)} (${expected.per})`;
   }
   const own = members.find((m) => m.id === status.header.memberId);
   const want = canonicalPeerUrl(expected.peerURL);

@@ -328,7 +328,7 @@ class Agent {
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
     this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
     await this.#startEtcd(signal);
-    const own: ExpectedEtcd = { kind: "member", memberID: added.memberID };
+    const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
     let status = await this.#waitEtcd("serving", signal, own);
     this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
       clusterID: hexId(status.header.clusterId),
@@ -370,7 +370,7 @@ class Agent {
     if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
     this.#markVoter();
     await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("serving", signal);
+    const status = await this.#waitEtcd("serving", signal, view.memberID ? { kind: "member", memberID: view.memberID, per: "the broker says so" } : undefined);
     return this.#writeMarker(view, status);
   }
 
@@ -855,7 +855,7 @@ class Agent {
     this.#markVoter();
     const status = await this.#withDeadline(async (signal) => {
       await this.#startEtcd(signal);
-      return this.#waitEtcd("serving", signal);
+      return this.#waitEtcd("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
     });
     const clusterID = hexId(status.header.clusterId);
     if (marker.clusterID && clusterID !== marker.clusterID) {
