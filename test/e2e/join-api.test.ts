@@ -186,7 +186,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
   it("adds the node as a learner with a valid token", async () => {
     const r = await addMember(a1);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toEqual({ memberID: expect.stringMatching(/^\d+$/), learner: true, initialCluster: expect.any(Array) });
+    expect(r.body).toEqual({ memberID: expect.stringMatching(/^\d+$/), learner: true, initialCluster: expect.any(Array), started: false });
     expect([...r.body.initialCluster].sort()).toEqual([`ctrl-0=${etcd.first.peerURL}`, `ctrl-1=${ctrl1.peerURL}`]);
     learnerID = r.body.memberID;
     initialCluster = r.body.initialCluster;
@@ -282,6 +282,9 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     const learner4 = again4.body.memberID as string;
     await etcd.startMember(ctrl4, again4.body.initialCluster);
     expect(memberByPeerUrl(await members(), ctrl4.peerURL)).toMatchObject({ id: learner4, isLearner: true, started: true });
+    // Asked again once it ran, the join API says so: a node with an empty data dir must not start a member that ran.
+    const ran4 = await addMember(a4);
+    expect([ran4.status, ran4.body.memberID, ran4.body.learner, ran4.body.started]).toEqual([200, learner4, true, true]);
 
     // Its admission is active: the next node waits.
     const ctrl5 = await memberAddress("ctrl-5");

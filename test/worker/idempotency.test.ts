@@ -94,6 +94,20 @@ describe("idempotent ticket requests", () => {
     expect(member.body).toMatchObject({ state: "joined" });
   });
 
+  it("adopts a cluster once its bootstrap ticket was abandoned (a node that found the cluster already there), and that node then joins", async () => {
+    const token = await enroll("idem-adopt-late");
+    const boot = await ticket("idem-adopt-late", token, "late-0", peer(3));
+    expect(boot.body).toMatchObject({ role: "bootstrap", state: "admitted" });
+    const members = { members: [{ node: "old-1", peerURL: peer(1) }] };
+    expect((await admin("POST", "idem-adopt-late/adopt", members)).body).toMatchObject({ code: "bootstrap_in_progress" });
+    expect((await abandon("idem-adopt-late", token, boot.body.ticket)).status).toBe(200);
+    const adopted = await admin("POST", "idem-adopt-late/adopt", members);
+    expect(adopted.status, JSON.stringify(adopted.body)).toBe(200);
+    const again = await ticket("idem-adopt-late", token, "late-0", peer(3));
+    expect(again.body).toMatchObject({ role: "join", state: "admitted" });
+    expect(again.body.ticket).not.toBe(boot.body.ticket);
+  });
+
   it("lets a forgotten member join again", async () => {
     const { enrollment } = await bootstrapped("idem-forget");
     const a = await ticket("idem-forget", enrollment, "a", peer(2));

@@ -32,6 +32,9 @@ type Response struct {
 	MemberID       string   `json:"memberID"`
 	Learner        bool     `json:"learner"`
 	InitialCluster []string `json:"initialCluster"`
+	// Started says the member has run already (it published its name): a node whose data dir
+	// is empty must then not start etcd as that member, whose raft state (term, vote) is lost.
+	Started bool `json:"started"`
 }
 
 // Member is what Members.AddLearner reports.
@@ -39,6 +42,8 @@ type Member struct {
 	ID             uint64
 	Learner        bool
 	InitialCluster []string
+	// Started: the member existed already and has started (etcd lists its name).
+	Started bool
 }
 
 // Members adds etcd members. AddLearner must be idempotent for a peer URL: if a member with it
@@ -114,7 +119,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log("added %s (%s) as member %d under admission %s", req.Node, req.PeerAddress, member.ID, claims.ID)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(Response{MemberID: strconv.FormatUint(member.ID, 10), Learner: member.Learner, InitialCluster: member.InitialCluster})
+	_ = json.NewEncoder(w).Encode(Response{MemberID: strconv.FormatUint(member.ID, 10), Learner: member.Learner, InitialCluster: member.InitialCluster, Started: member.Started})
 }
 
 func (h *Handler) log(format string, args ...any) {

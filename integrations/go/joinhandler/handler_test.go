@@ -115,7 +115,7 @@ func TestAddsTheAdmittedNodeAsALearner(t *testing.T) {
 	v, members, srv := setup(t, time.Minute)
 	token, node, peer := v.token(t, "a join token, bound to its node and peer")
 	status, body, _ := post(t, srv, token, `{"node":"`+node+`","peerAddress":"`+peer+`"}`)
-	if status != 200 || body["memberID"] != "10501334649042878790" || body["learner"] != true {
+	if status != 200 || body["memberID"] != "10501334649042878790" || body["learner"] != true || body["started"] != false {
 		t.Fatalf("got %d %v", status, body)
 	}
 	if len(members.added) != 1 || members.added[0] != node+"="+peer {

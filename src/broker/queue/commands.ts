@@ -455,9 +455,13 @@ export class QueueCommands {
 
   adopt(now: number, cluster: string, members: { node: string; peerURL: string }[]): Ok<null> | Failure {
     return this.run((): Ok<null> | Failure => {
+      this.#settleLazily(now);
       const c = this.store.cluster()!;
-      if (!c.bootstrapped && c.bootstrap_node !== null) {
-        return fail(409, "bootstrap_in_progress", `node ${c.bootstrap_node} already holds this cluster's bootstrap ticket; adopt an existing cluster before any node asks for a ticket`);
+      // A bootstrap ticket that ended (its node abandoned it: it found a cluster already there,
+      // say) no longer stands in the way; its node, asking again, is then told to join.
+      const holder = !c.bootstrapped && c.bootstrap_node !== null ? this.store.liveTicketOf(c.bootstrap_node) : null;
+      if (holder?.role === "bootstrap") {
+        return fail(409, "bootstrap_in_progress", `node ${c.bootstrap_node} holds this cluster's bootstrap ticket; adopt an existing cluster before any node asks for a ticket, or once that ticket has ended (abandoned)`);
       }
       const conflict = members.find((m) => this.store.liveTicketOf(m.node));
       if (conflict) return fail(409, "node_has_live_ticket", `node ${conflict.node} has a live ticket; abandon it before adopting the node`);

@@ -9,7 +9,7 @@ const ownedVoter: DiskFacts = { hasData: true, owned: { cluster: C, role: "join"
 const foreign: DiskFacts = { hasData: true, owned: null, joined: false };
 
 const bootstrap: Verdict = { kind: "bootstrap", cluster: C };
-const added = (memberID: string, learner = true): Verdict => ({ kind: "added", cluster: C, memberID, learner });
+const added = (memberID: string, learner = true, started?: boolean): Verdict => ({ kind: "added", cluster: C, memberID, learner, ...(started === undefined ? {} : { started }) });
 const joined: Verdict = { kind: "joined", cluster: C };
 const removed: Verdict = { kind: "removed" };
 
@@ -24,7 +24,11 @@ describe("the data-directory rules: starting etcd", () => {
 
   it("starts a fresh learner as a member of the existing cluster, never as a new cluster", () => {
     expect(decideDataDir(empty, added("11"))).toEqual({ action: "start", state: "existing", voter: false });
-    expect(decideDataDir(empty, added("11", false))).toEqual({ action: "start", state: "existing", voter: true });
+    expect(decideDataDir(empty, added("11", true, false))).toEqual({ action: "start", state: "existing", voter: false });
+    // A learner that ran once holds no vote: it may start empty and catch up.
+    expect(decideDataDir(empty, added("11", true, true))).toEqual({ action: "start", state: "existing", voter: false });
+    // A voter that never ran has no raft state to lose.
+    expect(decideDataDir(empty, added("11", false, false))).toEqual({ action: "start", state: "existing", voter: true });
   });
 
   it("restarts its own learner data for the same member, and remembers a voter", () => {
@@ -65,6 +69,13 @@ describe("the data-directory rules: every way to a second cluster is refused", (
 
   it("a bootstrap node's data is never joined to a cluster as a learner", () => {
     expect(decideDataDir(ownedBootstrap, added("11"))).toEqual({ action: "refuse", rule: "role_changed" });
+  });
+
+  it("an empty data dir never restarts a voter that has run (a lost disk, a reinstalled node): its term and vote are gone", () => {
+    expect(decideDataDir(empty, added("11", false, true))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
+    expect(decideDataDir({ ...empty, owned: { cluster: C, role: "join", memberID: "11", voter: true } }, added("11", false, true))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
+    // A join API that does not say whether the member ran: a voter counts as one that did.
+    expect(decideDataDir(empty, added("11", false))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
   });
 
   it("a node the broker says joined, whose data is gone, starts nothing (neither a new cluster nor an empty member)", () => {

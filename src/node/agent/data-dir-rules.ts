@@ -22,8 +22,11 @@ export interface DiskFacts {
 export type Verdict =
   /** The broker admitted this node with the cluster's one bootstrap ticket. */
   | { kind: "bootstrap"; cluster: string }
-  /** The join API added (or found) this node's member, learner or not. */
-  | { kind: "added"; cluster: string; memberID: string; learner: boolean }
+  /**
+   * The join API added (or found) this node's member, learner or not. `started`: the member has
+   * run already; unknown (a join API that predates the field) counts as started for a voter.
+   */
+  | { kind: "added"; cluster: string; memberID: string; learner: boolean; started?: boolean }
   /** The broker says this node already joined (a crash after `complete`, or an adopted member). */
   | { kind: "joined"; cluster: string }
   /** etcd or the join API says this node's member was removed from the cluster. */
@@ -41,6 +44,11 @@ export type RefusalRule =
   | "joined_never_bootstraps"
   /** The broker says joined, but the data is gone: neither a new cluster nor an empty member. */
   | "joined_without_data"
+  /**
+   * The join API found this node's member a voter that has run, but the data dir is empty: etcd
+   * would start that voter with no raft state (its term and vote lost), and could vote twice.
+   */
+  | "started_voter_without_data"
   /** Data that must never be moved aside automatically (see `keepReason`). */
   | KeepReason;
 
@@ -91,7 +99,11 @@ export function decideDataDir(disk: DiskFacts, verdict: Verdict): Decision {
       return refused ? { action: "refuse", rule: refused } : { action: "start", state: "existing", voter: true };
     }
     case "added": {
-      if (!disk.hasData) return { action: "start", state: "existing", voter: !verdict.learner };
+      if (!disk.hasData) {
+        // A learner never votes, so one with lost data may start empty and catch up; a voter may not.
+        if (!verdict.learner && verdict.started !== false) return { action: "refuse", rule: "started_voter_without_data" };
+        return { action: "start", state: "existing", voter: !verdict.learner };
+      }
       const refused = ownership(disk, verdict.cluster, "join");
       if (refused) return { action: "refuse", rule: refused };
       if (disk.owned!.memberID && disk.owned!.memberID !== verdict.memberID) {

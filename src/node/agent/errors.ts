@@ -8,6 +8,15 @@ export class Refusal extends Error {
   readonly code: string = "ERR_AGENT_REFUSED";
 }
 
+/**
+ * The broker handed this node a bootstrap ticket, but a cluster already runs at the other
+ * controllers (the broker's state was rolled back, say): exit 3, and the ticket is given up.
+ */
+export class ClusterExists extends Refusal {
+  override readonly name = "ClusterExists";
+  override readonly code = "ERR_CLUSTER_EXISTS";
+}
+
 /** Retried until the deadline, or etcd keeps failing: exit 4. */
 export class GaveUp extends Error {
   override readonly name: string = "GaveUp";

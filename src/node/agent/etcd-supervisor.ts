@@ -20,6 +20,7 @@ import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, rea
 import { argvOf, isAlive, type StateDir } from "./state-files.ts";
 import { sleep } from "./retry.ts";
 import { GaveUp } from "./errors.ts";
+import { etcdError } from "../etcd/etcd-log.ts";
 import { ETCD_MINORS, detectEtcdVersion, etcdTraits, refusedFlag, type EtcdMinor, type EtcdTraits } from "../etcd/versions.ts";
 
 const MAX_LOG_BYTES = 64 * 1024 * 1024;
@@ -28,8 +29,8 @@ const MAX_RESTARTS = 5;
 const RESTART_WINDOW_MS = 120_000;
 /** etcd's words when peers tell it that its member was removed (every version's, until the binary's is known). */
 const ANY_REMOVED_MESSAGES = [...new Set(ETCD_MINORS.flatMap((m) => etcdTraits(m).removedMessages))];
-/** How much of the log written since the last start is searched for them. */
-const REMOVED_SCAN_BYTES = 256 * 1024;
+/** How much of the log written since the last start is read when etcd exits (for those words, and its error). */
+const SCAN_BYTES = 256 * 1024;
 
 export interface SupervisorHooks {
   /** etcd exited without being asked to. */
@@ -208,10 +209,14 @@ export class EtcdSupervisor {
     if (child.pid) this.dir.writePid(this.dir.etcdPidPath, child.pid);
   }
 
-  #exited(child: ChildProcess, description: string): void {
+  #exited(child: ChildProcess, exit: string): void {
     if (this.#child !== child) return;
     if (this.#stopping) return;
-    if (this.#saidRemoved()) {
+    const said = this.#sinceStart();
+    // etcd's own reason (a port in use, a bad flag), so that the last word names it.
+    const reason = etcdError(said);
+    const description = reason ? `${exit}: ${reason}` : exit;
+    if (this.#saidRemoved(said)) {
       this.#removed = true;
       this.#failure = `etcd ${description}: its member was removed from the cluster, so its data dir cannot serve again`;
       this.hooks.onUnexpectedExit?.(`${description}; it says this member was removed from the cluster`, false);
@@ -237,18 +242,22 @@ export class EtcdSupervisor {
   }
 
   /** Whether the etcd that just exited logged that its member was removed from the cluster. */
-  #saidRemoved(): boolean {
+  #saidRemoved(text: string): boolean {
+    return (this.#traits?.removedMessages ?? ANY_REMOVED_MESSAGES).some((m) => text.includes(m));
+  }
+
+  /** What the etcd that just exited logged (up to the last 256 KiB of it). */
+  #sinceStart(): string {
     const path = this.dir.etcdLogPath;
-    if (!existsSync(path)) return false;
+    if (!existsSync(path)) return "";
     const fd = openSync(path, "r");
     try {
       const size = fstatSync(fd).size;
-      const from = Math.max(this.#logStart, size - REMOVED_SCAN_BYTES);
-      if (size <= from) return false;
+      const from = Math.max(this.#logStart, size - SCAN_BYTES);
+      if (size <= from) return "";
       const buf = Buffer.alloc(size - from);
       readSync(fd, buf, 0, buf.length, from);
-      const text = buf.toString("utf8");
-      return (this.#traits?.removedMessages ?? ANY_REMOVED_MESSAGES).some((m) => text.includes(m));
+      return buf.toString("utf8");
     } finally {
       closeSync(fd);
     }

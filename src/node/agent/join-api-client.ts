@@ -10,6 +10,8 @@ export interface MemberAdded {
   learner: boolean;
   /** `name=peerURL` for every member, this node included: etcd's `--initial-cluster`. */
   initialCluster: string[];
+  /** The member has run already (absent from join APIs that predate the field). */
+  started?: boolean;
 }
 
 export interface MemberPromoted {

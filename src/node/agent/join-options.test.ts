@@ -114,10 +114,18 @@ describe("gate mode flags", () => {
     expect(usageError([...GATE, "--exec", "x", "--join-api", "not a url"])).toMatch(/--join-api/);
     expect(usageError([...GATE, "--exec", "x", "--etcd-bin", "/usr/bin/etcd"])).toMatch(/--etcd-bin does not go with --exec/);
     expect(usageError([...GATE, "--exec", " "])).toMatch(/--exec needs a command/);
-    expect(usageError([...REQUIRED, "--etcd", "http://10.0.0.2:2379"])).toMatch(/--etcd is for gate mode/);
     expect(usageError([...REQUIRED, "--service"])).toMatch(/--service is for gate mode/);
     expect(usageError([...GATE, "--exec", "x", "--etcd", "ftp://x:1"])).toMatch(/--etcd/);
     expect(usageError(GATE)).toMatch(/--join-api is required/);
+  });
+
+  it("takes --etcd in the agent's own mode too: the other controllers, asked before a bootstrap", () => {
+    expect(options([...REQUIRED, "--etcd", "http://10.0.0.2:2379,http://10.0.0.3:2379"])).toMatchObject({
+      exec: null,
+      controllers: ["http://10.0.0.2:2379", "http://10.0.0.3:2379"],
+    });
+    expect(options(REQUIRED).controllers).toEqual([]);
+    expect(usageError([...REQUIRED, "--etcd", "ftp://x:1"])).toMatch(/--etcd/);
   });
 
   it("reads etcd's TLS files, cert and key together", () => {

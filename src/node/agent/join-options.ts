@@ -41,7 +41,12 @@ export interface AgentOptions {
   exec: string | null;
   /** Gate mode: where to ask etcd whether this node is a started voter (default: the client URL). */
   etcdEndpoints: string[];
-  /** Gate mode: TLS files for those endpoints (etcdctl's --cacert, --cert, --key). */
+  /**
+   * The other controllers' etcd client URLs (`--etcd`, either mode; empty without it): asked
+   * before acting on a bootstrap ticket whether a cluster already exists there.
+   */
+  controllers: string[];
+  /** TLS files for the `--etcd` endpoints (etcdctl's --cacert, --cert, --key). */
   etcdTls: EtcdTlsFiles | null;
   /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
   service: boolean;
@@ -89,7 +94,10 @@ Gate mode, for an installer that adds its own etcd member (k0s, kubeadm, k3s; do
                         running (a supervisor: the agent then stays in the foreground and passes
                         signals on). If it fails before the node is a voter, the agent removes
                         this node's learner (never a voter), leaves the queue and exits 4.
-  --etcd URL[,URL…]     etcd client URLs to ask (the cluster's, or this node's; default: --client-url)
+  --etcd URL[,URL…]     etcd client URLs to ask (the cluster's, or this node's; default: --client-url).
+                        Also without --exec: the other controllers' client URLs. Either way,
+                        before acting on a bootstrap ticket the agent asks them whether a
+                        cluster exists there already, and refuses (exit 3) if one answers
   --etcd-cacert FILE    CA bundle for https etcd endpoints
   --etcd-cert FILE      client certificate for etcd (with --etcd-key)
   --etcd-key FILE       client key for etcd. The three are read whenever etcd is asked, so
@@ -115,11 +123,14 @@ node is a voter (the bootstrap node: once its etcd is healthy) stdout gets one l
 Exit codes:
   0    joined (with --etcd-bin: etcd stopped cleanly after a signal); or already joined per the marker
   2    bad usage: a missing or malformed flag, or a state dir that belongs to another node
-  3    refused: the admission was revoked, a token was rejected, the peer URL is taken, or the
+  3    refused: the admission was revoked, a token was rejected, the peer URL is taken, the
        broker says this node already joined but its etcd data is gone (run
-       'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member)
-  4    gave up: --timeout passed, or the etcd it supervises keeps failing, or (gate mode)
-       COMMAND exited non-zero (before the node was a voter: it also left the queue)
+       'join-broker admin forget NODE --cluster NAME' after removing the stale etcd member),
+       its member is a voter that ran but the data dir is empty, or another etcd than its
+       own answers on --client-url
+  4    gave up: --timeout passed, or the etcd it supervises keeps failing (the last line
+       gives etcd's own error), or (gate mode) COMMAND exited non-zero; it also leaves the
+       queue (unless its etcd runs on as a voter), so its slot is free at once
   1    unexpected failure
   130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
 `;
@@ -230,6 +241,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       timeoutSeconds,
       exec,
       etcdEndpoints: gate.endpoints ?? [clientURL],
+      controllers: gate.endpoints ?? [],
       etcdTls: gate.tls,
       service: values.service === true,
       logFormat,
@@ -238,18 +250,13 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   };
 }
 
-/** `--etcd`, its TLS files and `--service`: gate mode only. */
+/** `--etcd` and its TLS files (either mode), and `--service` (gate mode only). */
 function gateOptions(
   exec: string | null,
   values: Record<string, string | boolean | string[] | undefined>,
   str: (name: string) => string | undefined,
 ): { endpoints: string[] | null; tls: EtcdTlsFiles | null } {
-  const gateOnly = ["etcd", "etcd-cacert", "etcd-cert", "etcd-key", "service"];
-  if (exec === null) {
-    const given = gateOnly.find((f) => values[f] !== undefined);
-    if (given) throw new UsageError(`--${given} is for gate mode: give it with --exec 'COMMAND'`);
-    return { endpoints: null, tls: null };
-  }
+  if (exec === null && values.service !== undefined) throw new UsageError("--service is for gate mode: give it with --exec 'COMMAND'");
   let endpoints: string[] | null = null;
   const etcd = str("etcd");
   if (etcd) {

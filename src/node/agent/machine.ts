@@ -25,15 +25,18 @@
  * @module
  */
 import { existsSync, renameSync } from "node:fs";
-import { EtcdGateway, type EtcdStatus } from "../etcd/gateway.ts";
+import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
-import { GaveUp, Refusal, Stopped } from "./errors.ts";
+import { ClusterExists, GaveUp, Refusal, Stopped } from "./errors.ts";
+import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
+import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
+import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
@@ -110,6 +113,8 @@ class Agent {
   /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
   #etcdTraits: EtcdTraits | null = null;
   #learnerLimitNoted = false;
+  /** Another etcd answered on the client URL: its word says nothing about this node's etcd. */
+  #foreignAnswered = false;
 
   constructor(options: AgentOptions, deps: AgentDeps, dir: StateDir) {
     this.#o = options;
@@ -273,6 +278,7 @@ class Agent {
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
+      if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
         const voter = await this.#gate.admitted(view, admission, signal);
         await this.#complete(view, admission, voter.memberID, signal);
@@ -291,7 +297,7 @@ class Agent {
     this.#checkDataIsOurs("bootstrap");
     this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
     await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("healthy", signal);
+    const status = await this.#waitEtcd("healthy", signal, { kind: "bootstrap", peerURL });
     this.#r.event("etcd-ready", `etcd is healthy: cluster ${hexId(status.header.clusterId)}, member ${hexId(status.header.memberId)}`, {
       clusterID: hexId(status.header.clusterId),
       memberID: status.header.memberId,
@@ -312,8 +318,8 @@ class Agent {
       members: added.initialCluster.length,
     });
     const owned = this.#state.etcd;
-    const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner });
-    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule));
+    const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner, started: added.started });
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule, "join", hexId(added.memberID)));
     if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
@@ -322,7 +328,8 @@ class Agent {
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
     this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
     await this.#startEtcd(signal);
-    let status = await this.#waitEtcd("serving", signal);
+    const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
+    let status = await this.#waitEtcd("serving", signal, own);
     this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
       clusterID: hexId(status.header.clusterId),
       memberID: status.header.memberId,
@@ -331,7 +338,7 @@ class Agent {
     if (status.isLearner) {
       this.#r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
       await this.#promote(view, admission, signal);
-      status = await this.#waitEtcd("voter", signal);
+      status = await this.#waitEtcd("voter", signal, own);
     }
     this.#r.event("promoted", `a voter: member ${hexId(status.header.memberId)}`, { memberID: status.header.memberId });
     await this.#complete(view, admission, status.header.memberId, signal);
@@ -363,8 +370,44 @@ class Agent {
     if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
     this.#markVoter();
     await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("serving", signal);
+    const status = await this.#waitEtcd("serving", signal, view.memberID ? { kind: "member", memberID: view.memberID, per: "the broker says so" } : undefined);
     return this.#writeMarker(view, status);
+  }
+
+  /**
+   * Before acting on a bootstrap ticket: no etcd cluster may already run at the other
+   * controllers (`--etcd`). One that answers is refused (the broker's state was rolled back,
+   * say); endpoints that cannot be reached are asked twice, then the bootstrap goes ahead.
+   */
+  async #checkNoClusterYet(signal: AbortSignal): Promise<void> {
+    const endpoints = this.#o.controllers;
+    if (endpoints.length === 0) return;
+    const tls = this.#o.etcdTls ? { fetch: tlsFetch(this.#o.etcdTls) } : {};
+    let answers = await askControllers(endpoints, this.#o.clientURL, tls);
+    if (answers.some((a) => !a.reached)) {
+      await sleep(2_000, signal);
+      answers = await askControllers(endpoints, this.#o.clientURL, tls);
+    }
+    const found = existingCluster(answers, this.#o.peerURL);
+    if (found) {
+      const { cluster, brokerUrl, node } = this.#o;
+      const known = (found.members ?? []).filter((m) => m.name);
+      const adopt = known.length ? known.map((m) => ` --member ${m.name}=${m.peerURLs[0]}`).join("") : " --member NODE=PEERURL …";
+      throw new ClusterExists(
+        `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${hexId(found.clusterID)}` +
+          `${found.members ? ` (${found.members.length} member${found.members.length === 1 ? "" : "s"})` : ""}: was the broker's state reset or restored from a backup? ` +
+          `This node will not start a second cluster. If that is cluster ${cluster}, tell the broker so: ` +
+          `'join-broker admin adopt --cluster ${cluster} --broker ${brokerUrl}${adopt}', then run this command again: it joins that cluster.`,
+      );
+    }
+    const missed = answers.filter((a): a is Extract<ControllerAnswer, { reached: false }> => !a.reached);
+    const asked = answers.length - missed.length;
+    this.#r.event(
+      "bootstrap",
+      `no etcd cluster at the other controllers${asked ? ` (${asked} answered)` : ""}` +
+        `${missed.length ? `; not reached: ${missed.map((a) => `${a.endpoint} (${a.error})`).join(", ")}, which proves nothing, so bootstrapping all the same` : ""}`,
+      { asked: answers.length, unreachable: missed.length },
+    );
   }
 
   // ------------------------------------------------------------------ join API calls
@@ -519,6 +562,13 @@ class Agent {
         return `${this.#dir.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
       case "joined_without_data":
         return "";
+      case "started_voter_without_data":
+        return (
+          `the join API says this node's member ${why} (${this.#o.peerURL}) is a voter that has run before, but ${dataDir} holds no etcd data ` +
+          `(a lost disk, or a reinstalled node). This node will not start etcd: that voter would come back without its raft state (its term and vote). ` +
+          `To join it again: remove the old member from etcd (etcdctl member remove ${why}), run 'join-broker admin forget ${node} --cluster ${cluster} ` +
+          `--broker ${this.#o.brokerUrl}' if the broker still lists it, delete ${this.#dir.markerPath} if it exists, and run this command again: it joins as a new member.`
+        );
       default: {
         const keep =
           rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
@@ -544,7 +594,17 @@ class Agent {
       await this.#discardLearnerData("etcd says this member was removed from the cluster");
       throw new LeaseLost("member_removed", "this node's learner was removed from the cluster; joining again");
     }
-    throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    throw this.#etcdGaveUp(this.#etcd.failure);
+  }
+
+  /** etcd keeps failing: its log's tail, then the reason (etcd's own error in it) on the last line. */
+  #etcdGaveUp(failure: string): GaveUp {
+    return new GaveUp(this.#withLogTail(`etcd keeps failing: ${failure}`));
+  }
+
+  #withLogTail(last: string): string {
+    const tail = this.#etcd?.logTail(2000).trimEnd();
+    return tail ? `etcd's log ends with:\n${tail}\n${last}` : last;
   }
 
   /**
@@ -590,7 +650,7 @@ class Agent {
       await this.#discardLearnerData(`etcd says member ${owned.memberID ? hexId(owned.memberID) : "?"} was removed from the cluster`);
       return;
     }
-    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
     await this.#knowEtcd();
     await this.#etcd.start(this.#etcdArgs());
@@ -662,22 +722,28 @@ class Agent {
       return;
     }
     if (this.#etcd.running) return;
-    if (this.#etcd.failure) throw new GaveUp(`etcd keeps failing: ${this.#etcd.failure}\n${this.#etcd.logTail(2000)}`);
+    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
     this.#r.event("etcd-start", `starting etcd (${this.#state.etcd!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
       state: this.#state.etcd!.initialClusterState,
     });
     await this.#etcd.start(args);
   }
 
-  /** Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a leader). */
-  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal): Promise<EtcdStatus> {
+  /**
+   * Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a
+   * leader). With `expected`, whatever answers must be this node's own etcd (etcd-identity.ts)
+   * before anything it says counts: anything else is refused.
+   */
+  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal, expected?: ExpectedEtcd): Promise<EtcdStatus> {
     const began = Date.now();
     let lastNote = began;
     let last = "";
     for (;;) {
       await this.#checkEtcd();
       const s = await this.#local.status(this.#o.clientURL);
-      if (s.ok) {
+      if (s.ok && expected && !(await this.#isOwnEtcd(expected, s.value))) {
+        last = "not sure yet which etcd answers";
+      } else if (s.ok) {
         const v = s.value;
         if (!v.isLearner) this.#markVoter();
         if (want === "serving") return v;
@@ -693,6 +759,27 @@ class Agent {
       }
       await sleep(100, signal);
     }
+  }
+
+  /**
+   * Whether the etcd answering on the client URL is this node's (false while that cannot be told
+   * yet); throws a Refusal when another etcd answers there.
+   */
+  async #isOwnEtcd(expected: ExpectedEtcd, status: EtcdStatus): Promise<boolean> {
+    let members: EtcdMember[] = [];
+    if (expected.kind === "bootstrap") {
+      const list = await this.#local.memberList();
+      if (!list.ok || list.value.header.memberId !== status.header.memberId) return false;
+      members = list.value.members;
+    }
+    const foreign = foreignEtcd(expected, status, members);
+    if (!foreign) return true;
+    const own = this.#etcd?.failure ?? (this.#etcd && !this.#etcd.running ? "this node's etcd is not running" : null);
+    this.#foreignAnswered = true;
+    throw new Refusal(
+      `another etcd answers on ${this.#o.clientURL}: ${foreign}. This node will not call it its own, nor report it to the broker` +
+        `${own ? ` (${own})` : ""}. Stop that etcd (or fix --client-url) and run this command again.`,
+    );
   }
 
   // ------------------------------------------------------------------ the end
@@ -745,7 +832,7 @@ class Agent {
       await this.#etcd.stop();
       return EXIT.ok;
     }
-    this.#r.event("gave-up", `${outcome}\n${this.#etcd.logTail(2000)}`);
+    this.#r.event("gave-up", this.#withLogTail(outcome));
     return EXIT.gaveUp;
   }
 
@@ -768,7 +855,7 @@ class Agent {
     this.#markVoter();
     const status = await this.#withDeadline(async (signal) => {
       await this.#startEtcd(signal);
-      return this.#waitEtcd("serving", signal);
+      return this.#waitEtcd("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
     });
     const clusterID = hexId(status.header.clusterId);
     if (marker.clusterID && clusterID !== marker.clusterID) {
@@ -792,12 +879,14 @@ class Agent {
     }
     if (e instanceof AdmissionRevoked || e instanceof Refusal) {
       const kept = await this.#stopEtcdUnlessVoter();
-      this.#r.event("refused", `${e.message}${kept}`);
+      // Nothing started for a bootstrap ticket refused this way: give it up, so an admin may adopt.
+      const left = e instanceof ClusterExists ? await this.#leaveQueue() : "";
+      this.#r.event("refused", `${e.message}${left}${kept}`);
       return EXIT.refused;
     }
     if (e instanceof GaveUp) {
       const kept = await this.#stopEtcdUnlessVoter();
-      const left = await this.#leaveQueue();
+      const left = kept ? "" : await this.#leaveQueue();
       this.#r.event("gave-up", `${e.message}${left}${kept}`);
       return EXIT.gaveUp;
     }
@@ -807,13 +896,15 @@ class Agent {
   }
 
   /**
-   * Giving up: leave the queue (abandon the ticket) so that the nodes behind move on at once,
-   * unless etcd ran for this ticket already: then its member may exist, and the lease's natural
-   * end (after which the join API removes its learner) is the safer path.
+   * Giving up: leave the queue (abandon the ticket), so that the slot it holds is free at once
+   * rather than when its lease ends, and the nodes behind move on. Also when etcd ran for this
+   * ticket: it is stopped by now, and an ended admission is what lets the join API remove its
+   * learner for the next node, as a lease's end would (later). Not while this node's etcd keeps
+   * running as a voter: the caller keeps the ticket then.
    */
   async #leaveQueue(): Promise<string> {
     const ticket = this.#state?.ticket;
-    if (!ticket || this.#state.etcd?.ticket === ticket) return "";
+    if (!ticket) return "";
     try {
       const res = await this.#broker.abandon(ticket, undefined, AbortSignal.timeout(5_000));
       return res.status === 200 && res.body?.state === "abandoned" ? `; left the queue (ticket ${ticket} abandoned)` : "";
@@ -827,9 +918,14 @@ class Agent {
    * own could cost the cluster its quorum. Returns a note for the message when it keeps running.
    */
   async #stopEtcdUnlessVoter(): Promise<string> {
-    if (!this.#etcd?.running) return "";
-    const s = await this.#local.status(this.#o.clientURL);
-    if (s.ok && !s.value.isLearner) {
+    if (!this.#etcd) return "";
+    if (!this.#etcd.running) {
+      // Between restarts: no restart may follow the agent's last word.
+      await this.#etcd.stop();
+      return "";
+    }
+    const s = this.#foreignAnswered ? null : await this.#local.status(this.#o.clientURL);
+    if (s?.ok && !s.value.isLearner) {
       this.#etcd.release();
       return ` etcd (pid ${this.#etcd.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
     }

@@ -18,7 +18,7 @@ cluster's JWKS, typ, iss, aud, exp, sub = node, peer_url = peerAddress) and asks
 whether it is still active before it touches etcd; then it adds the node as an etcd learner
 and promotes it once it has started and caught up.
 
-  POST /v1beta1/etcd/members          {"node","peerAddress"}  → 200 {"memberID","learner":true,"initialCluster":[…]}
+  POST /v1beta1/etcd/members          {"node","peerAddress"}  → 200 {"memberID","learner":true,"initialCluster":[…],"started":false}
   POST /v1beta1/etcd/members/promote  {"node"}                → 200 {"memberID","learner":false}
   GET  /healthz                                               → 200 when etcd has a leader
 

@@ -22,6 +22,8 @@ export interface AddedMember {
   memberID: string;
   learner: boolean;
   initialCluster: string[];
+  /** The member has run already: a node with an empty data dir must not start etcd as it. */
+  started: boolean;
 }
 
 export interface PromotedMember {
@@ -210,7 +212,7 @@ export class Membership {
     const member = added.value.member;
     this.#remember(input, peerURL, member.id);
     this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
-    return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL) } };
+    return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false } };
   }
 
   async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Promise<Outcome<AddedMember>> {
@@ -224,7 +226,7 @@ export class Membership {
       if (!saved.ok) return fromEtcdError(saved.error);
     }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
-    return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL) } };
+    return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL), started: member.started } };
   }
 
   /**
