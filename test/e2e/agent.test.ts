@@ -74,7 +74,7 @@ describe("command line", () => {
 describe("against a broker, a join API and real etcd", () => {
   let h: ClusterHarness;
   beforeAll(async () => {
-    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0"] });
+    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0", "typo-0"] });
   });
   afterAll(async () => {
     await h?.cleanup();
@@ -195,5 +195,14 @@ describe("against a broker, a join API and real etcd", () => {
     expect(gaveUp.msg).toContain("abandoned");
     const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
     expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["late-0", "abandoned"]]);
+  });
+
+  it("names a wrong --cluster as a cluster the broker does not have, not as a bad token (exit 3)", async () => {
+    const args = h.agentArgs(h.node("typo-0")).map((a, i, all) => (all[i - 1] === "--cluster" ? "agent-typo" : a));
+    const run = h.startAgent("typo-0", { args });
+    expect((await run.exited).code).toBe(3);
+    const refused = run.events.find((e) => e.step === "refused")!;
+    expect(refused.msg).toContain("the broker has no cluster agent-typo: check --cluster");
+    expect(refused.msg).not.toMatch(/enrollment token:/);
   });
 });

@@ -89,6 +89,7 @@ const cases: Case[] = [
   { name: "tickets: peerURL not a URL", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "10.0.0.9:2380" }, status: 400, code: "invalid_peer_url" },
   { name: "tickets: invalid cluster", method: "POST", path: () => "/v1/clusters/Bad_Cluster/tickets", token: E, body: { node: "z", peerURL: peer(9) }, status: 400, code: "invalid_cluster" },
   { name: "tickets: no token", method: "POST", path: tickets, body: { node: "z", peerURL: peer(9) }, status: 401, code: "unauthorized" },
+  { name: "tickets: unknown cluster", method: "POST", path: () => "/v1/clusters/no-such-cluster/tickets", token: () => "jbe_unknown", body: { node: "z", peerURL: peer(9) }, status: 404, code: "unknown_cluster" },
   { name: "tickets: unknown enrollment token", method: "POST", path: tickets, token: () => "jbe_unknown", body: { node: "z", peerURL: peer(9) }, status: 401, code: "unauthorized" },
   { name: "tickets: admin token", method: "POST", path: tickets, token: ADM, body: { node: "z", peerURL: peer(9) }, status: 401, code: "unauthorized" },
   { name: "tickets: admission token", method: "POST", path: tickets, token: A, body: { node: "z", peerURL: peer(9) }, status: 403, code: "wrong_token_kind" },

@@ -144,7 +144,8 @@ export class JoinQueue extends DurableObject<Env> {
   // ---------------------------------------------------------------- node-facing
 
   async requestTicket(input: { cluster: string; bearer: string; node: string; peerURL: string }): Promise<Outcome<TicketView>> {
-    if (!this.#store.cluster()) return fail(401, "unauthorized", "unknown enrollment token");
+    // Which clusters exist is public (their JWKS): say plainly that the name is wrong, not the token.
+    if (!this.#store.cluster()) return fail(404, "unknown_cluster", `there is no cluster ${input.cluster} on this broker: check the cluster name the node was given (an enrollment token belongs to the one cluster it was created for)`);
     const principal = await this.#credentials.authenticate(input.bearer, this.clock.now());
     if (!principal.ok) return principal;
     if (principal.value.kind !== "enrollment") return fail(403, "wrong_token_kind", "tickets are requested with an enrollment token, not an admission token");

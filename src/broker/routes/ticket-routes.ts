@@ -35,6 +35,7 @@ tickets
         202: { description: "Queued; ask again after Retry-After", ...json(TicketView) },
         ...problems,
         403: problemDoc("wrong_token_kind, enrollment_token_exhausted, or outside_token_scope: the node or its peer host is outside the token's scope"),
+        404: problemDoc("unknown_cluster: no cluster of that name on this broker (a wrong cluster name, not a wrong token)"),
         409: problemDoc("peer_url_conflict, or ticket_held: the node's live ticket belongs to another enrollment token that is still valid"),
         503: problemDoc("queue_full"),
       },

@@ -213,6 +213,7 @@ class Agent {
     const why = describeAnswer(res);
     if (res.status === 400) throw new UsageError(`the broker rejected this node's ticket request: ${why}`);
     if (res.status === 409) throw new Refusal(`the broker refused the ticket: ${why}`);
+    if (res.problem?.code === "unknown_cluster") throw new Refusal(`the broker has no cluster ${this.#o.cluster}: check --cluster (or JOIN_BROKER_CLUSTER) against the cluster the enrollment token was created for; 'join-broker admin clusters' lists them (${why})`);
     if (res.status === 401 || res.status === 403 || res.status === 404) throw new Refusal(`the broker refused the enrollment token: ${why}`);
     throw new Error(`unexpected answer to the ticket request: ${why}`);
   }
