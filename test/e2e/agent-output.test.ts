@@ -59,6 +59,41 @@ describe("agent output without a terminal", () => {
   });
 });
 
+describe("agent output across a broker outage", () => {
+  it("says once that the broker is reachable again, with how long it was not, and carries on", async () => {
+    const broker = await startBroker();
+    try {
+      const cluster = "outage";
+      const token = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
+      await broker.stop();
+      const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
+      const child = spawn(process.execPath, [
+        BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", "ctrl-1",
+        "--peer-url", "https://10.0.0.11:2380", "--join-api", "http://127.0.0.1:9443", "--state-dir", state, "--timeout", "170",
+      ], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (out += d));
+      try {
+        await expect.poll(() => out, { timeout: 60_000, interval: 200 }).toMatch(/ ctrl-1 retry: .*broker unreachable/);
+        await broker.restart();
+        await expect.poll(() => out, { timeout: 60_000, interval: 200 }).toMatch(/ ctrl-1 ticket: ticket tkt_\S+: admitted \(bootstrap\)/);
+        const lines = out.split("\n");
+        const back = lines.filter((l) => / ctrl-1 reachable: /.test(l));
+        expect(back, out).toEqual([expect.stringMatching(/ ctrl-1 reachable: the broker is reachable again after \d+ s \(\d+ failed attempts?\)$/)]);
+        // Said once, after the failures and before the answer it was waiting for.
+        const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+        expect(at(/ reachable: /)).toBeGreaterThan(at(/ retry: .*broker unreachable/));
+        expect(at(/ reachable: /)).toBeLessThan(at(/ ticket: ticket tkt_/));
+      } finally {
+        child.kill("SIGKILL");
+      }
+    } finally {
+      await broker.stop();
+    }
+  });
+});
+
 describe("agent output while queued", () => {
   let broker: BrokerProcess;
   beforeAll(async () => {

@@ -240,6 +240,7 @@ class Agent {
       }
       faults.reset();
       if (res.body) {
+        this.#r.reachable("broker");
         backoff.reset();
         view = res.body;
         // A poll that came back early (the ticket changed but is still queued) must not bring the
@@ -275,6 +276,7 @@ class Agent {
     });
     const lease = new LeaseKeeper(this.#broker, view.ticket, admission, view.leaseExpiresAt, this.#random, {
       onTrouble: (m) => this.#r.failure("broker", m),
+      onHeartbeat: () => this.#r.reachable("broker"),
     });
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
@@ -417,6 +419,7 @@ class Agent {
     let rejected = 0;
     return retrying<MemberAdded>(this.#joinApiRetry(10_000, signal), async () => {
       const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
+      this.#r.reachable("join-api");
       const body = res.body;
       if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return { done: body };
       if (res.status === 401 || res.status === 403 || res.status === 410) {
@@ -435,6 +438,7 @@ class Agent {
     return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
       await this.#checkEtcd();
       const res = await this.#joinApi.promote(admission, this.#o.node, signal);
+      this.#r.reachable("join-api");
       if (res.status === 200 && res.body) {
         if (res.body.learner === false) this.#markVoter();
         return { done: res.body };
@@ -505,7 +509,10 @@ class Agent {
         return { again: true };
       }
       faults.reset();
-      if (res.status !== 429 && res.status < 500) return { done: res };
+      if (res.status !== 429 && res.status < 500) {
+        this.#r.reachable("broker");
+        return { done: res };
+      }
       this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
       return { wait: res.retryAfter };
     });

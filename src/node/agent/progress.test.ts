@@ -62,6 +62,32 @@ describe("progress", () => {
     expect(lines[2]).toMatch(/retry: ticket request: broker unreachable \(ETIMEDOUT\) \(and 9 more like it in the last 10 s\)$/);
   });
 
+  it("says once that a service is reachable again, how long it was not and how many attempts failed", () => {
+    let now = 0;
+    const out = sink();
+    const r = createReporter({ format: "text", node: "ctrl-1", verbose: false, stream: out.stream, now: () => now });
+    r.reachable("broker"); // no outage: nothing to say
+    r.failure("broker", "ticket request: broker unreachable (ECONNREFUSED 127.0.0.1:9)");
+    for (now = 1_000; now <= 41_000; now += 10_000) r.failure("broker", "ticket request: broker unreachable (ECONNREFUSED 127.0.0.1:9)");
+    now = 41_000;
+    r.failure("join-api", "join API unreachable: ECONNREFUSED 127.0.0.1:10");
+    now = 42_000;
+    r.reachable("broker");
+    r.reachable("broker");
+    const lines = out.text().trim().split("\n");
+    expect(lines.filter((l) => l.includes(" reachable: "))).toEqual([expect.stringMatching(/ ctrl-1 reachable: the broker is reachable again after 42 s \(6 failed attempts\)$/)]);
+    // The join API's outage goes on, and is told apart.
+    now = 50_000;
+    r.reachable("join-api");
+    expect(out.text()).toMatch(/ ctrl-1 reachable: the join API is reachable again after 9 s \(1 failed attempt\)\n$/);
+    const json = sink();
+    const j = createReporter({ format: "json", node: "n", verbose: false, stream: json.stream, now: () => now });
+    j.failure("broker", "x");
+    now += 3_000;
+    j.reachable("broker");
+    expect(JSON.parse(json.text().trim().split("\n").at(-1)!)).toMatchObject({ step: "reachable", service: "broker", outageSeconds: 3, failures: 1 });
+  });
+
   it("queued: says what a blocked queue waits for, without a made-up estimate, and logs again when that changes", () => {
     const out = sink();
     const r = createReporter({ format: "text", node: "ctrl-2", verbose: false, stream: out.stream });

@@ -29,6 +29,7 @@ export type Step =
   | "joined"
   | "running"
   | "retry"
+  | "reachable"
   | "broker-error"
   | "lease"
   | "refused"
@@ -54,6 +55,8 @@ export interface Reporter {
    * on a terminal, and without one logged at once, then at most every FAILURE_LOG_INTERVAL_MS.
    */
   failure(service: Service, message: string, fields?: Fields): void;
+  /** The service answered: after failures, says once that it is reachable again and how long it was not. */
+  reachable(service: Service): void;
   /** Ends the updating line, if any. */
   close(): void;
 }
@@ -69,9 +72,57 @@ export interface ReporterOptions {
 export function createReporter(options: ReporterOptions): Reporter {
   const stream = options.stream ?? process.stderr;
   const now = options.now ?? Date.now;
-  if (options.format === "json") return new JsonReporter(stream, options.node);
-  if (stream.isTTY) return new TerminalReporter(stream, options.node, now);
-  return new PlainReporter(stream, options.node, options.verbose, now);
+  const reporter: FormatReporter =
+    options.format === "json" ? new JsonReporter(stream, options.node) : stream.isTTY ? new TerminalReporter(stream, options.node, now) : new PlainReporter(stream, options.node, options.verbose, now);
+  return new OutageReporter(reporter, now);
+}
+
+type FormatReporter = Omit<Reporter, "reachable">;
+
+const SERVICE_NAMES: Record<Service, string> = { broker: "the broker", "join-api": "the join API" };
+
+/**
+ * Remembers when each service started failing, so that its first answer after an outage is one
+ * line ("the broker is reachable again after 42 s, 7 failed attempts"), whatever the format.
+ */
+class OutageReporter implements Reporter {
+  readonly #outages = new Map<Service, { since: number; failures: number }>();
+
+  constructor(
+    readonly inner: FormatReporter,
+    readonly now: () => number,
+  ) {}
+
+  event(step: Step, message: string, fields?: Fields): void {
+    this.inner.event(step, message, fields);
+  }
+
+  retry(message: string, fields?: Fields): void {
+    this.inner.retry(message, fields);
+  }
+
+  failure(service: Service, message: string, fields?: Fields): void {
+    const outage = this.#outages.get(service);
+    if (outage) outage.failures++;
+    else this.#outages.set(service, { since: this.now(), failures: 1 });
+    this.inner.failure(service, message, fields);
+  }
+
+  reachable(service: Service): void {
+    const outage = this.#outages.get(service);
+    if (!outage) return;
+    this.#outages.delete(service);
+    const seconds = Math.round((this.now() - outage.since) / 1000);
+    this.inner.event("reachable", `${SERVICE_NAMES[service]} is reachable again after ${seconds} s (${outage.failures} failed attempt${outage.failures === 1 ? "" : "s"})`, {
+      service,
+      outageSeconds: seconds,
+      failures: outage.failures,
+    });
+  }
+
+  close(): void {
+    this.inner.close();
+  }
 }
 
 /** Lets through the first failure of a service, then one per interval, counting the rest. */
@@ -95,7 +146,7 @@ class FailureThrottle {
 
 const foldedNote = (folded: number) => (folded > 0 ? ` (and ${folded} more like it in the last ${FAILURE_LOG_INTERVAL_MS / 1000} s)` : "");
 
-class JsonReporter implements Reporter {
+class JsonReporter implements FormatReporter {
   constructor(
     readonly stream: NodeJS.WritableStream,
     readonly node: string,
@@ -116,7 +167,7 @@ class JsonReporter implements Reporter {
   close(): void {}
 }
 
-class PlainReporter implements Reporter {
+class PlainReporter implements FormatReporter {
   #lastQueued = "";
   #lastQueuedAt = 0;
   readonly #throttle: FailureThrottle;
@@ -157,7 +208,7 @@ class PlainReporter implements Reporter {
 
 const FINAL_STEPS: Step[] = ["joined", "refused", "gave-up", "error", "stopping"];
 
-class TerminalReporter implements Reporter {
+class TerminalReporter implements FormatReporter {
   readonly #started: number;
   #line = "";
   #step: Step = "start";
@@ -178,7 +229,7 @@ class TerminalReporter implements Reporter {
   }
 
   event(step: Step, message: string, fields: Fields = {}): void {
-    if (FINAL_STEPS.includes(step) || step === "running") {
+    if (FINAL_STEPS.includes(step) || step === "running" || step === "reachable") {
       this.#clear();
       this.stream.write(`${this.node} ${step}: ${message}\n`);
       this.#line = "";
