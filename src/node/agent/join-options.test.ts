@@ -90,6 +90,13 @@ describe("join flags", () => {
     expect(usageError(REQUIRED.slice(2))).toContain("--broker is required");
   });
 
+  it("names every missing flag at once", () => {
+    expect(usageError([], {})).toBe("--broker (or JOIN_BROKER_URL), --cluster, an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN), --peer-url, --join-api and --state-dir are required");
+    expect(usageError(["--cluster", "c1", "--node", "n1"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url, --join-api and --state-dir are required");
+    // Gate mode needs no --join-api.
+    expect(usageError(["--cluster", "c1", "--exec", "true", "--etcd", "http://127.0.0.1:2379"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url and --state-dir are required");
+  });
+
   it("answers --help before checking anything else", () => {
     expect(parseJoinArgs(["--help"], {})).toEqual({ help: true });
     expect(parseJoinArgs(["-h", "--cluster", "Bad!"], {})).toEqual({ help: true });

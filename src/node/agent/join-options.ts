@@ -184,6 +184,17 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
     return v;
   };
 
+  // Every missing flag at once, not one per run.
+  const missing = [
+    ...(str("broker") || env.JOIN_BROKER_URL?.trim() ? [] : ["--broker (or JOIN_BROKER_URL)"]),
+    ...(str("cluster") ? [] : ["--cluster"]),
+    ...(str("token") || str("token-file") || env.JOIN_BROKER_TOKEN?.trim() ? [] : ["an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN)"]),
+    ...(str("peer-url") ? [] : ["--peer-url"]),
+    ...(typeof values.exec === "string" || str("join-api") ? [] : ["--join-api"]),
+    ...(str("state-dir") ? [] : ["--state-dir"]),
+  ];
+  if (missing.length > 1) throw new UsageError(`${missing.slice(0, -1).join(", ")} and ${missing.at(-1)} are required`);
+
   const brokerUrl = httpUrl("--broker", required("broker", env.JOIN_BROKER_URL?.trim() || undefined));
   const cluster = required("cluster");
   if (!isClusterName(cluster)) throw new UsageError(`--cluster ${JSON.stringify(cluster)} is not a valid cluster name (a DNS label: a-z, 0-9, '-')`);
