@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { startEtcd } from "../../src/node/etcd/etcd-process.ts";
+import { freePorts } from "../../scripts/ports.mjs";
 import { adminCall, ROOT } from "../support/broker.ts";
 import { ClusterHarness, hex, stablePorts } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
@@ -74,7 +75,7 @@ describe("command line", () => {
 describe("against a broker, a join API and real etcd", () => {
   let h: ClusterHarness;
   beforeAll(async () => {
-    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0", "typo-0"] });
+    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0", "typo-0", "nojoin-0"] });
   });
   afterAll(async () => {
     await h?.cleanup();
@@ -175,7 +176,12 @@ describe("against a broker, a join API and real etcd", () => {
     const run = h.startAgent("stray-0", { args });
     expect((await run.exited).code).toBe(3);
     expect(run.events.find((e) => e.step === "admitted")?.role).toBe("bootstrap");
-    expect(run.events.find((e) => e.step === "refused")?.msg).toContain("already holds etcd data");
+    const refused = run.events.find((e) => e.step === "refused")?.msg;
+    expect(refused).toContain("already holds etcd data");
+    // Its turn is given up at once, not held until its lease ends.
+    expect(refused).toMatch(/left the queue \(ticket tkt_\S+ abandoned\)/);
+    const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
+    expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["stray-0", "abandoned"]]);
     expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
     expect((await new EtcdGateway(node.clientURL, { timeoutMs: 500 }).status(node.clientURL)).ok).toBe(false);
   });
@@ -195,6 +201,26 @@ describe("against a broker, a join API and real etcd", () => {
     expect(gaveUp.msg).toContain("abandoned");
     const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
     expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["late-0", "abandoned"]]);
+  });
+
+  it("gives its slot back when the join API stays out of reach for --join-api-patience, and queues again", async () => {
+    // An adopted cluster: every node joins, and nojoin-0 is admitted at once.
+    const cluster = "agent-nojoin";
+    expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/adopt`, { members: [{ node: "elsewhere", peerURL: "https://10.9.9.9:2380" }] })).status).toBe(200);
+    const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
+    const [closed] = await freePorts(1);
+    const swap: Record<string, string> = { "--cluster": cluster, "--token": token.body.token, "--join-api": `http://127.0.0.1:${closed}` };
+    const args = [...h.agentArgs(h.node("nojoin-0")).map((a, i, all) => swap[all[i - 1]] ?? a), "--join-api-patience", "2"];
+    const run = h.startAgent("nojoin-0", { args });
+    // Given back: the first ticket is abandoned, and the node asks for a new place in the queue.
+    await expect.poll(() => run.events.filter((e) => e.step === "ticket").length, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
+    const lease = run.events.find((e) => e.step === "lease")!;
+    expect(lease.msg).toMatch(new RegExp(`the join API http://127\\.0\\.0\\.1:${closed} could not be reached for 2 s \\(--join-api-patience; last: .*\\); left the queue \\(ticket tkt_\\S+ abandoned\\); asking for a ticket again`));
+    const tickets = (await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`)).body.tickets as { ticket: string; state: string }[];
+    expect(tickets[0].state).toBe("abandoned");
+    expect(tickets.length).toBeGreaterThanOrEqual(2);
+    run.proc.kill("SIGTERM");
+    await run.exited;
   });
 
   it("names a wrong --cluster as a cluster the broker does not have, not as a bad token (exit 3)", async () => {

@@ -23,6 +23,15 @@ export class GaveUp extends Error {
   readonly code: string = "ERR_AGENT_GAVE_UP";
 }
 
+/**
+ * An admitted node could not reach the join API for its whole --join-api-patience before anything
+ * was added: it gives its slot back and queues again (never an exit by itself).
+ */
+export class JoinApiOutOfReach extends Error {
+  override readonly name = "JoinApiOutOfReach";
+  readonly code = "ERR_JOIN_API_OUT_OF_REACH";
+}
+
 /** SIGINT or SIGTERM arrived. */
 export class Stopped extends Error {
   override readonly name = "Stopped";

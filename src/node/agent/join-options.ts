@@ -37,6 +37,8 @@ export interface AgentOptions {
   retryRevoked: boolean;
   /** Overall deadline for joining, in seconds; 0 means none. */
   timeoutSeconds: number;
+  /** How long an admitted node tries to reach the join API to be added before it gives its slot back and queues again. */
+  joinApiPatienceSeconds: number;
   /** Gate mode: an unmodified installer to run once admitted (`sh -c`); null: the agent joins itself. */
   exec: string | null;
   /** Gate mode: where to ask etcd whether this node is a started voter (default: the client URL). */
@@ -108,6 +110,9 @@ Gate mode, for an installer that adds its own etcd member (k0s, kubeadm, k3s; do
 
 Behaviour:
   --timeout SECONDS     give up joining after this long (default 3600; 0: never)
+  --join-api-patience SECONDS
+                        an admitted node that cannot reach the join API to be added for this
+                        long gives its slot back and queues again (default 60)
   --retry-revoked       ask for a new place in the queue even though an admin revoked this
                         node's last admission (without it, a revoked node stays refused)
   --log-format FORMAT   text (default) or json: one JSON object per line on stderr
@@ -158,6 +163,7 @@ const FLAGS = {
   "etcd-key": { type: "string" },
   service: { type: "boolean" },
   timeout: { type: "string" },
+  "join-api-patience": { type: "string" },
   "log-format": { type: "string" },
   verbose: { type: "boolean" },
   help: { type: "boolean", short: "h" },
@@ -229,6 +235,10 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const timeoutSeconds = Number(timeoutText);
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) throw new UsageError(`--timeout ${JSON.stringify(timeoutText)} must be a number of seconds (0: no limit)`);
 
+  const patienceText = str("join-api-patience") ?? "60";
+  const joinApiPatienceSeconds = Number(patienceText);
+  if (!/^\d+$/.test(patienceText) || joinApiPatienceSeconds < 1) throw new UsageError(`--join-api-patience ${JSON.stringify(patienceText)} must be a whole number of seconds, at least 1`);
+
   const logFormat = str("log-format") ?? "text";
   if (logFormat !== "text" && logFormat !== "json") throw new UsageError(`--log-format must be text or json, not ${JSON.stringify(logFormat)}`);
 
@@ -250,6 +260,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       printEtcdFlags: values["print-etcd-flags"] === true,
       retryRevoked: values["retry-revoked"] === true,
       timeoutSeconds,
+      joinApiPatienceSeconds,
       exec,
       etcdEndpoints: gate.endpoints ?? [clientURL],
       controllers: gate.endpoints ?? [],

@@ -32,7 +32,7 @@ import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
-import { ClusterExists, GaveUp, Refusal, Stopped } from "./errors.ts";
+import { ClusterExists, GaveUp, JoinApiOutOfReach, Refusal, Stopped } from "./errors.ts";
 import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
@@ -416,10 +416,30 @@ class Agent {
   // ------------------------------------------------------------------ join API calls
 
   async #addMember(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
+    try {
+      return await this.#addMemberOnce(view, admission, signal);
+    } catch (e) {
+      if (!(e instanceof JoinApiOutOfReach)) throw e;
+      // Nothing was added: give the turn to the next node rather than hold it while this one cannot be helped.
+      const left = await this.#leaveQueue();
+      throw new LeaseLost("join_api_unreachable", `${e.message}${left || "; giving the slot back"}`);
+    }
+  }
+
+  async #addMemberOnce(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
     let rejected = 0;
-    return retrying<MemberAdded>(this.#joinApiRetry(10_000, signal), async () => {
+    let unreachableSince: number | null = null;
+    const patienceMs = this.#o.joinApiPatienceSeconds * 1000;
+    const retry = this.#joinApiRetry(10_000, signal);
+    const onUnreachable = (reason: string) => {
+      retry.onUnreachable(reason);
+      unreachableSince ??= Date.now();
+      if (Date.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
+    };
+    return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
       const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
       this.#r.reachable("join-api");
+      unreachableSince = null;
       const body = res.body;
       if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return { done: body };
       if (res.status === 401 || res.status === 403 || res.status === 410) {
@@ -882,13 +902,16 @@ class Agent {
       return e.exitCode;
     }
     if (e instanceof UsageError) {
-      await this.#stopEtcdUnlessVoter();
+      // Bad usage found only once the broker answered: the turn goes to the next node at once.
+      if (!(await this.#stopEtcdUnlessVoter())) await this.#leaveQueue();
       throw e;
     }
     if (e instanceof AdmissionRevoked || e instanceof Refusal) {
       const kept = await this.#stopEtcdUnlessVoter();
-      // Nothing started for a bootstrap ticket refused this way: give it up, so an admin may adopt.
-      const left = e instanceof ClusterExists ? await this.#leaveQueue() : "";
+      // A node that cannot go on (a wrong flag, data that is not its own, a cluster that already
+      // runs) gives its turn up at once instead of holding it until its lease ends, unless its etcd
+      // keeps running as a voter. A revoked admission has nothing left to give up.
+      const left = kept || e instanceof AdmissionRevoked ? "" : await this.#leaveQueue();
       this.#r.event("refused", `${e.message}${left}${kept}`);
       return EXIT.refused;
     }
