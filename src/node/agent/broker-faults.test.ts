@@ -14,6 +14,25 @@ import { parseJoinArgs } from "./join-options.ts";
 import { createReporter } from "./progress.ts";
 import { ServerFailures } from "./retry.ts";
 
+/** Runs the agent (in this process) against the broker at `url`; its JSON progress lines, and its exit code. */
+async function agentAgainst(url: string, dir: string, stop: AbortSignal, random: () => number): Promise<{ code: number; lines: string[] }> {
+  const parsed = parseJoinArgs(
+    ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
+    {},
+  );
+  if (parsed.help) throw new Error("unexpected --help");
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(...String(chunk).split("\n").filter(Boolean));
+      done();
+    },
+  }) as unknown as NodeJS.WriteStream;
+  const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
+  const code = await runAgent(parsed.options, { reporter, print: () => {}, stop, random });
+  return { code, lines };
+}
+
 describe("ServerFailures", () => {
   it("backs off longer after each 500 in a row, gives up at the limit, and starts over after another answer", () => {
     const f = new ServerFailures(4, 1_000, 60_000, () => 1);
@@ -45,20 +64,7 @@ describe("the agent and a broker that answers 500", () => {
   });
 
   it("reports each failure with its correlation id, waits longer each time, then gives up (exit 4)", async () => {
-    const parsed = parseJoinArgs(
-      ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
-      {},
-    );
-    if (parsed.help) throw new Error("unexpected --help");
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(...String(chunk).split("\n").filter(Boolean));
-        done();
-      },
-    }) as unknown as NodeJS.WriteStream;
-    const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
-    const code = await runAgent(parsed.options, { reporter, print: () => {}, stop: new AbortController().signal, random: () => 0 });
+    const { code, lines } = await agentAgainst(url, dir, new AbortController().signal, () => 0);
     expect(code).toBe(4);
     expect(arrivals).toHaveLength(5);
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
@@ -97,20 +103,7 @@ describe("the agent and a broker that answers 429", () => {
   });
 
   it("waits as for a 503: Retry-After honoured, a zero one backed off from longer each time, never refused", async () => {
-    const parsed = parseJoinArgs(
-      ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
-      {},
-    );
-    if (parsed.help) throw new Error("unexpected --help");
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(...String(chunk).split("\n").filter(Boolean));
-        done();
-      },
-    }) as unknown as NodeJS.WriteStream;
-    const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
-    const code = await runAgent(parsed.options, { reporter, print: () => {}, stop: stop.signal, random: () => 1 });
+    const { code, lines } = await agentAgainst(url, dir, stop.signal, () => 1);
     expect(arrivals).toHaveLength(5);
     expect(code).not.toBe(3); // "not now" is no refusal
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
