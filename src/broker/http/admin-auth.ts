@@ -20,8 +20,17 @@ export function readOnlyRefusal(access: AdminAccess, method: string, path: strin
   if (method !== "GET" && method !== "HEAD") return "a read-only credential cannot change anything";
   if (path === "/v1/admin/credentials" || path.startsWith("/v1/admin/credentials/")) return "only the admin token manages admin credentials";
   const cluster = /^\/v1\/admin\/clusters\/([^/]+)/.exec(path)?.[1];
-  if (access.cluster !== null && cluster !== undefined && decodeURIComponent(cluster) !== access.cluster) return `this credential reads only cluster ${access.cluster}`;
+  if (access.cluster !== null && cluster !== undefined && decoded(cluster) !== access.cluster) return `this credential reads only cluster ${access.cluster}`;
   return null;
+}
+
+/** A path segment decoded as the router decodes it; null when it is not valid percent-encoding. */
+function decoded(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
 }
 
 export const adminAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
