@@ -84,6 +84,9 @@ describe("read-only credentials with the admin CLI, and rotating serve's admin t
     const table = (await admin(["credentials", "list", ...as(OLD)])).stdout;
     expect(table).toMatch(new RegExp(`${reader.id}\\s+active\\s+\\(all\\)\\s+.*prometheus`));
     expect(table + JSON.stringify(listed)).not.toContain("jbr_");
+    // Each creation is a log line: the broker-wide one from the index, the other with its audit entry.
+    const logged = (id: string) => broker.output().split("\n").some((l) => l.includes('"event":"admin_credential.created"') && l.includes(`"subject":"${id}"`));
+    await expect.poll(() => [logged(reader.id), logged(scoped.id)], { timeout: 10_000 }).toEqual([true, true]);
     // Only --read-only credentials exist: asking for another kind is bad usage, and sends nothing.
     expect((await admin(["credentials", "create", ...as(OLD)])).code).toBe(2);
   });

@@ -21,7 +21,7 @@ import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, needsBootstrap
 import { Clock } from "./clock.ts";
 import { QueueCommands, type SignedAdmission } from "./commands.ts";
 import { Credentials, type Principal } from "./credentials.ts";
-import { parseLogLevel, type LogLevel } from "./event-log.ts";
+import { actionLevel, isLogged, parseLogLevel, type LogLevel } from "./event-log.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
@@ -130,7 +130,7 @@ export class JoinQueue extends DurableObject<Env> {
   /** Stores a read-only credential by its hash (never its secret); on the index's instance only. */
   async credentialCreate(input: { id: string; tokenHash: string; cluster: string | null; description: string | null }): Promise<Outcome<AdminCredentialView>> {
     const row = new AdminCredentials(this.ctx.storage).create({ id: input.id, token_hash: input.tokenHash, cluster: input.cluster, description: input.description, created_at: this.clock.now() });
-    console.log(JSON.stringify({ event: "admin_credential.created", id: row.id, cluster: row.cluster, readOnly: true }));
+    this.#logCredentialChange("admin_credential.created", row.id, row.cluster);
     return { ok: true, status: 201, value: adminCredentialView(row) };
   }
 
@@ -141,7 +141,7 @@ export class JoinQueue extends DurableObject<Env> {
   async credentialRevoke(id: string): Promise<Outcome<AdminCredentialView & { changed: boolean }>> {
     const result = new AdminCredentials(this.ctx.storage).revoke(id, this.clock.now());
     if (!result) return fail(404, "not_found", `no admin credential ${id}`);
-    if (result.changed) console.log(JSON.stringify({ event: "admin_credential.revoked", id, cluster: result.row.cluster }));
+    if (result.changed) this.#logCredentialChange("admin_credential.revoked", id, result.row.cluster);
     return { ok: true, status: 200, value: { ...adminCredentialView(result.row), changed: result.changed } };
   }
 
@@ -149,6 +149,12 @@ export class JoinQueue extends DurableObject<Env> {
   async credentialAuthenticate(tokenHash: string): Promise<{ id: string; cluster: string | null } | null> {
     const row = new AdminCredentials(this.ctx.storage).active(tokenHash);
     return row ? { id: row.id, cluster: row.cluster } : null;
+  }
+
+  /** A broker-wide credential's change as a log line; a cluster's own is logged with its audit entry. */
+  #logCredentialChange(action: string, id: string, cluster: string | null): void {
+    if (cluster !== null || !isLogged(actionLevel(action), this.logLevel)) return;
+    console.log(JSON.stringify({ cluster: null, event: action, time: new Date(this.clock.now()).toISOString(), actor: "admin", subject: id, readOnly: true }));
   }
 
   /** A read-only credential for this cluster made or revoked: an entry in this cluster's audit log. */
