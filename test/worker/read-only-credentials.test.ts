@@ -127,6 +127,19 @@ describe("read-only admin credentials", () => {
     expect({ status: r.status, code: r.body.code }).toEqual({ status: 401, code: "unauthorized" });
   });
 
+  it("wrong jbr_ bearers count against the failed-authentication limit, then even a right one is refused", async () => {
+    const from = { "cf-connecting-ip": "198.51.100.77" };
+    let limited = false;
+    for (let i = 0; i < 45 && !limited; i++) {
+      const r = await call("GET", "/v1/admin/clusters", { token: `jbr_guess${i}`, headers: from });
+      expect([401, 429]).toContain(r.status);
+      limited = r.status === 429;
+    }
+    expect(limited).toBe(true);
+    const right = await call("GET", "/v1/admin/clusters", { token: reader.token, headers: from });
+    expect({ status: right.status, code: right.body.code }).toEqual({ status: 429, code: "rate_limited" });
+  });
+
   // Reads the index's storage itself, which only the in-workerd run can reach (not over HTTP).
   it.skipIf(OVER_HTTP)("stores the hash of the secret, never the secret", async () => {
     const { env } = await import("cloudflare:workers");
