@@ -81,7 +81,7 @@ app.route("/", admin);
 app.route("/", consoleRoutes);
 
 app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "Enrollment token or admission token" });
-app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret" });
+app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret; or a read-only credential (`jbr_…`), for GET requests only" });
 let document: object | undefined;
 app.get("/openapi.json", (c) => {
   document ??= completeDocument(app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } }) as unknown as Record<string, unknown>);

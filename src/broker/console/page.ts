@@ -27,7 +27,7 @@ export const CONSOLE_HTML = `<!doctype html>
     <h2>Open a cluster</h2>
     <div class="fields">
       <label for="token">Admin token</label>
-      <input id="token" type="password" required spellcheck="false" autocomplete="off" placeholder="the broker's ADMIN_TOKEN">
+      <input id="token" type="password" required spellcheck="false" autocomplete="off" placeholder="the ADMIN_TOKEN, or a read-only credential">
       <label for="cluster">Cluster</label>
       <input id="cluster" name="cluster" type="text" required spellcheck="false" autocapitalize="none" list="known-clusters" pattern="[a-z0-9]([a-z0-9\\-]{0,61}[a-z0-9])?" placeholder="e.g. prod-eu">
       <datalist id="known-clusters"></datalist>
@@ -45,8 +45,9 @@ export const CONSOLE_HTML = `<!doctype html>
       <div class="summary-head">
         <h2 id="summary-title">Cluster <span id="cluster-name"></span></h2>
         <span id="state-badge" class="badge"></span>
+        <span id="read-only" class="badge" title="Signed in with a read-only credential: it can look, and change nothing" hidden>read-only</span>
         <select id="switch-cluster" aria-label="Switch to another cluster" hidden></select>
-        <button type="button" id="pause" class="action"></button>
+        <button type="button" id="pause" class="action write"></button>
       </div>
       <dl id="facts" class="facts"></dl>
     </section>
@@ -86,7 +87,7 @@ export const CONSOLE_HTML = `<!doctype html>
 
     <section class="card" aria-labelledby="tokens-title">
       <h2 id="tokens-title">Enrollment tokens</h2>
-      <form id="token-form" class="inline" autocomplete="off">
+      <form id="token-form" class="inline write" autocomplete="off">
         <label for="token-description">Description</label>
         <input id="token-description" type="text" maxlength="200" placeholder="e.g. wave 2 controllers">
         <label for="token-ttl">Valid for (hours)</label>

@@ -92,6 +92,8 @@ const state = {
   next: 0,
   refreshing: false,
   dirty: false,
+  /** Signed in with a read-only credential: the write controls are hidden. */
+  readOnly: false,
 };
 
 function base() {
@@ -123,6 +125,7 @@ async function api(method, path, body, signal) {
 function explain(e) {
   if (!(e instanceof ApiError)) return { title: 'Unexpected error', detail: String(e && e.message || e) };
   if (e.status === 401) return { title: 'Wrong admin token', detail: 'The broker refused this admin token (401): ' + e.message + '. Paste the ADMIN_TOKEN secret this broker was deployed with.' };
+  if (e.status === 403) return { title: 'Not allowed (403)', detail: 'The broker refused this with a read-only credential: ' + e.message + '. Sign in with the ADMIN_TOKEN to change anything.' };
   if (e.status === 429) return { title: 'Too many failed attempts', detail: 'This address made too many failed attempts; wait a minute before trying again.' };
   if (e.code === 'unknown_cluster') return { title: 'Unknown cluster', detail: 'This broker has no cluster named "' + state.cluster + '". A cluster exists once it has an enrollment token or was adopted.' };
   if (e.status === 0) return { title: 'Broker unreachable', detail: e.message };
@@ -238,6 +241,7 @@ async function open(cluster) {
   clearError();
   connection('Connecting to ' + cluster + '…');
   try {
+    state.readOnly = (await api('GET', '/v1/admin/whoami', undefined, abort.signal)).readOnly === true;
     // Audit first: every change after this read wakes the follow below.
     await loadAudit(abort.signal);
     await refresh(generation, abort.signal);
@@ -257,6 +261,8 @@ async function open(cluster) {
   $('dashboard').hidden = false;
   $('signout').hidden = false;
   $('cluster-name').textContent = cluster;
+  document.body.classList.toggle('read-only', state.readOnly);
+  $('read-only').hidden = !state.readOnly;
   // Drawn again now that the dashboard has its size (the timeline fits its width).
   render();
   renderAudit([]);
@@ -483,7 +489,7 @@ function renderQueue() {
 
 function queueRow(t, position) {
   const revoke = t.state === 'admitted' && t.jti
-    ? h('button', { type: 'button', class: 'action', 'data-key': 'revoke:' + t.ticket, 'aria-label': 'Revoke the admission of ' + t.node, text: 'Revoke', onclick: (e) => revokeAdmission(t, e.currentTarget) })
+    ? h('button', { type: 'button', class: 'action write', 'data-key': 'revoke:' + t.ticket, 'aria-label': 'Revoke the admission of ' + t.node, text: 'Revoke', onclick: (e) => revokeAdmission(t, e.currentTarget) })
     : null;
   return h('tr', { class: t.state, 'data-ticket': t.ticket, 'data-node': t.node },
     h('td', { class: 'num', text: position, title: t.state === 'admitted' ? 'holds a slot' : 'position in the queue' }),
@@ -524,7 +530,7 @@ function renderTokens() {
     h('td', { class: 'num', text: t.uses + (t.maxUses ? ' / ' + t.maxUses : '') }),
     h('td', { text: t.expiresAt ? when(t.expiresAt) : 'never' }),
     h('td', {}, t.state === 'active'
-      ? h('button', { type: 'button', class: 'action', 'data-key': 'token:' + t.id, 'aria-label': 'Revoke enrollment token ' + t.id, text: 'Revoke', onclick: (e) => revokeToken(t, e.currentTarget) })
+      ? h('button', { type: 'button', class: 'action write', 'data-key': 'token:' + t.id, 'aria-label': 'Revoke enrollment token ' + t.id, text: 'Revoke', onclick: (e) => revokeToken(t, e.currentTarget) })
       : null)));
   $('tokens').tBodies[0].replaceChildren(...rows);
 }

@@ -53,6 +53,8 @@ select { font: inherit; color: inherit; background: var(--bg); border: 1px solid
 #cluster-name { font-family: var(--mono); }
 .badge { font-size: .8rem; padding: .1rem .55rem; border-radius: 999px; background: color-mix(in srgb, var(--joined) 15%, transparent); color: var(--joined); font-weight: 600; }
 .badge.paused { background: color-mix(in srgb, var(--paused) 18%, transparent); color: var(--paused); }
+/* A read-only credential changes nothing: its write controls are not offered. */
+.read-only .write { display: none !important; }
 .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .5rem 1rem; margin: .75rem 0 0; }
 .facts div { min-width: 0; }
 .facts dt { color: var(--muted); font-size: .8rem; }

@@ -11,7 +11,10 @@ import { AuthFailureBlocks } from "./auth-limit.ts";
 import { sendProblem } from "./problem-response.ts";
 import type { Outcome } from "../queue/views.ts";
 
-export type AppEnv = { Bindings: Env; Variables: { requestId: string } };
+/** What the admin API's caller may do: set by adminAuth. */
+export type AdminAccess = { readOnly: false } | { readOnly: true; id: string; cluster: string | null };
+
+export type AppEnv = { Bindings: Env; Variables: { requestId: string; access: AdminAccess } };
 
 const FIELD_CODES: Record<string, ProblemCode> = {
   cluster: "invalid_cluster",

@@ -3,7 +3,8 @@
  * Each cluster is its own Durable Object, and Durable Objects cannot be enumerated, so one more
  * JoinQueue instance, under a name no cluster can have, keeps the names: a cluster adds itself
  * when it is created, and an older cluster the first time it wakes after this was deployed.
- * The index is a convenience for people: nothing in the join protocol reads it.
+ * The index is a convenience for people: nothing in the join protocol reads it. The same
+ * instance also keeps the broker's read-only admin credentials (admin-credentials.ts).
  * @module
  */
 

@@ -21,10 +21,11 @@ import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, needsBootstrap
 import { Clock } from "./clock.ts";
 import { QueueCommands, type SignedAdmission } from "./commands.ts";
 import { Credentials, type Principal } from "./credentials.ts";
-import { parseLogLevel, type LogLevel } from "./event-log.ts";
+import { actionLevel, isLogged, parseLogLevel, type LogLevel } from "./event-log.ts";
 import { WAIT_BUCKETS_SECONDS, renderMetrics } from "./metrics.ts";
 import { hasSchema, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { Waiters } from "./waiters.ts";
+import { AdminCredentials, adminCredentialView, type AdminCredentialView } from "./admin-credentials.ts";
 import { CLUSTER_INDEX_NAME, ClusterIndex, INDEXED_KEY, type IndexedCluster } from "./cluster-index.ts";
 import { QueueStore, clusterFacts, clusterPolicy, type ClusterRow, type TicketRow } from "./store.ts";
 import {
@@ -122,6 +123,47 @@ export class JoinQueue extends DurableObject<Env> {
   /** Every cluster the index knows, by name; called on the index's instance only. */
   async indexList(): Promise<Outcome<{ clusters: IndexedCluster[] }>> {
     return { ok: true, status: 200, value: { clusters: new ClusterIndex(this.ctx.storage.sql).list() } };
+  }
+
+  // ---------------------------------------------------------------- read-only admin credentials
+
+  /** Stores a read-only credential by its hash (never its secret); on the index's instance only. */
+  async credentialCreate(input: { id: string; tokenHash: string; cluster: string | null; description: string | null }): Promise<Outcome<AdminCredentialView>> {
+    const row = new AdminCredentials(this.ctx.storage).create({ id: input.id, token_hash: input.tokenHash, cluster: input.cluster, description: input.description, created_at: this.clock.now() });
+    this.#logCredentialChange("admin_credential.created", row.id, row.cluster);
+    return { ok: true, status: 201, value: adminCredentialView(row) };
+  }
+
+  async credentialList(): Promise<Outcome<{ credentials: AdminCredentialView[] }>> {
+    return { ok: true, status: 200, value: { credentials: new AdminCredentials(this.ctx.storage).list().map(adminCredentialView) } };
+  }
+
+  async credentialRevoke(id: string): Promise<Outcome<AdminCredentialView & { changed: boolean }>> {
+    const result = new AdminCredentials(this.ctx.storage).revoke(id, this.clock.now());
+    if (!result) return fail(404, "not_found", `no admin credential ${id}`);
+    if (result.changed) this.#logCredentialChange("admin_credential.revoked", id, result.row.cluster);
+    return { ok: true, status: 200, value: { ...adminCredentialView(result.row), changed: result.changed } };
+  }
+
+  /** The active read-only credential with this hash: its id and the cluster it is limited to. */
+  async credentialAuthenticate(tokenHash: string): Promise<{ id: string; cluster: string | null } | null> {
+    const row = new AdminCredentials(this.ctx.storage).active(tokenHash);
+    return row ? { id: row.id, cluster: row.cluster } : null;
+  }
+
+  /** A broker-wide credential's change as a log line; a cluster's own is logged with its audit entry. */
+  #logCredentialChange(action: string, id: string, cluster: string | null): void {
+    if (cluster !== null || !isLogged(actionLevel(action), this.logLevel)) return;
+    console.log(JSON.stringify({ cluster: null, event: action, time: new Date(this.clock.now()).toISOString(), actor: "admin", subject: id, readOnly: true }));
+  }
+
+  /** A read-only credential for this cluster made or revoked: an entry in this cluster's audit log. */
+  async recordCredentialChange(action: "admin_credential.created" | "admin_credential.revoked", id: string, detail: Record<string, unknown>): Promise<Outcome<{ recorded: true }>> {
+    if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
+    const now = this.clock.now();
+    this.#commands.run(() => this.#commands.record(now, "admin", action, id, detail));
+    await this.#afterCommand();
+    return { ok: true, status: 200, value: { recorded: true } };
   }
 
   /** Starts `#joinIndex` unless it is under way; nothing waits for it. */

@@ -1,11 +1,10 @@
 /**
- * Admin routes, behind `Authorization: Bearer <ADMIN_TOKEN>` (compared in constant time by
- * Hono's bearer-auth). Failed attempts count against the client's IP.
+ * Admin routes, behind `Authorization: Bearer <ADMIN_TOKEN>` or a read-only credential, which
+ * may only read (admin-auth.ts). Failed attempts count against the client's IP.
  * @module
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerAuth } from "hono/bearer-auth";
-import { authFailure, authLimit, issuer, newApp, queue, respond, type AppEnv } from "../http/context.ts";
+import { authLimit, issuer, newApp, queue, respond, type AppEnv } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import {
   AdoptRequest,
@@ -21,14 +20,16 @@ import {
   RevokeRequest,
   TicketListQuery,
 } from "../../shared/protocol/schemas.ts";
-import type { Context, MiddlewareHandler } from "hono";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import type { Outcome } from "../queue/views.ts";
-import { CLUSTER_INDEX_NAME } from "../queue/cluster-index.ts";
+import { CLUSTER_INDEX_NAME, type IndexedCluster } from "../queue/cluster-index.ts";
+import { adminAuth, readOnlyGate } from "../http/admin-auth.ts";
+import { credentialRoutes } from "./credential-routes.ts";
 
 const common = {
   400: problemDoc("Invalid input"),
   401: problemDoc("Missing or wrong admin token"),
+  403: problemDoc("A read-only credential: writes, and other clusters' reads, are refused"),
   404: problemDoc("Unknown cluster or object"),
   429: problemDoc("Too many failed authentications"),
 };
@@ -36,18 +37,6 @@ const ok = (description: string, status: 200 | 201 = 200) => ({ [status]: { desc
 const conflict = { 409: problemDoc("Refused in the cluster's current state") };
 const security = [{ adminToken: [] }];
 const base = "/v1/admin/clusters/{cluster}";
-
-const adminAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const expected = c.env.ADMIN_TOKEN;
-  if (!expected) return authFailure(c, "the admin API is disabled: the ADMIN_TOKEN secret is not set");
-  const deny = (ctx: Context<AppEnv>) => authFailure(ctx, "a valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>)");
-  return bearerAuth<AppEnv>({
-    token: expected,
-    noAuthenticationHeader: { message: deny },
-    invalidAuthenticationHeader: { message: deny },
-    invalidToken: { message: deny },
-  })(c, next);
-};
 
 const route = <P extends string, M extends "get" | "post" | "put" | "delete", R extends object = object>(
   method: M,
@@ -66,7 +55,7 @@ const route = <P extends string, M extends "get" | "post" | "put" | "delete", R 
   });
 
 export const admin = newApp();
-admin.use("/v1/admin/*", authLimit, adminAuth);
+admin.use("/v1/admin/*", authLimit, adminAuth, readOnlyGate);
 
 admin.openapi(
   createRoute({
@@ -76,8 +65,16 @@ admin.openapi(
     security,
     responses: { 200: { description: "The clusters on this broker, by name", ...json(AnyObject) }, 401: common[401], 429: common[429] },
   }),
-  async (c) => respond(c, await c.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexList()),
+  async (c) => {
+    const outcome = (await c.env.JOIN_QUEUE.getByName(CLUSTER_INDEX_NAME).indexList()) as Outcome<{ clusters: IndexedCluster[] }>;
+    const access = c.get("access");
+    // A credential for one cluster sees only that one.
+    if (!outcome.ok || !access.readOnly || access.cluster === null) return respond(c, outcome);
+    return c.json({ clusters: outcome.value.clusters.filter((k) => k.name === access.cluster) }, 200);
+  },
 );
+
+credentialRoutes(admin, { security, common });
 
 admin
   .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {

@@ -5,6 +5,8 @@
 import { base64url } from "jose";
 
 export const ENROLLMENT_TOKEN_PREFIX = "jbe_";
+/** Read-only admin credentials. */
+export const READ_ONLY_TOKEN_PREFIX = "jbr_";
 
 export function randomId(prefix: string, bytes = 12): string {
   return prefix + base64url.encode(crypto.getRandomValues(new Uint8Array(bytes))).replaceAll("-", "A").replaceAll("_", "B");
@@ -12,6 +14,10 @@ export function randomId(prefix: string, bytes = 12): string {
 
 export function newEnrollmentToken(): string {
   return ENROLLMENT_TOKEN_PREFIX + base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+export function newReadOnlyToken(): string {
+  return READ_ONLY_TOKEN_PREFIX + base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
 }
 
 const utf8 = new TextEncoder();

@@ -186,6 +186,58 @@ export const COMMANDS: AdminCommand[] = [
     },
   },
   {
+    words: ["credentials", "create"],
+    args: [],
+    options: ["read-only", "description"],
+    synopsis: "credentials create --read-only [--cluster NAME] [--description TEXT]",
+    summary: "create a read-only admin credential (the secret is shown once): it reads status, audit, metrics and the console, and is refused every write",
+    details:
+      "With --cluster it reads only that cluster (JOIN_BROKER_CLUSTER does not set this: only the flag does); without it,\n" +
+      "every cluster on the broker. Use it as --admin-token or JOIN_BROKER_ADMIN_TOKEN, or as a Prometheus bearer.\n" +
+      "Only the admin token creates, lists and revokes credentials.",
+    perCluster: false,
+    async run({ broker, values, print }) {
+      if (values["read-only"] !== true) throw new UsageError("credentials create needs --read-only: read-only credentials are the only kind");
+      const cluster = str(values, "cluster");
+      const reply = await broker.createCredential({ readOnly: true, ...(cluster ? { cluster } : {}), ...(str(values, "description") ? { description: str(values, "description") } : {}) });
+      const c = reply.body;
+      print(reply, () => `Created read-only credential ${c.id} for ${c.cluster ? `cluster ${c.cluster}` : "every cluster"}.\nThe credential is shown only this once (the broker keeps only its hash):\n${c.token}\n`);
+    },
+  },
+  {
+    words: ["credentials", "list"],
+    args: [],
+    options: [],
+    synopsis: "credentials list",
+    summary: "list the read-only admin credentials (never their secrets)",
+    perCluster: false,
+    async run({ broker, print }) {
+      const reply = await broker.listCredentials();
+      const now = Date.now();
+      print(reply, () =>
+        reply.body.credentials.length === 0
+          ? "No read-only credentials.\n"
+          : table(
+              ["ID", "STATE", "CLUSTER", "CREATED", "DESCRIPTION"],
+              reply.body.credentials.map((c) => [c.id, c.state, c.cluster ?? "(all)", `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`, c.description]),
+            ),
+      );
+    },
+  },
+  {
+    words: ["credentials", "revoke"],
+    args: ["ID"],
+    options: [],
+    synopsis: "credentials revoke ID",
+    summary: "revoke a read-only admin credential: its next request is refused",
+    perCluster: false,
+    async run({ broker, args, print }) {
+      const reply = await broker.revokeCredential(args[0]);
+      const c = reply.body;
+      print(reply, () => (c.changed ? `Revoked read-only credential ${c.id}.\n` : `Read-only credential ${c.id} was already revoked; nothing changed.\n`));
+    },
+  },
+  {
     words: ["status"],
     args: [],
     options: [],
@@ -375,7 +427,7 @@ export const COMMANDS: AdminCommand[] = [
     options: [],
     synopsis: "metrics",
     summary: "the cluster's queue metrics in the Prometheus text format (queue length, in flight, admissions, waits)",
-    details: "The answer is text, not JSON, so --json does not apply; scrape GET /v1/admin/clusters/NAME/metrics with the admin token for monitoring.",
+    details: "The answer is text, not JSON, so --json does not apply; scrape GET /v1/admin/clusters/NAME/metrics with a read-only credential\n('credentials create --read-only') for monitoring.",
     async run({ client, values, print }) {
       if (values.json) throw new UsageError("'metrics' answers in the Prometheus text format; --json does not apply");
       const reply = await client.metrics();

@@ -38,6 +38,7 @@ const COMMAND_OPTIONS = {
   "peer-hosts": { type: "string", multiple: true },
   follow: { type: "boolean", short: "f" },
   "new-cluster": { type: "boolean" },
+  "read-only": { type: "boolean" },
 } as const;
 
 export const ADMIN_USAGE = `Usage: join-broker admin SUBCOMMAND [ARGS] --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]
@@ -48,7 +49,8 @@ ${COMMANDS.map((c) => `  ${c.synopsis}\n      ${c.summary}`).join("\n")}
 Connection (every subcommand):
   --cluster NAME             the cluster (or JOIN_BROKER_CLUSTER)
   --broker URL               the broker's base URL (or JOIN_BROKER_URL)
-  --admin-token TOKEN        the broker's ADMIN_TOKEN (or JOIN_BROKER_ADMIN_TOKEN); prefer the
+  --admin-token TOKEN        the broker's ADMIN_TOKEN, or a read-only credential for reads
+                             (or JOIN_BROKER_ADMIN_TOKEN); prefer the
                              environment or --admin-token-file: flags are visible to other local users
   --admin-token-file PATH    read the admin token from a file
   --timeout-seconds N        give up on a request after N seconds (default 30)
@@ -242,6 +244,8 @@ function hint(e: BrokerProblem, cluster: string, command: string): string {
         `\n  check --cluster (${cluster}) and JOIN_BROKER_CLUSTER for a typo; 'join-broker admin clusters' lists the clusters` +
         (command === "token create" ? `\n  to create cluster ${cluster}, run 'join-broker admin token create --cluster ${cluster} --new-cluster'` : "")
       );
+    case "forbidden":
+      return "\n  the admin token is a read-only credential: it reads (status, tickets, audit, metrics) and changes nothing; use the ADMIN_TOKEN to write";
     case "admission_not_found":
       return "\n  'join-broker admin tickets' lists each admitted ticket's JTI";
     default:

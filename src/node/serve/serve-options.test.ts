@@ -40,6 +40,10 @@ describe("join-broker serve flags", () => {
     expect(options(["--listen", "127.0.0.1:1"], { ...TOKEN, STATE_DIRECTORY: "/var/lib/join-broker" }).dataDir).toBe("/var/lib/join-broker");
   });
 
+  it("takes an empty JOIN_BROKER_ADMIN_TOKEN as unset, so that DIR/admin-token applies", () => {
+    expect(options(["--listen", "127.0.0.1:1", "--data-dir", "/tmp/jb"], { JOIN_BROKER_ADMIN_TOKEN: " " }).adminToken).toBeUndefined();
+  });
+
   it("reads the admin token from a file, never from the command line", () => {
     const tokenFile = file("token", "from-a-file-0123456789\n");
     expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", tokenFile], {}).adminToken).toBe("from-a-file-0123456789");

@@ -133,7 +133,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: 
       throw new UsageError(`cannot read --admin-token-file ${tokenFile}: ${(e as Error).message}`);
     }
   } else {
-    adminToken = env.JOIN_BROKER_ADMIN_TOKEN?.trim();
+    // Set but empty is not set: DIR/admin-token then applies, as documented.
+    adminToken = env.JOIN_BROKER_ADMIN_TOKEN?.trim() || undefined;
   }
   if (tokenFile !== undefined && !adminToken) throw new UsageError(`--admin-token-file ${tokenFile} is empty`);
   if (adminToken !== undefined && adminToken.length < 16) throw new UsageError("the admin token must be at least 16 characters long");

@@ -7,6 +7,8 @@
  */
 import type { z } from "@hono/zod-openapi";
 import {
+  AdminCredentialId,
+  AdminCredentialRequest,
   AdoptRequest,
   AuditQuery,
   BootstrapRequest,
@@ -75,6 +77,18 @@ function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
 
 const segment = (value: string) => encodeURIComponent(value);
 
+export type AdminCredentialInput = z.input<typeof AdminCredentialRequest>;
+/** A read-only admin credential as the broker lists it (never its secret). */
+export interface AdminCredential {
+  id: string;
+  readOnly: true;
+  cluster: string | null;
+  description?: string;
+  createdAt: string;
+  revokedAt?: string;
+  state: "active" | "revoked";
+}
+
 export class BrokerClient {
   readonly transport: Transport;
 
@@ -95,6 +109,25 @@ export class BrokerClient {
   /** The clusters on this broker, by name (admin token). */
   clusters(): Promise<Reply<{ clusters: { name: string; createdAt: string }[] }>> {
     return this.transport.request("GET", "/v1/admin/clusters");
+  }
+
+  /** Creates a read-only admin credential, for the broker or one cluster; the secret is in the answer only. */
+  createCredential(input: AdminCredentialInput): Promise<Reply<AdminCredential & { token: string }>> {
+    return this.transport.request("POST", "/v1/admin/credentials", { body: check(AdminCredentialRequest, input, "admin credential") });
+  }
+
+  listCredentials(): Promise<Reply<{ credentials: AdminCredential[] }>> {
+    return this.transport.request("GET", "/v1/admin/credentials");
+  }
+
+  /** Revokes a read-only credential; `changed` is false when it had been revoked already. */
+  revokeCredential(id: string): Promise<Reply<AdminCredential & { changed: boolean }>> {
+    return this.transport.request("DELETE", `/v1/admin/credentials/${segment(check(AdminCredentialId, id, "admin credential id"))}`);
+  }
+
+  /** What the client's bearer may do on the admin API. */
+  whoami(): Promise<Reply<{ readOnly: boolean; id?: string; cluster: string | null }>> {
+    return this.transport.request("GET", "/v1/admin/whoami");
   }
 
   /** A node's session for one cluster (the agent's calls), with its enrollment token. */

@@ -104,6 +104,17 @@ export const EnrollmentTokenRequest = z
   .openapi("EnrollmentTokenRequest");
 export const EnrollmentTokenId = z.string().regex(/^enr_[A-Za-z0-9]{1,64}$/, "not an enrollment token id");
 export const EnrollmentTokenParams = ClusterParams.extend({ id: EnrollmentTokenId.openapi({ param: { name: "id", in: "path" } }) });
+
+/** A read-only admin credential: broker-wide, or for one cluster. Only reading is offered. */
+export const AdminCredentialRequest = z
+  .strictObject({
+    readOnly: z.literal(true).openapi({ description: "Must be true: the credential can read (status, audit, metrics, console) and is refused every write" }),
+    cluster: ClusterName.optional().openapi({ description: "The one cluster it may read; absent: every cluster on the broker" }),
+    description: z.string().max(200).optional(),
+  })
+  .openapi("AdminCredentialRequest");
+export const AdminCredentialId = z.string().regex(/^jbc_[A-Za-z0-9]{1,64}$/, "not an admin credential id");
+export const AdminCredentialParams = z.object({ id: AdminCredentialId.openapi({ param: { name: "id", in: "path" } }) });
 export const JtiParams = ClusterParams.extend({ jti: Jti.openapi({ param: { name: "jti", in: "path" } }) });
 export const NodeParams = ClusterParams.extend({ node: NodeName.openapi({ param: { name: "node", in: "path" } }) });
 
