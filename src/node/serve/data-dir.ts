@@ -1,18 +1,22 @@
 /**
- * The data directory of `join-broker serve`: its layout, its format version, and the guard that
+ * The data directory of `join-broker serve`: its layout, its format version, and the lock that
  * one `serve` at a time uses it.
  *
  *     DIR/join-broker-data.json        format version (and who wrote it)
+ *     DIR/serve.lock                   the running serve (created exclusively; see dir-lock.ts)
  *     DIR/admin-token                  the admin token, when none is given (made on the first start)
  *     DIR/durable-objects/             workerd's SQLite files: one per cluster, plus the alarms
  *     DIR/run/                         written at every start: bundle, workerd config, pid files
  *
- * Everything worth a backup is the version file and `durable-objects/`; `run/` is rebuilt.
+ * Everything worth a backup is the version file and `durable-objects/`; `run/` is rebuilt, and
+ * only in a directory that has the version file (one serve made): a `run/` found in a directory
+ * being adopted is someone else's, and the directory is refused.
  * @module
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { DirLock } from "../dir-lock.ts";
 
 /** The layout this code reads and writes. Raise it with a migration below when the layout changes. */
 export const DATA_FORMAT = 1;
@@ -44,7 +48,32 @@ interface VersionRecord {
 
 export function layout(dir: string) {
   const root = resolve(dir);
-  return { root, storage: join(root, "durable-objects"), run: join(root, "run"), versionFile: join(root, VERSION_FILE) };
+  return { root, storage: join(root, "durable-objects"), run: join(root, "run"), versionFile: join(root, VERSION_FILE), lockFile: join(root, LOCK_FILE) };
+}
+
+export const LOCK_FILE = "serve.lock";
+
+/** Another `serve` holds the data directory. */
+export class DataDirLocked extends DataDirError {
+  constructor(
+    readonly root: string,
+    readonly holderPid: number | null,
+  ) {
+    super(`another join-broker serve${holderPid ? ` (pid ${holderPid})` : ""} is using the data directory ${root}; if none is, remove ${join(root, LOCK_FILE)} and start again`);
+  }
+}
+
+/**
+ * Takes the data directory for this `serve` (creating the directory when there is none): of two
+ * serves started at once only one gets it, the other is refused with `DataDirLocked`. Released
+ * by `unlock()` and, failing that, at process exit.
+ */
+export function lockDataDir(dir: string): DirLock {
+  const paths = layout(dir);
+  mkdirSync(paths.root, { recursive: true, mode: 0o700 });
+  const lock = new DirLock(paths.lockFile, (pid) => new DataDirLocked(paths.root, pid));
+  lock.lock();
+  return lock;
 }
 
 /**
@@ -58,7 +87,7 @@ export function openDataDir(dir: string, softwareVersion: string, now = new Date
   let created = false;
   const migrated: number[] = [];
   if (!existsSync(paths.versionFile)) {
-    const strangers = readdirSync(paths.root).filter((name) => name !== "run" && !name.startsWith("."));
+    const strangers = readdirSync(paths.root).filter((name) => name !== LOCK_FILE && !name.startsWith("."));
     if (strangers.length) {
       throw new DataDirError(
         `${paths.root} is not empty and has no ${VERSION_FILE}: it is not a join-broker data directory (found ${strangers.slice(0, 3).join(", ")}). Use an empty or new directory.`,
@@ -86,10 +115,11 @@ export function openDataDir(dir: string, softwareVersion: string, now = new Date
     }
     record = { ...record, format: DATA_FORMAT, writtenBy: softwareVersion };
   }
+  // The version file first: from then on the directory is serve's, and so is any run/ in it.
+  writeAtomically(paths.versionFile, `${JSON.stringify(record, null, 2)}\n`);
   mkdirSync(paths.storage, { recursive: true, mode: 0o700 });
   rmSync(paths.run, { recursive: true, force: true });
   mkdirSync(paths.run, { recursive: true, mode: 0o700 });
-  writeAtomically(paths.versionFile, `${JSON.stringify(record, null, 2)}\n`);
   return { root: paths.root, storage: paths.storage, run: paths.run, migrated, created };
 }
 

@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { bundleWorker, WORKER_ENTRY } from "./bundle.ts";
 import { workerdConfig } from "./config.ts";
-import { layout, openDataDir, storedAdminToken } from "./data-dir.ts";
+import { layout, lockDataDir, openDataDir, storedAdminToken, type DataDir } from "./data-dir.ts";
 import type { ServeOptions } from "./serve-options.ts";
 import { claimRunDir, Supervisor, workerdBinary } from "./supervisor.ts";
 
@@ -24,8 +24,15 @@ export interface StartOptions {
 export async function startSelfHosted(options: ServeOptions, how: StartOptions): Promise<Supervisor> {
   const paths = layout(options.dataDir);
   const configPath = join(paths.run, "workerd.capnp");
-  await claimRunDir(paths.run, configPath);
-  const dir = openDataDir(options.dataDir, how.softwareVersion);
+  const lock = lockDataDir(options.dataDir);
+  let dir: DataDir;
+  try {
+    await claimRunDir(paths.run, configPath);
+    dir = openDataDir(options.dataDir, how.softwareVersion);
+  } catch (e) {
+    lock.unlock();
+    throw e;
+  }
   if (dir.created) how.log(`created data directory ${dir.root}`);
   for (const format of dir.migrated) how.log(`migrated data directory ${dir.root} to format ${format}`);
   writeFileSync(join(dir.run, "serve.pid"), `${process.pid}\n`);
