@@ -26,6 +26,10 @@ export interface ClusterRow {
   typical_admission_ms: number;
   /** When the alarm last deleted history past its retention window (migration 3). */
   swept_at: number;
+  /** When the state was marked restored from an earlier point; null once an admin decided (migration 5). */
+  restored_at: number | null;
+  /** The last restore of a self-hosted data directory this cluster took note of (migration 5). */
+  restore_id: string | null;
 }
 
 export interface TicketRow {
@@ -496,7 +500,7 @@ export class QueueStore {
 }
 
 export function clusterFacts(c: ClusterRow): ClusterFacts {
-  return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1 };
+  return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1, restored: c.restored_at !== null };
 }
 
 export function clusterPolicy(c: ClusterRow): QueuePolicy {

@@ -115,6 +115,8 @@ export const AdoptRequest = z
   .strictObject({ members: z.array(z.strictObject({ node: NodeName, peerURL: PeerUrl })).min(1).max(100) })
   .openapi("AdoptRequest");
 export const BootstrapRequest = z.strictObject({ node: NodeName, reason: z.string().min(1).max(500) }).openapi("BootstrapReassignRequest");
+/** An admin's act after a restore (marking it, or deciding), with its reason for the audit log. */
+export const RestoreDecisionRequest = z.strictObject({ reason: z.string().min(1).max(500) }).openapi("RestoreDecisionRequest");
 export const AuditQuery = z.object({
   after: z.coerce.number().int().min(0).optional().openapi({ param: { name: "after", in: "query" } }),
   limit: z.coerce.number().int().min(1).max(1000).optional().openapi({ param: { name: "limit", in: "query" } }),
