@@ -33,6 +33,8 @@ export interface WorkerdConfigInput {
   logLevel?: string;
   /** Header a trusted reverse proxy sets to the client's address. */
   clientIpHeader?: string;
+  /** The last restore of the data directory (`serve restore`), which every cluster takes note of once. */
+  restoreId?: string;
 }
 
 /** A Cap'n Proto text literal (its escapes are C's, which JSON's are a subset of for our text). */
@@ -49,6 +51,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     ...(input.issuer ? [`(name = "ISSUER", text = ${text(input.issuer)})`] : []),
     ...(input.logLevel ? [`(name = "LOG_LEVEL", text = ${text(input.logLevel)})`] : []),
     ...(input.clientIpHeader ? [`(name = "CLIENT_IP_HEADER", text = ${text(input.clientIpHeader.toLowerCase())})`] : []),
+    ...(input.restoreId ? [`(name = "RESTORE_ID", text = ${text(input.restoreId)})`] : []),
   ];
   return `# Written by join-broker serve at every start; edits are overwritten.
 using Workerd = import "/workerd/workerd.capnp";
