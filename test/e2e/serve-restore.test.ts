@@ -3,7 +3,7 @@
  * must not make the broker hand out a second bootstrap. Every cluster that looks never
  * bootstrapped in the restored state waits for an admin's decision.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -105,4 +105,27 @@ describe("serve restore", () => {
     const audit = (await adminCall(broker, "GET", "/v1/admin/clusters/formed/audit?limit=1000")).body.entries.map((e: { action: string }) => e.action);
     expect(audit.filter((a: string) => a === "cluster.restored")).toHaveLength(1);
   });
+
+  it("the agent of a node that would bootstrap waits, saying an admin must decide, without asking more often than Retry-After", async () => {
+    const token = (await adminCall(broker, "POST", "/v1/admin/clusters/pitr/enrollment-tokens", {})).body.token;
+    // Cloudflare's point-in-time restore has no serve restore: the admin marks the cluster.
+    expect((await adminCall(broker, "POST", "/v1/admin/clusters/pitr/restored", { reason: "point-in-time restore" })).body).toEqual({ awaitingAdmin: true });
+    const state = mkdtempSync(join(tmpdir(), "serve-restore-agent-"));
+    const child = spawn(process.execPath, [
+      BIN, "join", "--broker", broker.url, "--cluster", "pitr", "--token", token, "--node", "p0", "--peer-url", "https://10.0.0.30:2380",
+      "--join-api", "http://127.0.0.1:9", "--state-dir", state, "--timeout", "8", "--log-format", "json",
+    ], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    const code = await new Promise<number | null>((r) => child.on("close", r));
+    rmSync(state, { recursive: true, force: true });
+    const lines = out.split("\n").filter(Boolean);
+    const waiting = lines.filter((l) => l.includes("restored_awaiting_admin"));
+    // Told, at once, and asked again no sooner than the broker's Retry-After (30 s): once in 8 s.
+    expect(waiting.length, out).toBe(1);
+    expect(waiting[0]).toMatch(/admin/);
+    expect(code, "gave up at its --timeout, not before: no crash, no refusal").toBe(4);
+    expect((await adminCall(broker, "GET", "/v1/admin/clusters/pitr/tickets")).body.tickets).toEqual([]);
+  }, 30_000);
 });
