@@ -508,16 +508,22 @@ export class QueueCommands {
   /**
    * The cluster's state came back from an earlier point (a restored backup, a point-in-time
    * restore): if it looks never bootstrapped, it may exist all the same, so no bootstrap is
-   * granted or admitted until an admin decides (`adopt`, or `allowBootstrap`). `restoreId` names
+   * granted or admitted until an admin decides (`adopt`, or `allowBootstrap`), and an admitted
+   * bootstrap ticket ends. `restoreId` names
    * a self-hosted restore: each is taken note of once. Returns whether bootstrap now waits.
    */
   markRestored(now: number, actor: "admin" | "system", reason: string, restoreId: string | null = null): boolean {
     return this.run(() => {
       const c = this.store.cluster();
       if (!c || (restoreId !== null && c.restore_id === restoreId)) return c ? awaitsAdmin(clusterFacts(c)) : false;
+      this.#settleLazily(now);
       const waits = needsBootstrap(clusterFacts(c));
       this.store.updateCluster({ ...(waits ? { restored_at: now } : {}), ...(restoreId !== null ? { restore_id: restoreId } : {}) });
-      this.record(now, actor, "cluster.restored", c.name, { reason, restoreId, awaitingAdmin: waits });
+      // An admission to bootstrap that the restored state still calls active may be one the
+      // cluster outgrew: it ends too (fail closed), and its node asks again like any other.
+      const held = waits && c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
+      const revoked = held?.role === "bootstrap" && held.state === "admitted" ? this.#endBootstrapTicket(now, held, "state restored: an admin decides before any bootstrap") : null;
+      this.record(now, actor, "cluster.restored", c.name, { reason, restoreId, awaitingAdmin: waits, revoked });
       return waits;
     });
   }
