@@ -71,6 +71,12 @@ describe("a restored cluster that looks never bootstrapped", () => {
     // The admission the restored state still calls active may be one the cluster outgrew: it ends.
     expect((await poll(c, enrollment, boot.body.ticket)).body.state).toBe("revoked");
     expect((await complete(c, boot.body.admission, boot.body.ticket, "5")).status).toBe(410);
+    // A refused adopt changes nothing.
+    const queued = await ticket(c, enrollment, "q1", peer(6));
+    const refused = await admin("POST", `${c}/adopt`, { members: [{ node: "q1", peerURL: peer(6) }] });
+    expect([refused.status, refused.body.code]).toEqual([409, "node_has_live_ticket"]);
+    expect((await admin("GET", c)).body).toMatchObject({ adopted: false, restored: { awaitingAdmin: true } });
+    expect((await abandon(c, enrollment, queued.body.ticket)).status).toBe(200);
     // (Unmarked, this adopt would be 409 bootstrap_in_progress: the bootstrap was under way.)
     const adopted = await admin("POST", `${c}/adopt`, { members: [{ node: "m1", peerURL: peer(5) }] });
     expect(adopted.status, JSON.stringify(adopted.body)).toBe(200);
@@ -78,6 +84,24 @@ describe("a restored cluster that looks never bootstrapped", () => {
     expect(ended.body.tickets.map((t: { node: string }) => t.node)).toEqual(["b0"]);
     const b0 = await ticket(c, enrollment, "b0", peer(1));
     expect(b0.body.role).toBe("join");
+  });
+
+  it("adopt ends a queued bootstrap ticket, and an adopt refused changes nothing", async () => {
+    const c = "rs-queued";
+    const enrollment = await enroll(c);
+    await admin("POST", `${c}/pause`);
+    const boot = await ticket(c, enrollment, "b0", peer(1));
+    expect(boot.body).toMatchObject({ role: "bootstrap", state: "queued" });
+    const q1 = await ticket(c, enrollment, "q1", peer(2));
+    await restored(c);
+    const refused = await admin("POST", `${c}/adopt`, { members: [{ node: "q1", peerURL: peer(2) }] });
+    expect([refused.status, refused.body.code]).toEqual([409, "node_has_live_ticket"]);
+    expect((await poll(c, enrollment, boot.body.ticket)).body.state, "the refusal changed nothing").toBe("queued");
+    expect((await abandon(c, enrollment, q1.body.ticket)).status).toBe(200);
+    expect((await admin("POST", `${c}/adopt`, { members: [{ node: "m1", peerURL: peer(5) }] })).status).toBe(200);
+    expect((await poll(c, enrollment, boot.body.ticket)).body.state).toBe("revoked");
+    await admin("POST", `${c}/resume`);
+    expect((await ticket(c, enrollment, "b0", peer(1))).body).toMatchObject({ role: "join", state: "admitted" });
   });
 
   it("changes nothing for a cluster that is bootstrapped; allowed, the bootstrap goes back to its node", async () => {

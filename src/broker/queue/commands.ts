@@ -473,10 +473,12 @@ export class QueueCommands {
       }
       // After a restore the admin says the cluster exists: a bootstrap ticket the restored state
       // still holds ends, so that its node asks again and joins (or is an adopted member).
-      const bootstrap = restored && c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
-      if (bootstrap?.role === "bootstrap") this.#endBootstrapTicket(now, bootstrap, "the cluster exists: adopted after a restore");
-      const conflict = members.find((m) => this.store.liveTicketOf(m.node));
+      const held = restored && c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
+      const bootstrap = held?.role === "bootstrap" ? held : null;
+      // Checked before anything is written: a refusal must change nothing.
+      const conflict = members.find((m) => m.node !== bootstrap?.node && this.store.liveTicketOf(m.node));
       if (conflict) return fail(409, "node_has_live_ticket", `node ${conflict.node} has a live ticket; abandon it before adopting the node`);
+      if (bootstrap) this.#endBootstrapTicket(now, bootstrap, "the cluster exists: adopted after a restore");
       this.store.updateCluster({ adopted: 1, restored_at: null });
       for (const m of members) this.store.upsertMember({ node: m.node, peer_url: m.peerURL, member_id: null, source: "adopt", joined_at: now });
       this.record(now, "admin", "cluster.adopted", cluster, { members });
