@@ -511,8 +511,8 @@ export class QueueCommands {
    * The cluster's state came back from an earlier point (a restored backup, a point-in-time
    * restore): if it looks never bootstrapped, it may exist all the same, so no bootstrap is
    * granted or admitted until an admin decides (`adopt`, or `allowBootstrap`), and an admitted
-   * bootstrap ticket ends. `restoreId` names
-   * a self-hosted restore: each is taken note of once. Returns whether bootstrap now waits.
+   * bootstrap ticket ends. `restoreId` names a self-hosted restore: each is taken note of once.
+   * Returns whether bootstrap now waits.
    */
   markRestored(now: number, actor: "admin" | "system", reason: string, restoreId: string | null = null): boolean {
     return this.run(() => {
