@@ -15,6 +15,11 @@
  *   -DFAULTS=k           the fault budget of LIVENESS runs (crashes, lease ends, pauses)
  *   -DWITNESS_PIPELINE   a check that must fail: a learner is promoted while maxInFlight learners
  *                        are pending (the pipelined order is reachable, so its safety runs mean something)
+ *   -DROLLBACK           the broker's state is rolled back, once, at any moment, to a backup taken
+ *                        before any node asked (a restored backup, a point-in-time restore); crashes
+ *                        and lease ends then come from the budget -DFAULTS, as in progress runs
+ *   -DNODE_CHECK         before it starts a new cluster, the agent asks the other controllers it
+ *                        knows whether one exists, and refuses if one does
  */
 
 #ifndef N
@@ -94,6 +99,10 @@ byte maxInFlight = MAX_IN_FLIGHT;
 bit reqTok[N];           /* the copy carried by the join API add request being served */
 bit learnerTok[N];       /* the admission the node's learner was added (or last re-bound) under */
 
+#ifdef ROLLBACK
+bit  rolledBack;         /* the broker's state was restored from the backup */
+#endif
+
 /* ------------------------------------------------------------------ etcd */
 
 byte em[N];              /* membership */
@@ -113,8 +122,8 @@ bit  asked[N];           /* the node has asked for a ticket once (symmetry reduc
 /* ------------------------------------------------------------------ ghosts and properties */
 
 byte newStarter = NONE;  /* the node that started etcd with --initial-cluster-state=new on an empty data dir */
-#ifdef LIVENESS
-byte faults = FAULTS;
+#if defined(LIVENESS) || defined(ROLLBACK)
+byte faults = FAULTS;    /* rollback runs bound crashes and lease ends too: after a rollback the runs double */
 #endif
 
 /*
@@ -144,7 +153,7 @@ bit no_pipelined_promotion = 1;
 /* etcd --strict-reconfig-check: an add needs the leader connected to every voter. */
 #define HEALTHY        (VOTERS > 0 && ALIVE == VOTERS)
 
-#ifdef LIVENESS
+#if defined(LIVENESS) || defined(ROLLBACK)
 #define FAULT_OK       (faults > 0)
 #define FAULT_TAKE     faults--
 #else
@@ -210,6 +219,8 @@ inline startEtcd(n) {
        printf("@ node %d starts etcd, which exits at once\n", n)
   fi
 }
+
+#define OTHER_MEMBERS(n) (SUM(IS_MEMBER) - IS_MEMBER(n) > 0)
 
 /* Start etcd with --initial-cluster-state=new on an empty data dir: a new cluster, this node its only voter. */
 inline startNew(n) {
@@ -349,7 +360,13 @@ bootstrap:
        atomic {
          if
          :: data[n] == D_CUR -> startEtcd(n)
+#ifdef NODE_CHECK
+         /* The other controllers it knows: one that answers "member", or does not answer, is a cluster. */
+         :: data[n] != D_CUR && OTHER_MEMBERS(n) -> printf("@ node %d refuses to bootstrap: a cluster exists\n", n); goto stuck
+         :: data[n] != D_CUR && !OTHER_MEMBERS(n) -> data[n] = D_EMPTY; startNew(n)
+#else
          :: else -> data[n] = D_EMPTY; startNew(n)
+#endif
          fi;
          if
          :: !up[n] -> goto ask
@@ -513,6 +530,7 @@ end:
 /* One crash request at a time: several pending at once reach no state that crashing in turn does not. */
 #define CRASHABLE(i)    (true)
 #define UNSEEN_END(i)   (req[i] == R_VERIFIED && !reqTok[i] && !jSeen[i])
+#define FORGET_TICKET(i) tk[i] = T_NONE; isBoot[i] = 0; END_TOKENS(i)
 
 proctype Env() {
   byte x;
@@ -538,6 +556,18 @@ end:
        printf("@ join API's revocation list catches up: node %d's admission ended\n", x);
        x = 0
      }
+#ifdef ROLLBACK
+  /*
+   * The broker's state restored from a backup taken before any node asked: no tickets, not
+   * bootstrapped, no bootstrap node. Every admission issued since is unknown to it, so every copy
+   * of a token is inactive (the agent's own follows its ticket as the broker now tells it).
+   */
+  :: atomic {
+       !rolledBack -> rolledBack = 1;
+       FOR_NODES(FORGET_TICKET); bootstrapped = 0; bootNode = NONE;
+       printf("@ broker: its state is restored from a backup taken before any node asked\n")
+     }
+#endif
 #ifdef LIVENESS
   /* Pause only delays admissions, so safety runs need not model it; progress runs must. */
   :: atomic { !paused && FAULT_OK -> FAULT_TAKE; paused = 1; printf("@ admin pauses admissions\n") }

@@ -6,4 +6,6 @@ interface Env {
   ISSUER?: string;
   /** Which state changes are logged: `debug` (all), `info` (default: all but the routine ones), `warn` (none). */
   LOG_LEVEL?: string;
+  /** Self-hosted: the restore of the data directory (`join-broker serve restore`) every cluster takes note of once. */
+  RESTORE_ID?: string;
 }

@@ -9,7 +9,11 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Writable } from "node:stream";
 import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { DataDirLocked } from "../../src/node/serve/data-dir.ts";
+import type { ServeOptions } from "../../src/node/serve/serve-options.ts";
+import { startSelfHosted } from "../../src/node/serve/start.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -102,6 +106,33 @@ describe("process", () => {
       expect(out).toContain("SIGTERM: stopping workerd");
       expect(out).toMatch(/workerd stopped on SIGTERM \((exit 0|SIGTERM)\)/);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("one serve per data directory", () => {
+  it("of two serves started at once on a new data directory, exactly one runs; the other is refused before it touches anything", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "serve-twice-")), "data");
+    const quiet = () => new Writable({ write: (_c, _e, done) => done() });
+    // Both in this process: no pid file nor command line tells them apart, only the lock can.
+    const start = () =>
+      startSelfHosted(
+        { host: "127.0.0.1", port: 0, dataDir: dir, adminToken: "serve-cli-token-0123456789" } satisfies ServeOptions,
+        { softwareVersion: "0.0.0-test", log: () => {}, output: { stdout: quiet(), stderr: quiet() } },
+      );
+    const results = await Promise.allSettled([start(), start()]);
+    const running = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    try {
+      const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as Error] : []));
+      expect(running).toHaveLength(1);
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toBeInstanceOf(DataDirLocked);
+      expect((refused[0] as DataDirLocked).holderPid).toBe(process.pid);
+      expect((await fetch(`${running[0]!.url}/healthz`)).status).toBe(200);
+      expect(readdirSync(dir).sort()).toEqual(["durable-objects", "join-broker-data.json", "run", "serve.lock"]);
+    } finally {
+      await Promise.all(running.map((s) => s.stop()));
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -44,11 +44,15 @@ describe("schema migrations", () => {
       expect([counter("admitted.join"), counter("wait.count"), counter("wait.sum_ms"), counter("wait.le.0"), counter("wait.le.1")]).toEqual([1, 1, 300, 0, 1]);
 
       // Version 4: enrollment token scopes; tokens from before scopes existed stay unrestricted.
-      migrate(state.storage, 5);
-      expect(SCHEMA_VERSION).toBe(4);
+      migrate(state.storage, 5, 4);
       expect(sql.exec(`SELECT nodes, peer_hosts FROM enrollment_tokens WHERE id = 'enr_a'`).one()).toEqual({ nodes: null, peer_hosts: null });
+
+      // Version 5: a restored state awaiting an admin; clusters from before were never marked.
       migrate(state.storage, 6);
-      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(4);
+      expect(SCHEMA_VERSION).toBe(5);
+      expect(sql.exec(`SELECT restored_at, restore_id FROM cluster`).toArray()).toEqual(sql.exec(`SELECT count(*) AS n FROM cluster`).one().n ? [{ restored_at: null, restore_id: null }] : []);
+      migrate(state.storage, 7);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(5);
     });
   });
 });

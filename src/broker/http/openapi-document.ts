@@ -35,6 +35,8 @@ const OPERATION_IDS: Record<string, string> = {
   "POST /v1/admin/clusters/{cluster}/adopt": "adoptCluster",
   "DELETE /v1/admin/clusters/{cluster}/members/{node}": "forgetMember",
   "POST /v1/admin/clusters/{cluster}/bootstrap": "reassignBootstrap",
+  "POST /v1/admin/clusters/{cluster}/restored": "markClusterRestored",
+  "POST /v1/admin/clusters/{cluster}/bootstrap/allow": "allowBootstrap",
   "GET /v1/admin/clusters/{cluster}/metrics": "getMetrics",
   "GET /v1/admin/clusters/{cluster}/audit": "getAudit",
 };

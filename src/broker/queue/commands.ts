@@ -16,6 +16,7 @@
  */
 import {
   admittableRole,
+  awaitsAdmin,
   decideTicketRequest,
   freeSlots,
   leaseEnd,
@@ -33,6 +34,12 @@ import { actionLevel, isLogged, type LogLevel } from "./event-log.ts";
 import { QueueStore, clusterFacts, clusterPolicy, type MemberRow, type TicketRow } from "./store.ts";
 import { fail, iso, type Failure } from "./views.ts";
 import { randomId } from "../tokens/secrets.ts";
+
+/** A node that would bootstrap a restored cluster asks again this much later (an admin must decide first). */
+export const RESTORED_RETRY_AFTER_SECONDS = 30;
+const RESTORED_DETAIL = (cluster: string) =>
+  `the broker's state of ${cluster} was restored from an earlier point and says the cluster was never bootstrapped, which may no longer be true: ` +
+  `no bootstrap until an admin decides (adopt, if the cluster exists; bootstrap allow, if it never formed)`;
 
 /** A write that cannot fail inside its transaction failed: the command is rolled back (500). */
 export class InvariantViolation extends Error {
@@ -247,6 +254,8 @@ export class QueueCommands {
         }
         case "queue_full":
           return fail(503, "queue_full", `the join queue of ${c.name} is full (maxQueue ${c.max_queue})`, 30);
+        case "restored_awaiting_admin":
+          return fail(503, "restored_awaiting_admin", RESTORED_DETAIL(c.name), RESTORED_RETRY_AFTER_SECONDS);
         case "revive_bootstrap":
         case "new": {
           const latest = decision.kind === "revive_bootstrap" ? this.store.latestTicketOf(node) : null;
@@ -327,7 +336,8 @@ export class QueueCommands {
       this.store.upsertMember({ node: row.node, peer_url: row.peer_url, member_id: memberID, source: row.role === "bootstrap" ? "bootstrap" : "join", joined_at: now });
       const took = now - (row.admitted_at ?? now);
       const typical = c.typical_admission_ms === 0 ? took : Math.round(c.typical_admission_ms * 0.7 + took * 0.3);
-      this.store.updateCluster(row.role === "bootstrap" ? { bootstrapped: 1, typical_admission_ms: typical } : { typical_admission_ms: typical });
+      // A bootstrap completed: the cluster exists, whatever a restore left unknown.
+      this.store.updateCluster(row.role === "bootstrap" ? { bootstrapped: 1, restored_at: null, typical_admission_ms: typical } : { typical_admission_ms: typical });
       this.record(now, `node:${row.node}`, "ticket.joined", row.id, { node: row.node, memberID, role: row.role, jti: row.jti });
       if (row.role === "bootstrap") this.record(now, `node:${row.node}`, "cluster.bootstrapped", c.name, { node: row.node, memberID });
       return ok(this.store.ticket(row.id)!);
@@ -457,15 +467,23 @@ export class QueueCommands {
     return this.run((): Ok<null> | Failure => {
       this.#settleLazily(now);
       const c = this.store.cluster()!;
+      const restored = awaitsAdmin(clusterFacts(c));
       // A bootstrap ticket that ended (its node abandoned it: it found a cluster already there,
-      // say) no longer stands in the way; its node, asking again, is then told to join.
+      // say) no longer stands in the way; its node, asking again, is then told to join. After a
+      // restore a live one does not either: it ends below.
       const holder = !c.bootstrapped && c.bootstrap_node !== null ? this.store.liveTicketOf(c.bootstrap_node) : null;
-      if (holder?.role === "bootstrap") {
+      if (holder?.role === "bootstrap" && !restored) {
         return fail(409, "bootstrap_in_progress", `node ${c.bootstrap_node} holds this cluster's bootstrap ticket; adopt an existing cluster before any node asks for a ticket, or once that ticket has ended (abandoned)`);
       }
-      const conflict = members.find((m) => this.store.liveTicketOf(m.node));
+      // After a restore the admin says the cluster exists: a bootstrap ticket the restored state
+      // still holds ends, so that its node asks again and joins (or is an adopted member).
+      const held = restored && c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
+      const bootstrap = held?.role === "bootstrap" ? held : null;
+      // Checked before anything is written: a refusal must change nothing.
+      const conflict = members.find((m) => m.node !== bootstrap?.node && this.store.liveTicketOf(m.node));
       if (conflict) return fail(409, "node_has_live_ticket", `node ${conflict.node} has a live ticket; abandon it before adopting the node`);
-      this.store.updateCluster({ adopted: 1 });
+      if (bootstrap) this.#endBootstrapTicket(now, bootstrap, "the cluster exists: adopted after a restore");
+      this.store.updateCluster({ adopted: 1, restored_at: null });
       for (const m of members) this.store.upsertMember({ node: m.node, peer_url: m.peerURL, member_id: null, source: "adopt", joined_at: now });
       this.record(now, "admin", "cluster.adopted", cluster, { members });
       return ok(null);
@@ -482,6 +500,56 @@ export class QueueCommands {
     });
   }
 
+  /** Ends a live bootstrap ticket (and its admission): a reassignment, or an adoption after a restore. */
+  #endBootstrapTicket(now: number, old: TicketRow, why: string): string | null {
+    let revoked: string | null = null;
+    if (old.state === "admitted" && old.jti) {
+      must(this.store.endAdmission(old.jti, "revoked", why, now), `admission ${old.jti} revocation`);
+      revoked = old.jti;
+    }
+    this.#move(old, "reassign", { ended_at: now, end_reason: why, lease_expires_at: null });
+    return revoked;
+  }
+
+  /**
+   * The cluster's state came back from an earlier point (a restored backup, a point-in-time
+   * restore): if it looks never bootstrapped, it may exist all the same, so no bootstrap is
+   * granted or admitted until an admin decides (`adopt`, or `allowBootstrap`), and an admitted
+   * bootstrap ticket ends. `restoreId` names a self-hosted restore: each is taken note of once.
+   * Returns whether bootstrap now waits.
+   */
+  markRestored(now: number, actor: "admin" | "system", reason: string, restoreId: string | null = null): boolean {
+    return this.run(() => {
+      const c = this.store.cluster();
+      if (!c || (restoreId !== null && c.restore_id === restoreId)) return c ? awaitsAdmin(clusterFacts(c)) : false;
+      this.#settleLazily(now);
+      const waits = needsBootstrap(clusterFacts(c));
+      this.store.updateCluster({ ...(waits ? { restored_at: now } : {}), ...(restoreId !== null ? { restore_id: restoreId } : {}) });
+      // An admission to bootstrap that the restored state still calls active may be one the
+      // cluster outgrew: it ends too (fail closed), and its node asks again like any other.
+      const held = waits && c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
+      const revoked = held?.role === "bootstrap" && held.state === "admitted" ? this.#endBootstrapTicket(now, held, "state restored: an admin decides before any bootstrap") : null;
+      this.record(now, actor, "cluster.restored", c.name, { reason, restoreId, awaitingAdmin: waits, revoked });
+      return waits;
+    });
+  }
+
+  /** The admin's decision after a restore that the cluster never formed: its bootstrap may go ahead. */
+  allowBootstrap(now: number, reason: string): Ok<{ changed: boolean }> | Failure {
+    return this.run((): Ok<{ changed: boolean }> | Failure => {
+      const c = this.store.cluster()!;
+      if (!needsBootstrap(clusterFacts(c))) return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap to allow");
+      if (c.restored_at === null) return ok({ changed: false });
+      this.store.updateCluster({ restored_at: null });
+      this.record(now, "admin", "bootstrap.allowed", c.name, { reason, restoredAt: iso(c.restored_at) });
+      if (c.bootstrap_node) {
+        const held = this.store.liveTicketOf(c.bootstrap_node);
+        if (held) this.#effects.tickets.add(held.id);
+      }
+      return ok({ changed: true });
+    });
+  }
+
   reassignBootstrap(now: number, node: string, reason: string): Ok<{ revoked: string | null }> | Failure {
     return this.run((): Ok<{ revoked: string | null }> | Failure => {
       this.#settleLazily(now);
@@ -489,13 +557,7 @@ export class QueueCommands {
       if (!needsBootstrap(clusterFacts(c))) return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap ticket to hand over");
       let revoked: string | null = null;
       const old = c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
-      if (old && old.role === "bootstrap" && old.node !== node) {
-        if (old.state === "admitted" && old.jti) {
-          must(this.store.endAdmission(old.jti, "revoked", `bootstrap reassigned: ${reason}`, now), `admission ${old.jti} revocation`);
-          revoked = old.jti;
-        }
-        this.#move(old, "reassign", { ended_at: now, end_reason: `bootstrap reassigned: ${reason}`, lease_expires_at: null });
-      }
+      if (old && old.role === "bootstrap" && old.node !== node) revoked = this.#endBootstrapTicket(now, old, `bootstrap reassigned: ${reason}`);
       const target = this.store.liveTicketOf(node);
       if (target && target.role !== "bootstrap") {
         must(this.store.updateTicket(target.id, target.state, { role: "bootstrap" }, target.version), `ticket ${target.id} role`);

@@ -17,7 +17,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { JWK, JWTPayload } from "jose";
-import { DEFAULT_POLICY, DEFAULT_RETENTION, estimatedWaitSeconds, needsBootstrap, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
+import { DEFAULT_POLICY, DEFAULT_RETENTION, awaitsAdmin, estimatedWaitSeconds, needsBootstrap, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
 import { Clock } from "./clock.ts";
 import { QueueCommands, type SignedAdmission } from "./commands.ts";
 import { Credentials, type Principal } from "./credentials.ts";
@@ -106,7 +106,10 @@ export class JoinQueue extends DurableObject<Env> {
     // Reads of a cluster that does not exist must not create storage: the schema is created with
     // the cluster (ensureCluster), and upgraded here for objects that have one.
     void ctx.blockConcurrencyWhile(async () => {
-      if (hasSchema(ctx.storage)) this.#migrate();
+      if (!hasSchema(ctx.storage)) return;
+      this.#migrate();
+      // A self-hosted data directory restored from a backup: taken note of before any request.
+      if (env.RESTORE_ID) this.noteRestore(env.RESTORE_ID);
       // A cluster made before the cluster index existed joins it the first time it wakes: in the
       // background, since the index is for people and a slow one must never hold the queue.
       if (ctx.id.name !== CLUSTER_INDEX_NAME) this.#joinIndexLater();
@@ -338,6 +341,7 @@ export class JoinQueue extends DurableObject<Env> {
         bootstrapped: c.bootstrapped === 1,
         adopted: c.adopted === 1,
         bootstrapNode: c.bootstrap_node,
+        restored: { at: iso(c.restored_at) ?? null, awaitingAdmin: awaitsAdmin(clusterFacts(c)) },
         paused: c.paused === 1,
         policy: clusterPolicy(c),
         queue: { queued: this.#store.liveCount("queued"), admitted: this.#store.liveCount("admitted") },
@@ -433,6 +437,31 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { bootstrapNode: input.node, revoked: result.value.revoked } };
   }
 
+  /**
+   * Takes note, once, of the restore `restoreId` of a self-hosted data directory (RESTORE_ID):
+   * whether bootstrap now waits for an admin. Called at wake-up; not a route of the Worker.
+   */
+  noteRestore(restoreId: string): boolean {
+    return this.#commands.markRestored(this.clock.now(), "system", "the data directory was restored from a backup", restoreId);
+  }
+
+  /** Marks the state restored from an earlier point (a point-in-time restore): bootstrap waits for an admin. */
+  async markRestored(input: { reason: string }): Promise<Outcome<{ awaitingAdmin: boolean }>> {
+    if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
+    const awaitingAdmin = this.#commands.markRestored(this.clock.now(), "admin", input.reason);
+    await this.#afterCommand();
+    return { ok: true, status: 200, value: { awaitingAdmin } };
+  }
+
+  /** The admin's decision after a restore: the cluster never formed, its bootstrap may go ahead. */
+  async allowBootstrap(input: { reason: string }): Promise<Outcome<{ changed: boolean }>> {
+    if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
+    const result = this.#commands.allowBootstrap(this.clock.now(), input.reason);
+    await this.#afterCommand();
+    if (!result.ok) return result;
+    return { ok: true, status: 200, value: result.value };
+  }
+
   /** Audit entries after `after`; with `waitSeconds`, held until there is one (for `audit --follow`). */
   async audit(input: { after: number; limit: number; waitSeconds: number }): Promise<Outcome<{ entries: ReturnType<typeof auditView>[]; next: number }>> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
@@ -511,7 +540,8 @@ export class JoinQueue extends DurableObject<Env> {
     this.#commands.run(() => {
       if (this.#store.cluster()) return; // created while the key was being generated
       this.#store.createCluster(cluster, issuer, DEFAULT_POLICY, now);
-      this.#store.updateCluster({ swept_at: now });
+      // Made after the last restore: no restore of this data directory predates it.
+      this.#store.updateCluster({ swept_at: now, restore_id: this.env.RESTORE_ID || null });
       this.#store.insertKey({ kid: key.kid, private_jwk: JSON.stringify(key.privateJwk), public_jwk: JSON.stringify(key.publicJwk), created_at: now });
       this.#commands.record(now, "admin", "cluster.created", cluster, { issuer, policy: DEFAULT_POLICY, kid: key.kid });
     });

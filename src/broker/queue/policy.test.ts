@@ -30,7 +30,7 @@ interface Ticket {
 class Queue {
   tickets: Ticket[] = [];
   members = new Set<string>();
-  cluster: ClusterFacts = { bootstrapped: false, adopted: false, bootstrapNode: null, paused: false };
+  cluster: ClusterFacts = { bootstrapped: false, adopted: false, bootstrapNode: null, paused: false, restored: false };
   policy: QueuePolicy = { ...DEFAULT_POLICY, maxQueue: 5 };
   admissions: { ticket: Ticket; role: Role; inFlightAfter: number; bootstrapped: boolean }[] = [];
   nextSeq = 1;
@@ -182,5 +182,18 @@ describe("queue policy properties", () => {
     expect(validatePolicy(DEFAULT_POLICY)).toBeNull();
     expect(validatePolicy({ ...DEFAULT_POLICY, maxInFlight: 0 })).toMatch(/maxInFlight/);
     expect(validatePolicy({ ...DEFAULT_POLICY, leaseSeconds: 1000, admissionTtlSeconds: 100 })).toMatch(/leaseSeconds/);
+  });
+
+  it("in a restored state that looks never bootstrapped, grants no bootstrap, new or returning, and admits nobody", () => {
+    const facts = (over: Partial<ClusterFacts>): ClusterFacts => ({ bootstrapped: false, adopted: false, bootstrapNode: null, paused: false, restored: true, ...over });
+    const ask = (cluster: ClusterFacts, node: string) =>
+      decideTicketRequest({ cluster, node, peerURL: "p", live: null, member: null, queuedCount: 0, policy: DEFAULT_POLICY }).kind;
+    expect(ask(facts({}), "n1")).toBe("restored_awaiting_admin");
+    expect(ask(facts({ bootstrapNode: "n1" }), "n1")).toBe("restored_awaiting_admin");
+    expect(ask(facts({ bootstrapNode: "n1" }), "n2"), "joiners still queue").toBe("new");
+    expect(admittableRole(facts({ bootstrapNode: "n1" }))).toBeNull();
+    expect(ask(facts({ bootstrapped: true }), "n1"), "once bootstrapped, a restore changes nothing").toBe("new");
+    expect(admittableRole(facts({ adopted: true }))).toBe("join");
+    expect(ask(facts({ restored: false }), "n1")).toBe("new");
   });
 });

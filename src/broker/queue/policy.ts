@@ -26,6 +26,11 @@ export interface ClusterFacts {
   /** The node that holds the one bootstrap ticket, once it was issued. */
   bootstrapNode: string | null;
   paused: boolean;
+  /**
+   * The broker's state was restored from an earlier point (a backup, a point-in-time restore):
+   * a cluster that looks never bootstrapped may exist, so no bootstrap until an admin decides.
+   */
+  restored: boolean;
 }
 
 export type TicketRequestDecision =
@@ -33,6 +38,7 @@ export type TicketRequestDecision =
   | { kind: "already_joined" }
   | { kind: "peer_url_conflict"; heldBy: "ticket" | "member" }
   | { kind: "revive_bootstrap" }
+  | { kind: "restored_awaiting_admin" }
   | { kind: "queue_full" }
   | { kind: "new"; role: Role };
 
@@ -57,6 +63,8 @@ export function decideTicketRequest(f: TicketRequestFacts): TicketRequestDecisio
   if (f.live) return f.live.peerURL === f.peerURL ? { kind: "existing" } : { kind: "peer_url_conflict", heldBy: "ticket" };
   if (f.member) return f.member.peerURL === f.peerURL ? { kind: "already_joined" } : { kind: "peer_url_conflict", heldBy: "member" };
   if (needsBootstrap(f.cluster)) {
+    const bootstraps = f.cluster.bootstrapNode === null || f.cluster.bootstrapNode === f.node;
+    if (bootstraps && f.cluster.restored) return { kind: "restored_awaiting_admin" };
     if (f.cluster.bootstrapNode === null) return { kind: "new", role: "bootstrap" };
     if (f.cluster.bootstrapNode === f.node) return { kind: "revive_bootstrap" };
   }
@@ -70,11 +78,18 @@ export function needsBootstrap(c: ClusterFacts): boolean {
 
 /**
  * The only role that may be admitted now: until the cluster exists only its bootstrap ticket,
- * afterwards only joiners. Null while paused.
+ * afterwards only joiners. Null while paused, and while a restored cluster that looks never
+ * bootstrapped waits for an admin's decision.
  */
 export function admittableRole(c: ClusterFacts): Role | null {
   if (c.paused) return null;
-  return needsBootstrap(c) ? "bootstrap" : "join";
+  if (!needsBootstrap(c)) return "join";
+  return c.restored ? null : "bootstrap";
+}
+
+/** Whether bootstrap waits for an admin: the state was restored and the cluster looks never bootstrapped. */
+export function awaitsAdmin(c: ClusterFacts): boolean {
+  return c.restored && needsBootstrap(c);
 }
 
 /** How many more tickets may be admitted right now. */

@@ -156,6 +156,17 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       ALTER TABLE enrollment_tokens ADD COLUMN peer_hosts TEXT;
     `,
   },
+  {
+    id: 5,
+    name: "restored state awaits an admin",
+    // restored_at: set when the state came back from an earlier point; until an admin decides, a
+    // cluster that looks never bootstrapped gets no bootstrap. restore_id: the self-hosted
+    // restore this cluster last took note of, so that each restore marks it once.
+    sql: `
+      ALTER TABLE cluster ADD COLUMN restored_at INTEGER;
+      ALTER TABLE cluster ADD COLUMN restore_id TEXT;
+    `,
+  },
 ];
 
 /** Whether this object has a schema at all: objects that only ever answered reads have none. */

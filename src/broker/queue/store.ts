@@ -26,6 +26,10 @@ export interface ClusterRow {
   typical_admission_ms: number;
   /** When the alarm last deleted history past its retention window (migration 3). */
   swept_at: number;
+  /** When the state was marked restored from an earlier point; null once an admin decided (migration 5). */
+  restored_at: number | null;
+  /** The last restore of a self-hosted data directory this cluster took note of (migration 5). */
+  restore_id: string | null;
 }
 
 export interface TicketRow {
@@ -452,12 +456,15 @@ export class QueueStore {
   /**
    * Deletes history older than its window: ended tickets and admissions, expired or revoked
    * enrollment tokens, retired keys that signed nothing still unexpired, old audit rows.
-   * The newest ticket and audit row are kept so that `seq` (a rowid) keeps increasing.
+   * The newest ticket and audit row are kept so that `seq` (a rowid) keeps increasing, and so
+   * is the bootstrap ticket of a cluster that was never bootstrapped nor adopted: its node takes
+   * it back without a new use of an enrollment token (which `maxUses` may no longer allow).
    */
   deleteHistory(c: { ticketsEndedBefore: number; admissionsEndedBefore: number; nowMs: number; enrollmentTokensEndedBefore: number; auditBefore: number }): Record<string, number> {
     const deleted = (query: string, ...binds: unknown[]) => this.sql.exec(`${query} RETURNING 1`, ...binds).toArray().length;
     const tickets = deleted(
-      `DELETE FROM tickets WHERE state IN ('joined', 'expired', 'abandoned', 'revoked') AND ended_at < ? AND seq < (SELECT max(seq) FROM tickets)`,
+      `DELETE FROM tickets WHERE state IN ('joined', 'expired', 'abandoned', 'revoked') AND ended_at < ? AND seq < (SELECT max(seq) FROM tickets)
+         AND NOT (role = 'bootstrap' AND EXISTS (SELECT 1 FROM cluster WHERE id = 1 AND bootstrapped = 0 AND adopted = 0 AND bootstrap_node = tickets.node))`,
       c.ticketsEndedBefore,
     );
     // An ended admission stays on the revocation list until its token's exp, whatever the window.
@@ -493,7 +500,7 @@ export class QueueStore {
 }
 
 export function clusterFacts(c: ClusterRow): ClusterFacts {
-  return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1 };
+  return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1, restored: c.restored_at !== null };
 }
 
 export function clusterPolicy(c: ClusterRow): QueuePolicy {

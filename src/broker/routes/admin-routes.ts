@@ -17,6 +17,7 @@ import {
   JtiParams,
   NodeParams,
   PolicyRequest,
+  RestoreDecisionRequest,
   RevokeRequest,
   TicketListQuery,
 } from "../../shared/protocol/schemas.ts";
@@ -142,6 +143,14 @@ admin
     const { cluster } = c.req.valid("param");
     return respond(c, await queue(c, cluster).reassignBootstrap(c.req.valid("json")));
   })
+  .openapi(
+    route("post", "/restored", "Mark the cluster's state restored from an earlier point: no bootstrap until an admin decides", { body: { required: true, ...json(RestoreDecisionRequest) } }),
+    async (c) => respond(c, await queue(c, c.req.valid("param").cluster).markRestored(c.req.valid("json"))),
+  )
+  .openapi(
+    route("post", "/bootstrap/allow", "After a restore: the cluster never formed, its bootstrap may go ahead", { body: { required: true, ...json(RestoreDecisionRequest) } }, { responses: conflict }),
+    async (c) => respond(c, await queue(c, c.req.valid("param").cluster).allowBootstrap(c.req.valid("json"))),
+  )
   .openapi(
     createRoute({
       method: "get",

@@ -37,7 +37,7 @@ tickets
         403: problemDoc("wrong_token_kind, enrollment_token_exhausted, or outside_token_scope: the node or its peer host is outside the token's scope"),
         404: problemDoc("unknown_cluster: no cluster of that name on this broker (a wrong cluster name, not a wrong token)"),
         409: problemDoc("peer_url_conflict, or ticket_held: the node's live ticket belongs to another enrollment token that is still valid"),
-        503: problemDoc("queue_full"),
+        503: problemDoc("queue_full, or restored_awaiting_admin: the broker's state was restored from an earlier point and this node would bootstrap; an admin must decide first (adopt, or bootstrap/allow)"),
       },
     }),
     async (c) => {

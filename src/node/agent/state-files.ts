@@ -10,9 +10,10 @@
  * - `etcd.pid`: the etcd this agent started, so that a restarted agent can stop one left running.
  * @module
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Role } from "../../shared/protocol/wire.ts";
+import { DirLock } from "../dir-lock.ts";
 
 export interface JoinedMarker {
   version: 1;
@@ -69,6 +70,7 @@ export interface AgentState {
 export class StateDir {
   constructor(readonly path: string) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
+    this.#lock = new DirLock(this.lockPath, (pid) => new StateDirLocked(this.path, pid));
   }
 
   get markerPath(): string {
@@ -124,71 +126,24 @@ export class StateDir {
     return join(this.path, "agent.lock");
   }
 
-  #holding = false;
-  #releaseOnExit = () => this.unlock();
+  readonly #lock: DirLock;
 
   /**
-   * Claims the state dir for this agent: the lock file is created with O_EXCL, so of two agents
-   * only one can create it, whatever either sees in /proc. A lock whose holder is gone (its pid
-   * no longer runs, or it was taken before the last reboot) is stale and taken over; any other
-   * is refused with `StateDirLocked`. Released by `unlock()` and, failing that, at process exit.
+   * Claims the state dir for this agent (`agent.lock`, created exclusively; a stale lock is
+   * taken over, see dir-lock.ts); any live holder is refused with `StateDirLocked`. Released by
+   * `unlock()` and, failing that, at process exit.
    */
   lock(): void {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const fd = openSync(this.lockPath, "wx", 0o600);
-        try {
-          writeSync(fd, `${JSON.stringify({ pid: process.pid, bootId: bootId(), at: new Date().toISOString() } satisfies LockHolder)}\n`);
-          fsyncSync(fd);
-        } finally {
-          closeSync(fd);
-        }
-        this.#holding = true;
-        process.once("exit", this.#releaseOnExit);
-        return;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      }
-      const holder = readLockHolder(this.lockPath);
-      if (holder && !isStaleLock(holder)) throw new StateDirLocked(this.path, holder.pid);
-      if (!holder && ageMs(this.lockPath) < HALF_WRITTEN_LOCK_MS) throw new StateDirLocked(this.path, null);
-      // Stale: move it aside under a name of our own, and make sure what we moved was the stale
-      // lock (another agent may have replaced it meanwhile); then try to create ours again.
-      const aside = `${this.lockPath}.stale-${process.pid}-${attempt}`;
-      try {
-        renameSync(this.lockPath, aside);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "ENOENT") continue;
-        throw e;
-      }
-      const moved = readLockHolder(aside);
-      if (moved && holder && (moved.pid !== holder.pid || moved.at !== holder.at) && !isStaleLock(moved)) {
-        // A live agent's fresh lock: put it back and give way.
-        renameSync(aside, this.lockPath);
-        throw new StateDirLocked(this.path, moved.pid);
-      }
-      rmSync(aside, { force: true });
-    }
-    throw new StateDirLocked(this.path, null);
+    this.#lock.lock();
   }
 
   /** Releases the lock if this StateDir holds it. */
   unlock(): void {
-    if (!this.#holding) return;
-    this.#holding = false;
-    process.removeListener("exit", this.#releaseOnExit);
-    const holder = readLockHolder(this.lockPath);
-    if (holder?.pid === process.pid) rmSync(this.lockPath, { force: true });
+    this.#lock.unlock();
   }
 }
 
-/** What the lock file says about its holder. */
-export interface LockHolder {
-  pid: number;
-  /** The kernel's boot id when the lock was taken ("" where unknown): a lock from before a reboot is stale. */
-  bootId: string;
-  at: string;
-}
+export { bootId, isAlive, isStaleLock, type LockHolder } from "../dir-lock.ts";
 
 /** Another agent holds the state dir. */
 export class StateDirLocked extends Error {
@@ -205,42 +160,6 @@ export class StateDirLocked extends Error {
   }
 }
 
-/** A lock file being written by its creator right now has no content yet; give it this long. */
-const HALF_WRITTEN_LOCK_MS = 5_000;
-
-function readLockHolder(path: string): LockHolder | null {
-  let holder: Partial<LockHolder> | null;
-  try {
-    holder = JSON.parse(readFileSync(path, "utf8")) as Partial<LockHolder> | null;
-  } catch {
-    return null; // gone, or not (yet) written
-  }
-  return holder && Number.isInteger(holder.pid) && (holder.pid as number) > 0 ? { pid: holder.pid!, bootId: String(holder.bootId ?? ""), at: String(holder.at ?? "") } : null;
-}
-
-/** A holder is gone when its pid runs no more, or when it took the lock before the last reboot. Live otherwise, even when /proc says nothing. */
-export function isStaleLock(holder: LockHolder, currentBootId = bootId()): boolean {
-  if (holder.bootId && currentBootId && holder.bootId !== currentBootId) return true;
-  return !isAlive(holder.pid);
-}
-
-function ageMs(path: string): number {
-  try {
-    return Date.now() - statSync(path).mtimeMs;
-  } catch {
-    return Infinity;
-  }
-}
-
-/** The kernel's boot id (Linux), or "" where there is none. */
-export function bootId(): string {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-  } catch {
-    return "";
-  }
-}
-
 /**
  * Whether etcd has written its write-ahead log in `dataDir`: the same test etcd itself uses to
  * decide between "first start" and "restart with my data".
@@ -250,21 +169,6 @@ export function hasEtcdData(dataDir: string): boolean {
     return readdirSync(join(dataDir, "member", "wal")).some((f) => f.endsWith(".wal"));
   } catch {
     return false;
-  }
-}
-
-/** Whether the process exists and is not a zombie (an exited child nobody reaped yet). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true; // no /proc: trust kill(0)
   }
 }
 

@@ -249,7 +249,9 @@ export const COMMANDS: AdminCommand[] = [
         const s = reply.body;
         const now = Date.now();
         const p = s.policy;
-        const state = s.bootstrapped
+        const state = s.restored?.awaitingAdmin
+          ? "RESTORED: no bootstrap until an admin decides (adopt, if the cluster exists; bootstrap allow, if it never formed)"
+          : s.bootstrapped
           ? `bootstrapped${s.bootstrapNode ? ` (by ${s.bootstrapNode})` : ""}`
           : s.adopted
             ? "adopted (existing cluster: no bootstrap)"
@@ -419,6 +421,34 @@ export const COMMANDS: AdminCommand[] = [
       const reply = await client.reassignBootstrap({ node: args[0], reason: required(values, "reason", "say why, for the audit log") });
       const r = reply.body;
       print(reply, () => `Bootstrap of ${client.cluster} now belongs to ${r.bootstrapNode}${r.revoked ? `; revoked the old holder's admission ${r.revoked}` : ""}.\n`);
+    },
+  },
+  {
+    words: ["restored"],
+    args: [],
+    options: ["reason"],
+    synopsis: "restored --reason TEXT",
+    summary: "mark the cluster's state restored from an earlier point (a point-in-time restore): no bootstrap until an admin decides",
+    details: "Run it right after restoring the broker's state to an earlier point, before any node asks. Then decide: adopt, if the cluster exists; bootstrap allow, if it never formed.",
+    async run({ client, values, print }) {
+      const reply = await client.markRestored(required(values, "reason", "say why, for the audit log"));
+      print(reply, () =>
+        reply.body.awaitingAdmin
+          ? `Marked ${client.cluster} restored: no bootstrap until you decide (adopt, if the cluster exists; bootstrap allow, if it never formed).\n`
+          : `Marked ${client.cluster} restored; it is bootstrapped or adopted, so there is nothing to decide.\n`,
+      );
+    },
+  },
+  {
+    words: ["bootstrap", "allow"],
+    args: [],
+    options: ["reason"],
+    synopsis: "bootstrap allow --reason TEXT",
+    summary: "after a restore: the cluster never formed, so its bootstrap may go ahead",
+    details: "Only if no etcd of this cluster runs anywhere: a bootstrap next to an existing cluster makes two clusters. If it exists, adopt it instead.",
+    async run({ client, values, print }) {
+      const reply = await client.allowBootstrap(required(values, "reason", "say why, for the audit log"));
+      print(reply, () => (reply.body.changed ? `Bootstrap of ${client.cluster} may go ahead.\n` : `${client.cluster} was not waiting for a decision; nothing changed.\n`));
     },
   },
   {

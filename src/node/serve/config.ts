@@ -35,6 +35,8 @@ export interface WorkerdConfigInput {
   clientIpHeader?: string;
   /** The Worker's compatibility date; wrangler.toml's (COMPATIBILITY_DATE) unless a test sets another. */
   compatibilityDate?: string;
+  /** The last restore of the data directory (`serve restore`), which every cluster takes note of once. */
+  restoreId?: string;
 }
 
 /** A Cap'n Proto text literal (its escapes are C's, which JSON's are a subset of for our text). */
@@ -51,6 +53,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     ...(input.issuer ? [`(name = "ISSUER", text = ${text(input.issuer)})`] : []),
     ...(input.logLevel ? [`(name = "LOG_LEVEL", text = ${text(input.logLevel)})`] : []),
     ...(input.clientIpHeader ? [`(name = "CLIENT_IP_HEADER", text = ${text(input.clientIpHeader.toLowerCase())})`] : []),
+    ...(input.restoreId ? [`(name = "RESTORE_ID", text = ${text(input.restoreId)})`] : []),
   ];
   return `# Written by join-broker serve at every start; edits are overwritten.
 using Workerd = import "/workerd/workerd.capnp";

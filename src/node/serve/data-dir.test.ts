@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DATA_FORMAT, DataDirError, openDataDir, storedAdminToken, VERSION_FILE } from "./data-dir.ts";
+import { DATA_FORMAT, DataDirError, DataDirLocked, lockDataDir, openDataDir, storedAdminToken, VERSION_FILE } from "./data-dir.ts";
+import type { DirLock } from "../dir-lock.ts";
 
 const fresh = () => mkdtempSync(join(tmpdir(), "serve-data-"));
 
@@ -53,5 +54,34 @@ describe("the data directory", () => {
     expect(() => storedAdminToken(dir)).toThrow(DataDirError);
     writeFileSync(made.file, "Correct-Horse!Battery#Staple\n");
     expect(() => storedAdminToken(dir)).toThrow(DataDirError);
+  });
+});
+
+describe("one serve per data directory", () => {
+  it("lets exactly one of many claimants take it, and the next one once it is released", () => {
+    const dir = join(fresh(), "new");
+    const won: DirLock[] = [];
+    for (let i = 0; i < 20; i++) {
+      try {
+        won.push(lockDataDir(dir));
+      } catch (e) {
+        expect(e).toBeInstanceOf(DataDirLocked);
+        expect((e as DataDirLocked).holderPid).toBe(process.pid);
+      }
+    }
+    expect(won).toHaveLength(1);
+    // The lock alone does not make the directory someone else's: serve opens it.
+    expect(openDataDir(dir, "1.0.0").created).toBe(true);
+    won[0]!.unlock();
+    lockDataDir(dir).unlock();
+  });
+
+  it("never deletes a run/ it did not make: a directory holding one, and no version file, is refused as it is", () => {
+    const dir = fresh();
+    mkdirSync(join(dir, "run"));
+    writeFileSync(join(dir, "run", "theirs"), "x");
+    expect(() => openDataDir(dir, "1.0.0")).toThrow(/not a join-broker data directory \(found run\)/);
+    expect(readFileSync(join(dir, "run", "theirs"), "utf8")).toBe("x");
+    expect(existsSync(join(dir, VERSION_FILE))).toBe(false);
   });
 });

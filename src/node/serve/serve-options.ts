@@ -9,6 +9,7 @@ import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/be
 import { UsageError } from "../exit-codes.ts";
 
 export const SERVE_HELP = `Usage: join-broker serve --listen HOST:PORT --data-dir DIR [flags]
+       join-broker serve restore --data-dir DIR [--from BACKUP]   (see serve restore --help)
 
 Runs the broker (the same Worker and JoinQueue Durable Objects as on Cloudflare) on workerd, the
 open-source Workers runtime from the 'workerd' npm package, with its state in SQLite files under
@@ -157,4 +158,31 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: 
   if (clientIpHeader !== undefined && !/^[A-Za-z0-9-]+$/.test(clientIpHeader)) throw new UsageError(`--client-ip-header ${JSON.stringify(clientIpHeader)} is not a header name`);
 
   return { help: false, options: { host, port, dataDir, tls: cert && key ? { cert, key } : undefined, adminToken, issuer: issuer?.replace(/\/$/, ""), logLevel, clientIpHeader } };
+}
+
+export const RESTORE_HELP = `Usage: join-broker serve restore --data-dir DIR [--from BACKUP]
+
+Restores a backup of a data directory (BACKUP: a copy of one, taken while serve was stopped, e.g.
+an unpacked archive) into DIR, replacing its state; without --from, marks DIR itself as restored
+(its files were put back by other means). Run it while serve is stopped.
+
+A backup may be older than a cluster in it: the restored state can say "never bootstrapped" of a
+cluster that exists. So at the next start, every such cluster gives no node the bootstrap role
+(503 restored_awaiting_admin) until an admin decides: 'join-broker admin adopt' if the cluster
+exists, 'join-broker admin bootstrap allow' if it never formed.
+
+Flags:
+  --data-dir DIR    the data directory (default $STATE_DIRECTORY)
+  --from BACKUP     the copy to restore from
+  -h, --help        this help
+
+Exit codes: 0 restored, 1 refused (serve runs on DIR, BACKUP is not a data directory), 2 bad usage.
+`;
+
+export function parseRestoreArgs(argv: string[], env: NodeJS.ProcessEnv): { help: true } | { help: false; dataDir: string; from: string | null } {
+  const { values } = parseFlags(argv, { "data-dir": { type: "string" }, from: { type: "string" }, help: { type: "boolean", short: "h" } } as const);
+  if (values.help) return { help: true };
+  const dataDir = (values["data-dir"] as string | undefined) ?? env.STATE_DIRECTORY?.split(":")[0];
+  if (!dataDir) throw new UsageError("--data-dir DIR is required");
+  return { help: false, dataDir, from: (values.from as string | undefined) ?? null };
 }

@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { bundleWorker, WORKER_ENTRY } from "./bundle.ts";
 import { workerdConfig } from "./config.ts";
-import { layout, openDataDir, storedAdminToken } from "./data-dir.ts";
+import { layout, lockDataDir, openDataDir, readRestore, storedAdminToken, type DataDir } from "./data-dir.ts";
 import type { ServeOptions } from "./serve-options.ts";
 import { claimRunDir, Supervisor, workerdBinary } from "./supervisor.ts";
 
@@ -24,8 +24,15 @@ export interface StartOptions {
 export async function startSelfHosted(options: ServeOptions, how: StartOptions): Promise<Supervisor> {
   const paths = layout(options.dataDir);
   const configPath = join(paths.run, "workerd.capnp");
-  await claimRunDir(paths.run, configPath);
-  const dir = openDataDir(options.dataDir, how.softwareVersion);
+  const lock = lockDataDir(options.dataDir);
+  let dir: DataDir;
+  try {
+    await claimRunDir(paths.run, configPath);
+    dir = openDataDir(options.dataDir, how.softwareVersion);
+  } catch (e) {
+    lock.unlock();
+    throw e;
+  }
   if (dir.created) how.log(`created data directory ${dir.root}`);
   for (const format of dir.migrated) how.log(`migrated data directory ${dir.root} to format ${format}`);
   writeFileSync(join(dir.run, "serve.pid"), `${process.pid}\n`);
@@ -35,6 +42,8 @@ export async function startSelfHosted(options: ServeOptions, how: StartOptions):
     adminToken = stored.token;
     how.log(stored.created ? `made a random admin token in ${stored.file} (read it from there: ADMIN=$(cat ${stored.file}))` : `admin token from ${stored.file}`);
   }
+  const restore = readRestore(dir.root);
+  if (restore) how.log(`data directory restored at ${restore.at}: each cluster takes note once, and one that looks never bootstrapped waits for an admin before any bootstrap`);
   const bundle = join(dir.run, "worker.js");
   await bundleWorker(bundle, how.entry ?? WORKER_ENTRY);
   writeFileSync(
@@ -48,6 +57,7 @@ export async function startSelfHosted(options: ServeOptions, how: StartOptions):
       issuer: options.issuer,
       logLevel: options.logLevel,
       clientIpHeader: options.clientIpHeader,
+      restoreId: restore?.id,
     }),
     { mode: 0o600 },
   );

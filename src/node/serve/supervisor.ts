@@ -1,7 +1,6 @@
 /**
  * Runs workerd for `join-broker serve` and keeps it running: waits until it answers, restarts
- * it with backoff when it dies, forwards SIGTERM/SIGINT, and refuses to share a data directory
- * with another `serve`.
+ * it with backoff when it dies, and forwards SIGTERM/SIGINT.
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -47,8 +46,9 @@ const BACKOFF_MS = [500, 1000, 2000, 5000, 10_000, 30_000];
 const STABLE_MS = 60_000;
 
 /**
- * Refuses when another live `serve` holds the data directory; kills a workerd left behind by a
- * `serve` that was killed with SIGKILL (it would still hold the port and the SQLite files).
+ * Kills a workerd left behind by a `serve` that was killed with SIGKILL (it would still hold the
+ * port and the SQLite files). Runs under the data directory's lock (`lockDataDir`); the pid file
+ * check also refuses a live `serve` of a version that took no lock.
  */
 export async function claimRunDir(runDir: string, configPath: string): Promise<void> {
   const servePid = readPid(join(runDir, "serve.pid"));

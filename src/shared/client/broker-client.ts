@@ -20,6 +20,7 @@ import {
   Jti,
   NodeName,
   PolicyRequest,
+  RestoreDecisionRequest,
   RevokeRequest,
   TicketId,
   TicketListQuery,
@@ -215,6 +216,16 @@ export class AdminClient {
   /** Hands the bootstrap ticket to another node (revoking the old holder's ticket). */
   reassignBootstrap(input: BootstrapInput): Promise<Reply<{ bootstrapNode: string; revoked: string | null }>> {
     return this.#t.request("POST", `${this.#base}/bootstrap`, { body: check(BootstrapRequest, input, "bootstrap") });
+  }
+
+  /** Marks the cluster's state restored from an earlier point: no bootstrap until an admin decides. */
+  markRestored(reason: string): Promise<Reply<{ awaitingAdmin: boolean }>> {
+    return this.#t.request("POST", `${this.#base}/restored`, { body: check(RestoreDecisionRequest, { reason }, "restored") });
+  }
+
+  /** After a restore: the cluster never formed, so its bootstrap may go ahead. */
+  allowBootstrap(reason: string): Promise<Reply<{ changed: boolean }>> {
+    return this.#t.request("POST", `${this.#base}/bootstrap/allow`, { body: check(RestoreDecisionRequest, { reason }, "bootstrap allow") });
   }
 
   /** Audit entries after `after`; with `wait`, the broker holds the request until there is one. */

@@ -24,6 +24,7 @@ export type ProblemCode =
   | "ticket_held"
   | "outside_token_scope"
   | "queue_full"
+  | "restored_awaiting_admin"
   | "not_admitted"
   | "admission_inactive"
   | "admission_not_found"

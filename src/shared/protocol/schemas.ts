@@ -137,6 +137,8 @@ export const AdoptRequest = z
   .strictObject({ members: z.array(z.strictObject({ node: NodeName, peerURL: PeerUrl })).min(1).max(100) })
   .openapi("AdoptRequest");
 export const BootstrapRequest = z.strictObject({ node: NodeName, reason: z.string().min(1).max(500) }).openapi("BootstrapReassignRequest");
+/** An admin's act after a restore (marking it, or deciding), with its reason for the audit log. */
+export const RestoreDecisionRequest = z.strictObject({ reason: z.string().min(1).max(500) }).openapi("RestoreDecisionRequest");
 export const AuditQuery = z.object({
   after: queryInt("after", 0, Number.MAX_SAFE_INTEGER).optional(),
   limit: queryInt("limit", 1, 1000).optional(),

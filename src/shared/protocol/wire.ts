@@ -121,6 +121,11 @@ export interface ClusterStatus {
   adopted: boolean;
   /** The node that holds (or held) the one bootstrap ticket. */
   bootstrapNode: string | null;
+  /**
+   * When the broker's state was last marked restored from an earlier point, and whether
+   * bootstrap waits for an admin's decision because of it (`adopt`, or `bootstrap/allow`).
+   */
+  restored: { at: string | null; awaitingAdmin: boolean };
   paused: boolean;
   policy: QueuePolicy;
   queue: { queued: number; admitted: number };
