@@ -18,7 +18,7 @@
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
@@ -61,8 +61,14 @@ export function packageCacheDir() {
 
 /** A file's ELF e_machine, or null when it is no ELF file. */
 export function elfMachine(path) {
-  const head = readFileSync(path).subarray(0, 20);
-  if (head.length < 20 || head.readUInt32BE(0) !== 0x7f454c46) return null;
+  const head = Buffer.alloc(20);
+  const fd = openSync(path, "r");
+  try {
+    if (readSync(fd, head, 0, 20, 0) < 20) return null;
+  } finally {
+    closeSync(fd);
+  }
+  if (head.readUInt32BE(0) !== 0x7f454c46) return null;
   return head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
 }
 
