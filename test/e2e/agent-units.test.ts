@@ -62,7 +62,7 @@ for (const [name, mode] of [["join-broker-agent.service", "own"], ["join-broker-
     expect(text).toMatch(/^LoadCredential=enrollment-token:\/etc\/join-broker\/enrollment-token$/m);
     const creds = mkdtempSync(join(dir, "creds-"));
     writeFileSync(join(creds, "enrollment-token"), "enroll-0123456789abcdef\n");
-    const env = { ...envFile(unit("join-broker-agent.env")), STATE_DIRECTORY: join(dir, "state"), CREDENTIALS_DIRECTORY: creds };
+    const env: Record<string, string> = { ...envFile(unit("join-broker-agent.env")), STATE_DIRECTORY: join(dir, "state"), CREDENTIALS_DIRECTORY: creds };
     const argv = execStart(text, env);
     expect(argv.slice(0, 2)).toEqual([INSTALLED, "join"]);
     const parsed = parseJoinArgs(argv.slice(2), {});
