@@ -146,6 +146,17 @@ export async function buildRelease({ root = ROOT, dir = RELEASE_DIR } = {}) {
   const { inject } = await postject();
 
   const target = join(root, dir);
+  mkdirSync(dirname(target), { recursive: true });
+  // One build at a time writes `dir` (the second waits, then replaces it with its own).
+  const unlock = await lock(`${target}.lock`, dir, log, "package");
+  try {
+    return await buildInto(root, target, version, nodeVersion, binaries, inject);
+  } finally {
+    unlock();
+  }
+}
+
+async function buildInto(root, target, version, nodeVersion, binaries, inject) {
   const staging = `${target}.tmp-${process.pid}`;
   const work = join(staging, ".work");
   rmSync(staging, { recursive: true, force: true });
