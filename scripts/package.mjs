@@ -23,6 +23,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { cliBundleOptions } from "./build-cli.mjs";
 import { lock } from "./etcd.mjs";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -110,15 +111,14 @@ async function postject() {
 }
 
 /** The CLI as one CommonJS file (what a single executable application runs), `serve` replaced. */
-async function bundle(root, outfile) {
+async function bundle(root, outfile, nodeVersion) {
   await build({
-    absWorkingDir: root,
+    ...cliBundleOptions(root),
     entryPoints: ["src/node/cli/single-executable-main.ts"],
     outfile,
-    bundle: true,
+    // Everything in one CommonJS file: what Node runs as a single executable application's main.
     format: "cjs",
-    platform: "node",
-    target: "node24",
+    target: `node${nodeVersion.split(".")[0]}`,
     plugins: [
       {
         name: "serve-unavailable",
@@ -129,10 +129,8 @@ async function bundle(root, outfile) {
         },
       },
     ],
-    logLevel: "warning",
     // import.meta is empty in CommonJS: only packageRoot() reads it, for serve, which is not in the file.
     logOverride: { "empty-import-meta": "silent" },
-    legalComments: "none",
   });
 }
 
@@ -163,7 +161,7 @@ async function buildInto(root, target, version, nodeVersion, binaries, inject) {
   mkdirSync(work, { recursive: true });
   try {
     const main = join(work, "join-broker.cjs");
-    await bundle(root, main);
+    await bundle(root, main, nodeVersion);
     writeFileSync(join(work, PACKAGE_JSON_ASSET), `${JSON.stringify({ name: "etcd-join-broker", version })}\n`);
     const blob = join(work, "sea.blob");
     const config = {
