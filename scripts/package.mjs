@@ -110,6 +110,23 @@ async function postject() {
   return createRequire(api)(api);
 }
 
+/**
+ * Runs `fn` with postject's known harmless warning held back: its ELF library says "Can't find
+ * string offset for section name '.note…'" for Node's note sections (Node's documentation says
+ * to ignore it). Every other line passes.
+ */
+async function quietly(fn) {
+  const warn = console.warn;
+  console.warn = (...args) => {
+    if (!/^warning: Can't find string offset for section name '\.note/.test(String(args[0]))) warn(...args);
+  };
+  try {
+    return await fn();
+  } finally {
+    console.warn = warn;
+  }
+}
+
 /** The CLI as one CommonJS file (what a single executable application runs), `serve` replaced. */
 async function bundle(root, outfile, nodeVersion) {
   await build({
@@ -175,7 +192,7 @@ async function buildInto(root, target, version, nodeVersion, binaries, inject) {
     };
     writeFileSync(join(work, "sea-config.json"), JSON.stringify(config));
     // The blob's format belongs to the Node version that reads it: make it with that same binary.
-    execFileSync(binaries[process.arch], ["--experimental-sea-config", join(work, "sea-config.json")], { stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync(binaries[process.arch], ["--experimental-sea-config", join(work, "sea-config.json")], { stdio: ["ignore", "pipe", "pipe"] }); // its output is in the error when it fails
     const blobData = readFileSync(blob);
     const sums = [];
     for (const arch of ARCHES) {
@@ -183,9 +200,7 @@ async function buildInto(root, target, version, nodeVersion, binaries, inject) {
       const out = join(staging, name);
       copyFileSync(binaries[arch], out);
       chmodSync(out, 0o755);
-      // postject's ELF library warns "Can't find string offset for section name '.note…'" about
-      // Node's note sections: harmless, as Node's documentation says.
-      await inject(out, "NODE_SEA_BLOB", blobData, { sentinelFuse: SEA_FUSE });
+      await quietly(() => inject(out, "NODE_SEA_BLOB", blobData, { sentinelFuse: SEA_FUSE }));
       if (elfMachine(out) !== ELF_MACHINE[arch]) throw new Error(`${name} is not a linux-${arch} ELF file`);
       sums.push(`${createHash("sha256").update(readFileSync(out)).digest("hex")}  ${name}\n`);
     }
