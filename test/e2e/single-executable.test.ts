@@ -49,6 +49,7 @@ it("prints its version and its usage without Node.js", () => {
   const help = runWithoutNode(home, bin, ["--help"]);
   expect(help.status).toBe(0);
   for (const command of ["join", "controller", "admin"]) expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
+  expect(help.stdout).toMatch(/^  serve +not in this single file: .*npm package/m);
   const joinHelp = runWithoutNode(home, bin, ["join", "--help"]);
   expect(joinHelp.status).toBe(0);
   expect(joinHelp.stdout).toMatch(/--exec/);
