@@ -5,6 +5,7 @@
  */
 import type { ThroughputResult } from "./broker-throughput.ts";
 import type { JoinResult, JoinRun } from "./cluster-join.ts";
+import type { ExecutableResult } from "./executable.ts";
 import type { HandoffResult } from "./handoff.ts";
 import type { ScaleResult } from "./queue-scale.ts";
 import type { VerifierResult } from "./verifier.ts";
@@ -31,6 +32,7 @@ export interface Results {
   scale?: ScaleResult;
   verifier?: VerifierResult;
   join?: JoinResult;
+  executable?: ExecutableResult;
   /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
   merged?: { date: string; mode: "quick" | "full"; sections: string[]; settings: unknown; machine: Record<string, string | number>; loadAverage: { start: number[]; end: number[] }; durationSeconds: number }[];
 }
@@ -64,7 +66,7 @@ admission, one etcd cluster).
 
     npm run bench              # full run (about an hour: the join on four etcd versions); writes bench/results.json and this file
     npm run bench -- --quick   # fewer, smaller runs (a few minutes)
-    npm run bench -- --only broker,handoff,scale,verifier,join   # some of them, written to bench/out/
+    npm run bench -- --only broker,handoff,scale,verifier,join,executable   # some of them, written to bench/out/
     npm run bench -- --only join --merge --etcd 3.6,3.7   # the join on some etcd versions, written into bench/results.json
     npm run bench -- --render  # rewrite this file from bench/results.json
 
@@ -141,6 +143,12 @@ function summary(r: Results): string {
   } else {
     rows.push(["5", "Whole-cluster join", "not measured", "", "", `≤ ${TARGETS.joinRatio}×`, ""]);
   }
+  const e = r.executable;
+  rows.push(
+    e
+      ? ["6", `Single executable file: an agent's start-up, ${e.agents} at once`, `${int(e.summary.executableMs)} ms; file ${mb(e.sizes.x64Bytes)} (x64)`, `npm form (bin/join-broker, same machine): ${int(e.summary.npmMs)} ms`, n(e.summary.ratio, 2), "–", "–"]
+      : ["6", "Single executable file", "not measured", "", "", "–", ""],
+  );
   return table(["#", "Benchmark", "Figure", "Ceiling / baseline (same run)", "Ratio", "Target", "Met"], rows);
 }
 
@@ -492,7 +500,46 @@ machine is shared, which is why every figure stands beside its own ceiling.`;
     scaleSection(r),
     verifierSection(r),
     joinSection(r),
+    executableSection(r),
     "Raw figures of every run: [bench/results.json](bench/results.json).",
     "",
   ].join("\n");
+}
+
+function executableSection(r: Results): string {
+  const failed = r.errors.executable ? `Single executable file: **not measured** — the benchmark failed: \`${r.errors.executable.split("\n")[0]}\`` : null;
+  if (failed || !r.executable) return `## 6. Single executable file\n\n${failed ?? "Not measured."}\n`;
+  const e = r.executable;
+  const z = e.sizes;
+  return `## 6. Single executable file
+
+\`npm run package\` builds the node side (join, controller, admin) as one file per platform: the
+official Node ${e.nodeVersion} binary with the bundled CLI injected ([docs/install.md](docs/install.md)).
+**Size** on disk, beside what the npm form needs on a node (the package with its production
+dependencies, \`npm ls --omit=dev\`, plus a Node binary):
+
+${table(
+  ["What", "Size"],
+  [
+    [`join-broker-${e.version}-linux-x64`, mb(z.x64Bytes)],
+    [`join-broker-${e.version}-linux-arm64`, mb(z.arm64Bytes)],
+    [`of which the Node ${e.nodeVersion} binary (x64)`, mb(z.nodeX64Bytes)],
+    ["npm form: package and production dependencies (workerd and esbuild included)", mb(z.npmTreeBytes)],
+    ["npm form: plus the Node binary it runs on", mb(z.npmTreeBytes + z.npmNodeBytes)],
+  ],
+)}
+
+**Start-up**: ${e.agents} agents (\`join-broker join\`) started at the same moment, each against a
+loopback stand-in for the broker of its own; an agent's start-up runs from its spawn to its first
+request arriving at the stand-in, on the bench process's clock. Per run, ${e.agents} single-file agents
+and ${e.agents} npm-form agents (the same Node version running \`bin/join-broker\`, the fresh built CLI),
+one group after the other, the order alternating. Milliseconds, medians over the ${e.agents} agents:
+
+${table(
+  ["Run", "Order", "Single file", "npm form", "Ratio"],
+  e.runs.map((x) => [x.run + 1, x.order, int(x.executableMedianMs), int(x.npmMedianMs), n(x.executableMedianMs / x.npmMedianMs, 2)]),
+)}
+
+Median over the runs: single file **${int(e.summary.executableMs)} ms**, npm form ${int(e.summary.npmMs)} ms (ratio ${n(e.summary.ratio, 2)}).
+`;
 }

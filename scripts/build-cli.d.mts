@@ -7,3 +7,5 @@ export interface BuildManifest {
 }
 /** Bundles the CLI into `root/dir` (default dist/cli), replacing an earlier build at once. */
 export function buildCli(options?: { root?: string; dir?: string }): Promise<BuildManifest>;
+/** The esbuild options every bundle of the CLI shares. */
+export function cliBundleOptions(root?: string): Record<string, unknown>;

@@ -11,6 +11,11 @@ import { BUILD_DIR, ENTRY, MANIFEST, fileHash } from "../bin/built-cli.mjs";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
+/** What every bundle of the CLI shares (this one for dist/cli, scripts/package.mjs's for the single executable file). */
+export function cliBundleOptions(root = ROOT) {
+  return { absWorkingDir: root, bundle: true, platform: "node", logLevel: "warning", legalComments: "none" };
+}
+
 /** Builds into `root/dir` (replacing an earlier build at once, never half-written); returns the manifest. */
 export async function buildCli({ root = ROOT, dir = BUILD_DIR } = {}) {
   const target = join(root, dir);
@@ -18,21 +23,17 @@ export async function buildCli({ root = ROOT, dir = BUILD_DIR } = {}) {
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(dirname(target), { recursive: true });
   const result = await build({
-    absWorkingDir: root,
+    ...cliBundleOptions(root),
     entryPoints: { main: "src/node/cli/main.ts" },
     outdir: staging,
-    bundle: true,
     splitting: true,
     format: "esm",
-    platform: "node",
     target: "node20",
     external: ["esbuild", "workerd"],
     // Bundled CommonJS dependencies may call require(): give the ES modules one.
     banner: { js: 'import { createRequire as __joinBrokerRequire } from "node:module"; const require = __joinBrokerRequire(import.meta.url);' },
     metafile: true,
     sourcemap: "linked",
-    logLevel: "warning",
-    legalComments: "none",
   });
   const sources = {};
   for (const input of Object.keys(result.metafile.inputs).sort()) {

@@ -216,8 +216,11 @@ async function removeStale(path, seen) {
   }
 }
 
-/** Takes `<cache>/<release>.lock`, waiting while a live process holds it; returns its release function. */
-async function lock(path, what, log) {
+/**
+ * Takes the lock file `path` (e.g. `<cache>/<release>.lock`), waiting while a live process holds it;
+ * returns its release function. `tag` prefixes the waiting message (scripts/package.mjs shares it).
+ */
+export async function lock(path, what, log, tag = "etcd") {
   let announced = false;
   for (;;) {
     try {
@@ -234,7 +237,7 @@ async function lock(path, what, log) {
       await removeStale(path, seen);
       continue;
     }
-    if (!announced) log(`[etcd] process ${seen.holder || "?"} is building ${what}; waiting for it`);
+    if (!announced) log(`[${tag}] process ${seen.holder || "?"} is building ${what}; waiting for it`);
     announced = true;
     await sleep(1_000);
   }

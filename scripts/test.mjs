@@ -11,6 +11,7 @@ process.env.ETCDCTL_BIN = ensureTool("etcdctl");
 process.env.CHROMIUM_BIN = ensureTool("chromium");
 process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
 process.env.PROMTOOL_BIN = ensureTool("promtool");
+process.env.QEMU_AARCH64_BIN = ensureTool("qemu-aarch64-static");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
@@ -45,6 +46,8 @@ const steps = [
   ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
   // What the package's command runs (bin/join-broker), fresh: the end-to-end tests spawn it.
   ["the CLI build (dist/cli)", ["node", "scripts/build-cli.mjs"]],
+  // The single executable files (dist/release): test/e2e/single-executable.test.ts runs them.
+  ["the single executable files (dist/release)", ["node", "scripts/package.mjs"]],
   ["model check of the join protocol (spin)", ["node", "scripts/model.mjs"]],
   ["Go verifier module: go vet, go test (integrations/go)", ["node", "scripts/go-test.mjs"]],
   ["OpenAPI document lint (Redocly, recommended rules)", ["node", "scripts/openapi.mjs", "lint", `${results}/openapi.json`]],

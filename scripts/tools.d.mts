@@ -1,7 +1,10 @@
+export type ToolName = "etcd" | "etcdctl" | "spin" | "chromium" | "systemd-analyze" | "promtool" | "qemu-aarch64-static";
+/** The directory qemu-aarch64-static takes as -L: where the arm64 dynamic loader and libraries are. */
+export const AARCH64_SYSROOT: string;
 /** The tool's path, from its environment variable, the usual places or PATH; null when absent. */
-export function findTool(name: "etcd" | "etcdctl" | "spin" | "chromium" | "systemd-analyze"): string | null;
+export function findTool(name: ToolName): string | null;
 /** The tool's path; installs its Debian package first when missing and running as root. */
-export function ensureTool(name: "etcd" | "etcdctl" | "spin" | "chromium" | "systemd-analyze"): string;
+export function ensureTool(name: ToolName): string;
 /** Whether the path is an executable file. */
 export function executable(path: string): boolean;
 /** The command's path on PATH, or null. */

@@ -1,9 +1,9 @@
-// Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze, promtool) and
-// installs Debian's packages when they are missing and we are root. Anything else is a clear
+// Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze, promtool,
+// qemu-aarch64-static) and installs Debian's packages when they are missing and we are root. Anything else is a clear
 // failure, never a skipped test. Go is found, never installed: Debian's is older than the 1.26 the
 // etcd builds need.
 import { execFileSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 
 const TOOLS = {
   etcd: { env: "ETCD_BIN", candidates: ["/usr/bin/etcd", "/usr/local/bin/etcd"], apt: "etcd-server" },
@@ -14,7 +14,18 @@ const TOOLS = {
   "systemd-analyze": { env: "SYSTEMD_ANALYZE_BIN", candidates: ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"], apt: "systemd" },
   // The alert rules in contrib/prometheus are checked and unit-tested with Prometheus's own tool.
   promtool: { env: "PROMTOOL_BIN", candidates: ["/usr/bin/promtool", "/usr/local/bin/promtool"], apt: "prometheus" },
+  // Runs the linux-arm64 single executable file on another architecture, with Debian's arm64 C and
+  // C++ runtime libraries (under /usr/aarch64-linux-gnu) for the dynamic loader.
+  "qemu-aarch64-static": {
+    env: "QEMU_AARCH64_BIN",
+    candidates: ["/usr/bin/qemu-aarch64-static"],
+    apt: ["qemu-user-static", "libc6-arm64-cross", "libstdc++6-arm64-cross", "libgcc-s1-arm64-cross"],
+    requires: ["/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1", "/usr/aarch64-linux-gnu/lib/libstdc++.so.6"],
+  },
 };
+
+/** The directory qemu-aarch64-static takes as -L: where the arm64 dynamic loader and libraries are. */
+export const AARCH64_SYSROOT = "/usr/aarch64-linux-gnu";
 
 export function executable(path) {
   try {
@@ -35,6 +46,7 @@ export function onPath(name) {
 
 export function findTool(name) {
   const tool = TOOLS[name];
+  if (!(tool.requires ?? []).every((f) => existsSync(f))) return null;
   const fromEnv = process.env[tool.env];
   if (fromEnv && executable(fromEnv)) return fromEnv;
   return tool.candidates.find(executable) ?? onPath(name);
@@ -49,15 +61,15 @@ export function findGo() {
 export function ensureTool(name) {
   const found = findTool(name);
   if (found) return found;
-  const { apt } = TOOLS[name];
+  const apt = [TOOLS[name].apt].flat();
   if (process.getuid?.() !== 0) {
-    throw new Error(`${name} is not installed. Install it with 'sudo apt-get install -y ${apt}' or set ${TOOLS[name].env}.`);
+    throw new Error(`${name} is not installed. Install it with 'sudo apt-get install -y ${apt.join(" ")}' or set ${TOOLS[name].env}.`);
   }
-  console.error(`[tools] ${name} not found: installing Debian package ${apt}…`);
+  console.error(`[tools] ${name} not found: installing Debian package ${apt.join(" ")}…`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
-  execFileSync("apt-get", ["install", "-y", "-qq", apt], { stdio: "inherit", env });
+  execFileSync("apt-get", ["install", "-y", "-qq", ...apt], { stdio: "inherit", env });
   const installed = findTool(name);
-  if (!installed) throw new Error(`installed ${apt} but still cannot find ${name}`);
+  if (!installed) throw new Error(`installed ${apt.join(" ")} but still cannot find ${name}`);
   return installed;
 }

@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { embeddedPackageJson, inSingleExecutable } from "./single-executable.ts";
 
 const PACKAGE_NAME = "etcd-join-broker";
 
@@ -17,7 +18,8 @@ export function packageRoot(from: string = import.meta.dirname): string {
   }
 }
 
-/** The package's version, from its package.json. */
+/** The package's version, from its package.json (inside the single executable file, its embedded copy). */
 export function packageVersion(): string {
+  if (inSingleExecutable()) return embeddedPackageJson().version;
   return (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
 }

@@ -74,6 +74,15 @@ export interface HarnessOptions {
   etcdBin?: string;
   /** The cluster's policy, set before any agent starts (e.g. `{ maxInFlight: 6 }`). */
   policy?: Record<string, number>;
+  /** How an agent is started, given its `join-broker` arguments (default: this Node running bin/join-broker). */
+  agentCommand?: (args: string[]) => AgentCommand;
+}
+
+/** A program and its arguments, run in `cwd`. */
+export interface AgentCommand {
+  command: string;
+  args: string[];
+  cwd: string;
 }
 
 export interface FinalView {
@@ -218,9 +227,11 @@ export class ClusterHarness {
   startAgent(name: string, options: { args?: string[] } = {}): AgentRun {
     const node = this.node(name);
     const previous = this.runs.get(name) ?? [];
+    const args = options.args ?? this.agentArgs(node);
     // E2E_AGENT_NODE runs the agents on another Node (the system's Node 20, say) than the tests.
-    const proc = spawn(process.env.E2E_AGENT_NODE || process.execPath, [BIN, ...(options.args ?? this.agentArgs(node))], {
-      cwd: ROOT,
+    const how = this.options.agentCommand?.(args) ?? { command: process.env.E2E_AGENT_NODE || process.execPath, args: [BIN, ...args], cwd: ROOT };
+    const proc = spawn(how.command, how.args, {
+      cwd: how.cwd,
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
       env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },

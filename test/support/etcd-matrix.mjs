@@ -5,7 +5,8 @@
 // installs it). Every version runs the version table's checks, the join API's tests against etcd,
 // the parallel join and the fault run; the other scenarios are spread so that each runs on two
 // versions, and the files that do not depend on etcd's version run on the primary one only.
-// Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7.
+// Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7. The single
+// executable file's joins (single-executable.test.ts) run on the primary version only.
 // docs/etcd-versions.md explains the choice.
 import { ETCD_MINORS } from "../../scripts/etcd.mjs";
 

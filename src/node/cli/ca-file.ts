@@ -9,6 +9,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import * as tls from "node:tls";
 import { UsageError } from "../exit-codes.ts";
+import { inSingleExecutable } from "../single-executable.ts";
 
 /** Commands that talk HTTPS to the broker and accept --ca-file. */
 export const CA_FILE_COMMANDS = new Set(["join", "controller", "admin"]);
@@ -76,7 +77,9 @@ export async function rerunWithExtraCa(file: string, argv: string[]): Promise<nu
   const bundle = join(dir, "ca.pem");
   const existing = process.env.NODE_EXTRA_CA_CERTS ? readCaFile(process.env.NODE_EXTRA_CA_CERTS) : [];
   writeFileSync(bundle, [...existing, ...readCaFile(file)].join(""));
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...argv], {
+  // The single executable file is its own script; Node running the package needs the script's path.
+  const script = inSingleExecutable() ? [] : [process.argv[1]];
+  const child = spawn(process.execPath, [...process.execArgv, ...script, ...argv], {
     stdio: "inherit",
     env: { ...process.env, NODE_EXTRA_CA_CERTS: bundle },
   });

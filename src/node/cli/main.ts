@@ -7,6 +7,7 @@ import { CA_FILE_COMMANDS, extractCaFile, rerunWithExtraCa, trustCaFile } from "
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { didYouMean } from "./suggest.ts";
 import { packageVersion } from "../package-root.ts";
+import { inSingleExecutable } from "../single-executable.ts";
 
 /** The package's version, from its package.json. */
 export const version = packageVersion;
@@ -15,7 +16,12 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
   controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: () => import("./controller.ts") },
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: () => import("./admin.ts") },
-  serve: { summary: "the broker itself, self-hosted on workerd with its state on local disk", load: () => import("./serve.ts") },
+  serve: {
+    summary: inSingleExecutable()
+      ? "not in this single file: the self-hosted broker runs from the npm package (docs/install.md)"
+      : "the broker itself, self-hosted on workerd with its state on local disk",
+    load: () => import("./serve.ts"),
+  },
 };
 
 export const USAGE = `Usage: join-broker <command> [flags]
