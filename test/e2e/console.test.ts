@@ -293,6 +293,20 @@ describe("the console", () => {
     await page.screenshot({ path: join(SHOTS, "05-token-created.png") });
     // …and works: a node takes a ticket with it.
     expect((await node(cluster, shown, "ctrl-8", 8)).state).toBe("queued");
+    // It expires in 24 h, the form's default; one that never expires is asked for.
+    const listed = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/enrollment-tokens`)).body.tokens as { description?: string; expiresAt: string | null }[];
+    const wave2 = (await listed()).find((t) => t.description === "wave 2")!;
+    expect(Math.abs(Date.parse(wave2.expiresAt!) - (Date.now() + 24 * 3_600_000))).toBeLessThan(120_000);
+    await page.locator("#hide-token").click();
+    await page.locator("#token-description").fill("forever");
+    await page.locator("#token-no-expiry").check();
+    expect(await page.locator("#token-ttl").isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Create token" }).click();
+    expect(await page.locator("#confirm").textContent()).toContain("never expires");
+    await page.locator("#confirm-ok").click();
+    await page.locator("#new-token").waitFor({ state: "visible", timeout: 5_000 });
+    await expect.poll(async () => (await listed()).find((t) => t.description === "forever")?.expiresAt, { timeout: 10_000 }).toBeNull();
+    await expect.poll(() => page.locator("#tokens tbody tr").count()).toBe(3);
 
     // The broker's clusters are one choice away; switching follows the link form #cluster=NAME.
     await expect.poll(() => page.locator("#switch-cluster option").allTextContents()).toEqual(expect.arrayContaining(["console-live", "prod-eu"]));

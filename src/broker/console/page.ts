@@ -91,7 +91,8 @@ export const CONSOLE_HTML = `<!doctype html>
         <label for="token-description">Description</label>
         <input id="token-description" type="text" maxlength="200" placeholder="e.g. wave 2 controllers">
         <label for="token-ttl">Valid for (hours)</label>
-        <input id="token-ttl" type="number" min="1" max="8760" step="1" inputmode="numeric" placeholder="no expiry">
+        <input id="token-ttl" type="number" min="1" max="8760" step="1" inputmode="numeric" value="24" required>
+        <label for="token-no-expiry"><input id="token-no-expiry" type="checkbox"> never expires</label>
         <label for="token-uses">Uses</label>
         <input id="token-uses" type="number" min="1" max="1000000" step="1" inputmode="numeric" placeholder="unlimited">
         <button type="submit" class="action">Create token</button>

@@ -403,12 +403,14 @@ async function createToken(event) {
   event.preventDefault();
   const body = {};
   const description = $('token-description').value.trim();
-  const hours = $('token-ttl').value.trim();
+  // 24 h unless changed; a token that never expires is asked for, never a default.
+  const forever = $('token-no-expiry').checked;
+  const hours = forever ? '' : $('token-ttl').value.trim() || '24';
   const uses = $('token-uses').value.trim();
   if (description) body.description = description;
   if (hours) body.ttlSeconds = Math.round(Number(hours) * 3600);
   if (uses) body.maxUses = Number(uses);
-  const summary = (description ? '"' + description + '", ' : '') + (hours ? 'valid for ' + hours + ' h' : 'no expiry') + ', ' + (uses ? uses + ' use(s)' : 'unlimited uses');
+  const summary = (description ? '"' + description + '", ' : '') + (forever ? 'never expires' : 'valid for ' + hours + ' h') + ', ' + (uses ? uses + ' use(s)' : 'unlimited uses');
   const ok = await confirmAction({ title: 'Create an enrollment token?', text: 'A new token for cluster ' + state.cluster + ': ' + summary + '. It is shown once.', ok: 'Create token' });
   if (ok === null) return;
   const button = event.submitter || $('token-form').querySelector('button');
@@ -418,6 +420,7 @@ async function createToken(event) {
     $('new-token-value').focus();
     $('new-token-value').select();
     $('token-form').reset();
+    $('token-ttl').disabled = false;
   });
 }
 
@@ -662,6 +665,7 @@ function start() {
     location.hash = '#cluster=' + encodeURIComponent(e.currentTarget.value);
   });
   $('token-form').addEventListener('submit', createToken);
+  $('token-no-expiry').addEventListener('change', (e) => ($('token-ttl').disabled = e.target.checked));
   $('copy-token').addEventListener('click', async () => {
     const field = $('new-token-value');
     field.select();
