@@ -30,15 +30,34 @@ const { values } = parseArgs({
     keep: { type: "boolean", default: false },
     "without-broker": { type: "boolean", default: false },
     "self-hosted": { type: "boolean", default: false },
+    etcd: { type: "string" },
+    "max-in-flight": { type: "string", default: "1" },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N]");
+  console.log("  --etcd VERSION     the etcd release to run (default: Debian's 3.4; 3.5-3.7 are built once from their Go modules)");
+  console.log("  --max-in-flight N  admit N nodes at once (learners in parallel; etcd 3.6+), e.g. --etcd 3.7 --max-in-flight 6");
   console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
   console.log("  --self-hosted     the broker under join-broker serve (workerd from npm, state on local disk) instead of wrangler dev");
   process.exit(0);
 }
+const { ETCD_MINORS } = await import("./etcd.mjs");
+if (values.etcd !== undefined && !ETCD_MINORS.includes(values.etcd)) {
+  console.error(`--etcd must be one of ${ETCD_MINORS.join(", ")}, not ${values.etcd}`);
+  process.exit(2);
+}
+const maxInFlight = Number(values["max-in-flight"]);
+if (!Number.isInteger(maxInFlight) || maxInFlight < 1 || maxInFlight > 12) {
+  console.error("--max-in-flight must be a whole number from 1 to 12");
+  process.exit(2);
+}
+if (maxInFlight > 1 && !["3.6", "3.7"].includes(values.etcd ?? "3.4")) {
+  console.error(`--max-in-flight ${maxInFlight} needs etcd 3.6 or newer (3.4 and 3.5 hold one learner at a time): add --etcd 3.7`);
+  process.exit(2);
+}
+if (values.etcd) process.env.E2E_ETCD_VERSION = values.etcd;
 const count = Number(values.nodes);
 if (!Number.isInteger(count) || count < 2 || count > 12) {
   console.error("--nodes must be a whole number from 2 to 12");
@@ -59,7 +78,12 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
 const runtime = values["self-hosted"] ? "serve" : "wrangler";
-console.log(`Starting the broker (${runtime === "serve" ? "join-broker serve on workerd" : "wrangler dev"}), the join API and ${count} node agents with real etcd${values.faults ? ", with faults" : ""} (seed ${seed})…`);
+const { etcdUnderTest } = await import("../test/support/etcd.ts");
+const etcd = await etcdUnderTest();
+console.log(
+  `Starting the broker (${runtime === "serve" ? "join-broker serve on workerd" : "wrangler dev"}), the join API and ${count} node agents with real etcd ${etcd.version}` +
+    `${maxInFlight > 1 ? `, ${maxInFlight} admitted at once` : ", one admitted at a time"}${values.faults ? ", with faults" : ""} (seed ${seed})…`,
+);
 let h;
 let cleaning = null;
 const cleanup = async () => {
@@ -78,7 +102,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 try {
-  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, random: seededRandom(seed ^ 0x5eed), broker: { runtime } });
+  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, ...(maxInFlight > 1 ? { policy: { maxInFlight } } : {}), random: seededRandom(seed ^ 0x5eed), broker: { runtime } });
 } catch (e) {
   console.error(`Could not start: ${e instanceof Error ? e.message : e}`);
   process.exit(1);
@@ -200,7 +224,8 @@ if (ok) {
     const s = h.proxy.stats;
     console.log(`  faults       join API: ${s.answered500} × 500, ${s.dropped} dropped connections; killed: ${killedInOrder.map((k) => `${k.node} at ${k.step}`).join(", ") || "none"}`);
   }
-  console.log(`  time         ${secs(took)} from start to the last join`);
+  console.log(`  time         ${secs(took)} from start to the last join (etcd ${etcd.version}, maxInFlight ${maxInFlight})`);
+  if (maxInFlight === 1 && count > 2) console.log(`               one at a time, each add waits for etcd to settle; with etcd 3.6+, --etcd 3.7 --max-in-flight ${count - 1} admits the joiners together`);
   h.writeTimeline({ tookMs: took, members: list.ok ? list.value.members.length : null });
 }
 

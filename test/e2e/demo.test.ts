@@ -27,5 +27,14 @@ describe("npm run demo -- --faults", () => {
     expect(summary.split(", ")).toEqual(killed);
     // Each killed agent is restarted once; restart delays differ, so the order may not.
     expect([...restarted].sort()).toEqual(killed.map((k) => k.split(" ")[0]).sort());
+    // It says which etcd it runs and how many it admits at once, and how to admit more.
+    expect(out).toMatch(/with real etcd 3\.\d+\.\d+, one admitted at a time, with faults/);
+    expect(out).toMatch(/^ {2}time {9}[\d.]+ s from start to the last join \(etcd 3\.\d+\.\d+, maxInFlight 1\)$/m);
+    expect(out).toContain("--etcd 3.7 --max-in-flight 2 admits the joiners together");
+  });
+
+  it("refuses --max-in-flight above 1 on an etcd that holds one learner, and says what to add", () => {
+    const r = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--etcd", "3.5", "--max-in-flight", "3"], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 2, stderr: "--max-in-flight 3 needs etcd 3.6 or newer (3.4 and 3.5 hold one learner at a time): add --etcd 3.7\n" });
   });
 });
