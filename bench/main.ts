@@ -18,6 +18,7 @@ import { parseArgs } from "node:util";
 import { brokerThroughput } from "./broker-throughput.ts";
 import { clusterJoin, joinChecksPassed, killJoinProcesses, type JoinSettings } from "./cluster-join.ts";
 import { executableStartup } from "./executable.ts";
+import { footprint } from "./footprint.ts";
 import { handoff } from "./handoff.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
@@ -29,7 +30,7 @@ import { verifier } from "./verifier.ts";
 import { freshBuild } from "../bin/built-cli.mjs";
 import { buildCli } from "../scripts/build-cli.mjs";
 
-const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "executable"] as const;
+const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "executable", "footprint"] as const;
 type Section = (typeof SECTIONS)[number];
 
 export const SETTINGS = {
@@ -39,6 +40,7 @@ export const SETTINGS = {
     scale: { tickets: 1_000, concurrency: 32 },
     verifier: { runs: 3, seconds: 1 },
     executable: { runs: 3 },
+    footprint: { runs: 1, clusters: 20 },
     join: { versions: ["3.6"], sizes: [2], runs: 1, pipelined: { versions: ["3.6"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
   },
   full: {
@@ -47,6 +49,7 @@ export const SETTINGS = {
     scale: { tickets: 10_000, concurrency: 32 },
     verifier: { runs: 5, seconds: 2 },
     executable: { runs: 7 },
+    footprint: { runs: 3, clusters: 100 },
     join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
   },
 };
@@ -145,7 +148,7 @@ export async function main(argv: string[]): Promise<number> {
   const etcdReleases: string[] = [];
   if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
   // The agents and the join API run the package's command as installed: the built CLI, fresh.
-  if (only.includes("join") || only.includes("executable")) {
+  if (only.includes("join") || only.includes("executable") || only.includes("footprint")) {
     await buildCli();
     const built = freshBuild(ROOT);
     if (!built.entry) throw new Error(`the CLI build is not used: ${built.why}`);
@@ -196,7 +199,7 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
-    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "executable");
+    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "executable" && s !== "footprint");
     const shared = needsShared ? await start("shared") : null;
     await attempt("broker", async () => {
       results.broker = await brokerThroughput(shared!, settings.broker);
@@ -234,6 +237,10 @@ export async function main(argv: string[]): Promise<number> {
     // The single executable file beside the npm form: no broker (the agents' stand-in is local).
     await attempt("executable", async () => {
       results.executable = await executableStartup(settings.executable);
+    });
+    // The programs' memory, as started by an operator: no shared broker (serve is its own).
+    await attempt("footprint", async () => {
+      results.footprint = await footprint(settings.footprint);
     });
     if (shared) await stop(shared);
   } finally {

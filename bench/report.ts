@@ -6,6 +6,7 @@
 import type { ThroughputResult } from "./broker-throughput.ts";
 import type { JoinResult, JoinRun } from "./cluster-join.ts";
 import type { ExecutableResult } from "./executable.ts";
+import type { FootprintResult } from "./footprint.ts";
 import type { HandoffResult } from "./handoff.ts";
 import type { ScaleResult } from "./queue-scale.ts";
 import type { VerifierResult } from "./verifier.ts";
@@ -33,6 +34,7 @@ export interface Results {
   verifier?: VerifierResult;
   join?: JoinResult;
   executable?: ExecutableResult;
+  footprint?: FootprintResult;
   /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
   merged?: { date: string; mode: "quick" | "full"; sections: string[]; settings: unknown; machine: Record<string, string | number>; loadAverage: { start: number[]; end: number[] }; durationSeconds: number }[];
 }
@@ -148,6 +150,12 @@ function summary(r: Results): string {
     e
       ? ["6", `Single executable file: an agent's start-up, ${e.agents} at once`, `${int(e.summary.executableMs)} ms; file ${mb(e.sizes.x64Bytes)} (x64)`, `npm form (bin/join-broker, same machine): ${int(e.summary.npmMs)} ms`, n(e.summary.ratio, 2), "–", "–"]
       : ["6", "Single executable file", "not measured", "", "", "–", ""],
+  );
+  const f = r.footprint;
+  rows.push(
+    f
+      ? ["7", `Memory (RSS): serve with ${f.clusters} clusters; a queued agent; the join API`, `${n(f.summary.serveLoadedMiB, 1)} MiB; ${n(f.summary.agentMiB, 1)} MiB; ${n(f.summary.joinApiMiB, 1)} MiB`, `serve with one cluster: ${n(f.summary.serveIdleMiB, 1)} MiB`, "–", "–", "–"]
+      : ["7", "Memory (RSS)", "not measured", "", "", "–", ""],
   );
   return table(["#", "Benchmark", "Figure", "Ceiling / baseline (same run)", "Ratio", "Target", "Met"], rows);
 }
@@ -501,9 +509,33 @@ machine is shared, which is why every figure stands beside its own ceiling.`;
     verifierSection(r),
     joinSection(r),
     executableSection(r),
+    footprintSection(r),
     "Raw figures of every run: [bench/results.json](bench/results.json).",
     "",
   ].join("\n");
+}
+
+function footprintSection(r: Results): string {
+  const failed = r.errors.footprint ? `Footprint: **not measured** — the benchmark failed: \`${r.errors.footprint.split("\n")[0]}\`` : null;
+  if (failed || !r.footprint) return `## 7. Footprint (memory)\n\n${failed ?? "Not measured."}\n`;
+  const f = r.footprint;
+  return `## 7. Footprint (memory)
+
+What each program takes, for sizing the machines that run it: the resident set (VmRSS) of the
+process and all its descendants, read from /proc a second after it said it was ready, started
+as an operator starts it (\`bin/join-broker\`, the built CLI). \`serve\` counts its Node supervisor
+and workerd together, first with one cluster, then with ${f.clusters} clusters each holding an
+admitted bootstrap ticket and a queued one; the agent waits in the queue (long polls); the join
+API is idle. Median of ${f.runs.length} run(s) (bench/footprint.ts).
+
+${table(
+  ["Run", "serve, 1 cluster", `serve, ${f.clusters} clusters`, "agent (queued)", "join API"],
+  f.runs.map((x, i) => [i + 1, `${n(x.serveIdleMiB, 1)} MiB`, `${n(x.serveLoadedMiB, 1)} MiB`, `${n(x.agentMiB, 1)} MiB`, `${n(x.joinApiMiB, 1)} MiB`]),
+)}
+
+Median: \`serve\` **${n(f.summary.serveIdleMiB, 1)} MiB** with one cluster, **${n(f.summary.serveLoadedMiB, 1)} MiB** with ${f.clusters};
+an agent **${n(f.summary.agentMiB, 1)} MiB**; the join API **${n(f.summary.joinApiMiB, 1)} MiB**.
+`;
 }
 
 function executableSection(r: Results): string {
