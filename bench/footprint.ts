@@ -9,8 +9,9 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { processMemory, processTree } from "./support/broker.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log, median, round } from "./support/stats.ts";
 
@@ -31,30 +32,7 @@ export interface FootprintResult {
 
 /** Resident memory of `pid` and every descendant, in MiB. */
 export function treeRssMiB(pid: number): number {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The command name may hold spaces and parentheses: the ppid is the second field after the last ')'.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  let kib = 0;
-  const visit = (p: number) => {
-    try {
-      const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/status`, "utf8"));
-      if (m) kib += Number(m[1]);
-    } catch {
-      return;
-    }
-    for (const c of children.get(p) ?? []) visit(c);
-  };
-  visit(pid);
-  return kib / 1024;
+  return [pid, ...processTree(pid)].reduce((sum, p) => sum + (processMemory(p)?.rssBytes ?? 0), 0) / (1024 * 1024);
 }
 
 /** Starts `join-broker …args` and resolves once a line of its output matches `ready`. */

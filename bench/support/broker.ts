@@ -127,8 +127,8 @@ function runtimeWorkerd(root: number): number | null {
   return candidates.find((pid) => cmdline(pid).includes("--inspector-addr")) ?? candidates[0] ?? null;
 }
 
-/** The processes below `root` (children, grandchildren, …) whose command name is `name`. */
-function descendants(root: number, name: string): number[] {
+/** Every process below `root` (children, grandchildren, …), nearest first. */
+export function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -147,14 +147,21 @@ function descendants(root: number, name: string): number[] {
   const queue = [...(children.get(root) ?? [])];
   while (queue.length > 0) {
     const pid = queue.shift()!;
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === name) found.push(pid);
-    } catch {
-      continue;
-    }
+    found.push(pid);
     queue.push(...(children.get(pid) ?? []));
   }
   return found;
+}
+
+/** The processes below `root` whose command name is `name`. */
+function descendants(root: number, name: string): number[] {
+  return processTree(root).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === name;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** VmRSS and VmHWM (peak RSS) of a process, in bytes. */

@@ -5,6 +5,7 @@
  * synchronous command (read, check, write) in `transactionSync`.
  * @module
  */
+import type { AdminCredential } from "../../shared/protocol/wire.ts";
 
 export type AdminCredentialRow = {
   id: string;
@@ -15,15 +16,8 @@ export type AdminCredentialRow = {
   revoked_at: number | null;
 };
 
-export interface AdminCredentialView {
-  id: string;
-  readOnly: true;
-  cluster: string | null;
-  description?: string;
-  createdAt: string;
-  revokedAt?: string;
-  state: "active" | "revoked";
-}
+/** What the broker answers about a credential: the contract's wire type. */
+export type AdminCredentialView = AdminCredential;
 
 export function adminCredentialView(row: AdminCredentialRow): AdminCredentialView {
   return {

@@ -31,6 +31,7 @@ import { InvalidInput } from "./errors.ts";
 import { NodeSession } from "./node-session.ts";
 import { Transport, type Reply, type TransportOptions } from "./transport.ts";
 import type {
+  AdminCredential,
   Adopted,
   AuditPage,
   ClusterStatus,
@@ -79,16 +80,6 @@ function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
 const segment = (value: string) => encodeURIComponent(value);
 
 export type AdminCredentialInput = z.input<typeof AdminCredentialRequest>;
-/** A read-only admin credential as the broker lists it (never its secret). */
-export interface AdminCredential {
-  id: string;
-  readOnly: true;
-  cluster: string | null;
-  description?: string;
-  createdAt: string;
-  revokedAt?: string;
-  state: "active" | "revoked";
-}
 
 export class BrokerClient {
   readonly transport: Transport;

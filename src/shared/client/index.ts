@@ -3,7 +3,7 @@
  * @module
  */
 export { AdminClient, BrokerClient, ClusterClient, checkEnrollmentTokenInput } from "./broker-client.ts";
-export type { AdminCredential, AdminCredentialInput, AdoptInput, AuditInput, BootstrapInput, EnrollmentTokenInput, PolicyInput, TicketListInput } from "./broker-client.ts";
+export type { AdminCredentialInput, AdoptInput, AuditInput, BootstrapInput, EnrollmentTokenInput, PolicyInput, TicketListInput } from "./broker-client.ts";
 export { BrokerProblem, BrokerUnreachable, InvalidInput, type ProblemBody } from "./errors.ts";
 export type { Reply, TransportOptions } from "./transport.ts";
 export { NodeSession } from "./node-session.ts";

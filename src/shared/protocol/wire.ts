@@ -100,6 +100,17 @@ export interface AuditEntry {
   detail: Record<string, unknown>;
 }
 
+/** A read-only admin credential as the broker lists it (never its secret). */
+export interface AdminCredential {
+  id: string;
+  readOnly: true;
+  cluster: string | null;
+  description?: string;
+  createdAt: string;
+  revokedAt?: string;
+  state: "active" | "revoked";
+}
+
 export interface CreatedEnrollmentToken {
   id: string;
   /** The secret: the broker stores only its hash and never shows it again. */
