@@ -25,8 +25,12 @@ export interface FaultStats {
 export interface FaultProxy {
   url: string;
   stats: FaultStats;
-  /** Fails every request for `ms` from now: `dropShare` of them by dropping the connection, the rest with 500. */
-  failFor(ms: number, dropShare?: number): void;
+  /**
+   * Fails every request for `ms` from now (or, with `fromFirstRequest`, from the next request on,
+   * so that the window cannot pass before anyone calls): `dropShare` of them by dropping the
+   * connection, the rest with 500.
+   */
+  failFor(ms: number, dropShare?: number, options?: { fromFirstRequest?: boolean }): void;
   /** Holds matching requests until `release()`; `onHeld` runs for each one held. */
   hold(match: (r: ProxiedRequest) => boolean, onHeld?: (r: ProxiedRequest) => void): void;
   /**
@@ -41,6 +45,8 @@ export interface FaultProxy {
 export async function startFaultProxy(target: string, random: () => number): Promise<FaultProxy> {
   const stats: FaultStats = { forwarded: 0, answered500: 0, dropped: 0, held: 0, droppedAnswers: 0 };
   let failUntil = 0;
+  /** A window armed to open at the next request (`fromFirstRequest`), in ms. */
+  let failNextFor = 0;
   let dropShare = 0.5;
   let holdRule: { match: (r: ProxiedRequest) => boolean; onHeld?: (r: ProxiedRequest) => void } | null = null;
   let dropAnswerRule: { match: (r: ProxiedRequest) => boolean; onDropped?: (r: ProxiedRequest) => void; status: (code: number) => boolean } | null = null;
@@ -81,6 +87,10 @@ export async function startFaultProxy(target: string, random: () => number): Pro
         body = null;
       }
       const info: ProxiedRequest = { method: req.method ?? "GET", path: req.url ?? "/", body };
+      if (failNextFor > 0) {
+        failUntil = Date.now() + failNextFor;
+        failNextFor = 0;
+      }
       if (Date.now() < failUntil) {
         if (random() < dropShare) {
           stats.dropped++;
@@ -117,8 +127,9 @@ export async function startFaultProxy(target: string, random: () => number): Pro
   return {
     url: `http://127.0.0.1:${port}`,
     stats,
-    failFor(ms, share = 0.5) {
-      failUntil = Date.now() + ms;
+    failFor(ms, share = 0.5, options = {}) {
+      if (options.fromFirstRequest) failNextFor = ms;
+      else failUntil = Date.now() + ms;
       dropShare = share;
     },
     hold(match, onHeld) {
