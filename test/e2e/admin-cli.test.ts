@@ -11,38 +11,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { runAdmin, type AdminRun } from "../support/admin-run.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
 const children = new Set<ChildProcess>();
 let broker: BrokerProcess;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = AdminRun;
 
 /** Runs `join-broker admin …args`; `env` replaces the JOIN_BROKER_* variables (none by default). */
-function admin(args: string[], options: { env?: Record<string, string>; node?: string } = {}): Promise<Run> {
-  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
-  for (const k of ["JOIN_BROKER_URL", "JOIN_BROKER_ADMIN_TOKEN", "JOIN_BROKER_CLUSTER"]) if (!options.env?.[k]) delete env[k];
-  const [cmd, pre] = options.node ? [options.node, [BIN]] : [BIN, []];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, [...pre, "admin", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    children.add(child);
-    let stdout = "";
-    let stderr = "";
-    child.stdout!.on("data", (d) => (stdout += d));
-    child.stderr!.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const admin = (args: string[], options: { env?: Record<string, string>; node?: string } = {}) => runAdmin(args, { ...options, live: children });
 
 /** The connection flags for a cluster on the test broker. */
 const on = (cluster: string, token = broker.adminToken) => ["--cluster", cluster, "--broker", broker.url, "--admin-token", token];

@@ -5,43 +5,19 @@
  * token is rotated the two ways serve takes it (--admin-token-file, DIR/admin-token): after a
  * restart the old one is refused, the new one works, and the read-only credentials still do.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { runAdmin } from "../support/admin-run.ts";
 
-const BIN = join(ROOT, "bin/join-broker");
 const children = new Set<ChildProcess>();
 const brokers: BrokerProcess[] = [];
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** `join-broker admin …args` with only the JOIN_BROKER_* variables given here. */
-function admin(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const all: Record<string, string | undefined> = { ...process.env, ...env };
-  for (const k of ["JOIN_BROKER_URL", "JOIN_BROKER_ADMIN_TOKEN", "JOIN_BROKER_CLUSTER"]) if (!env[k]) delete all[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(BIN, ["admin", ...args], { cwd: ROOT, env: all, stdio: ["ignore", "pipe", "pipe"] });
-    children.add(child);
-    let stdout = "";
-    let stderr = "";
-    child.stdout!.on("data", (d) => (stdout += d));
-    child.stderr!.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const admin = (args: string[], env: Record<string, string> = {}) => runAdmin(args, { env, live: children });
 
 afterAll(async () => {
   for (const c of children) c.kill("SIGKILL");
