@@ -72,7 +72,8 @@ async function joinTwo(scenario: string, start: (h: ClusterHarness, node: NodeSp
   });
   try {
     for (const name of names) start(h, h.node(name));
-    await h.waitFor("both agents to report joined", () => names.every((n) => h.joined(n)), 240_000);
+    // Well inside the test's own timeout, so a stuck join fails with each agent's last step.
+    await h.waitFor("both agents to report joined", () => names.every((n) => h.joined(n)), 150_000);
     const final = await expectOneHealthyCluster(h, names);
     const roles = names.map((n) => /^joined cluster \S+ as (bootstrap|join)$/m.exec(h.current(n)!.stdout)?.[1]).sort();
     expect(roles).toEqual(["bootstrap", "join"]);
@@ -86,7 +87,7 @@ async function joinTwo(scenario: string, start: (h: ClusterHarness, node: NodeSp
 }
 
 describe("joins a real etcd cluster without Node.js, the broker on join-broker serve", () => {
-  it("in its own mode: one node bootstraps, the other joins", async () => {
+  it("in its own mode: one node bootstraps, the other joins", { timeout: 240_000 }, async () => {
     const h = await joinTwo("sea-own", (h, node) => h.startAgent(node.name));
     // Its own mode keeps supervising etcd: both agents still run.
     expect(h.nodes.map((n) => h.current(n.name)!.exit)).toEqual([null, null]);
@@ -94,7 +95,7 @@ describe("joins a real etcd cluster without Node.js, the broker on join-broker s
     await h.cleanup();
   });
 
-  it("in gate mode: each runs an installer, one init, one join, and exits 0", async () => {
+  it("in gate mode: each runs an installer, one init, one join, and exits 0", { timeout: 240_000 }, async () => {
     // The etcdctl of the etcd under test when it was built beside it (scripts/etcd.mjs), else Debian's.
     const beside = join(dirname(await etcdBinary()), "etcdctl");
     const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
@@ -104,8 +105,8 @@ describe("joins a real etcd cluster without Node.js, the broker on join-broker s
       const command = `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec '${installer}' init ${quoted}; else exec '${installer}' join ${quoted}; fi`;
       h.startAgent(node.name, { args: h.gateAgentArgs(node, command) });
     });
-    const exits = await Promise.all(h.nodes.map((n) => h.current(n.name)!.exited));
-    expect(exits.map((x) => x.code), h.describeAgents()).toEqual([0, 0]);
+    await h.waitFor("both agents to exit", () => h.nodes.every((n) => h.current(n.name)!.exit !== null), 20_000);
+    expect(h.nodes.map((n) => h.current(n.name)!.exit!.code), h.describeAgents()).toEqual([0, 0]);
     h.writeTimeline();
     await h.cleanup();
   });

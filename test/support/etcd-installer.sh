@@ -11,12 +11,23 @@ unset ETCDCTL_API
 say() { echo "[installer $name] $*" >&2; }
 ctl() { "$etcdctl" --endpoints="$endpoints" --dial-timeout=2s --command-timeout=5s "$@"; }
 
-# Retries "$@" every half second for up to two minutes; its output goes to $out.
+etcd_pid=""
+
+# Gives up with the last lines etcd wrote, so a failed run says why.
+give_up() {
+  say "gave up: $*"
+  if [ -f "$data.log" ]; then tail -n 5 "$data.log" | sed "s/^/[installer $name] etcd: /" >&2; fi
+  exit 1
+}
+
+# Retries "$@" every half second for up to two minutes (by the clock, however long each try
+# takes); its output goes to $out. Once this script has started etcd, an etcd that exited ends
+# the wait at once.
 retry() {
-  tries=240
+  deadline=$(($(date +%s) + 120))
   while ! out=$("$@" 2>&1); do
-    tries=$((tries - 1))
-    if [ "$tries" -le 0 ]; then say "gave up: $*: $out"; exit 1; fi
+    if [ -n "$etcd_pid" ] && ! kill -0 "$etcd_pid" 2>/dev/null; then give_up "etcd (pid $etcd_pid) exited: $out"; fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then give_up "$*: $out"; fi
     sleep 0.5
   done
 }
@@ -28,7 +39,26 @@ start_etcd() { # INITIAL_CLUSTER STATE
     --listen-peer-urls="$peer" --initial-advertise-peer-urls="$peer" \
     --initial-cluster="$1" --initial-cluster-state="$2" --initial-cluster-token="$name-cluster" \
     --heartbeat-interval=50 --election-timeout=750 </dev/null >>"$data.log" 2>&1 &
-  say "started etcd ($2, pid $!)"
+  etcd_pid=$!
+  say "started etcd ($2, pid $etcd_pid)"
+}
+
+# Adds this node as a learner. An add whose answer was lost (etcdctl's command timeout on a
+# busy machine) leaves the member in place, and etcd refuses the next add for its peer URL: then
+# the member list gives its ID and the initial cluster, printed as the add prints them.
+add_learner() {
+  if added=$(ctl member add "$name" --peer-urls="$peer" --learner 2>&1); then printf '%s\n' "$added"; return 0; fi
+  case "$added" in *"already exists"*) ;; *) printf '%s\n' "$added"; return 1 ;; esac
+  list=$(ctl member list -w simple 2>&1) || { printf '%s\n' "$list"; return 1; }
+  # Lines: ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER
+  id=$(printf '%s\n' "$list" | awk -F', ' -v p="$peer" '$4 == p { print $1 }')
+  [ -n "$id" ] || { printf '%s\n' "$added"; return 1; }
+  initial=$(printf '%s\n' "$list" | awk -F', ' -v p="$peer" -v n="$name" '
+    $4 == p { out = out sep n "=" p; sep = "," ; next }
+    $3 != "" { out = out sep $3 "=" $4; sep = "," }
+    END { print out }')
+  say "learner $id was already added"
+  printf 'Member %s added\nETCD_INITIAL_CLUSTER="%s"\n' "$id" "$initial"
 }
 
 case "$mode" in
@@ -38,7 +68,7 @@ case "$mode" in
     say "etcd is healthy: a new cluster"
     ;;
   join)
-    retry ctl member add "$name" --peer-urls="$peer" --learner
+    retry add_learner
     id=$(printf '%s\n' "$out" | sed -n 's/^Member \([0-9a-f]*\) added.*/\1/p')
     initial=$(printf '%s\n' "$out" | sed -n 's/^ETCD_INITIAL_CLUSTER="\(.*\)"$/\1/p')
     say "added learner $id"
