@@ -35,6 +35,9 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import { ClusterExists, GaveUp, JoinApiOutOfReach, Refusal, Stopped } from "./errors.ts";
 import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
+import { certificateAuthority, etcdServingFiles, ownClientFiles, haveUsableCertificates, issueOwnCertificates, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
+import { requestedIdentity } from "../pki/identity.ts";
+import { PkiError } from "../pki/x509.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
@@ -45,7 +48,8 @@ import type { AgentOptions } from "./join-options.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, retrying, sleep, type Random, type RetryOptions } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
-import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
+import { writeFileAtomic } from "../atomic-file.ts";
+import { StateDir, hasEtcdData, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../../shared/protocol/wire.ts";
 
 export interface AgentDeps {
@@ -124,7 +128,7 @@ class Agent {
     this.#random = deps.random ?? Math.random;
     this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
     this.#joinApi = new JoinApiClient(options.joinApiUrl);
-    this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
+    this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, ...(options.pkiDir ? { fetch: tlsFetch(ownClientFiles(options.pkiDir)) } : {}) });
     this.#etcd = options.etcdBin
       ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
           onUnexpectedExit: (how, again) => this.#r.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
@@ -281,6 +285,7 @@ class Agent {
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
+      if (view.role === "bootstrap" && !this.#gate) await this.#bootstrapCertificates();
       if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
         const voter = await this.#gate.admitted(view, admission, signal);
@@ -385,7 +390,8 @@ class Agent {
   async #checkNoClusterYet(signal: AbortSignal): Promise<void> {
     const endpoints = this.#o.controllers;
     if (endpoints.length === 0) return;
-    const tls = this.#o.etcdTls ? { fetch: tlsFetch(this.#o.etcdTls) } : {};
+    const files = this.#o.etcdTls ?? (this.#o.pkiDir ? ownClientFiles(this.#o.pkiDir) : null);
+    const tls = files ? { fetch: tlsFetch(files) } : {};
     let answers = await askControllers(endpoints, this.#o.clientURL, tls);
     if (answers.some((a) => !a.reached)) {
       await sleep(2_000, signal);
@@ -436,12 +442,18 @@ class Agent {
       unreachableSince ??= Date.now();
       if (Date.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
     };
+    // Keys made for this add, kept in memory until their certificates arrive: a node that stops
+    // before then makes fresh ones when it asks again.
+    const pending = await this.#certificatesToRequest();
     return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
-      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
+      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
       this.#r.reachable("join-api");
       unreachableSince = null;
       const body = res.body;
-      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return { done: body };
+      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) {
+        if (pending) this.#saveCertificates(pending, body);
+        return { done: body };
+      }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
         rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
       } else if (res.status === 400 || res.status === 409 || res.status === 422) {
@@ -451,6 +463,38 @@ class Agent {
       }
       return { wait: res.retryAfter };
     });
+  }
+
+  // ------------------------------------------------------------------ certificates (--pki-dir)
+
+  /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
+  async #bootstrapCertificates(): Promise<void> {
+    const dir = this.#o.pkiDir;
+    if (!dir) return;
+    const identity = requestedIdentity(this.#o.node, this.#o.peerURL, this.#o.clientURL);
+    const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${this.#o.cluster} etcd CA` } });
+    if (created) this.#r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
+    if (await haveUsableCertificates(dir, identity)) return;
+    await issueOwnCertificates(dir, ca, identity);
+    this.#r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
+  }
+
+  /** A joiner's certificate requests, unless it holds usable certificates already (null). */
+  async #certificatesToRequest(): Promise<PendingCertificates | null> {
+    const dir = this.#o.pkiDir;
+    if (!dir) return null;
+    const identity = requestedIdentity(this.#o.node, this.#o.peerURL, this.#o.clientURL);
+    if (await haveUsableCertificates(dir, identity)) return null;
+    return await requestCertificates(identity);
+  }
+
+  #saveCertificates(pending: PendingCertificates, added: MemberAdded): void {
+    const dir = this.#o.pkiDir!;
+    if (!added.certificates) {
+      throw new Refusal(`the join API ${this.#o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
+    }
+    pending.save(dir, added.certificates);
+    this.#r.event("pki", `the join API signed this node's peer and server certificates; saved in ${dir}`, { dir });
   }
 
   async #promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
@@ -700,6 +744,7 @@ class Agent {
       initialCluster: owned.initialCluster,
       initialClusterState: owned.initialClusterState,
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
+      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir) } : {}),
       // Ours first: a --max-learners among --etcd-arg comes later and wins.
       extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
     });
@@ -906,6 +951,8 @@ class Agent {
       if (!(await this.#stopEtcdUnlessVoter())) await this.#leaveQueue();
       throw e;
     }
+    // A CA that is half there, unreadable, or another than the join API's: the operator must fix it.
+    if (e instanceof PkiError) e = new Refusal(`${e.message} (--pki-dir)`);
     if (e instanceof AdmissionRevoked || e instanceof Refusal) {
       const kept = await this.#stopEtcdUnlessVoter();
       // A node that cannot go on (a wrong flag, data that is not its own, a cluster that already
