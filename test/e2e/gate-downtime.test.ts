@@ -19,7 +19,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-downtime", seed: e2eSeed("gate-downtime"), nodes: NODES, policy: { leaseSeconds: LEASE_SECONDS } });
+  h = await ClusterHarness.start({ scenario: "gate-downtime", seed: e2eSeed("gate-downtime"), nodes: NODES, policy: { leaseSeconds: LEASE_SECONDS }, etcdTls: false });
 });
 
 afterAll(async () => {

@@ -25,7 +25,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-faults", seed, nodes: NODES });
+  h = await ClusterHarness.start({ scenario: "gate-faults", seed, nodes: NODES, etcdTls: false });
 });
 
 afterAll(async () => {

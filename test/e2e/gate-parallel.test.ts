@@ -17,7 +17,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-parallel", seed: e2eSeed("gate-parallel"), nodes: NODES });
+  h = await ClusterHarness.start({ scenario: "gate-parallel", seed: e2eSeed("gate-parallel"), nodes: NODES, etcdTls: false });
 });
 
 afterAll(async () => {

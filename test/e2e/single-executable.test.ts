@@ -61,13 +61,14 @@ it("answers serve, which it does not carry, with a usage error that points to th
   expect(serve.stderr).toMatch(/not part of the single executable file.*npm package/);
 });
 
-async function joinTwo(scenario: string, start: (h: ClusterHarness, node: NodeSpec) => void): Promise<ClusterHarness> {
+async function joinTwo(scenario: string, start: (h: ClusterHarness, node: NodeSpec) => void, etcdTls = true): Promise<ClusterHarness> {
   const names = [`${scenario}-0`, `${scenario}-1`];
   const h = await ClusterHarness.start({
     scenario,
     seed: e2eSeed(scenario),
     nodes: names,
     broker: { runtime: "serve" },
+    etcdTls,
     agentCommand: (args) => withoutNode(home, bin, args),
   });
   try {
@@ -104,7 +105,7 @@ describe("joins a real etcd cluster without Node.js, the broker on join-broker s
       const quoted = args.map((a) => `'${a}'`).join(" ");
       const command = `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec '${installer}' init ${quoted}; else exec '${installer}' join ${quoted}; fi`;
       h.startAgent(node.name, { args: h.gateAgentArgs(node, command) });
-    });
+    }, false);
     await h.waitFor("both agents to exit", () => h.nodes.every((n) => h.current(n.name)!.exit !== null), 20_000);
     expect(h.nodes.map((n) => h.current(n.name)!.exit!.code), h.describeAgents()).toEqual([0, 0]);
     h.writeTimeline();

@@ -7,11 +7,13 @@
  * timeline, and reads the final membership from every node.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
+import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
+import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../../src/node/pki/pki-dir.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
@@ -36,6 +38,8 @@ export interface NodeSpec {
   clientURL: string;
   stateDir: string;
   dataDir: string;
+  /** The agent's --pki-dir (TLS runs only). */
+  pkiDir: string;
 }
 
 export interface AgentRun {
@@ -76,6 +80,12 @@ export interface HarnessOptions {
   policy?: Record<string, number>;
   /** How an agent is started, given its `join-broker` arguments (default: this Node running bin/join-broker). */
   agentCommand?: (args: string[]) => AgentCommand;
+  /**
+   * etcd with TLS and client-certificate auth on both ports (the default, as production runs
+   * it): an operator's CA in every node's --pki-dir and the join API's, joiners' certificates
+   * signed by the join API. false: plain http.
+   */
+  etcdTls?: boolean;
 }
 
 /** A program and its arguments, run in `cwd`. */
@@ -113,6 +123,8 @@ export class ClusterHarness {
     readonly token: string,
     readonly joinApi: { url: string; proc: ChildProcess; output: () => string },
     readonly proxy: FaultProxy | null,
+    /** The harness's own etcd client credentials (TLS runs), for sampling and for tests. */
+    readonly etcdClientTls: TlsFiles | null,
   ) {
     this.timeline = new Timeline(options.scenario, options.seed);
     // The broker's default maxInFlight is 1; a scenario's policy may raise it.
@@ -124,13 +136,17 @@ export class ClusterHarness {
     const etcdBin = options.etcdBin ?? (await etcdBinary());
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
     const ports = await stablePorts(options.nodes.length * 2);
+    const tls = options.etcdTls !== false;
+    const scheme = tls ? "https" : "http";
     const nodes = options.nodes.map((name, i) => ({
       name,
-      peerURL: `http://127.0.0.1:${ports[2 * i]}`,
-      clientURL: `http://127.0.0.1:${ports[2 * i + 1]}`,
+      peerURL: `${scheme}://127.0.0.1:${ports[2 * i]}`,
+      clientURL: `${scheme}://127.0.0.1:${ports[2 * i + 1]}`,
       stateDir: join(dir, name),
       dataDir: join(dir, name, "etcd"),
+      pkiDir: join(dir, name, "pki"),
     }));
+    const pki = tls ? await preparePki(dir, nodes) : null;
     let broker: BrokerProcess | null = null;
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
@@ -142,9 +158,9 @@ export class ClusterHarness {
         const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
         if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
       }
-      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), options.caFile ? ["--ca-file", options.caFile] : []);
+      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])]);
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
-      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy);
+      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy, pki?.client ?? null);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
       return h;
     } catch (e) {
@@ -154,6 +170,11 @@ export class ClusterHarness {
       rmSync(dir, { recursive: true, force: true });
       throw e;
     }
+  }
+
+  /** A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. */
+  etcd(endpoints: string | string[], timeoutMs = 5_000): EtcdGateway {
+    return new EtcdGateway(endpoints, { timeoutMs, ...(this.etcdClientTls ? { fetch: tlsFetch(this.etcdClientTls) } : {}) });
   }
 
   /** The URL agents use for the join API (through the fault proxy, when there is one). */
@@ -194,6 +215,7 @@ export class ClusterHarness {
       "--etcd-bin", this.etcdBin,
       "--data-dir", node.dataDir,
       "--client-url", node.clientURL,
+      ...(this.etcdClientTls ? ["--pki-dir", node.pkiDir] : []),
       "--log-format", "json",
       "--timeout", "600",
       ...(this.options.caFile ? ["--ca-file", this.options.caFile] : []),
@@ -216,6 +238,7 @@ export class ClusterHarness {
       "--state-dir", node.stateDir,
       "--client-url", node.clientURL,
       "--etcd", this.nodes.map((n) => n.clientURL).join(","),
+      ...(this.etcdClientTls ? ["--etcd-cacert", this.etcdClientTls.ca!, "--etcd-cert", this.etcdClientTls.cert!, "--etcd-key", this.etcdClientTls.key!] : []),
       "--exec", exec,
       "--log-format", "json",
       "--timeout", "600",
@@ -365,7 +388,7 @@ export class ClusterHarness {
    * timeline and fails the run at the next `waitFor` or `stopSampling`.
    */
   async sampleNow(): Promise<void> {
-    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await new EtcdGateway(n.clientURL, { timeoutMs: 800 }).memberList() })));
+    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await this.etcd(n.clientURL, 800).memberList() })));
     const samples: NodeSample[] = lists.map(({ node, list }) =>
       list.ok ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length } : { node, clusterId: null, learners: null },
     );
@@ -406,7 +429,7 @@ export class ClusterHarness {
     const views: FinalView[] = [];
     for (const name of names) {
       const n = this.node(name);
-      const gateway = new EtcdGateway(n.clientURL, { timeoutMs: 5_000 });
+      const gateway = this.etcd(n.clientURL);
       const list = await gateway.memberList();
       if (!list.ok) throw new Error(`member list from ${name} (${n.clientURL}) failed: ${list.error.message}`);
       const status = await gateway.status(n.clientURL);
@@ -537,6 +560,31 @@ function processesUnder(dir: string): number[] {
     }
   }
   return found;
+}
+
+/**
+ * An operator's etcd CA, put in every node's --pki-dir (whichever node the broker lets bootstrap
+ * finds the pair) and the join API's; client certificates for the join API and the harness.
+ */
+async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
+  const caDir = join(dir, "pki-ca");
+  const { ca } = await certificateAuthority(caDir, { create: { commonName: "e2e etcd CA" } });
+  const files = pkiFiles(caDir);
+  for (const n of nodes) {
+    mkdirSync(n.pkiDir, { recursive: true, mode: 0o700 });
+    copyFileSync(files.ca, join(n.pkiDir, "ca.crt"));
+    copyFileSync(files.caKey, join(n.pkiDir, "ca.key"));
+  }
+  const client = async (name: string): Promise<TlsFiles> => {
+    const clientDir = join(dir, `pki-${name}`);
+    await issueOwnCertificates(clientDir, ca, { peer: { node: name, hosts: ["127.0.0.1"] }, server: { node: name, hosts: ["127.0.0.1"] } });
+    return ownClientFiles(clientDir);
+  };
+  const joinApi = await client("join-api");
+  return {
+    joinApiArgs: ["--pki-dir", caDir, "--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!],
+    client: await client("e2e-harness"),
+  };
 }
 
 async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = []): Promise<{ url: string; proc: ChildProcess; output: () => string }> {

@@ -5,7 +5,6 @@
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import type { AgentRun, ClusterHarness, NodeSpec } from "./cluster.ts";
 import { ensureTool } from "./etcd.ts";
 
@@ -83,7 +82,7 @@ export class NonVoterWatch {
 
   async #sample(): Promise<void> {
     for (const n of this.h.nodes) {
-      const list = await new EtcdGateway(n.clientURL, { timeoutMs: 500 }).memberList();
+      const list = await this.h.etcd(n.clientURL, 500).memberList();
       if (!list.ok) continue;
       const members = list.value.members;
       this.samples++;
