@@ -172,6 +172,11 @@ export class ClusterHarness {
     }
   }
 
+  /** The operator's etcd CA (ca.crt, ca.key) that the join API signs with, on TLS runs. */
+  get pkiCaDir(): string | null {
+    return this.etcdClientTls ? join(this.dir, "pki-ca") : null;
+  }
+
   /** A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. */
   etcd(endpoints: string | string[], timeoutMs = 5_000): EtcdGateway {
     return new EtcdGateway(endpoints, { timeoutMs, ...(this.etcdClientTls ? { fetch: tlsFetch(this.etcdClientTls) } : {}) });

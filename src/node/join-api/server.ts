@@ -34,6 +34,8 @@ export interface JoinApiServerOptions {
   /** The join API's own client credentials for https etcd endpoints. */
   etcdTls?: TlsFiles;
   log?: (line: string) => void;
+  /** The clock tokens are checked and certificates dated by (ms since epoch); default Date.now. */
+  now?: () => number;
 }
 
 export interface JoinApiServer {
@@ -63,7 +65,7 @@ export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeco
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
   const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
-  const signer = options.pkiDir ? await CertificateSigner.fromPkiDir(options.pkiDir, { validDays: options.certValidDays }) : undefined;
+  const signer = options.pkiDir ? await CertificateSigner.fromPkiDir(options.pkiDir, { validDays: options.certValidDays, now: options.now }) : undefined;
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
   // The first node to join should not wait for the keys; not awaited, so a broker that is down
   // does not delay the start (the first token then fetches them, and reports what fails).
@@ -83,7 +85,7 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     gateway,
     signer,
     log,
-    verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback },
+    verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
   });
 
   let refresher: ReturnType<typeof setInterval> | null = null;
