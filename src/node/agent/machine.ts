@@ -46,11 +46,12 @@ import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./join-options.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
-import { Backoff, ServerFailures, retrying, sleep, type Random, type RetryOptions } from "./retry.ts";
+import { Backoff, ServerFailures, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
 import { writeFileAtomic } from "../atomic-file.ts";
 import { StateDir, hasEtcdData, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../../shared/protocol/wire.ts";
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
 
 export interface AgentDeps {
   reporter: Reporter;
@@ -74,15 +75,6 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   } finally {
     dir.unlock();
     deps.reporter.close();
-  }
-}
-
-/** etcd's cluster and member IDs are uint64; the gateway spells them in decimal, etcd's logs and etcdctl in hex. */
-export function hexId(decimal: string): string {
-  try {
-    return BigInt(decimal).toString(16);
-  } catch {
-    return decimal;
   }
 }
 
@@ -306,8 +298,8 @@ class Agent {
     this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
     await this.#startEtcd(signal);
     const status = await this.#waitEtcd("healthy", signal, { kind: "bootstrap", peerURL });
-    this.#r.event("etcd-ready", `etcd is healthy: cluster ${hexId(status.header.clusterId)}, member ${hexId(status.header.memberId)}`, {
-      clusterID: hexId(status.header.clusterId),
+    this.#r.event("etcd-ready", `etcd is healthy: cluster ${memberIdHex(status.header.clusterId)}, member ${memberIdHex(status.header.memberId)}`, {
+      clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
     });
     await this.#complete(view, admission, status.header.memberId, signal);
@@ -319,27 +311,27 @@ class Agent {
     this.#checkDataIsOurs("join");
     this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
     const added = await this.#addMember(view, admission, signal);
-    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${hexId(added.memberID)} of ${added.initialCluster.length}`, {
+    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
       memberID: added.memberID,
-      memberIDHex: hexId(added.memberID),
+      memberIDHex: memberIdHex(added.memberID),
       learner: added.learner,
       members: added.initialCluster.length,
     });
     const owned = this.#state.etcd;
     const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner, started: added.started });
-    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule, "join", hexId(added.memberID)));
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule, "join", memberIdHex(added.memberID)));
     if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
-      await this.#discardLearnerData(`the join API added this node anew as member ${hexId(added.memberID)}; its data belongs to member ${hexId(owned.memberID)}, which was removed`);
+      await this.#discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(owned.memberID)}, which was removed`);
     }
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
     this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
     await this.#startEtcd(signal);
     const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
     let status = await this.#waitEtcd("serving", signal, own);
-    this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
-      clusterID: hexId(status.header.clusterId),
+    this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${memberIdHex(status.header.clusterId)}`, {
+      clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
       learner: status.isLearner,
     });
@@ -348,7 +340,7 @@ class Agent {
       await this.#promote(view, admission, signal);
       status = await this.#waitEtcd("voter", signal, own);
     }
-    this.#r.event("promoted", `a voter: member ${hexId(status.header.memberId)}`, { memberID: status.header.memberId });
+    this.#r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
     await this.#complete(view, admission, status.header.memberId, signal);
     return this.#writeMarker(view, status);
   }
@@ -368,10 +360,8 @@ class Agent {
     }
     if (refusalOf(decideDataDir(this.#disk(), { kind: "joined", cluster })) === "joined_without_data") {
       throw new Refusal(
-        `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${hexId(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
-          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. To join it again: ` +
-          `remove its old member from etcd (etcdctl member remove ${view.memberID ? hexId(view.memberID) : "<id>"}), ` +
-          `run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${this.#o.brokerUrl}', delete ${this.#dir.markerPath} if it exists, and run this command again.`,
+        `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${memberIdHex(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
+          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. ${this.#howToRejoin(view.memberID ? memberIdHex(view.memberID) : undefined)}`,
       );
     }
     this.#r.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
@@ -403,7 +393,7 @@ class Agent {
       const known = (found.members ?? []).filter((m) => m.name);
       const adopt = known.length ? known.map((m) => ` --member ${m.name}=${m.peerURLs[0]}`).join("") : " --member NODE=PEERURL …";
       throw new ClusterExists(
-        `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${hexId(found.clusterID)}` +
+        `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${memberIdHex(found.clusterID)}` +
           `${found.members ? ` (${found.members.length} member${found.members.length === 1 ? "" : "s"})` : ""}: was the broker's state reset or restored from a backup? ` +
           `This node will not start a second cluster. If that is cluster ${cluster}, tell the broker so: ` +
           `'join-broker admin adopt --cluster ${cluster} --broker ${brokerUrl}${adopt}', then run this command again: it joins that cluster.`,
@@ -548,7 +538,7 @@ class Agent {
   // ------------------------------------------------------------------ broker calls
 
   async #complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {
-    this.#r.event("complete", `reporting member ${hexId(memberID)} to the broker`, { memberID });
+    this.#r.event("complete", `reporting member ${memberIdHex(memberID)} to the broker`, { memberID });
     const res = await this.#brokerRetry("completing", () => this.#broker.complete(view.ticket, admission, memberID, signal), signal);
     if (res.status === 200) return;
     if (res.status === 410 || (res.status === 409 && res.problem?.code === "not_admitted")) {
@@ -613,6 +603,15 @@ class Agent {
     if (rule) throw new Refusal(this.#refusalMessage(rule, role));
   }
 
+
+  /** The one way back for a node whose membership outlived its data: the old member goes, the broker forgets it, the node joins anew. */
+  #howToRejoin(memberHex: string | undefined): string {
+    const { node, cluster, brokerUrl } = this.#o;
+    return (
+      `To join it again: remove its old member from etcd (etcdctl member remove ${memberHex || "<id>"}), ` +
+      `run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${brokerUrl}' if the broker still lists it, delete ${this.#dir.markerPath} if it exists, and run this command again.`
+    );
+  }
   /** A refused data dir, said so that an operator knows what to do. */
   #refusalMessage(rule: RefusalRule, role: Role = "join", why = ""): string {
     const { dataDir, cluster, node } = this.#o;
@@ -638,15 +637,14 @@ class Agent {
         return (
           `the join API says this node's member ${why} (${this.#o.peerURL}) is a voter that has run before, but ${dataDir} holds no etcd data ` +
           `(a lost disk, or a reinstalled node). This node will not start etcd: that voter would come back without its raft state (its term and vote). ` +
-          `To join it again: remove the old member from etcd (etcdctl member remove ${why}), run 'join-broker admin forget ${node} --cluster ${cluster} ` +
-          `--broker ${this.#o.brokerUrl}' if the broker still lists it, delete ${this.#dir.markerPath} if it exists, and run this command again: it joins as a new member.`
+          `${this.#howToRejoin(why)} It joins as a new member.`
         );
       default: {
         const keep =
           rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
           : rule === "not_ours" ? `${dataDir} was not filled by this agent`
           : rule === "bootstrapped_here" ? "this node bootstrapped the cluster from this data"
-          : `member ${owned?.memberID ? hexId(owned.memberID) : "?"} was a voter`;
+          : `member ${owned?.memberID ? memberIdHex(owned.memberID) : "?"} was a voter`;
         return (
           `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
           `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${node} --cluster ${cluster}', and run again.`
@@ -719,7 +717,7 @@ class Agent {
     const owned = this.#state.etcd;
     if (!this.#etcd || this.#etcd.running || !owned || owned.role !== role || !hasEtcdData(this.#o.dataDir)) return;
     if (this.#etcd.removed) {
-      await this.#discardLearnerData(`etcd says member ${owned.memberID ? hexId(owned.memberID) : "?"} was removed from the cluster`);
+      await this.#discardLearnerData(`etcd says member ${owned.memberID ? memberIdHex(owned.memberID) : "?"} was removed from the cluster`);
       return;
     }
     if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
@@ -871,8 +869,8 @@ class Agent {
       peerURL: this.#o.peerURL,
       role: view.role,
       memberID,
-      memberIDHex: hexId(memberID),
-      clusterID: clusterId ? hexId(clusterId) : null,
+      memberIDHex: memberIdHex(memberID),
+      clusterID: clusterId ? memberIdHex(clusterId) : null,
       ticket: view.ticket,
       joinedAt: new Date().toISOString(),
     };
@@ -884,7 +882,7 @@ class Agent {
   async #serve(marker: JoinedMarker): Promise<number> {
     const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
     // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
-    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: hexId(marker.memberID), role: marker.role });
+    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: memberIdHex(marker.memberID), role: marker.role });
     this.#deps.print(line);
     if (this.#gate) {
       const end = await this.#gate.serve(this.#deps.stop, { role: marker.role, ticket: marker.ticket });
@@ -895,11 +893,7 @@ class Agent {
     if (!this.#etcd) return EXIT.ok;
     this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
     const stop = this.#deps.stop;
-    const stopped = new Promise<"stop">((resolve) => {
-      if (stop.aborted) resolve("stop");
-      else stop.addEventListener("abort", () => resolve("stop"), { once: true });
-    });
-    const outcome = await Promise.race([stopped, this.#etcd.failed]);
+    const outcome = await Promise.race([untilAborted(stop), this.#etcd.failed]);
     if (outcome === "stop") {
       this.#r.event("stopping", "stopping etcd");
       await this.#etcd.stop();
@@ -918,9 +912,7 @@ class Agent {
     if (!this.#etcd) return this.#serve(marker);
     if (!hasEtcdData(o.dataDir)) {
       throw new Refusal(
-        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ` +
-          `To join it again: remove its old member from etcd (etcdctl member remove ${hexId(marker.memberID)}), run 'join-broker admin forget ${o.node} ` +
-          `--cluster ${o.cluster} --broker ${o.brokerUrl}', delete ${this.#dir.markerPath}, and run this command again.`,
+        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ${this.#howToRejoin(memberIdHex(marker.memberID))}`,
       );
     }
     this.#r.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
@@ -930,7 +922,7 @@ class Agent {
       await this.#startEtcd(signal);
       return this.#waitEtcd("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
     });
-    const clusterID = hexId(status.header.clusterId);
+    const clusterID = memberIdHex(status.header.clusterId);
     if (marker.clusterID && clusterID !== marker.clusterID) {
       this.#r.event("error", `etcd reports cluster ${clusterID}, but the marker says ${marker.clusterID}`);
     }

@@ -15,6 +15,7 @@ import type { Membership } from "./members.ts";
 import { noSigner, type CertificateSigner } from "./signer.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
+import { problemCodeForField } from "../../shared/protocol/problem.ts";
 import { joinProblem, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -146,8 +147,6 @@ function unauthorized(c: Context): Response {
   return problemResponse(c, joinProblem(401, "unauthorized", "send the node's admission token as Authorization: Bearer <token>"));
 }
 
-const FIELD_CODES: Record<string, JoinApiProblemCode> = { node: "invalid_node", peerAddress: "invalid_peer_url" };
-
 /** JSON, at most 16 KiB, matching the schema exactly (unknown fields are refused). */
 async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<Outcome<T>> {
   const type = c.req.header("content-type") ?? "";
@@ -171,7 +170,9 @@ async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<Outcome<T>
   const detail = parsed.error.issues
     .map((i) => (i.code === "unrecognized_keys" ? `unknown field(s): ${i.keys.join(", ")}` : `${i.path.join(".") || "body"}: ${i.message}`))
     .join("; ");
-  return fail(400, FIELD_CODES[field] ?? "invalid_request", detail);
+  const code = problemCodeForField(field);
+  // Its bodies name no cluster: that code is the broker's alone.
+  return fail(400, code && code !== "invalid_cluster" ? code : "invalid_request", detail);
 }
 
 function send<T>(c: Context, outcome: Outcome<T>): Response {
