@@ -7,6 +7,8 @@
  * told by etcd that another node's learner is in the way.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
+import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { installerCommand, NonVoterWatch, overlappingWindows } from "../support/gate.ts";
@@ -17,7 +19,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-parallel", seed: e2eSeed("gate-parallel"), nodes: NODES, etcdTls: false });
+  h = await ClusterHarness.start({ scenario: "gate-parallel", seed: e2eSeed("gate-parallel"), nodes: NODES });
 });
 
 afterAll(async () => {
@@ -59,5 +61,13 @@ it("1 + 6 unmodified installers started at once form one cluster of 7 voters, on
   // Every installer ran, and only the bootstrap one created a cluster.
   expect(output.filter((l) => /etcd is healthy: a new cluster/.test(l))).toHaveLength(1);
   expect(output.filter((l) => /added learner/.test(l))).toHaveLength(NODES.length - 1);
+  // On TLS, with client-certificate auth: the installers' etcd answers the harness's certificate
+  // (signed by the shared CA) and refuses a client without one, and plain http.
+  const url = h.node(NODES[1]!).clientURL;
+  expect(url).toMatch(/^https:\/\//);
+  expect((await h.etcd(url, 3_000).memberList()).ok, "with the harness's client certificate").toBe(true);
+  const withoutCertificate = new EtcdGateway(url, { timeoutMs: 3_000, fetch: tlsFetch({ ca: h.etcdClientTls!.ca! }) });
+  expect((await withoutCertificate.memberList()).ok, "without a client certificate").toBe(false);
+  expect((await new EtcdGateway(url.replace(/^https:/, "http:"), { timeoutMs: 3_000 }).memberList()).ok, "over plain http").toBe(false);
   Object.assign(summary, { tookMs: took, clusterId: final.clusterId, maxNonVoters: watch.maxNonVoters, samples: watch.samples });
 }, 360_000);

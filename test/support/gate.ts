@@ -1,7 +1,8 @@
 /**
  * Gate mode in the end-to-end harness: the command line of the test installer
  * (etcd-installer.mjs, kubeadm's etcd phase with the real etcdctl) as a node's `--exec` COMMAND,
- * and a fast watcher of etcd's member list that records how many members were not voters at once.
+ * on TLS runs with the node's PKI directory (the harness's CA pair, shared as kubeadm shares its
+ * etcd CA), and a fast watcher of etcd's member list that records how many members were not voters at once.
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -30,6 +31,12 @@ export function installerDataDir(node: NodeSpec): string {
   return join(node.stateDir, "installer-etcd");
 }
 
+/** The node's PKI directory, where an installer makes the node's certificates with openssl. */
+export async function installerPkiDir(node: NodeSpec): Promise<string> {
+  await ensureTool("openssl");
+  return node.pkiDir;
+}
+
 /**
  * The COMMAND for `--exec`: the broker's role picks `init` or `join`, as a recipe does for
  * `kubeadm init` and `kubeadm join`. The installer itself never reads a JOIN_BROKER_ variable.
@@ -49,6 +56,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     "--etcd-bin", options.etcdBin ?? h.etcdBin,
     "--etcdctl", etcdctl,
     "--token", h.cluster,
+    ...(h.etcdClientTls ? ["--pki-dir", await installerPkiDir(node)] : []),
     ...(options.foreground ? ["--foreground"] : []),
     ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
     ...(options.failOnceWhen ? ["--fail-once-when", options.failOnceWhen] : []),
