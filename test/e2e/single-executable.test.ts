@@ -16,6 +16,7 @@ import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, type NodeSpec } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { ensureTool, etcdBinary } from "../support/etcd.ts";
+import { expectClientCertificateRequired } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { elfMachine, installX64, releaseFile, runWithoutNode, VERSION, withoutNode } from "../support/single-executable.ts";
 
@@ -109,6 +110,7 @@ describe("joins a real etcd cluster without Node.js, the broker on join-broker s
     });
     await h.waitFor("both agents to exit", () => h.nodes.every((n) => h.current(n.name)!.exit !== null), 20_000);
     expect(h.nodes.map((n) => h.current(n.name)!.exit!.code), h.describeAgents()).toEqual([0, 0]);
+    for (const node of h.nodes) await expectClientCertificateRequired(h, node.clientURL);
     h.writeTimeline();
     await h.cleanup();
   });

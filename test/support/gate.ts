@@ -6,6 +6,9 @@
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { expect } from "vitest";
+import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
+import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import type { AgentRun, ClusterHarness, NodeSpec } from "./cluster.ts";
 import { ensureTool } from "./etcd.ts";
 
@@ -64,6 +67,18 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
   const [node0, script, ...rest] = args;
   if (options.alwaysInit) return `exec ${node0} ${script} init ${rest.join(" ")}`;
   return `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec ${node0} ${script} init ${rest.join(" ")}; else exec ${node0} ${script} join ${rest.join(" ")}; fi`;
+}
+
+/**
+ * That an installer's etcd runs on TLS with client-certificate auth: it answers the harness's
+ * client certificate (signed by the shared CA) and refuses a client without one, and plain http.
+ */
+export async function expectClientCertificateRequired(h: ClusterHarness, clientURL: string): Promise<void> {
+  expect(clientURL).toMatch(/^https:\/\//);
+  expect((await h.etcd(clientURL, 3_000).memberList()).ok, "with the harness's client certificate").toBe(true);
+  const withoutCertificate = new EtcdGateway(clientURL, { timeoutMs: 3_000, fetch: tlsFetch({ ca: h.etcdClientTls!.ca! }) });
+  expect((await withoutCertificate.memberList()).ok, "without a client certificate").toBe(false);
+  expect((await new EtcdGateway(clientURL.replace(/^https:/, "http:"), { timeoutMs: 3_000 }).memberList()).ok, "over plain http").toBe(false);
 }
 
 /** Samples the member list every 200 ms: the most members that were learners or not started at once. */
