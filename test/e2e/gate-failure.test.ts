@@ -24,7 +24,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, RESUMER, ROGUE], etcdTls: false });
+  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, RESUMER, ROGUE] });
 });
 
 afterAll(async () => {

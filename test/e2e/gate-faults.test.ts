@@ -25,7 +25,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-faults", seed, nodes: NODES, etcdTls: false });
+  h = await ClusterHarness.start({ scenario: "gate-faults", seed, nodes: NODES });
 });
 
 afterAll(async () => {

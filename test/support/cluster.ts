@@ -83,7 +83,8 @@ export interface HarnessOptions {
   /**
    * etcd with TLS and client-certificate auth on both ports (the default, as production runs
    * it): an operator's CA in every node's --pki-dir and the join API's, joiners' certificates
-   * signed by the join API. false: plain http.
+   * signed by the join API (in gate mode, each node's installer makes them from the CA in its
+   * PKI directory, test/support/gate.ts). false: plain http.
    */
   etcdTls?: boolean;
 }
