@@ -48,6 +48,7 @@ import type { AgentOptions } from "./join-options.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
+import { howToRejoin, refusalMessage, type NodePlace } from "./data-dir-messages.ts";
 import { writeFileAtomic } from "../atomic-file.ts";
 import { StateDir, hasEtcdData, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../../shared/protocol/wire.ts";
@@ -319,7 +320,7 @@ class Agent {
     });
     const owned = this.#state.etcd;
     const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner, started: added.started });
-    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule, "join", memberIdHex(added.memberID)));
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(refusalMessage(this.#where(), decision.rule, "join", memberIdHex(added.memberID)));
     if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
@@ -361,7 +362,7 @@ class Agent {
     if (refusalOf(decideDataDir(this.#disk(), { kind: "joined", cluster })) === "joined_without_data") {
       throw new Refusal(
         `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${memberIdHex(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
-          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. ${this.#howToRejoin(view.memberID ? memberIdHex(view.memberID) : undefined)}`,
+          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. ${howToRejoin(this.#where(), view.memberID ? memberIdHex(view.memberID) : undefined)}`,
       );
     }
     this.#r.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
@@ -600,57 +601,14 @@ class Agent {
   /** Refuses to start a data dir this agent did not fill for this cluster and role (before anything is asked of etcd). */
   #checkDataIsOurs(role: Role): void {
     const rule = role === "bootstrap" ? refusalOf(decideDataDir(this.#disk(), { kind: "bootstrap", cluster: this.#o.cluster })) : ownershipRefusal(this.#disk(), this.#o.cluster, role);
-    if (rule) throw new Refusal(this.#refusalMessage(rule, role));
+    if (rule) throw new Refusal(refusalMessage(this.#where(), rule, role));
   }
 
 
-  /** The one way back for a node whose membership outlived its data: the old member goes, the broker forgets it, the node joins anew. */
-  #howToRejoin(memberHex: string | undefined): string {
-    const { node, cluster, brokerUrl } = this.#o;
-    return (
-      `To join it again: remove its old member from etcd (etcdctl member remove ${memberHex || "<id>"}), ` +
-      `run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${brokerUrl}' if the broker still lists it, delete ${this.#dir.markerPath} if it exists, and run this command again.`
-    );
-  }
-  /** A refused data dir, said so that an operator knows what to do. */
-  #refusalMessage(rule: RefusalRule, role: Role = "join", why = ""): string {
-    const { dataDir, cluster, node } = this.#o;
-    const owned = this.#state.etcd;
-    switch (rule) {
-      case "foreign_data":
-        return (
-          `${dataDir} already holds etcd data, but this agent never started etcd there for cluster ${cluster}. It may be another cluster's data, ` +
-          `and starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`
-        );
-      case "other_cluster":
-        return `${dataDir} holds etcd data this agent made for cluster ${owned?.cluster}, not ${cluster}: starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`;
-      case "role_changed":
-        return (
-          `${dataDir} holds etcd data from when this node ${owned?.role === "bootstrap" ? "bootstrapped a cluster" : "joined a cluster"}, but the broker now ` +
-          `says it must ${role === "bootstrap" ? "bootstrap" : "join"}. Move the data dir away and run again.`
-        );
-      case "joined_never_bootstraps":
-        return `${this.#dir.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
-      case "joined_without_data":
-        return "";
-      case "started_voter_without_data":
-        return (
-          `the join API says this node's member ${why} (${this.#o.peerURL}) is a voter that has run before, but ${dataDir} holds no etcd data ` +
-          `(a lost disk, or a reinstalled node). This node will not start etcd: that voter would come back without its raft state (its term and vote). ` +
-          `${this.#howToRejoin(why)} It joins as a new member.`
-        );
-      default: {
-        const keep =
-          rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
-          : rule === "not_ours" ? `${dataDir} was not filled by this agent`
-          : rule === "bootstrapped_here" ? "this node bootstrapped the cluster from this data"
-          : `member ${owned?.memberID ? memberIdHex(owned.memberID) : "?"} was a voter`;
-        return (
-          `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
-          `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${node} --cluster ${cluster}', and run again.`
-        );
-      }
-    }
+  /** Where this node's files are and who it is, for the refusal messages (data-dir-messages.ts). */
+  #where(): NodePlace {
+    const { node, cluster, brokerUrl, peerURL, dataDir } = this.#o;
+    return { node, cluster, brokerUrl, peerURL, dataDir, markerPath: this.#dir.markerPath, statePath: this.#dir.statePath, owned: this.#state.etcd ?? null };
   }
 
   /**
@@ -687,7 +645,7 @@ class Agent {
   async #discardLearnerData(why: string): Promise<void> {
     const { dataDir } = this.#o;
     const decision = decideDataDir(this.#disk(), { kind: "removed" });
-    if (decision.action === "refuse") throw new Refusal(this.#refusalMessage(decision.rule, "join", why));
+    if (decision.action === "refuse") throw new Refusal(refusalMessage(this.#where(), decision.rule, "join", why));
     const s = this.#etcd?.running ? await this.#local.status(this.#o.clientURL) : null;
     if (s?.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet: ${why}`);
     if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
@@ -912,7 +870,7 @@ class Agent {
     if (!this.#etcd) return this.#serve(marker);
     if (!hasEtcdData(o.dataDir)) {
       throw new Refusal(
-        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ${this.#howToRejoin(memberIdHex(marker.memberID))}`,
+        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ${howToRejoin(this.#where(), memberIdHex(marker.memberID))}`,
       );
     }
     this.#r.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
