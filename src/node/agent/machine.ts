@@ -24,10 +24,7 @@
  * API calls and etcd, and etcd's member list decides when the node is a voter.
  * @module
  */
-import { existsSync, renameSync } from "node:fs";
-import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
-import { etcdFlags } from "../etcd/etcd-process.ts";
-import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
+import type { EtcdStatus } from "../etcd/gateway.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
@@ -35,11 +32,11 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import { ClusterExists, GaveUp, JoinApiOutOfReach, Refusal, Stopped } from "./errors.ts";
 import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
-import { certificateAuthority, etcdServingFiles, ownClientFiles, haveUsableCertificates, issueOwnCertificates, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
-import { requestedIdentity } from "../pki/identity.ts";
+import { ownClientFiles } from "../pki/pki-dir.ts";
+import { bootstrapCertificates, certificatesToRequest, saveCertificates } from "./node-certificates.ts";
 import { PkiError } from "../pki/x509.ts";
-import { EtcdSupervisor } from "./etcd-supervisor.ts";
-import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
+import { LocalEtcd } from "./local-etcd.ts";
+import type { ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
@@ -49,8 +46,7 @@ import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
 import { howToRejoin, refusalMessage, type NodePlace } from "./data-dir-messages.ts";
-import { writeFileAtomic } from "../atomic-file.ts";
-import { StateDir, hasEtcdData, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
+import { StateDir, hasEtcdData, type AgentState, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 
@@ -101,17 +97,10 @@ class Agent {
   readonly #random: Random;
   readonly #broker: NodeSession;
   readonly #joinApi: JoinApiClient;
-  readonly #local: EtcdGateway;
-  readonly #etcd: EtcdSupervisor | null;
+  readonly #ownEtcd: LocalEtcd;
   /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
   readonly #gate: Gate | null;
   #state!: AgentState;
-  #printedFlags = "";
-  /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
-  #etcdTraits: EtcdTraits | null = null;
-  #learnerLimitNoted = false;
-  /** Another etcd answered on the client URL: its word says nothing about this node's etcd. */
-  #foreignAnswered = false;
 
   constructor(options: AgentOptions, deps: AgentDeps, dir: StateDir) {
     this.#o = options;
@@ -121,13 +110,13 @@ class Agent {
     this.#random = deps.random ?? Math.random;
     this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
     this.#joinApi = new JoinApiClient(options.joinApiUrl);
-    this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, ...(options.pkiDir ? { fetch: tlsFetch(ownClientFiles(options.pkiDir)) } : {}) });
-    this.#etcd = options.etcdBin
-      ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
-          onUnexpectedExit: (how, again) => this.#r.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
-          onLeftoverStopped: (pid) => this.#r.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
-        })
-      : null;
+    this.#ownEtcd = new LocalEtcd(options, deps.reporter, dir, {
+      owned: () => this.#state.etcd,
+      saveOwned: (etcd) => this.#saveState({ etcd }),
+      disk: () => this.#disk(),
+      refusal: (rule, role, why) => refusalMessage(this.#where(), rule, role, why),
+      print: (line) => this.#deps.print(line),
+    });
     this.#gate = options.exec ? new Gate(options, deps.reporter, dir) : null;
   }
 
@@ -136,7 +125,7 @@ class Agent {
       await this.#gate?.prepare();
       this.#state = this.#loadState();
       // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
-      void this.#knowEtcd();
+      void this.#ownEtcd.know();
       const marker = this.#dir.readMarker();
       if (marker) return await this.#resumeJoined(marker);
       this.#r.event("start", `joining cluster ${this.#o.cluster} through ${this.#o.brokerUrl} as ${this.#o.node} (${this.#o.peerURL})`, {
@@ -157,7 +146,7 @@ class Agent {
     const pause = new Backoff(1_000, 15_000, this.#random);
     for (;;) {
       this.#saveState({ ticket: view.ticket, role: view.role });
-      if (view.state === "queued" || view.state === "admitted") await this.#resumeOwnEtcd(view.role);
+      if (view.state === "queued" || view.state === "admitted") await this.#ownEtcd.resumeOwn(view.role);
       if (view.state === "queued") view = await this.#waitInQueue(view, signal);
       switch (view.state) {
         case "admitted":
@@ -278,7 +267,7 @@ class Agent {
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
-      if (view.role === "bootstrap" && !this.#gate) await this.#bootstrapCertificates();
+      if (view.role === "bootstrap" && !this.#gate) await bootstrapCertificates(this.#o, this.#r);
       if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
         const voter = await this.#gate.admitted(view, admission, signal);
@@ -296,9 +285,9 @@ class Agent {
     const { node, peerURL } = this.#o;
     this.#r.event("bootstrap", "this node holds the cluster's bootstrap ticket: starting a new etcd cluster", { ticket: view.ticket });
     this.#checkDataIsOurs("bootstrap");
-    this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
-    await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("healthy", signal, { kind: "bootstrap", peerURL });
+    this.#ownEtcd.record({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
+    await this.#ownEtcd.start(signal);
+    const status = await this.#ownEtcd.wait("healthy", signal, { kind: "bootstrap", peerURL });
     this.#r.event("etcd-ready", `etcd is healthy: cluster ${memberIdHex(status.header.clusterId)}, member ${memberIdHex(status.header.memberId)}`, {
       clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
@@ -324,13 +313,13 @@ class Agent {
     if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
-      await this.#discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(owned.memberID)}, which was removed`);
+      await this.#ownEtcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(owned.memberID)}, which was removed`);
     }
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
-    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
-    await this.#startEtcd(signal);
+    this.#ownEtcd.record({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
+    await this.#ownEtcd.start(signal);
     const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
-    let status = await this.#waitEtcd("serving", signal, own);
+    let status = await this.#ownEtcd.wait("serving", signal, own);
     this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${memberIdHex(status.header.clusterId)}`, {
       clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
@@ -339,7 +328,7 @@ class Agent {
     if (status.isLearner) {
       this.#r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
       await this.#promote(view, admission, signal);
-      status = await this.#waitEtcd("voter", signal, own);
+      status = await this.#ownEtcd.wait("voter", signal, own);
     }
     this.#r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
     await this.#complete(view, admission, status.header.memberId, signal);
@@ -366,10 +355,10 @@ class Agent {
       );
     }
     this.#r.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
-    if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
-    this.#markVoter();
-    await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("serving", signal, view.memberID ? { kind: "member", memberID: view.memberID, per: "the broker says so" } : undefined);
+    if (!this.#state.etcd) this.#ownEtcd.record({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#ownEtcd.markVoter();
+    await this.#ownEtcd.start(signal);
+    const status = await this.#ownEtcd.wait("serving", signal, view.memberID ? { kind: "member", memberID: view.memberID, per: "the broker says so" } : undefined);
     return this.#writeMarker(view, status);
   }
 
@@ -435,14 +424,14 @@ class Agent {
     };
     // Keys made for this add, kept in memory until their certificates arrive: a node that stops
     // before then makes fresh ones when it asks again.
-    const pending = await this.#certificatesToRequest();
+    const pending = await certificatesToRequest(this.#o);
     return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
       const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
       this.#r.reachable("join-api");
       unreachableSince = null;
       const body = res.body;
       if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) {
-        if (pending) this.#saveCertificates(pending, body);
+        if (pending) saveCertificates(this.#o, this.#r, pending, body);
         return { done: body };
       }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
@@ -456,50 +445,18 @@ class Agent {
     });
   }
 
-  // ------------------------------------------------------------------ certificates (--pki-dir)
-
-  /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
-  async #bootstrapCertificates(): Promise<void> {
-    const dir = this.#o.pkiDir;
-    if (!dir) return;
-    const identity = requestedIdentity(this.#o.node, this.#o.peerURL, this.#o.clientURL);
-    const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${this.#o.cluster} etcd CA` } });
-    if (created) this.#r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
-    if (await haveUsableCertificates(dir, identity)) return;
-    await issueOwnCertificates(dir, ca, identity);
-    this.#r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
-  }
-
-  /** A joiner's certificate requests, unless it holds usable certificates already (null). */
-  async #certificatesToRequest(): Promise<PendingCertificates | null> {
-    const dir = this.#o.pkiDir;
-    if (!dir) return null;
-    const identity = requestedIdentity(this.#o.node, this.#o.peerURL, this.#o.clientURL);
-    if (await haveUsableCertificates(dir, identity)) return null;
-    return await requestCertificates(identity);
-  }
-
-  #saveCertificates(pending: PendingCertificates, added: MemberAdded): void {
-    const dir = this.#o.pkiDir!;
-    if (!added.certificates) {
-      throw new Refusal(`the join API ${this.#o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
-    }
-    pending.save(dir, added.certificates);
-    this.#r.event("pki", `the join API signed this node's peer and server certificates; saved in ${dir}`, { dir });
-  }
-
   async #promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
     let rejected = 0;
     return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
-      await this.#checkEtcd();
+      await this.#ownEtcd.check();
       const res = await this.#joinApi.promote(admission, this.#o.node, signal);
       this.#r.reachable("join-api");
       if (res.status === 200 && res.body) {
-        if (res.body.learner === false) this.#markVoter();
+        if (res.body.learner === false) this.#ownEtcd.markVoter();
         return { done: res.body };
       }
       if (res.status === 404 && res.problem?.code === "member_not_found") {
-        await this.#discardLearnerData(describeAnswer(res));
+        await this.#ownEtcd.discardLearnerData(describeAnswer(res));
         throw new LeaseLost("member_removed", `this node's learner is no longer an etcd member (${describeAnswer(res)}); joining again`);
       }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
@@ -611,206 +568,6 @@ class Agent {
     return { node, cluster, brokerUrl, peerURL, dataDir, markerPath: this.#dir.markerPath, statePath: this.#dir.statePath, owned: this.#state.etcd ?? null };
   }
 
-  /**
-   * Stops with GaveUp when the supervised etcd keeps failing. When etcd exited because its member
-   * was removed from the cluster, a learner's data is moved aside instead and the node joins again
-   * (LeaseLost): the join API adds it anew.
-   */
-  async #checkEtcd(): Promise<void> {
-    if (!this.#etcd?.failure) return;
-    if (this.#etcd.removed) {
-      await this.#discardLearnerData("etcd says this member was removed from the cluster");
-      throw new LeaseLost("member_removed", "this node's learner was removed from the cluster; joining again");
-    }
-    throw this.#etcdGaveUp(this.#etcd.failure);
-  }
-
-  /** etcd keeps failing: its log's tail, then the reason (etcd's own error in it) on the last line. */
-  #etcdGaveUp(failure: string): GaveUp {
-    return new GaveUp(this.#withLogTail(`etcd keeps failing: ${failure}`));
-  }
-
-  #withLogTail(last: string): string {
-    const tail = this.#etcd?.logTail(2000).trimEnd();
-    return tail ? `etcd's log ends with:\n${tail}\n${last}` : last;
-  }
-
-  /**
-   * The learner this node started was removed from etcd (its lease ended and the join API made
-   * room for the next node, say): its data belongs to no cluster any more and etcd refuses it.
-   * Stop etcd and move the data aside (never delete it), so that the next add starts from
-   * scratch. Only for a node that never was a voter and did not bootstrap, as its state files
-   * tell: a learner holds nothing the cluster lacks. Anything else is refused (exit 3).
-   */
-  async #discardLearnerData(why: string): Promise<void> {
-    const { dataDir } = this.#o;
-    const decision = decideDataDir(this.#disk(), { kind: "removed" });
-    if (decision.action === "refuse") throw new Refusal(refusalMessage(this.#where(), decision.rule, "join", why));
-    const s = this.#etcd?.running ? await this.#local.status(this.#o.clientURL) : null;
-    if (s?.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet: ${why}`);
-    if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
-    await this.#etcd.stop();
-    await this.#etcd.stopLeftovers();
-    if (existsSync(dataDir)) {
-      const aside = `${dataDir}.removed-${Date.now()}`;
-      renameSync(dataDir, aside);
-      this.#r.event("etcd-exit", `${why}: moved the removed learner's data to ${aside}; etcd starts fresh once the join API adds this node again`, { aside });
-    }
-    this.#saveState({ etcd: undefined });
-    this.#etcd.startOver();
-  }
-
-  /** Records, once, that this node's member is a voter: from then on its data is never moved aside. */
-  #markVoter(): void {
-    const owned = this.#state.etcd;
-    if (owned && !owned.voter) this.#saveState({ etcd: { ...owned, voter: true } });
-  }
-
-  /**
-   * After a restart, or back in the queue: a member's etcd (data present, same role as before)
-   * runs again while the agent catches up. One that etcd says was removed from the cluster is
-   * not started again: a learner's data is moved aside now (the next add starts it fresh).
-   */
-  async #resumeOwnEtcd(role: Role): Promise<void> {
-    const owned = this.#state.etcd;
-    if (!this.#etcd || this.#etcd.running || !owned || owned.role !== role || !hasEtcdData(this.#o.dataDir)) return;
-    if (this.#etcd.removed) {
-      await this.#discardLearnerData(`etcd says member ${owned.memberID ? memberIdHex(owned.memberID) : "?"} was removed from the cluster`);
-      return;
-    }
-    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
-    this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
-    await this.#knowEtcd();
-    await this.#etcd.start(this.#etcdArgs());
-  }
-
-  #recordEtcd(fields: Omit<EtcdOwnership, "cluster" | "node" | "at">): void {
-    this.#saveState({ etcd: { cluster: this.#o.cluster, node: this.#o.node, at: new Date().toISOString(), ...fields } });
-  }
-
-  #etcdArgs(): string[] {
-    const owned = this.#state.etcd!;
-    const o = this.#o;
-    return etcdFlags({
-      name: o.node,
-      dataDir: o.dataDir,
-      clientURL: o.clientURL,
-      peerURL: o.peerURL,
-      listenPeerURL: o.listenPeerURL,
-      initialCluster: owned.initialCluster,
-      initialClusterState: owned.initialClusterState,
-      initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir) } : {}),
-      // Ours first: a --max-learners among --etcd-arg comes later and wins.
-      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
-    });
-  }
-
-  /** Asks the etcd binary its version once, for its flag names (failures surface when etcd is started). */
-  async #knowEtcd(): Promise<void> {
-    if (!this.#etcd || this.#etcdTraits) return;
-    try {
-      this.#etcdTraits = (await this.#etcd.version()).traits;
-    } catch {
-      // EtcdSupervisor.start reports a binary that cannot run or is not a supported etcd.
-    }
-  }
-
-  /**
-   * `--max-learners` (by this version's name) so that etcd allows as many learners as the broker
-   * admits nodes at once. Nothing for 1 (etcd's default). Without --etcd-bin the version is not
-   * known: a limit above 1 needs etcd 3.6 or later, so 3.6's name is printed.
-   */
-  #learnerArgs(learners: number): string[] {
-    if (learners <= 1) return [];
-    if (!this.#etcdTraits) return this.#etcd ? [] : [`--max-learners=${learners}`];
-    try {
-      return maxLearnersArgs(this.#etcdTraits, learners);
-    } catch (e) {
-      if (!this.#learnerLimitNoted) {
-        this.#learnerLimitNoted = true;
-        this.#r.event("etcd-start", `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`, { maxInFlight: learners });
-      }
-      return [];
-    }
-  }
-
-  /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */
-  async #startEtcd(signal: AbortSignal): Promise<void> {
-    await this.#knowEtcd();
-    const args = this.#etcdArgs();
-    const text = `${args.join("\n")}\n`;
-    if (text !== this.#printedFlags) {
-      writeFileAtomic(this.#dir.etcdFlagsPath, text);
-      if (this.#o.printEtcdFlags) this.#deps.print(args.join("\n"));
-      this.#printedFlags = text;
-    }
-    if (signal.aborted) throw signal.reason;
-    if (!this.#etcd) {
-      this.#r.event("etcd-start", `waiting for etcd to be started with the flags in ${this.#dir.etcdFlagsPath} (client URL ${this.#o.clientURL})`);
-      return;
-    }
-    if (this.#etcd.running) return;
-    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
-    this.#r.event("etcd-start", `starting etcd (${this.#state.etcd!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
-      state: this.#state.etcd!.initialClusterState,
-    });
-    await this.#etcd.start(args);
-  }
-
-  /**
-   * Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a
-   * leader). With `expected`, whatever answers must be this node's own etcd (etcd-identity.ts)
-   * before anything it says counts: anything else is refused.
-   */
-  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal, expected?: ExpectedEtcd): Promise<EtcdStatus> {
-    const began = Date.now();
-    let lastNote = began;
-    let last = "";
-    for (;;) {
-      await this.#checkEtcd();
-      const s = await this.#local.status(this.#o.clientURL);
-      if (s.ok && expected && !(await this.#isOwnEtcd(expected, s.value))) {
-        last = "not sure yet which etcd answers";
-      } else if (s.ok) {
-        const v = s.value;
-        if (!v.isLearner) this.#markVoter();
-        if (want === "serving") return v;
-        if (!v.isLearner && want === "voter") return v;
-        if (!v.isLearner && want === "healthy" && v.leader && (await this.#local.health(this.#o.clientURL))) return v;
-        last = v.isLearner ? "still a learner" : v.leader ? "not healthy yet" : "no leader yet";
-      } else {
-        last = s.error.message;
-      }
-      if (Date.now() - lastNote > 10_000) {
-        lastNote = Date.now();
-        this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((Date.now() - began) / 1000)} s): ${last}`);
-      }
-      await sleep(100, signal);
-    }
-  }
-
-  /**
-   * Whether the etcd answering on the client URL is this node's (false while that cannot be told
-   * yet); throws a Refusal when another etcd answers there.
-   */
-  async #isOwnEtcd(expected: ExpectedEtcd, status: EtcdStatus): Promise<boolean> {
-    let members: EtcdMember[] = [];
-    if (expected.kind === "bootstrap") {
-      const list = await this.#local.memberList();
-      if (!list.ok || list.value.header.memberId !== status.header.memberId) return false;
-      members = list.value.members;
-    }
-    const foreign = foreignEtcd(expected, status, members);
-    if (!foreign) return true;
-    const own = this.#etcd?.failure ?? (this.#etcd && !this.#etcd.running ? "this node's etcd is not running" : null);
-    this.#foreignAnswered = true;
-    throw new Refusal(
-      `another etcd answers on ${this.#o.clientURL}: ${foreign}. This node will not call it its own, nor report it to the broker` +
-        `${own ? ` (${own})` : ""}. Stop that etcd (or fix --client-url) and run this command again.`,
-    );
-  }
-
   // ------------------------------------------------------------------ the end
 
   #writeMarker(view: TicketView, status: EtcdStatus): JoinedMarker {
@@ -848,16 +605,16 @@ class Agent {
       this.#r.event("gave-up", end.message ?? "the command failed");
       return EXIT.gaveUp;
     }
-    if (!this.#etcd) return EXIT.ok;
-    this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
+    if (!this.#ownEtcd.supervisor) return EXIT.ok;
+    this.#r.event("running", `supervising etcd (pid ${this.#ownEtcd.supervisor.pid ?? "?"}) until stopped`, { pid: this.#ownEtcd.supervisor.pid });
     const stop = this.#deps.stop;
-    const outcome = await Promise.race([untilAborted(stop), this.#etcd.failed]);
+    const outcome = await Promise.race([untilAborted(stop), this.#ownEtcd.supervisor.failed]);
     if (outcome === "stop") {
       this.#r.event("stopping", "stopping etcd");
-      await this.#etcd.stop();
+      await this.#ownEtcd.supervisor.stop();
       return EXIT.ok;
     }
-    this.#r.event("gave-up", this.#withLogTail(outcome));
+    this.#r.event("gave-up", this.#ownEtcd.withLogTail(outcome));
     return EXIT.gaveUp;
   }
 
@@ -867,18 +624,18 @@ class Agent {
     if (marker.cluster !== o.cluster || marker.node !== o.node) {
       throw new UsageError(`${this.#dir.markerPath} says node ${marker.node} joined cluster ${marker.cluster}; this state dir is not for ${o.node} in ${o.cluster}`);
     }
-    if (!this.#etcd) return this.#serve(marker);
+    if (!this.#ownEtcd.supervisor) return this.#serve(marker);
     if (!hasEtcdData(o.dataDir)) {
       throw new Refusal(
         `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ${howToRejoin(this.#where(), memberIdHex(marker.memberID))}`,
       );
     }
     this.#r.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
-    if (!this.#state.etcd) this.#recordEtcd({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
-    this.#markVoter();
+    if (!this.#state.etcd) this.#ownEtcd.record({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#ownEtcd.markVoter();
     const status = await this.#withDeadline(async (signal) => {
-      await this.#startEtcd(signal);
-      return this.#waitEtcd("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
+      await this.#ownEtcd.start(signal);
+      return this.#ownEtcd.wait("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
     });
     const clusterID = memberIdHex(status.header.clusterId);
     if (marker.clusterID && clusterID !== marker.clusterID) {
@@ -891,9 +648,9 @@ class Agent {
     if (!(e instanceof Stopped)) await this.#gate?.stopCommand();
     if (e instanceof Stopped) {
       // Only what this agent runs is stopped; a node still queued runs nothing.
-      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#etcd?.running ? "; stopping etcd" : "";
+      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#ownEtcd.supervisor?.running ? "; stopping etcd" : "";
       this.#r.event("stopping", `${e.message}${running}. Run the same command again to resume.`);
-      await this.#etcd?.stop();
+      await this.#ownEtcd.supervisor?.stop();
       return e.exitCode;
     }
     if (e instanceof UsageError) {
@@ -946,18 +703,18 @@ class Agent {
    * own could cost the cluster its quorum. Returns a note for the message when it keeps running.
    */
   async #stopEtcdUnlessVoter(): Promise<string> {
-    if (!this.#etcd) return "";
-    if (!this.#etcd.running) {
+    if (!this.#ownEtcd.supervisor) return "";
+    if (!this.#ownEtcd.supervisor.running) {
       // Between restarts: no restart may follow the agent's last word.
-      await this.#etcd.stop();
+      await this.#ownEtcd.supervisor.stop();
       return "";
     }
-    const s = this.#foreignAnswered ? null : await this.#local.status(this.#o.clientURL);
+    const s = this.#ownEtcd.foreignAnswered ? null : await this.#ownEtcd.gateway.status(this.#o.clientURL);
     if (s?.ok && !s.value.isLearner) {
-      this.#etcd.release();
-      return ` etcd (pid ${this.#etcd.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
+      this.#ownEtcd.supervisor.release();
+      return ` etcd (pid ${this.#ownEtcd.supervisor.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
     }
-    await this.#etcd.stop();
+    await this.#ownEtcd.supervisor.stop();
     return "";
   }
 
