@@ -36,14 +36,15 @@ import { ownClientFiles } from "../pki/pki-dir.ts";
 import { bootstrapCertificates, certificatesToRequest, saveCertificates } from "./node-certificates.ts";
 import { PkiError } from "../pki/x509.ts";
 import { LocalEtcd } from "./local-etcd.ts";
+import { BrokerSteps } from "./broker-steps.ts";
 import type { ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./join-options.ts";
-import { reportQueued, type Reporter } from "./progress.ts";
-import { Backoff, ServerFailures, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
+import type { Reporter } from "./progress.ts";
+import { Backoff, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
 import { howToRejoin, refusalMessage, type NodePlace } from "./data-dir-messages.ts";
 import { StateDir, hasEtcdData, type AgentState, type JoinedMarker } from "./state-files.ts";
@@ -75,17 +76,6 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   }
 }
 
-const LONG_POLL_MIN_SECONDS = 2;
-const LONG_POLL_DEFAULT_SECONDS = 10;
-const LONG_POLL_MAX_SECONDS = 30;
-/** A queued poll answered sooner than this was not held by the broker. */
-const MIN_HELD_MS = 100;
-
-/** First in the queue: the next admission is this node's (whatever it waits for: a slot, the bootstrap, a resume). */
-function nextInLine(view: TicketView): boolean {
-  return view.position === 1;
-}
-
 /** The join API rejecting an admission the broker calls active this often means it really refuses. */
 const MAX_JOIN_API_REJECTIONS = 5;
 
@@ -97,6 +87,7 @@ class Agent {
   readonly #random: Random;
   readonly #broker: NodeSession;
   readonly #joinApi: JoinApiClient;
+  readonly #brokerSteps: BrokerSteps;
   readonly #ownEtcd: LocalEtcd;
   /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
   readonly #gate: Gate | null;
@@ -110,6 +101,7 @@ class Agent {
     this.#random = deps.random ?? Math.random;
     this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
     this.#joinApi = new JoinApiClient(options.joinApiUrl);
+    this.#brokerSteps = new BrokerSteps(this.#broker, options, deps.reporter, this.#random);
     this.#ownEtcd = new LocalEtcd(options, deps.reporter, dir, {
       owned: () => this.#state.etcd,
       saveOwned: (etcd) => this.#saveState({ etcd }),
@@ -142,12 +134,12 @@ class Agent {
   // ------------------------------------------------------------------ the join
 
   async #join(signal: AbortSignal): Promise<JoinedMarker> {
-    let view = (await this.#resumeTicket(signal)) ?? (await this.#requestTicket(signal));
+    let view = (await this.#brokerSteps.resumeTicket(this.#state.ticket, signal)) ?? (await this.#brokerSteps.requestTicket(signal));
     const pause = new Backoff(1_000, 15_000, this.#random);
     for (;;) {
       this.#saveState({ ticket: view.ticket, role: view.role });
       if (view.state === "queued" || view.state === "admitted") await this.#ownEtcd.resumeOwn(view.role);
-      if (view.state === "queued") view = await this.#waitInQueue(view, signal);
+      if (view.state === "queued") view = await this.#brokerSteps.waitInQueue(view, signal);
       switch (view.state) {
         case "admitted":
           try {
@@ -167,88 +159,8 @@ class Agent {
           this.#r.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, { state: view.state });
       }
       await sleep(pause.next(), signal);
-      view = await this.#requestTicket(signal);
+      view = await this.#brokerSteps.requestTicket(signal);
     }
-  }
-
-  /**
-   * The live ticket this node already holds, read back after a restart. A revoked one is returned
-   * too, so that an admin's revocation is not undone by restarting the agent (unless
-   * --retry-revoked). For anything else the idempotent POST decides: null.
-   */
-  async #resumeTicket(signal: AbortSignal): Promise<TicketView | null> {
-    const ticket = this.#state.ticket;
-    if (!ticket) return null;
-    const res = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(ticket, { signal }), signal);
-    if (!res.body) return null;
-    const view = res.body;
-    const live = view.state === "queued" || view.state === "admitted";
-    if (!live && !(view.state === "revoked" && !this.#o.retryRevoked)) return null;
-    this.#r.event("ticket", `resuming ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
-    return view;
-  }
-
-  async #requestTicket(signal: AbortSignal): Promise<TicketView> {
-    const { node, peerURL } = this.#o;
-    const res = await this.#brokerRetry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal), signal);
-    if (res.body && res.status >= 200 && res.status < 300) {
-      const view = res.body;
-      this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
-      return view;
-    }
-    const why = describeAnswer(res);
-    if (res.status === 400) throw new UsageError(`the broker rejected this node's ticket request: ${why}`);
-    if (res.status === 409) throw new Refusal(`the broker refused the ticket: ${why}`);
-    if (res.problem?.code === "unknown_cluster") throw new Refusal(`the broker has no cluster ${this.#o.cluster}: check --cluster (or JOIN_BROKER_CLUSTER) against the cluster the enrollment token was created for; 'join-broker admin clusters' lists them (${why})`);
-    if (res.status === 401 || res.status === 403 || res.status === 404) throw new Refusal(`the broker refused the enrollment token: ${why}`);
-    throw new Error(`unexpected answer to the ticket request: ${why}`);
-  }
-
-  /** Long polls until the ticket leaves the queue. */
-  async #waitInQueue(start: TicketView, signal: AbortSignal): Promise<TicketView> {
-    let view = start;
-    const backoff = new Backoff(500, 10_000, this.#random);
-    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
-    let shown: TicketView | null = null;
-    const onUnreachable = (reason: string) => this.#r.failure("broker", `broker unreachable: ${reason}`);
-    return retrying<TicketView>({ backoff, signal, onUnreachable }, async () => {
-      if (view.state !== "queued") return { done: view };
-      if (view !== shown) reportQueued(this.#r, view);
-      const began = Date.now();
-      // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
-      // once, and the position shown is never older than the broker thinks useful.
-      const hint = view.retryAfter ?? LONG_POLL_DEFAULT_SECONDS;
-      const wait = Math.min(LONG_POLL_MAX_SECONDS, Math.max(LONG_POLL_MIN_SECONDS, Math.round(hint * (1 + 0.25 * this.#random()))));
-      const res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
-      if (res.status === 500) {
-        await this.#brokerFault("waiting in the queue", res, faults, signal);
-        return { again: true };
-      }
-      faults.reset();
-      if (res.body) {
-        this.#r.reachable("broker");
-        backoff.reset();
-        view = res.body;
-        // A poll that came back early (the ticket changed but is still queued) must not bring the
-        // next request forward: requests stay at least Retry-After apart, plus jitter. Except next
-        // in line: its next change is its own admission, which a poll held at the broker hears at
-        // once (one request either way), while a sleep would hear it late. A poll answered at once
-        // (a broker that does not hold it) never counts as held.
-        const held = Date.now() - began;
-        const early = hint * 1000 - held;
-        if (view.state === "queued" && early > 0) {
-          // Show the new position at once, whenever the next request goes.
-          reportQueued(this.#r, view);
-          shown = view;
-          if (!(nextInLine(view) && held >= MIN_HELD_MS)) await sleep(early + hint * 250 * this.#random(), signal);
-        }
-        return { again: true };
-      }
-      if (res.status === 404) return { done: await this.#requestTicket(signal) };
-      if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
-      this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
-      return { wait: res.retryAfter };
-    });
   }
 
   async #admitted(view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
@@ -271,7 +183,7 @@ class Agent {
       if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
         const voter = await this.#gate.admitted(view, admission, signal);
-        await this.#complete(view, admission, voter.memberID, signal);
+        await this.#brokerSteps.complete(view, admission, voter.memberID, signal);
         return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
       }
       return view.role === "bootstrap" ? await this.#bootstrap(view, admission, signal) : await this.#joinAsLearner(view, admission, signal);
@@ -292,7 +204,7 @@ class Agent {
       clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
     });
-    await this.#complete(view, admission, status.header.memberId, signal);
+    await this.#brokerSteps.complete(view, admission, status.header.memberId, signal);
     return this.#writeMarker(view, status);
   }
 
@@ -331,7 +243,7 @@ class Agent {
       status = await this.#ownEtcd.wait("voter", signal, own);
     }
     this.#r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
-    await this.#complete(view, admission, status.header.memberId, signal);
+    await this.#brokerSteps.complete(view, admission, status.header.memberId, signal);
     return this.#writeMarker(view, status);
   }
 
@@ -407,7 +319,7 @@ class Agent {
     } catch (e) {
       if (!(e instanceof JoinApiOutOfReach)) throw e;
       // Nothing was added: give the turn to the next node rather than hold it while this one cannot be helped.
-      const left = await this.#leaveQueue();
+      const left = await this.#brokerSteps.leave(this.#state?.ticket);
       throw new LeaseLost("join_api_unreachable", `${e.message}${left || "; giving the slot back"}`);
     }
   }
@@ -480,7 +392,7 @@ class Agent {
    * may not have the newest signing key yet) before it counts as a refusal.
    */
   async #joinApiRejected(view: TicketView, admission: string, answer: HttpResult<unknown>, rejected: number, signal: AbortSignal): Promise<number> {
-    const res = await this.#brokerRetry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
+    const res = await this.#brokerSteps.retry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
     const current = res.body;
     if (!current || current.state !== "admitted" || current.admission !== admission) {
       const controller = new AbortController();
@@ -494,58 +406,6 @@ class Agent {
   }
 
   // ------------------------------------------------------------------ broker calls
-
-  async #complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {
-    this.#r.event("complete", `reporting member ${memberIdHex(memberID)} to the broker`, { memberID });
-    const res = await this.#brokerRetry("completing", () => this.#broker.complete(view.ticket, admission, memberID, signal), signal);
-    if (res.status === 200) return;
-    if (res.status === 410 || (res.status === 409 && res.problem?.code === "not_admitted")) {
-      const now = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(view.ticket, { signal }), signal);
-      if (now.body?.state === "joined") return;
-      const controller = new AbortController();
-      abortFor(controller, now.body, describeAnswer(res));
-      throw controller.signal.aborted ? controller.signal.reason : new LeaseLost("unknown", describeAnswer(res));
-    }
-    throw new Refusal(`the broker refused the completion: ${describeAnswer(res)}`);
-  }
-
-  /** Calls the broker until it answers something other than "not now" (transport errors, 429, 5xx). */
-  async #brokerRetry<T>(what: string, call: () => Promise<HttpResult<T>>, signal: AbortSignal): Promise<HttpResult<T>> {
-    const backoff = new Backoff(500, 10_000, this.#random);
-    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
-    const onUnreachable = (reason: string) => this.#r.failure("broker", `${what}: broker unreachable (${reason})`);
-    return retrying<HttpResult<T>>({ backoff, signal, onUnreachable }, async () => {
-      const res = await call();
-      if (res.status === 500) {
-        await this.#brokerFault(what, res, faults, signal);
-        return { again: true };
-      }
-      faults.reset();
-      if (res.status !== 429 && res.status < 500) {
-        this.#r.reachable("broker");
-        return { done: res };
-      }
-      this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
-      return { wait: res.retryAfter };
-    });
-  }
-
-  /** A 500 from the broker: reported every time, backed off from, and given up on when it repeats. */
-  async #brokerFault(what: string, res: HttpResult<unknown>, faults: ServerFailures, signal: AbortSignal): Promise<void> {
-    const delay = faults.failed();
-    const correlation = typeof res.problem?.correlationId === "string" ? ` (correlation id ${res.problem.correlationId})` : "";
-    if (delay === null) {
-      throw new GaveUp(
-        `${what}: the broker failed with an internal error ${faults.count} times in a row${correlation}: ${describeAnswer(res)}. ` +
-          `This is a fault in the broker, not a wait: report it to the broker's operator with the correlation id, then run the agent again.`,
-      );
-    }
-    this.#r.event("broker-error", `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`, {
-      status: res.status,
-      attempt: faults.count,
-    });
-    await sleep(delay, signal);
-  }
 
   // ------------------------------------------------------------------ etcd
 
@@ -655,7 +515,7 @@ class Agent {
     }
     if (e instanceof UsageError) {
       // Bad usage found only once the broker answered: the turn goes to the next node at once.
-      if (!(await this.#stopEtcdUnlessVoter())) await this.#leaveQueue();
+      if (!(await this.#stopEtcdUnlessVoter())) await this.#brokerSteps.leave(this.#state?.ticket);
       throw e;
     }
     // A CA that is half there, unreadable, or another than the join API's: the operator must fix it.
@@ -665,13 +525,13 @@ class Agent {
       // A node that cannot go on (a wrong flag, data that is not its own, a cluster that already
       // runs) gives its turn up at once instead of holding it until its lease ends, unless its etcd
       // keeps running as a voter. A revoked admission has nothing left to give up.
-      const left = kept || e instanceof AdmissionRevoked ? "" : await this.#leaveQueue();
+      const left = kept || e instanceof AdmissionRevoked ? "" : await this.#brokerSteps.leave(this.#state?.ticket);
       this.#r.event("refused", `${e.message}${left}${kept}`);
       return EXIT.refused;
     }
     if (e instanceof GaveUp) {
       const kept = await this.#stopEtcdUnlessVoter();
-      const left = kept ? "" : await this.#leaveQueue();
+      const left = kept ? "" : await this.#brokerSteps.leave(this.#state?.ticket);
       this.#r.event("gave-up", `${e.message}${left}${kept}`);
       return EXIT.gaveUp;
     }
@@ -687,17 +547,6 @@ class Agent {
    * learner for the next node, as a lease's end would (later). Not while this node's etcd keeps
    * running as a voter: the caller keeps the ticket then.
    */
-  async #leaveQueue(): Promise<string> {
-    const ticket = this.#state?.ticket;
-    if (!ticket) return "";
-    try {
-      const res = await this.#broker.abandon(ticket, undefined, AbortSignal.timeout(5_000));
-      return res.status === 200 && res.body?.state === "abandoned" ? `; left the queue (ticket ${ticket} abandoned)` : "";
-    } catch {
-      return "";
-    }
-  }
-
   /**
    * Stops the etcd this agent started, unless it already is a voter: taking a voter down on our
    * own could cost the cluster its quorum. Returns a note for the message when it keeps running.
