@@ -5,7 +5,7 @@
  * decision to stderr, and stops cleanly on SIGINT or SIGTERM.
  * @module
  */
-import { parseFlags } from "./flags.ts";
+import { parseFlags, parseListen } from "./flags.ts";
 import { isClusterName } from "../../shared/protocol/identifiers.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { startJoinApi } from "../join-api/server.ts";
@@ -81,14 +81,6 @@ const OPTIONS = {
   "log-format": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
-
-export function parseListen(value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
-  if (!m) throw new UsageError(`--listen must be HOST:PORT (IPv6 as [ADDR]:PORT), got '${value}'`);
-  const port = Number(m[3]);
-  if (port > 65535) throw new UsageError(`--listen port ${port} is out of range`);
-  return { host: m[1] ?? (m[2] || "0.0.0.0"), port };
-}
 
 function seconds(name: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
