@@ -15,6 +15,7 @@ import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../../src/node/pki/pki-dir.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
+import { spawnUntilReady } from "./ready-process.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
@@ -594,31 +595,11 @@ async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs
 }
 
 async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = []): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
-  const proc = spawn(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0", ...extraArgs], {
+  const started = await spawnUntilReady(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0", ...extraArgs], {
+    what: "the join API",
+    ready: /join API listening on (http:\/\/\S+)/,
     cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
-  let log = "";
-  const keep = (chunk: Buffer) => {
-    log += chunk.toString();
-    if (log.length > 400_000) log = log.slice(-200_000);
-  };
-  proc.stderr!.on("data", keep);
-  const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the join API did not start within 60 s:\n${log}`)), 60_000);
-    proc.stdout!.on("data", (chunk: Buffer) => {
-      keep(chunk);
-      const m = /join API listening on (http:\/\/\S+)/.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        ok(m[1]!);
-      }
-    });
-    proc.once("exit", (code) => {
-      clearTimeout(timer);
-      fail(new Error(`the join API exited with ${code}:\n${log}`));
-    });
-  });
-  return { url, proc, output: () => log };
+  return { url: started.match[1]!, proc: started.proc, output: started.output };
 }
