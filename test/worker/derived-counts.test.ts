@@ -1,6 +1,6 @@
 /**
  * What the store derives from the tickets (how many are queued and admitted, the next seq, the
- * earliest lease end) against a fresh count by SQL, after every command of random sequences
+ * earliest lease end, queue positions) against a fresh count by SQL, after every command of random sequences
  * that move tickets every way there is: requests, admissions, completions, abandons,
  * revocations, lease expiry, retention sweeps, bootstrap hand-overs, restores, adoptions and
  * commands rolled back halfway. The commands run as the object runs them (QueueCommands over the
@@ -126,6 +126,8 @@ function expectDerivedCounts(w: World, after: string): void {
     nextSeq: (fresh.seq ?? 0) + 1,
     earliestLease: fresh.lease,
   });
+  const queued = w.sql.exec<{ seq: number }>(`SELECT seq FROM tickets WHERE state = 'queued' ORDER BY seq`).toArray();
+  expect(queued.map((t) => w.store.position(t.seq)), `positions after ${after}`).toEqual(queued.map((_, i) => i + 1));
 }
 
 let objects = 0;

@@ -182,14 +182,9 @@ export class QueueStore {
     this.run(`UPDATE cluster SET ${entries.map(([k]) => `${k} = ?`).join(", ")} WHERE id = 1`, ...entries.map(([, v]) => v));
   }
 
-  /** The next queue position number: one past the highest ever given (retention keeps the newest ticket). */
+  /** The next queue position number: one past the highest ever given (retention keeps the newest ticket); one seek in the index on seq. */
   nextSeq(): number {
-    return this.#maxSeq() + 1;
-  }
-
-  /** One seek in the unique index on seq. */
-  #maxSeq(): number {
-    return this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) AS seq FROM tickets`)!.seq;
+    return this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) + 1 AS seq FROM tickets`)!.seq;
   }
 
   // -- tickets
@@ -256,13 +251,26 @@ export class QueueStore {
 
   /** How many tickets are queued, or admitted (holding a slot): one row kept by the triggers of migration 6. */
   liveCount(state: LiveState): number {
-    return Number(this.first<{ value: number }>(`SELECT value FROM counters WHERE name = ?`, `ticket.live.${state}`)!.value);
+    return this.first<{ value: number }>(`SELECT value FROM counters WHERE name = ?`, `ticket.live.${state}`)!.value;
   }
 
-  /** 1 for the ticket that is next to be admitted. The newest ticket is last in line, without a count. */
+  /** Both live counts in one read. */
+  liveCounts(): Record<LiveState, number> {
+    const rows = this.all<{ name: string; value: number }>(`SELECT name, value FROM counters WHERE name IN ('ticket.live.queued', 'ticket.live.admitted')`);
+    const count = (state: LiveState) => rows.find((r) => r.name === `ticket.live.${state}`)!.value;
+    return { queued: count("queued"), admitted: count("admitted") };
+  }
+
+  /**
+   * 1 for the ticket that is next to be admitted. The newest ticket is last in line: its position
+   * is the queued count, without counting the queue (SQLite evaluates only the branch taken).
+   */
   position(seq: number): number {
-    if (seq === this.#maxSeq()) return this.liveCount("queued");
-    return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = 'queued' AND seq <= ?`, seq)!.n;
+    return this.first<{ n: number }>(
+      `SELECT CASE WHEN ?1 = (SELECT max(seq) FROM tickets) THEN (SELECT value FROM counters WHERE name = 'ticket.live.queued')
+         ELSE (SELECT count(*) FROM tickets WHERE state = 'queued' AND seq <= ?1) END AS n`,
+      seq,
+    )!.n;
   }
 
   queuedOfRole(role: Role, limit: number): TicketRow[] {
@@ -418,7 +426,7 @@ export class QueueStore {
     return {
       admissionsByStatus: Object.fromEntries((["completed", "expired", "abandoned", "revoked"] as const).map((s) => [s, c(`admission.ended.${s}`)])),
       admissionsByRole: { bootstrap: c("admitted.bootstrap"), join: c("admitted.join") },
-      ticketsByState: { queued: this.liveCount("queued"), admitted: this.liveCount("admitted"), ...Object.fromEntries(ended.map((s) => [s, c(`ticket.ended.${s}`)])) },
+      ticketsByState: { ...this.liveCounts(), ...Object.fromEntries(ended.map((s) => [s, c(`ticket.ended.${s}`)])) },
       members: this.first<{ n: number }>(`SELECT count(*) AS n FROM members`)!.n,
       wait: {
         count: c("wait.count"),
