@@ -475,7 +475,7 @@ ${table(
       const mine = j.runs.filter((x) => etcdOf(x) === etcd && mifOf(x) === mif && x.n === size && x.brokeredBreakdown && x.serialBreakdown);
       if (mine.length === 0) return [];
       const b = (k: keyof JoinRun["brokeredBreakdown"]) => median(mine.map((x) => x.brokeredBreakdown[k] ?? NaN));
-      const s = (k: keyof JoinRun["serialBreakdown"]) => median(mine.map((x) => x.serialBreakdown[k]));
+      const s = (k: keyof JoinRun["serialBreakdown"]) => median(mine.map((x) => x.serialBreakdown[k] ?? NaN));
       return [
         [etcd, mif, size, "brokered", sec(b("processStartMs")), sec(b("bootstrapMs")), mif > 1 ? "–" : sec(b("handoffMs")), `${sec(b("memberAddMs"))} (${int(b("memberAddRetries"))})`, sec(b("etcdStartMs")), sec(b("promoteMs")), sec(b("completeMs")), sec(b("slowestCatchUpMs"))],
         [etcd, mif, size, "serial", sec(s("processStartMs")), sec(median(mine.map((x) => x.serialBreakdown.processStartMs + x.serialBreakdown.firstNodeMs))), "–", sec(s("memberAddMs")), sec(s("etcdStartMs")), sec(s("promoteMs")), "–", "–"],
