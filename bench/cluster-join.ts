@@ -178,7 +178,7 @@ export interface JoinResult {
    * Rows these figures replaced (`--merge`) that were measured on the other transport (plain http
    * against TLS, or the reverse), kept beside them to show what TLS costs.
    */
-  otherTransport?: { date: string; summary: JoinSummary[] };
+  otherTransport?: { date: string; loadAverage?: { start: number[]; end: number[] }; summary: JoinSummary[] };
 }
 
 /** What `clusterJoin` measures: every size on every version with maxInFlight 1, plus pipelined sizes where etcd allows several learners. */

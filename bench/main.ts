@@ -292,8 +292,8 @@ function mergeInto(previous: Results, partial: Results): Results {
     // Rows replaced by rows on the other transport (plain http, TLS) stay beside them, to show what TLS costs.
     const tlsOf = (x: { tls?: boolean }) => x.tls === true;
     const replaced = previous.join.summary.filter((x) => partial.join!.summary.some((y) => y.etcd === x.etcd && y.maxInFlight === x.maxInFlight && y.n === x.n && tlsOf(y) !== tlsOf(x)));
-    const joinDate = [...(previous.merged ?? [])].reverse().find((m) => m.sections.includes("join"))?.date ?? previous.date;
-    if (replaced.length) out.join.otherTransport = { date: joinDate, summary: replaced };
+    const joinRun = [...(previous.merged ?? [])].reverse().find((m) => m.sections.includes("join")) ?? previous;
+    if (replaced.length) out.join.otherTransport = { date: joinRun.date, loadAverage: joinRun.loadAverage, summary: replaced };
     else if (previous.join.otherTransport) out.join.otherTransport = previous.join.otherTransport;
   }
   // An earlier merged run stays on record while some of its figures do: a join run until every
