@@ -4,7 +4,7 @@
  * @module
  */
 import type { ThroughputResult } from "./broker-throughput.ts";
-import type { JoinResult, JoinRun } from "./cluster-join.ts";
+import type { JoinResult, JoinRun, JoinSummary } from "./cluster-join.ts";
 import type { ExecutableResult } from "./executable.ts";
 import type { FootprintResult } from "./footprint.ts";
 import type { HandoffResult } from "./handoff.ts";
@@ -524,10 +524,22 @@ function otherTransportText(j: JoinResult): string {
     xs.length
       ? `${label}: the brokered join ${pct(medianOf(xs, (p) => p.tls.brokeredSeconds / p.http.brokeredSeconds), 1)} (median ${n(medianOf(xs, (p) => p.tls.brokeredSeconds - p.http.brokeredSeconds), 2)} s), the serial script ${pct(medianOf(xs, (p) => p.tls.serialSeconds / p.http.serialSeconds), 1)} (median ${n(medianOf(xs, (p) => p.tls.serialSeconds - p.http.serialSeconds), 2)} s), the ratio from a median ${n(medianOf(xs, (p) => p.http.ratio), 2)} to ${n(medianOf(xs, (p) => p.tls.ratio), 2)}`
       : "";
+  const met = (xs: typeof pairs, pick: (p: (typeof pairs)[number]) => JoinSummary) => `${xs.filter((p) => pick(p).ratio <= joinTarget(pick(p))).length} of ${xs.length}`;
+  const targets = [
+    sequential.length ? `maxInFlight 1 (≤ ${TARGETS.joinRatio}): ${met(sequential, (p) => p.tls)} rows on TLS, ${met(sequential, (p) => p.http)} on plain http` : "",
+    pipelined.length ? `pipelined (≤ ${TARGETS.pipelinedRatio}): ${met(pipelined, (p) => p.tls)} on TLS, ${met(pipelined, (p) => p.http)} on plain http` : "",
+  ].filter(Boolean);
+  const runsOf = (x: JoinSummary) => j.runs.filter((r) => etcdOf(r) === etcdOf(x) && mifOf(r) === mifOf(x) && r.n === x.n);
+  const slow = j.summary.filter((x) => median(runsOf(x).map((r) => r.brokeredBreakdown.slowestCatchUpMs ?? NaN)) > 5_000);
+  const serialStalled = slow.some((x) => median(runsOf(x).map((r) => r.serialBreakdown.etcdStartMs)) > 5_000);
+  const stall = slow.length
+    ? ` In ${slow.map((x) => `etcd ${etcdOf(x)} 1 + ${x.n}${mifOf(x) > 1 ? ` (maxInFlight ${mifOf(x)})` : ""}`).join(", ")} the slowest joiner's catch-up is over 5 s (median). In a rerun of etcd 3.6 1 + 6 that kept its etcd logs, the late joiner's etcd had been brought up to date from the leader's snapshot, which made it drop and reopen its connections to every peer (TLS handshakes, on busy cores); its first attempt to publish itself to the cluster was lost in that gap and etcd tried again only after its request timeout (7 s with these flags: \`failed to publish local member to cluster through raft\` in its log), and it serves clients only once published. ${serialStalled ? "The serial script's etcd starts took as long in the same rows." : "The serial script's etcd starts in the same rows stayed short (see \"etcd start\")."}`
+    : "";
   return `**TLS against plain http.** The same rows as measured on plain http by an earlier run (${other.date.slice(0, 16).replace("T", " ")} UTC${other.loadAverage ? `, load average ${other.loadAverage.start.join(" / ")} at its start` : ""}), beside this run's on TLS.
 The two runs are on different hours of a shared machine, so the differences mix what TLS costs with
 the machine's load; the ratios, each side measured beside the other in its own run, carry over better.
 ${[line(sequential, "maxInFlight 1"), line(pipelined, "Pipelined")].filter(Boolean).join("; ")}.
+Targets met: ${targets.join("; ")}.${stall}
 
 ${table(
   ["etcd", "maxInFlight", "1 + N", "Brokered s (TLS / http)", "Serial s (TLS / http)", "Ratio (TLS / http)"],
