@@ -87,7 +87,7 @@ export async function main(argv: string[]): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --render]\n` +
+      `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --plain-http] [-- --render]\n` +
         "  --merge   with --only: write those sections into bench/results.json (and BENCHMARKS.md), keeping the others\n" +
         "  --etcd    the etcd versions the whole-cluster join runs on (default: all; --quick: 3.6)\n" +
         "  --sizes   the joining nodes of the whole-cluster join, e.g. 2,6 (default: 2,4,6; --quick: 2)\n" +
