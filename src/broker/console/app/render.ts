@@ -114,17 +114,15 @@ function renderQueue(): void {
   table.hidden = rows.length === 0;
 }
 
+/** A row's write action: the one "Revoke" button, keyed so a redraw keeps its focus. */
+function revokeButton(key: string, label: string, act: (button: HTMLButtonElement) => void): HTMLButtonElement {
+  return h("button", { type: "button", class: "action write", "data-key": key, "aria-label": label, text: "Revoke", onclick: (e: Event) => act(e.currentTarget as HTMLButtonElement) });
+}
+
 function queueRow(t: AdminTicket, position: string): HTMLTableRowElement {
   const revoke =
     t.state === "admitted" && t.jti
-      ? h("button", {
-          type: "button",
-          class: "action write",
-          "data-key": "revoke:" + t.ticket,
-          "aria-label": "Revoke the admission of " + t.node,
-          text: "Revoke",
-          onclick: (e: Event) => rowActions?.revokeAdmission(t, e.currentTarget as HTMLButtonElement),
-        })
+      ? revokeButton("revoke:" + t.ticket, "Revoke the admission of " + t.node, (button) => rowActions?.revokeAdmission(t, button))
       : null;
   return h(
     "tr",
@@ -185,14 +183,7 @@ function renderTokens(): void {
         "td",
         {},
         t.state === "active"
-          ? h("button", {
-              type: "button",
-              class: "action write",
-              "data-key": "token:" + t.id,
-              "aria-label": "Revoke enrollment token " + t.id,
-              text: "Revoke",
-              onclick: (e: Event) => rowActions?.revokeToken(t, e.currentTarget as HTMLButtonElement),
-            })
+          ? revokeButton("token:" + t.id, "Revoke enrollment token " + t.id, (button) => rowActions?.revokeToken(t, button))
           : null,
       ),
     ),
