@@ -394,7 +394,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
   } finally {
     http.close();
     await stopAll(procs, dir);
-    rmSync(dir, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -94,6 +94,7 @@ export async function main(argv: string[]): Promise<number> {
         "  --runs    runs per size of the whole-cluster join (default: 9 for 1 + 2, else 3; --quick: 1)\n" +
         "  --plain-http  the whole-cluster join on plain-http etcd (default: TLS and client certificates on every etcd port)\n" +
         "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
+        "  BENCH_KEEP=1          keeps each brokered join's node directories (etcd logs and flags) in bench/out\n" +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );
     return 0;
