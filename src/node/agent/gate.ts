@@ -21,9 +21,8 @@
  * @module
  */
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
-import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
@@ -223,8 +222,7 @@ export class Gate {
   }
 
   #own(members: readonly EtcdMember[]): EtcdMember | undefined {
-    const want = canonical(this.#o.peerURL);
-    return members.find((m) => m.peerURLs.some((u) => canonical(u) === want));
+    return memberByPeerUrl(members, this.#o.peerURL);
   }
 
   #start(context: { role: string; admission?: string; ticket: string }): ExecCommand {
@@ -287,9 +285,4 @@ export class Gate {
   async stopCommand(): Promise<void> {
     if (this.#running?.running) await this.#running.stop("SIGTERM", STOP_GRACE_MS);
   }
-}
-
-/** Peer URLs compared as etcd might spell them: no trailing slash, scheme and host in any case. */
-function canonical(url: string): string {
-  return canonicalPeerUrl(url).toLowerCase();
 }
