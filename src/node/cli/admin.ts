@@ -95,6 +95,10 @@ function findCommand(positionals: string[]): { command: AdminCommand; args: stri
   return null;
 }
 
+function typedOnly(values: Values, fromEnv: Set<string>): Values {
+  return Object.fromEntries(Object.entries(values).filter(([flag]) => !fromEnv.has(flag)));
+}
+
 /** The flag, the file, then JOIN_BROKER_ADMIN_TOKEN. */
 function adminToken(values: Values, fromEnv: Set<string>): string | undefined {
   const token = values["admin-token"];
@@ -171,7 +175,8 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
       client: client as AdminClient,
       broker: brokerClient,
       args,
-      values,
+      // What was typed: a subcommand that reads --cluster itself (credentials create) never takes JOIN_BROKER_CLUSTER.
+      values: typedOnly(values, parsed.fromEnv),
       signal: stop.signal,
       note: (text) => io.stderr(`join-broker admin ${name}: ${text}\n`),
       print: (reply: Reply<unknown>, human: () => string) => io.stdout(json ? `${reply.text.trimEnd()}\n` : human()),
