@@ -35,5 +35,7 @@ describe("the command-line layer", () => {
   it("says what parseArgs refuses, as bad usage", () => {
     expect(usage(["--cluster"])).toMatch(/--cluster/);
     expect(usage(["stray"])).toMatch(/positional argument/i);
+    expect(usage(["--", "--cluster"])).toBe("unexpected positional argument '--cluster'");
+    expect(usage(["--json=yes"])).toBe("--json takes no value");
   });
 });

@@ -89,6 +89,7 @@ function usageError(cmd: Command, e: CommanderError, argv: string[]): UsageError
   switch (e.code) {
     case "commander.unknownOption": {
       const typed = (cmd.args.find((a) => a.startsWith("-") && a !== "-") ?? "").split("=")[0];
+      if (knownFlags(cmd).includes(typed)) return new UsageError(`${typed} takes no value`);
       return new UsageError(`unknown flag '${typed}'${didYouMean(typed, knownFlags(cmd))}`);
     }
     case "commander.optionMissingArgument":

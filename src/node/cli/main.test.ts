@@ -51,6 +51,11 @@ describe("a mistyped command, subcommand or flag", () => {
     }
   });
 
+  it("keeps what follows `--` an argument, as typed", async () => {
+    const r = await cli("join", "--", "--cluster");
+    expect({ code: r.code, first: r.stderr.split("\n")[0] }).toEqual({ code: EXIT.usage, first: "join-broker join: unexpected positional argument '--cluster'" });
+  });
+
   it("is bad usage (exit 2) for a missing value or a stray argument too", async () => {
     for (const argv of [["join", "--cluster"], ["controller", "stray"], ["serve", "--listen", "127.0.0.1:1", "extra"]]) {
       expect((await cli(...argv)).code, argv.join(" ")).toBe(EXIT.usage);

@@ -63,8 +63,10 @@ function parseRequest(argv: string[]): Request {
       .allowUnknownOption()
       .passThroughOptions()
       .argument("[args...]")
-      .action((args: string[]) => {
-        request = { run: name, args };
+      .action(() => {
+        // Everything after the command's name, as typed: commander would drop a `--` it passes on,
+        // and the top level's flags (-h, -v, -V) take no value, so the first `name` is the command.
+        request = { run: name, args: argv.slice(argv.indexOf(name) + 1) };
       });
   }
   program.command("help").helpOption(false).allowUnknownOption().argument("[topic...]").action((topic: string[]) => {
