@@ -28,8 +28,6 @@ export function defineCommand(name: string, table: Record<string, FlagSpec>, { p
   const cmd = new Command(name)
     .exitOverride()
     .configureOutput({ writeOut: () => {}, writeErr: () => {} })
-    .showSuggestionAfterError(true)
-    .helpOption("-h, --help")
     .allowExcessArguments(true);
   if (positionals) cmd.argument("[args...]");
   for (const [flag, spec] of Object.entries(table)) cmd.addOption(option(flag, spec));
@@ -84,7 +82,11 @@ function withEnv(env: NodeJS.ProcessEnv, parse: () => void): void {
   }
 }
 
-/** commander's refusal in the project's words; the unknown flag named with the known ones closest to it. */
+/**
+ * commander's refusal in the project's words. An unknown flag is named with the known ones closest
+ * to it by suggest.ts, which also suggests admin's two-word subcommands ('tokens list' → 'token
+ * list') and across commands ('stauts' → 'admin status'), so every suggestion reads alike.
+ */
 function usageError(cmd: Command, e: CommanderError, argv: string[]): UsageError {
   switch (e.code) {
     case "commander.unknownOption": {

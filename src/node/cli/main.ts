@@ -34,6 +34,8 @@ Run 'join-broker <command> --help' (or 'join-broker help <command>') for a comma
 Exit codes: 0 ok, 2 bad usage, 3 refused (revoked, forbidden), 4 gave up.
 `;
 
+const ROOT_FLAGS = ["-h", "--help", "-v", "--version", "-V"];
+
 /** What the command line asks for: a command and its own arguments, help (on a topic), or the version. */
 type Request = { run: string; args: string[] } | { help: string[] } | { version: true } | { unknown: string } | { none: true };
 
@@ -46,10 +48,8 @@ function parseRequest(argv: string[]): Request {
   const program = new Command("join-broker")
     .exitOverride()
     .configureOutput({ writeOut: () => {}, writeErr: () => {} })
-    .showSuggestionAfterError(true)
     .enablePositionalOptions()
     .helpCommand(false)
-    .helpOption("-h, --help")
     .option("-v, --version")
     .addOption(new Option("-V").hideHelp())
     .allowExcessArguments()
@@ -75,23 +75,21 @@ function parseRequest(argv: string[]): Request {
   program.command("version").action(() => {
     request = { version: true };
   });
-  program.parse(argv, { from: "user" });
+  try {
+    program.parse(argv, { from: "user" });
+  } catch (e) {
+    if (e instanceof CommanderError && e.code === "commander.helpDisplayed") return { help: [] };
+    // Only flags before the command are the top level's: the first one it does not know.
+    if (e instanceof CommanderError && e.code === "commander.unknownOption") return { unknown: argv.find((a) => a.startsWith("-") && !ROOT_FLAGS.includes(a))!.split("=")[0] };
+    throw e;
+  }
   // A version flag before the command wins, as `--version` alone does.
   const { version, V } = program.opts<{ version?: true; V?: true }>();
   return version || V ? { version: true } : request!;
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let request: Request;
-  try {
-    request = parseRequest(argv);
-  } catch (e) {
-    if (!(e instanceof CommanderError)) throw e;
-    if (e.code === "commander.helpDisplayed") return help([]);
-    if (e.code !== "commander.unknownOption") throw e;
-    // Only flags before the command are the top level's: the first one it does not know.
-    return await unknown(argv.find((a) => a.startsWith("-"))!.split("=")[0]);
-  }
+  const request = parseRequest(argv);
   if ("none" in request) {
     // No command at all: the overview, as bad usage.
     process.stdout.write(USAGE);
@@ -135,7 +133,7 @@ async function help([topic, ...more]: string[]): Promise<number> {
 
 async function unknown(name: string): Promise<number> {
   if (name.startsWith("-")) {
-    process.stderr.write(`join-broker: unknown flag '${name}'${didYouMean(name, ["--help", "--version"])}\n\n${USAGE}`);
+    process.stderr.write(`join-broker: unknown flag '${name}'${didYouMean(name, ROOT_FLAGS.filter((f) => f.startsWith("--")))}\n\n${USAGE}`);
     return EXIT.usage;
   }
   // An admin subcommand typed without 'admin' is a common slip: suggest it too.
