@@ -37,7 +37,7 @@ describe("a mistyped command, subcommand or flag", () => {
       [["jion"], "join-broker: unknown command 'jion'; did you mean 'join'?"],
       [["pasue"], "join-broker: unknown command 'pasue'; did you mean 'admin pause'?"],
       [["--verison"], "join-broker: unknown flag '--verison'; did you mean '--version'?"],
-      [["-h", "--jsn"], "join-broker: unknown flag '--jsn'"],
+      [["-v", "--jsn"], "join-broker: unknown flag '--jsn'"],
       [["admin", "tiskets"], "join-broker admin: unknown subcommand 'tiskets'; did you mean 'tickets'?"],
       [["serve", "restore", "--form", "/backup"], "join-broker serve: unknown flag '--form'; did you mean '--from'?"],
       [["join", "--peer-ulr", "https://10.0.0.4:2380"], "join-broker join: unknown flag '--peer-ulr'; did you mean '--peer-url'?"],
