@@ -9,8 +9,11 @@ import { Command, CommanderError, Option } from "commander";
 import { UsageError } from "../exit-codes.ts";
 import { didYouMean } from "./suggest.ts";
 
-/** One flag: a value's name (`"URL"`) or `true` for a switch; `env` falls back to that variable, `repeat` collects every value. */
-export type FlagSpec = string | true | { value: string; env?: string; repeat?: true; short?: string } | { switch: true; short: string };
+/**
+ * One flag: the name of its value (`"URL"`), or `true` for a switch (`{ switch, short }` with a
+ * one-letter alias); `env` falls back to that variable, `repeat` collects every value given.
+ */
+export type FlagSpec = string | true | { value: string; env?: string; repeat?: true } | { switch: true; short: string };
 
 /** Flag values by the flag's own name (`"peer-url"`), as typed or from its environment variable. */
 export type Values = Record<string, string | boolean | string[] | undefined>;
@@ -38,7 +41,7 @@ function option(flag: string, spec: FlagSpec): Option {
   if (spec === true) return new Option(`--${flag}`);
   if (typeof spec === "string") return new Option(`--${flag} <${spec}>`);
   if ("switch" in spec) return new Option(`-${spec.short}, --${flag}`);
-  const o = new Option(`${spec.short ? `-${spec.short}, ` : ""}--${flag} <${spec.value}>`);
+  const o = new Option(`--${flag} <${spec.value}>`);
   if (spec.env) o.env(spec.env);
   if (spec.repeat) o.argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]);
   return o;
