@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { parseFlags } from "../cli/flags.ts";
+import { defineCommand, parseCommand, type FlagSpec, type Values } from "../cli/flags.ts";
 import { UsageError } from "../exit-codes.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { tlsFilesFromFlags, type TlsFiles } from "../etcd/tls-fetch.ts";
@@ -147,35 +147,35 @@ Exit codes:
   130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
 `;
 
-const FLAGS = {
-  broker: { type: "string" },
-  cluster: { type: "string" },
-  token: { type: "string" },
-  "token-file": { type: "string" },
-  node: { type: "string" },
-  "peer-url": { type: "string" },
-  "listen-peer-url": { type: "string" },
-  "join-api": { type: "string" },
-  "state-dir": { type: "string" },
-  "data-dir": { type: "string" },
-  "client-url": { type: "string" },
-  "pki-dir": { type: "string" },
-  "etcd-bin": { type: "string" },
-  "etcd-arg": { type: "string", multiple: true },
-  "print-etcd-flags": { type: "boolean" },
-  "retry-revoked": { type: "boolean" },
-  exec: { type: "string" },
-  etcd: { type: "string" },
-  "etcd-cacert": { type: "string" },
-  "etcd-cert": { type: "string" },
-  "etcd-key": { type: "string" },
-  service: { type: "boolean" },
-  timeout: { type: "string" },
-  "join-api-patience": { type: "string" },
-  "log-format": { type: "string" },
-  verbose: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-} as const;
+/** The flags (PROTOCOL.md, "Command line"); `--help` and `--ca-file` are answered before these are read. */
+export const JOIN_FLAGS = {
+  broker: { value: "URL", env: "JOIN_BROKER_URL" },
+  cluster: "NAME",
+  token: { value: "TOKEN", env: "JOIN_BROKER_TOKEN" },
+  "token-file": "PATH",
+  node: "NAME",
+  "peer-url": "URL",
+  "listen-peer-url": "URL",
+  "join-api": "URL",
+  "state-dir": "DIR",
+  "data-dir": "DIR",
+  "client-url": "URL",
+  "pki-dir": "DIR",
+  "etcd-bin": "PATH",
+  "etcd-arg": { value: "ARG", repeat: true },
+  "print-etcd-flags": true,
+  "retry-revoked": true,
+  exec: "COMMAND",
+  etcd: "URLS",
+  "etcd-cacert": "FILE",
+  "etcd-cert": "FILE",
+  "etcd-key": "FILE",
+  service: true,
+  timeout: "SECONDS",
+  "join-api-patience": "SECONDS",
+  "log-format": "FORMAT",
+  verbose: true,
+} as const satisfies Record<string, FlagSpec>;
 
 /** Flags the agent sets on etcd itself; `--etcd-arg` must not fight over them. */
 const RESERVED_ETCD_FLAGS = [
@@ -190,34 +190,35 @@ const RESERVED_TLS_FLAGS = [
 export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
 
 export function parseJoinArgs(argv: string[], env: Record<string, string | undefined> = process.env): ParsedArgs {
-  const values: Record<string, string | boolean | string[] | undefined> = parseFlags(argv, FLAGS).values;
-  if (values.help) return { help: true };
+  const { values, fromEnv, help } = parseCommand(defineCommand("join", JOIN_FLAGS), argv, env);
+  if (help) return { help: true };
   const str = (name: string): string | undefined => {
     const v = values[name];
     return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
   };
-  const required = (name: string, fallback?: string): string => {
-    const v = str(name) ?? fallback;
+  const required = (name: string): string => {
+    const v = str(name);
     if (!v) throw new UsageError(`--${name} is required`);
     return v;
   };
 
   // Every missing flag at once, not one per run.
   const missing = [
-    ...(str("broker") || env.JOIN_BROKER_URL?.trim() ? [] : ["--broker (or JOIN_BROKER_URL)"]),
+    ...(str("broker") ? [] : ["--broker (or JOIN_BROKER_URL)"]),
     ...(str("cluster") ? [] : ["--cluster"]),
-    ...(str("token") || str("token-file") || env.JOIN_BROKER_TOKEN?.trim() ? [] : ["an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN)"]),
+    ...(str("token") || str("token-file") ? [] : ["an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN)"]),
     ...(str("peer-url") ? [] : ["--peer-url"]),
     ...(typeof values.exec === "string" || str("join-api") ? [] : ["--join-api"]),
     ...(str("state-dir") ? [] : ["--state-dir"]),
   ];
   if (missing.length > 1) throw new UsageError(`${missing.slice(0, -1).join(", ")} and ${missing.at(-1)} are required`);
 
-  const brokerUrl = httpUrl("--broker", required("broker", env.JOIN_BROKER_URL?.trim() || undefined));
+  const brokerUrl = httpUrl("--broker", required("broker"));
   const cluster = required("cluster");
   if (!isClusterName(cluster)) throw new UsageError(`--cluster ${JSON.stringify(cluster)} is not a valid cluster name (a DNS label: a-z, 0-9, '-')`);
 
-  const token = readToken(str("token"), str("token-file"), env.JOIN_BROKER_TOKEN);
+  // The token's order: the flag, the file, then JOIN_BROKER_TOKEN.
+  const token = fromEnv.has("token") ? readToken(undefined, str("token-file"), str("token")) : readToken(str("token"), str("token-file"), undefined);
   const node = str("node") ?? hostname().split(".")[0];
   if (!isNodeName(node)) throw new UsageError(`--node ${JSON.stringify(node)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
 
@@ -297,7 +298,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
 /** `--etcd` and its TLS files (either mode), and `--service` (gate mode only). */
 function gateOptions(
   exec: string | null,
-  values: Record<string, string | boolean | string[] | undefined>,
+  values: Values,
   str: (name: string) => string | undefined,
 ): { endpoints: string[] | null; tls: TlsFiles | null } {
   if (exec === null && values.service !== undefined) throw new UsageError("--service is for gate mode: give it with --exec 'COMMAND'");

@@ -8,8 +8,9 @@ import type { AdminTicket, AuditEntry, Member } from "../../shared/client/index.
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { UsageError } from "../exit-codes.ts";
 import { duration, fields, inlineDetail, parseDuration, relative, table, when } from "./format.ts";
+import type { Values } from "./flags.ts";
 
-export type Values = Record<string, string | boolean | string[] | undefined>;
+export type { Values };
 
 export interface CommandContext {
   client: AdminClient;

@@ -9,37 +9,39 @@ import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type Admi
 import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { closest, didYouMean } from "./suggest.ts";
-import { parseFlags } from "./flags.ts";
+import { defineCommand, parseCommand, type FlagSpec } from "./flags.ts";
 
-const CONNECTION_OPTIONS = {
-  cluster: { type: "string" },
-  broker: { type: "string" },
-  "admin-token": { type: "string" },
-  "admin-token-file": { type: "string" },
-  "timeout-seconds": { type: "string" },
-  json: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-} as const;
+const CONNECTION_FLAGS = {
+  cluster: { value: "NAME", env: "JOIN_BROKER_CLUSTER" },
+  broker: { value: "URL", env: "JOIN_BROKER_URL" },
+  "admin-token": { value: "TOKEN", env: "JOIN_BROKER_ADMIN_TOKEN" },
+  "admin-token-file": "PATH",
+  "timeout-seconds": "N",
+  json: true,
+} as const satisfies Record<string, FlagSpec>;
 
-const COMMAND_OPTIONS = {
-  ttl: { type: "string" },
-  "max-uses": { type: "string" },
-  description: { type: "string" },
-  state: { type: "string" },
-  limit: { type: "string" },
-  after: { type: "string" },
-  reason: { type: "string" },
-  "max-in-flight": { type: "string" },
-  "lease-seconds": { type: "string" },
-  "admission-ttl-seconds": { type: "string" },
-  "max-queue": { type: "string" },
-  member: { type: "string", multiple: true },
-  nodes: { type: "string", multiple: true },
-  "peer-hosts": { type: "string", multiple: true },
-  follow: { type: "boolean", short: "f" },
-  "new-cluster": { type: "boolean" },
-  "read-only": { type: "boolean" },
-} as const;
+/** Flags of one subcommand or another (AdminCommand.options says which). */
+const COMMAND_FLAGS = {
+  ttl: "DURATION",
+  "max-uses": "N",
+  description: "TEXT",
+  state: "STATE",
+  limit: "N",
+  after: "SEQ",
+  reason: "TEXT",
+  "max-in-flight": "N",
+  "lease-seconds": "SECONDS",
+  "admission-ttl-seconds": "SECONDS",
+  "max-queue": "N",
+  member: { value: "NODE=PEERURL", repeat: true },
+  nodes: { value: "PATTERNS", repeat: true },
+  "peer-hosts": { value: "HOSTS", repeat: true },
+  follow: { switch: true, short: "f" },
+  "new-cluster": true,
+  "read-only": true,
+} as const satisfies Record<string, FlagSpec>;
+
+export const ADMIN_FLAGS = { ...CONNECTION_FLAGS, ...COMMAND_FLAGS };
 
 export const ADMIN_USAGE = `Usage: join-broker admin SUBCOMMAND [ARGS] --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]
 
@@ -93,9 +95,14 @@ function findCommand(positionals: string[]): { command: AdminCommand; args: stri
   return null;
 }
 
-function adminToken(values: Values, env: NodeJS.ProcessEnv): string | undefined {
-  const flag = values["admin-token"];
-  if (typeof flag === "string") return flag;
+function typedOnly(values: Values, fromEnv: Set<string>): Values {
+  return Object.fromEntries(Object.entries(values).filter(([flag]) => !fromEnv.has(flag)));
+}
+
+/** The flag, the file, then JOIN_BROKER_ADMIN_TOKEN. */
+function adminToken(values: Values, fromEnv: Set<string>): string | undefined {
+  const token = values["admin-token"];
+  if (typeof token === "string" && !fromEnv.has("admin-token")) return token;
   const file = values["admin-token-file"];
   if (typeof file === "string") {
     try {
@@ -104,7 +111,7 @@ function adminToken(values: Values, env: NodeJS.ProcessEnv): string | undefined 
       throw new UsageError(`cannot read --admin-token-file ${file}: ${(e as Error).message}`);
     }
   }
-  return env.JOIN_BROKER_ADMIN_TOKEN || undefined;
+  return (token as string | undefined) || undefined;
 }
 
 export interface Io {
@@ -116,11 +123,11 @@ export interface Io {
 const processIo: Io = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t), env: process.env };
 
 export async function run(argv: string[], io: Io = processIo): Promise<number> {
-  const parsed = parseFlags(argv, { ...CONNECTION_OPTIONS, ...COMMAND_OPTIONS }, { allowPositionals: true });
-  const values = parsed.values as Values;
+  const parsed = parseCommand(defineCommand("admin", ADMIN_FLAGS, { positionals: true }), argv, io.env);
+  const values = parsed.values;
   const found = findCommand(parsed.positionals);
 
-  if (values.help) {
+  if (parsed.help) {
     io.stdout(found ? commandUsage(found.command) : ADMIN_USAGE);
     return EXIT.ok;
   }
@@ -133,13 +140,13 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   const name = command.words.join(" ");
   if (args.length < command.args.length) throw new UsageError(`'${name}' needs ${command.args.slice(args.length).join(" ")}: join-broker admin ${command.synopsis}`);
   if (args.length > command.args.length) throw new UsageError(`'${name}' takes ${command.args.length ? command.args.join(" ") : "no arguments"}, not ${JSON.stringify(args.slice(command.args.length).join(" "))}`);
-  for (const flag of Object.keys(COMMAND_OPTIONS)) {
+  for (const flag of Object.keys(COMMAND_FLAGS)) {
     if (values[flag] !== undefined && !command.options.includes(flag)) throw new UsageError(`--${flag} does not apply to '${name}'`);
   }
 
-  const cluster = (values.cluster as string | undefined) ?? io.env.JOIN_BROKER_CLUSTER;
-  const broker = (values.broker as string | undefined) ?? io.env.JOIN_BROKER_URL;
-  const token = adminToken(values, io.env);
+  const cluster = values.cluster as string | undefined;
+  const broker = values.broker as string | undefined;
+  const token = adminToken(values, parsed.fromEnv);
   if (!cluster && command.perCluster !== false) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
   if (!broker) throw new UsageError("--broker URL is required (or JOIN_BROKER_URL)");
   if (!token) throw new UsageError("--admin-token TOKEN is required (or JOIN_BROKER_ADMIN_TOKEN, or --admin-token-file PATH)");
@@ -168,7 +175,8 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
       client: client as AdminClient,
       broker: brokerClient,
       args,
-      values,
+      // What was typed: a subcommand that reads --cluster itself (credentials create) never takes JOIN_BROKER_CLUSTER.
+      values: typedOnly(values, parsed.fromEnv),
       signal: stop.signal,
       note: (text) => io.stderr(`join-broker admin ${name}: ${text}\n`),
       print: (reply: Reply<unknown>, human: () => string) => io.stdout(json ? `${reply.text.trimEnd()}\n` : human()),

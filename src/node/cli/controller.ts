@@ -5,7 +5,7 @@
  * decision to stderr, and stops cleanly on SIGINT or SIGTERM.
  * @module
  */
-import { parseFlags, parseListen } from "./flags.ts";
+import { defineCommand, parseCommand, parseListen, type FlagSpec } from "./flags.ts";
 import { isClusterName } from "../../shared/protocol/identifiers.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { startJoinApi } from "../join-api/server.ts";
@@ -63,24 +63,23 @@ Flags:
 Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage.
 `;
 
-const OPTIONS = {
-  etcd: { type: "string" },
-  broker: { type: "string" },
-  cluster: { type: "string" },
-  listen: { type: "string" },
-  "clock-tolerance": { type: "string" },
-  "revocation-list-max-age": { type: "string" },
-  "unknown-learner-grace": { type: "string" },
-  hold: { type: "string" },
-  "etcd-timeout": { type: "string" },
-  "pki-dir": { type: "string" },
-  "cert-days": { type: "string" },
-  "etcd-cacert": { type: "string" },
-  "etcd-cert": { type: "string" },
-  "etcd-key": { type: "string" },
-  "log-format": { type: "string" },
-  help: { type: "boolean", short: "h" },
-} as const;
+export const CONTROLLER_FLAGS = {
+  etcd: "URLS",
+  broker: "URL",
+  cluster: "NAME",
+  listen: "HOST:PORT",
+  "clock-tolerance": "SECONDS",
+  "revocation-list-max-age": "SECONDS",
+  "unknown-learner-grace": "SECONDS",
+  hold: "SECONDS",
+  "etcd-timeout": "SECONDS",
+  "pki-dir": "DIR",
+  "cert-days": "DAYS",
+  "etcd-cacert": "FILE",
+  "etcd-cert": "FILE",
+  "etcd-key": "FILE",
+  "log-format": "FORMAT",
+} as const satisfies Record<string, FlagSpec>;
 
 function seconds(name: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -90,8 +89,8 @@ function seconds(name: string, value: string | undefined, min: number, max: numb
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseFlags(argv, OPTIONS);
-  if (values.help) {
+  const { values, help } = parseCommand(defineCommand("controller", CONTROLLER_FLAGS), argv);
+  if (help) {
     process.stdout.write(CONTROLLER_USAGE);
     return EXIT.ok;
   }

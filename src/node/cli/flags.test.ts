@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
-import { parseFlags } from "./flags.ts";
+import { defineCommand, parseCommand } from "./flags.ts";
 
-const OPTIONS = { cluster: { type: "string" }, broker: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
+const OPTIONS = { cluster: "NAME", broker: "URL", json: true } as const;
+const parseFlags = (argv: string[], options: typeof OPTIONS) => parseCommand(defineCommand("test", options), argv, {});
 
 const usage = (argv: string[]) => {
   try {
@@ -14,7 +15,7 @@ const usage = (argv: string[]) => {
   return null;
 };
 
-describe("parseFlags", () => {
+describe("the command-line layer", () => {
   it("parses known flags", () => {
     expect(parseFlags(["--cluster", "c1", "--json", "--broker=http://x"], OPTIONS).values).toEqual({ cluster: "c1", json: true, broker: "http://x" });
   });
@@ -34,5 +35,7 @@ describe("parseFlags", () => {
   it("says what parseArgs refuses, as bad usage", () => {
     expect(usage(["--cluster"])).toMatch(/--cluster/);
     expect(usage(["stray"])).toMatch(/positional argument/i);
+    expect(usage(["--", "--cluster"])).toBe("unexpected positional argument '--cluster'");
+    expect(usage(["--json=yes"])).toBe("--json takes no value");
   });
 });

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { parseFlags, parseListen } from "../cli/flags.ts";
+import { defineCommand, parseCommand, parseListen, type FlagSpec, type Values } from "../cli/flags.ts";
 import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/bearer.ts";
 import { UsageError } from "../exit-codes.ts";
 
@@ -64,6 +64,15 @@ export interface ServeOptions {
   clientIpHeader?: string;
 }
 
+/** systemd's StateDirectory= sets it (several directories: the first one). */
+const STATE_DIRECTORY = { value: "DIR", env: "STATE_DIRECTORY" } as const;
+
+/** The data directory as given, or the first of $STATE_DIRECTORY's. */
+function dataDirOf(values: Values, fromEnv: Set<string>): string | undefined {
+  const dir = values["data-dir"] as string | undefined;
+  return fromEnv.has("data-dir") ? dir?.split(":")[0] || undefined : dir;
+}
+
 const LOG_LEVELS = ["debug", "info", "warn"];
 
 export function isLoopback(host: string): boolean {
@@ -73,27 +82,29 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
+export const SERVE_FLAGS = {
+  listen: "HOST:PORT",
+  "data-dir": STATE_DIRECTORY,
+  "tls-cert": "FILE",
+  "tls-key": "FILE",
+  "insecure-http": true,
+  "admin-token-file": "FILE",
+  // Known only to be refused with the reason: a command line is visible to every user.
+  "admin-token": "TOKEN",
+  issuer: "URL",
+  "log-level": "LEVEL",
+  "client-ip-header": "NAME",
+} as const satisfies Record<string, FlagSpec>;
+
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: true } | { help: false; options: ServeOptions } {
-  const { values } = parseFlags(argv, {
-    listen: { type: "string" },
-    "data-dir": { type: "string" },
-    "tls-cert": { type: "string" },
-    "tls-key": { type: "string" },
-    "insecure-http": { type: "boolean" },
-    "admin-token-file": { type: "string" },
-    "admin-token": { type: "string" },
-    issuer: { type: "string" },
-    "log-level": { type: "string" },
-    "client-ip-header": { type: "string" },
-    help: { type: "boolean", short: "h" },
-  } as const);
-  if (values.help) return { help: true };
+  const { values, fromEnv, help } = parseCommand(defineCommand("serve", SERVE_FLAGS), argv, env);
+  if (help) return { help: true };
   if (values["admin-token"] !== undefined) {
     throw new UsageError("--admin-token is not accepted by serve (a command line is visible to every user): use --admin-token-file FILE or JOIN_BROKER_ADMIN_TOKEN");
   }
   if (typeof values.listen !== "string") throw new UsageError("--listen HOST:PORT is required");
   const { host, port } = parseListen(values.listen);
-  const dataDir = (values["data-dir"] as string | undefined) ?? env.STATE_DIRECTORY?.split(":")[0];
+  const dataDir = dataDirOf(values, fromEnv);
   if (!dataDir) throw new UsageError("--data-dir DIR is required");
 
   const cert = values["tls-cert"] as string | undefined;
@@ -168,10 +179,12 @@ Flags:
 Exit codes: 0 restored, 1 refused (serve runs on DIR, BACKUP is not a data directory), 2 bad usage.
 `;
 
+export const RESTORE_FLAGS = { "data-dir": STATE_DIRECTORY, from: "BACKUP" } as const satisfies Record<string, FlagSpec>;
+
 export function parseRestoreArgs(argv: string[], env: NodeJS.ProcessEnv): { help: true } | { help: false; dataDir: string; from: string | null } {
-  const { values } = parseFlags(argv, { "data-dir": { type: "string" }, from: { type: "string" }, help: { type: "boolean", short: "h" } } as const);
-  if (values.help) return { help: true };
-  const dataDir = (values["data-dir"] as string | undefined) ?? env.STATE_DIRECTORY?.split(":")[0];
+  const { values, fromEnv, help } = parseCommand(defineCommand("restore", RESTORE_FLAGS), argv, env);
+  if (help) return { help: true };
+  const dataDir = dataDirOf(values, fromEnv);
   if (!dataDir) throw new UsageError("--data-dir DIR is required");
   return { help: false, dataDir, from: (values.from as string | undefined) ?? null };
 }
