@@ -210,14 +210,14 @@ export class Lab {
 
   /**
    * Environment that puts a process on the host's clock: libfaketime preloaded, reading the
-   * offset from the host's clock file at every call, so `skew()` moves it while it runs.
+   * offset from the host's clock file (again every second), so `skew()` moves it while it runs.
    * The monotonic clock stays real (timers keep their length).
    */
   clockEnv(host: string): Record<string, string> {
     return {
       LD_PRELOAD: "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
       FAKETIME_TIMESTAMP_FILE: this.host(host).clockFile,
-      FAKETIME_NO_CACHE: "1",
+      FAKETIME_CACHE_DURATION: "1",
       FAKETIME_DONT_FAKE_MONOTONIC: "1",
     };
   }

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
+import type { Lab } from "../lab/lab.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
@@ -36,6 +37,10 @@ export interface NodeSpec {
   clientURL: string;
   stateDir: string;
   dataDir: string;
+  /** Where this test process reaches the node's etcd: `clientURL`, or a forward into the lab. */
+  localClientURL: string;
+  /** The node's lab host (same name as the node), when the run is in a lab. */
+  labHost?: string;
 }
 
 export interface AgentRun {
@@ -76,6 +81,12 @@ export interface HarnessOptions {
   policy?: Record<string, number>;
   /** How an agent is started, given its `join-broker` arguments (default: this Node running bin/join-broker). */
   agentCommand?: (args: string[]) => AgentCommand;
+  /**
+   * Run in this lab (test/lab/lab.ts): every node on a host of its own named after it, its etcd
+   * on ports 2379/2380 of the host's address; the broker (`join-broker serve`) on host `broker`
+   * and the join API on host `join-api`. Agents and the join API run on their host's clock.
+   */
+  lab?: Lab;
 }
 
 /** A program and its arguments, run in `cwd`. */
@@ -123,26 +134,38 @@ export class ClusterHarness {
     const cluster = options.cluster ?? `e2e-${options.scenario}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40);
     const etcdBin = options.etcdBin ?? (await etcdBinary());
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
-    const ports = await stablePorts(options.nodes.length * 2);
-    const nodes = options.nodes.map((name, i) => ({
-      name,
-      peerURL: `http://127.0.0.1:${ports[2 * i]}`,
-      clientURL: `http://127.0.0.1:${ports[2 * i + 1]}`,
-      stateDir: join(dir, name),
-      dataDir: join(dir, name, "etcd"),
-    }));
+    const lab = options.lab;
+    const ports = lab ? [] : await stablePorts(options.nodes.length * 2);
+    const nodes: NodeSpec[] = [];
+    for (const [i, name] of options.nodes.entries()) {
+      const ip = lab ? lab.addHost(name).ip : "127.0.0.1";
+      const clientURL = `http://${ip}:${lab ? 2379 : ports[2 * i + 1]}`;
+      nodes.push({
+        name,
+        peerURL: `http://${ip}:${lab ? 2380 : ports[2 * i]}`,
+        clientURL,
+        localClientURL: lab ? await lab.reach(clientURL) : clientURL,
+        stateDir: join(dir, name),
+        dataDir: join(dir, name, "etcd"),
+        ...(lab ? { labHost: name } : {}),
+      });
+    }
+    if (lab) {
+      lab.addHost("broker");
+      lab.addHost("join-api");
+    }
     let broker: BrokerProcess | null = null;
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
     try {
-      broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker });
+      broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker, ...(lab ? { runtime: "serve", labHost: { lab, host: "broker" } } : {}) });
       const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
       if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
       if (options.policy) {
         const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
         if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
       }
-      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), options.caFile ? ["--ca-file", options.caFile] : []);
+      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), options.caFile ? ["--ca-file", options.caFile] : [], lab);
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
       const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
@@ -230,12 +253,15 @@ export class ClusterHarness {
     const args = options.args ?? this.agentArgs(node);
     // E2E_AGENT_NODE runs the agents on another Node (the system's Node 20, say) than the tests.
     const how = this.options.agentCommand?.(args) ?? { command: process.env.E2E_AGENT_NODE || process.execPath, args: [BIN, ...args], cwd: ROOT };
-    const proc = spawn(how.command, how.args, {
+    const lab = this.options.lab;
+    const spawnOptions = {
       cwd: how.cwd,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"],
       detached: true,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
-    });
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", ...(lab && node.labHost ? lab.clockEnv(node.labHost) : {}) },
+    };
+    // In a lab, on the node's own host (`ip netns exec` execs the agent: the pid is the agent's).
+    const proc = lab && node.labHost ? lab.spawn(node.labHost, how.command, how.args, spawnOptions) : spawn(how.command, how.args, spawnOptions);
     const run: AgentRun = {
       node,
       run: previous.length + 1,
@@ -365,7 +391,7 @@ export class ClusterHarness {
    * timeline and fails the run at the next `waitFor` or `stopSampling`.
    */
   async sampleNow(): Promise<void> {
-    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await new EtcdGateway(n.clientURL, { timeoutMs: 800 }).memberList() })));
+    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await new EtcdGateway(n.localClientURL, { timeoutMs: 800 }).memberList() })));
     const samples: NodeSample[] = lists.map(({ node, list }) =>
       list.ok ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length } : { node, clusterId: null, learners: null },
     );
@@ -406,12 +432,12 @@ export class ClusterHarness {
     const views: FinalView[] = [];
     for (const name of names) {
       const n = this.node(name);
-      const gateway = new EtcdGateway(n.clientURL, { timeoutMs: 5_000 });
+      const gateway = new EtcdGateway(n.localClientURL, { timeoutMs: 5_000 });
       const list = await gateway.memberList();
       if (!list.ok) throw new Error(`member list from ${name} (${n.clientURL}) failed: ${list.error.message}`);
-      const status = await gateway.status(n.clientURL);
+      const status = await gateway.status(n.localClientURL);
       if (!status.ok) throw new Error(`status from ${name} failed: ${status.error.message}`);
-      views.push({ node: name, clusterId: hex(status.value.header.clusterId), members: list.value.members, healthy: await gateway.health(n.clientURL) });
+      views.push({ node: name, clusterId: hex(status.value.header.clusterId), members: list.value.members, healthy: await gateway.health(n.localClientURL) });
     }
     return views;
   }
@@ -539,12 +565,11 @@ function processesUnder(dir: string): number[] {
   return found;
 }
 
-async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = []): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
-  const proc = spawn(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0", ...extraArgs], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = [], lab?: Lab): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
+  const listen = lab ? `${lab.host("join-api").ip}:8080` : "127.0.0.1:0";
+  const args = [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs];
+  const spawnOptions = { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) } };
+  const proc = lab ? lab.spawn("join-api", process.execPath, args, spawnOptions) : spawn(process.execPath, args, spawnOptions);
   let log = "";
   const keep = (chunk: Buffer) => {
     log += chunk.toString();
