@@ -394,6 +394,10 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
   } catch {
-    process.kill(pgid, signal);
+    try {
+      process.kill(pgid, signal);
+    } catch {
+      /* gone: nothing left to pause or resume */
+    }
   }
 }
