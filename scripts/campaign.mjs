@@ -7,6 +7,8 @@
 //   npm run campaign -- --seed 7                      replay one seed
 //   npm run campaign -- --seeds 5 --random            5 seeds drawn at random (printed for replay)
 //   npm run campaign -- --nodes 1+3 --etcd 3.6 --out test-results/campaign
+//   npm run campaign -- --seeds 100 --record           and write RELIABILITY.md from the run
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
 
@@ -19,10 +21,11 @@ const { values } = parseArgs({
     nodes: { type: "string", default: "1+3" },
     etcd: { type: "string", default: "3.6" },
     out: { type: "string", default: "test-results/campaign" },
+    record: { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
-const usage = "Usage: npm run campaign -- [--seeds N [--first-seed S | --random] | --seed S] [--nodes 1+N] [--etcd 3.4|3.5|3.6|3.7] [--out DIR]";
+const usage = "Usage: npm run campaign -- [--seeds N [--first-seed S | --random] | --seed S] [--nodes 1+N] [--etcd 3.4|3.5|3.6|3.7] [--out DIR] [--record]";
 if (values.help) {
   console.log(usage);
   process.exit(0);
@@ -56,7 +59,7 @@ if (unavailable) {
 process.env.E2E_ETCD_VERSION = values.etcd;
 await ensureEtcd(values.etcd);
 const { runSeed } = await import("../test/lab/campaign.ts");
-const { writeReport } = await import("../test/lab/campaign-report.ts");
+const { writeReport, reliabilityMarkdown } = await import("../test/lab/campaign-report.ts");
 
 console.log(`campaign: ${seeds.length} seed(s) (${seeds.join(", ")}), 1+${joiners} nodes, etcd ${values.etcd}`);
 const startedAt = new Date().toISOString();
@@ -64,9 +67,12 @@ const results = [];
 for (const seed of seeds) {
   results.push(await runSeed(seed, { joiners: Number(joiners), log: (line) => console.log(line) }));
   // Written after every seed: a campaign stopped half-way still leaves its record.
-  writeReport(values.out, { startedAt, etcd: values.etcd, joiners: Number(joiners), results });
+  const run = { startedAt, etcd: values.etcd, joiners: Number(joiners), results };
+  writeReport(values.out, run);
+  if (values.record) writeFileSync(new URL("../RELIABILITY.md", import.meta.url), reliabilityMarkdown(run, `npm run campaign -- ${process.argv.slice(2).join(" ")}`));
 }
 const failed = results.filter((r) => r.outcome === "fail");
+
 console.log(`\ncampaign: ${results.length - failed.length} passed, ${failed.length} failed; report: ${values.out}/report.json`);
 for (const r of failed) console.log(`  seed ${r.seed}: ${r.violations.map((v) => v.invariant).join(", ")} (replay: npm run campaign -- --seed ${r.seed} --nodes 1+${joiners} --etcd ${values.etcd})`);
 process.exit(failed.length ? 1 : 0);
