@@ -76,7 +76,8 @@ it.skipIf(skip)("a join API cut from the broker adds nothing; healed, the node j
   h.startAgent("ctrl-1");
   await h.waitForStep("ctrl-1", "admitted");
   await h.waitFor("ctrl-1 to call the join API", () => stepped(h, "ctrl-1", "member-add"), 60_000);
-  for (let i = 0; i < 15; i++) {
+  // Longer than the join API's calls to the broker take to time out (and be retried).
+  for (let i = 0; i < 30; i++) {
     await sleep(1000);
     h.assertInvariants();
     expect(stepped(h, "ctrl-1", "member-added"), h.describeAgents()).toBe(false);
