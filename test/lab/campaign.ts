@@ -187,6 +187,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
           break;
       }
     };
+    const adds = watchAdds(x);
     x.startSampling();
     for (const n of nodes) x.startAgent(n);
     for (const f of plan) faultsDone.push(apply(f));
@@ -223,6 +224,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       if (exit.code === 4) record({ invariant: "no-give-up-within-bounds", detail: `${n} gave up: ${x.current(n)!.events.at(-1)?.msg ?? ""}` });
     }
     await checkEnd(x, nodes, record);
+    await checkAddsAdmitted(x, adds, record);
   } catch (e) {
     violations.push({ invariant: "run-completed", detail: (e as Error).stack ?? String(e) });
   }
@@ -234,6 +236,55 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     const result: SeedResult = { seed, nodes, schedule: plan, outcome: violations.length ? "fail" : "pass", violations, ends, durationMs: Date.now() - started, timeline, timelinePath };
     log(`seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${Object.entries(ends).map(([n, e]) => `${n} ${e}`).join(", ")})`);
     return result;
+  }
+}
+
+interface Add {
+  /** When this process read the join API's line (its own clock may be skewed; this one is not). */
+  at: number;
+  node: string;
+  jti: string;
+}
+
+/** Every learner the join API says it added (`added learner … (peer, admission JTI)`), timed as read. */
+function watchAdds(h: ClusterHarness): Add[] {
+  const adds: Add[] = [];
+  for (const stream of [h.joinApi.proc.stdout, h.joinApi.proc.stderr]) {
+    let pending = "";
+    stream?.on("data", (chunk: Buffer) => {
+      pending += chunk.toString();
+      let nl: number;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        const m = /added learner [0-9a-f]+ for node (\S+) \(.*, admission (\S+)\)/.exec(line);
+        if (m) adds.push({ at: Date.now(), node: m[1]!, jti: m[2]! });
+      }
+    });
+  }
+  return adds;
+}
+
+/** What a line takes from the join API to this process, at most: an add read later than this after its admission ended is a violation. */
+const LOG_SLACK_MS = 2_000;
+
+/** No member added without an admission that was active when it was added (the broker's audit log against the join API's). */
+async function checkAddsAdmitted(h: ClusterHarness, adds: Add[], record: (v: Violation) => void): Promise<void> {
+  const audit = await h.audit();
+  const ENDS = new Set(["lease.expired", "ticket.joined", "ticket.abandoned", "admission.revoked"]);
+  // Every node that joined as a joiner had its learner added: fewer lines read means the check read nothing.
+  const joiners = h.nodes.filter((n) => /^joined cluster \S+ as join$/m.test(h.current(n.name)?.stdout ?? "")).length;
+  if (adds.length < joiners) record({ invariant: "adds-have-active-admissions", detail: `read ${adds.length} learner adds in the join API's log for ${joiners} joined joiners` });
+  for (const add of adds) {
+    const admitted = audit.find((a) => a.action === "ticket.admitted" && a.detail.jti === add.jti);
+    if (!admitted || admitted.detail.node !== add.node) {
+      record({ invariant: "adds-have-active-admissions", detail: `the join API added a learner for ${add.node} with admission ${add.jti}, which the broker never issued to it`, sample: { add, admitted } });
+      continue;
+    }
+    const ended = audit.find((a) => ENDS.has(a.action) && a.detail.jti === add.jti && a.action !== "ticket.joined");
+    if (ended && Date.parse(ended.time) + LOG_SLACK_MS < add.at) {
+      record({ invariant: "adds-have-active-admissions", detail: `the join API added a learner for ${add.node} ${add.at - Date.parse(ended.time)} ms after its admission ${add.jti} ended (${ended.action})`, sample: { add, ended } });
+    }
   }
 }
 
