@@ -78,6 +78,20 @@ it.skipIf(skip)("loss drops a share of a host's packets; 100 % is a wall", () =>
   expect(connects("a", "c")).toBe(true);
 });
 
+it.skipIf(skip)("latency: a connection to a host's port goes through a proxy that holds what it carries; undelay ends it", async () => {
+  // Round trips from a to b's port 7000 and back, measured inside a (connect, one answer, close).
+  const roundTrip = () => {
+    const code = `const t=Date.now();const s=require("net").connect(7000,${JSON.stringify(lab.host("b").ip)});s.on("data",()=>{console.log(Date.now()-t);process.exit(0)});s.on("error",()=>process.exit(1))`;
+    return Number(lab.exec("a", process.execPath, ["-e", code]).trim());
+  };
+  expect(roundTrip()).toBeLessThan(300);
+  const id = await lab.delay("b", 7000, 400, 50);
+  // b answers as soon as the connection opens: its answer is held once, 400 ms ± 50.
+  expect(roundTrip()).toBeGreaterThanOrEqual(350);
+  lab.undelay(id);
+  expect(roundTrip()).toBeLessThan(300);
+});
+
 it.skipIf(skip)("a link flap takes a host off the bridge and brings it back", async () => {
   const flap = lab.flap("b", 1500);
   expect(connects("a", "b")).toBe(false);

@@ -22,6 +22,7 @@ import { pathToFileURL } from "node:url";
 
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 const GATEWAY = resolve(import.meta.dirname, "gateway.mjs");
+const DELAY_PROXY = resolve(import.meta.dirname, "delay-proxy.mjs");
 /** Namespaces of a lab: `jbl<pid>x<n>-<host>`; the bridge's is `…-br`, the probe's `…-probe`. */
 const PREFIX_RE = /^jbl(\d+)x\d+-/;
 const SUBNET = "10.77";
@@ -117,6 +118,14 @@ export function reapStaleLabs(): string[] {
   return stale;
 }
 
+interface Delay {
+  id: number;
+  host: string;
+  port: number;
+  proxyPort: number;
+  proc: ChildProcess;
+}
+
 interface Cut {
   id: number;
   from: string;
@@ -127,6 +136,7 @@ export class Lab {
   readonly hosts = new Map<string, LabHost>();
   readonly #cuts: Cut[] = [];
   readonly #loss = new Map<string, number>();
+  readonly #delays: Delay[] = [];
   readonly #forwards = new Map<string, Promise<string>>();
   readonly #servers: Server[] = [];
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -276,6 +286,45 @@ export class Lab {
     this.#note("heal", { id: id ?? "all" });
   }
 
+  /**
+   * Latency on what other hosts send to `host`'s TCP `port`: new connections go through a proxy
+   * in the host (nftables redirect, prerouting) that holds every chunk, each way, `ms` ± `jitterMs`.
+   * Connections open before stay as they are. Returns an id for `undelay(id)`.
+   */
+  async delay(host: string, port: number, ms: number, jitterMs = 0): Promise<number> {
+    const h = this.host(host);
+    const id = this.#nextCut++;
+    const proxyPort = 40_000 + id;
+    const proc = this.spawn(host, process.execPath, [DELAY_PROXY, String(proxyPort), h.ip, String(port), String(ms), String(jitterMs)], { stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((ok, fail) => {
+      const timer = setTimeout(() => fail(new Error("the delay proxy did not start within 30 s")), 30_000);
+      proc.stdout!.once("data", () => (clearTimeout(timer), ok()));
+      proc.once("exit", (code) => (clearTimeout(timer), fail(new Error(`the delay proxy exited with ${code}`))));
+    });
+    this.#delays.push({ id, host, port, proxyPort, proc });
+    this.#applyDelays(h);
+    this.#note("delay", { id, host, port, ms, jitterMs });
+    return id;
+  }
+
+  /** Ends one latency (by id), or all of them. */
+  undelay(id?: number): void {
+    for (let i = this.#delays.length - 1; i >= 0; i--) {
+      const d = this.#delays[i]!;
+      if (id !== undefined && d.id !== id) continue;
+      this.#delays.splice(i, 1);
+      this.#applyDelays(this.host(d.host));
+      d.proc.kill("SIGKILL");
+    }
+    this.#note("undelay", { id: id ?? "all" });
+  }
+
+  #applyDelays(host: LabHost): void {
+    const redirects = this.#delays.filter((d) => d.host === host.name).map((d) => `    iifname "eth0" tcp dport ${d.port} redirect to :${d.proxyPort}`);
+    const rules = ["table ip labdelay", "delete table ip labdelay", "table ip labdelay {", "  chain prerouting {", "    type nat hook prerouting priority dstnat; policy accept;", ...redirects, "  }", "}", ""].join("\n");
+    inNs(host.ns, "nft", ["-f", "-"], rules);
+  }
+
   /** Sets the host's link down for `downMs`, then up again; resolves once it is back up. */
   async flap(host: string, downMs: number): Promise<void> {
     this.linkDown(host);
@@ -380,6 +429,7 @@ export class Lab {
   destroy(): void {
     for (const t of this.#timers) clearTimeout(t);
     for (const s of this.#servers) s.close();
+    for (const d of this.#delays) d.proc.kill("SIGKILL");
     this.#gateway?.kill("SIGKILL");
     const mine = sh("ip", ["netns", "list"])
       .split("\n")
