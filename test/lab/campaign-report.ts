@@ -68,16 +68,16 @@ function markdown(run: CampaignRun, failing: SeedResult[]): string {
     "",
     `${run.results.length} seeds, 1 + ${run.joiners} nodes, etcd ${run.etcd}, started ${run.startedAt}: **${run.results.length - failing.length} passed, ${failing.length} failed**.`,
     "",
-    "| seed | outcome | faults | ends | violations |",
-    "|---|---|---|---|---|",
+    "| seed | join | outcome | faults | ends | violations |",
+    "|---|---|---|---|---|---|",
     ...run.results.map(
       (r) =>
-        `| ${r.seed} | ${r.outcome}${r.outcome === "fail" ? ` ([timeline](seed-${r.seed}.svg))` : ""} | ${r.schedule.map(describe).join("; ")} | ${Object.entries(r.ends).map(([n, e]) => `${n}: ${e}`).join("; ")} | ${r.violations.map((v) => `${v.invariant}: ${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")}`).join("; ")} |`,
+        `| ${r.seed} | ${r.mode} | ${r.outcome}${r.outcome === "fail" ? ` ([timeline](seed-${r.seed}.svg))` : ""} | ${r.schedule.map(describe).join("; ")} | ${Object.entries(r.ends).map(([n, e]) => `${n}: ${e}`).join("; ")} | ${r.violations.map((v) => `${v.invariant}: ${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")}`).join("; ")} |`,
     ),
     "",
     "Fault mix: " + Object.entries(faultMix(run.results)).map(([k, n]) => `${k} ${n}`).join(", ") + ".",
     "",
-    `Replay a seed with \`npm run campaign -- --seed S --nodes 1+${run.joiners} --etcd ${run.etcd}\`.`,
+    `Replay a seed with \`npm run campaign -- --seed S --nodes 1+${run.joiners} --etcd ${run.etcd} --mode MODE\` (its join mode).`,
     "",
   ];
   return lines.join("\n");
@@ -96,6 +96,7 @@ export function reliabilityMarkdown(run: CampaignRun, command: string): string {
     "",
     `- **${run.results.length} seed${run.results.length === 1 ? "" : "s"}** (${range}), 1 + ${run.joiners} nodes, etcd ${run.etcd}, ${run.startedAt.slice(0, 10)}, ${minutes} minutes of runs.`,
     `- **${run.results.length - failing.length} passed, ${failing.length} failed.**`,
+    `- Joins: ${run.results.filter((r) => r.mode === "join-api").length} through the join API, ${run.results.filter((r) => r.mode === "gate").length} in gate mode (an unmodified installer, \`--exec\`).`,
     ...failing.map((r) => `  - seed ${r.seed}: ${r.violations.map((v) => `${v.invariant} (${v.detail.split("\n")[0]})`).join("; ")}`),
     "",
     "## Fault mix",

@@ -6,6 +6,7 @@
  * The bounds are the documented ones (docs/lab.md): change them there too.
  */
 import { ClusterHarness, hex } from "../support/cluster.ts";
+import { installerCommand } from "../support/gate.ts";
 import { between, pick, seededRandom } from "../support/seeded.ts";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { Lab } from "./lab.ts";
@@ -45,6 +46,7 @@ export interface Violation {
 
 export interface SeedResult {
   seed: number;
+  mode: "join-api" | "gate";
   nodes: string[];
   schedule: Fault[];
   outcome: "pass" | "fail";
@@ -102,11 +104,20 @@ export function schedule(seed: number, nodes: string[]): Fault[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * How the nodes join: through the join API (`--join-api`, the agent starts etcd), in gate mode
+ * (`--exec`: an unmodified installer, kubeadm's etcd phase with etcdctl, adds the member and
+ * starts etcd), or alternating by seed (odd seeds through the join API, even seeds gated).
+ */
+export type JoinMode = "join-api" | "gate" | "alternate";
+
+export const modeOf = (seed: number, mode: JoinMode): "join-api" | "gate" => (mode === "alternate" ? (seed % 2 === 0 ? "gate" : "join-api") : mode);
+
 export interface CampaignOptions {
   joiners: number;
+  /** Default `join-api`. */
+  mode?: JoinMode;
   log?: (line: string) => void;
-  /** Where the harness writes the seed's timeline. */
-  keepTimeline?: boolean;
 }
 
 /** Runs one seed in a lab of its own and checks every invariant. */
@@ -122,7 +133,13 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
   try {
     h = await ClusterHarness.start({ scenario: "campaign", seed, nodes, lab, policy: { leaseSeconds: BOUNDS.leaseSeconds } });
     const x = h;
-    x.timeline.add("schedule", undefined, { faults: plan });
+    const mode = modeOf(seed, options.mode ?? "join-api");
+    x.timeline.add("schedule", undefined, { mode, faults: plan });
+    // A restarted agent joins the same way as its first run.
+    const agentArgs = new Map<string, string[] | undefined>();
+    // Gate mode as a service unit runs it: `--service` starts the installer again on every later run.
+    for (const n of nodes) agentArgs.set(n, mode === "gate" ? x.gateAgentArgs(x.node(n), await installerCommand(x, x.node(n), { foreground: true }), ["--service"]) : undefined);
+    const startAgent = (n: string) => x.startAgent(n, { args: agentArgs.get(n) });
     const violated = new Set<string>();
     const record = (v: Violation) => {
       if (violated.has(v.invariant)) return; // the first sample that shows it is the one to read
@@ -180,7 +197,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
         case "kill":
           await x.kill(f.host, "group");
           await sleep(f.forMs);
-          x.startAgent(f.host);
+          startAgent(f.host);
           break;
         case "skew":
           lab.skew(f.host, f.seconds);
@@ -189,7 +206,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     };
     const adds = watchAdds(x);
     x.startSampling();
-    for (const n of nodes) x.startAgent(n);
+    for (const n of nodes) startAgent(n);
     for (const f of plan) faultsDone.push(apply(f));
     // The faults' own ends, then everything healed at once (skews back to 0).
     const faultsOver = Promise.all(faultsDone);
@@ -224,7 +241,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       if (exit.code === 4) record({ invariant: "no-give-up-within-bounds", detail: `${n} gave up: ${x.current(n)!.events.at(-1)?.msg ?? ""}` });
     }
     await checkEnd(x, nodes, record);
-    await checkAddsAdmitted(x, adds, record);
+    if (mode === "join-api") await checkAddsAdmitted(x, adds, record);
   } catch (e) {
     violations.push({ invariant: "run-completed", detail: (e as Error).stack ?? String(e) });
   }
@@ -233,7 +250,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     const timeline = h ? [...h.timeline.entries, ...h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))] : [];
     await h?.cleanup().catch(() => undefined);
     lab.destroy();
-    const result: SeedResult = { seed, nodes, schedule: plan, outcome: violations.length ? "fail" : "pass", violations, ends, durationMs: Date.now() - started, timeline, timelinePath };
+    const result: SeedResult = { seed, mode: modeOf(seed, options.mode ?? "join-api"), nodes, schedule: plan, outcome: violations.length ? "fail" : "pass", violations, ends, durationMs: Date.now() - started, timeline, timelinePath };
     log(`seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${Object.entries(ends).map(([n, e]) => `${n} ${e}`).join(", ")})`);
     return result;
   }

@@ -48,6 +48,7 @@ describe("campaign schedules", () => {
 describe("campaign report", () => {
   const failed: SeedResult = {
     seed: 7,
+    mode: "join-api",
     nodes: nodeNames(1),
     schedule: [{ kind: "partition", atMs: 1000, forMs: 5000, host: "ctrl-1", from: ["ctrl-0"], oneWay: false }],
     outcome: "fail",
