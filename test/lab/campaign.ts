@@ -260,10 +260,11 @@ interface Add {
   /** When this process read the join API's line (its own clock may be skewed; this one is not). */
   at: number;
   node: string;
-  jti: string;
+  /** Null for `node N asked again …: already member …` (an add whose answer was lost logs no line of its own). */
+  jti: string | null;
 }
 
-/** Every learner the join API says it added (`added learner … (peer, admission JTI)`), timed as read. */
+/** Every learner the join API says it added (`added learner … (peer, admission JTI)`) or found already added, timed as read. */
 function watchAdds(h: ClusterHarness): Add[] {
   const adds: Add[] = [];
   for (const stream of [h.joinApi.proc.stdout, h.joinApi.proc.stderr]) {
@@ -276,6 +277,8 @@ function watchAdds(h: ClusterHarness): Add[] {
         pending = pending.slice(nl + 1);
         const m = /added learner [0-9a-f]+ for node (\S+) \(.*, admission (\S+)\)/.exec(line);
         if (m) adds.push({ at: Date.now(), node: m[1]!, jti: m[2]! });
+        const again = /node (\S+) asked again for \S+: already member/.exec(line);
+        if (again) adds.push({ at: Date.now(), node: again[1]!, jti: null });
       }
     });
   }
@@ -289,10 +292,12 @@ const LOG_SLACK_MS = 2_000;
 async function checkAddsAdmitted(h: ClusterHarness, adds: Add[], record: (v: Violation) => void): Promise<void> {
   const audit = await h.audit();
   const ENDS = new Set(["lease.expired", "ticket.joined", "ticket.abandoned", "admission.revoked"]);
-  // Every node that joined as a joiner had its learner added: fewer lines read means the check read nothing.
-  const joiners = h.nodes.filter((n) => /^joined cluster \S+ as join$/m.test(h.current(n.name)?.stdout ?? "")).length;
-  if (adds.length < joiners) record({ invariant: "adds-have-active-admissions", detail: `read ${adds.length} learner adds in the join API's log for ${joiners} joined joiners` });
+  // Every node that joined as a joiner was added (or found added): a joiner missing here means the check read nothing.
+  const joiners = h.nodes.filter((n) => /^joined cluster \S+ as join$/m.test(h.current(n.name)?.stdout ?? "")).map((n) => n.name);
+  const unread = joiners.filter((n) => !adds.some((a) => a.node === n));
+  if (unread.length) record({ invariant: "adds-have-active-admissions", detail: `no add in the join API's log for joined ${unread.join(", ")}` });
   for (const add of adds) {
+    if (add.jti === null) continue;
     const admitted = audit.find((a) => a.action === "ticket.admitted" && a.detail.jti === add.jti);
     if (!admitted || admitted.detail.node !== add.node) {
       record({ invariant: "adds-have-active-admissions", detail: `the join API added a learner for ${add.node} with admission ${add.jti}, which the broker never issued to it`, sample: { add, admitted } });
