@@ -37,6 +37,23 @@ const CLOCK_FILE_READ_MS = 2_500;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const stepped = (x: ClusterHarness, node: string, step: string) => !!x.current(node)?.events.some((e) => e.step === step);
 
+/**
+ * Cuts `node` from `peers` the moment its agent reports `step` (read from its output as it comes,
+ * not by polling): at `admitted` its etcd has not started, so it cannot have fetched anything yet.
+ */
+function cutAt(lab: Lab, x: ClusterHarness, node: string, step: string, peers: string[]): Promise<number> {
+  return new Promise((resolve) => {
+    let done = false;
+    x.onEvent((run, e) => {
+      if (done || run.node.name !== node || e.step !== step) return;
+      done = true;
+      const id = lab.partition([node], peers);
+      x.timeline.add("partition", node, { from: peers, at: step });
+      resolve(id);
+    });
+  });
+}
+
 async function bootstrap(x: ClusterHarness): Promise<void> {
   x.startAgent("ctrl-0");
   await x.waitFor("ctrl-0 to bootstrap", () => x.joined("ctrl-0"), 90_000);
@@ -45,10 +62,10 @@ async function bootstrap(x: ClusterHarness): Promise<void> {
 it.skipIf(skip)("a learner cut from the leader is not promoted and holds the slot; healed, it and the next node join", { timeout: 300_000 }, async () => {
   const { lab, h } = await start("lab-learner-cut", ["ctrl-0", "ctrl-1", "ctrl-2"]);
   await bootstrap(h);
+  const cutting = cutAt(lab, h, "ctrl-1", "admitted", ["ctrl-0"]);
   h.startAgent("ctrl-1");
+  const cut = await cutting;
   await h.waitForStep("ctrl-1", "member-added");
-  const cut = lab.partition(["ctrl-1"], ["ctrl-0"]);
-  h.timeline.add("partition", "ctrl-1", { from: ["ctrl-0"] });
   h.startAgent("ctrl-2");
   await h.waitForStep("ctrl-2", "queued");
   // A partition of 25 s: no promote, nobody else admitted, and ctrl-1 does not give up.
@@ -98,10 +115,11 @@ it.skipIf(skip)("skewed clocks: an agent 4 minutes behind keeps its lease and jo
   lab.skew("join-api", 20); // the join API's default --clock-tolerance is 30 s
   await sleep(CLOCK_FILE_READ_MS);
   await bootstrap(h);
-  h.startAgent("ctrl-1");
   // Held as a learner for two lease lengths: only heartbeats paced on the broker's clock keep its admission.
+  const cutting = cutAt(lab, h, "ctrl-1", "admitted", ["ctrl-0"]);
+  h.startAgent("ctrl-1");
+  const cut = await cutting;
   await h.waitForStep("ctrl-1", "member-added");
-  const cut = lab.partition(["ctrl-1"], ["ctrl-0"]);
   await sleep(20_000);
   lab.heal(cut);
   await h.waitFor("ctrl-1 to join", () => h.joined("ctrl-1"), 120_000);
