@@ -47,6 +47,20 @@ module.exports = {
       to: { dependencyTypes: ["core"] },
     },
     {
+      name: "console-script-browser-only",
+      severity: "error",
+      comment: "The console's script runs in the browser: it imports only its own modules and the shared contract.",
+      from: { path: "^src/broker/console/app/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/(broker/console/app|shared)/" },
+    },
+    {
+      name: "worker-not-console-script",
+      severity: "error",
+      comment: "The Worker serves the console's script as text (script.generated.ts); it never imports its browser modules.",
+      from: { path: "^src/", pathNot: "^src/broker/console/app/|\\.test\\.ts$" },
+      to: { path: "^src/broker/console/app/" },
+    },
+    {
       name: "not-to-unresolvable",
       severity: "error",
       comment: "An import that resolves to nothing is a typo or a missing dependency.",

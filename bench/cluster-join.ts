@@ -11,12 +11,19 @@
  * Every size runs on every etcd version asked for (each version's binary from scripts/etcd.mjs)
  * with the policy's maxInFlight 1, and on 3.6+ also pipelined: maxInFlight M, so the agents start
  * etcd with --max-learners M and several nodes are learners at once.
+ *
+ * Both sides run etcd as production does (unless `tls` is off): TLS and client-certificate auth on
+ * the client and peer ports, one operator CA per run. The brokered nodes find it in their
+ * --pki-dir (the bootstrap node signs its own certificates, the join API signs the joiners'); the
+ * serial script signs each node's certificates itself, as an operator with the CA at hand would.
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EtcdGateway } from "../src/node/etcd/gateway.ts";
+import { tlsFetch, type TlsFiles } from "../src/node/etcd/tls-fetch.ts";
+import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../src/node/pki/pki-dir.ts";
 import type { BenchBroker } from "./support/broker.ts";
 import { HttpClient } from "./support/http.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
@@ -32,6 +39,8 @@ export interface JoinRun {
   etcd?: string;
   /** The broker's policy for the brokered side; 1 unless pipelined (etcd gets --max-learners of the same). */
   maxInFlight?: number;
+  /** etcd on TLS with client certificates (both sides). Absent in results from before TLS was measured: plain http. */
+  tls?: boolean;
   n: number;
   run: number;
   order: string;
@@ -70,8 +79,10 @@ export interface BrokeredBreakdown {
 export interface SerialBreakdown {
   /** Spawn to the script's own clock starting: Node and TypeScript start-up. */
   processStartMs: number;
-  /** Node 0: a new cluster, healthy. */
+  /** Node 0: a new cluster, healthy (with its certificates signed, on TLS). */
   firstNodeMs: number;
+  /** Signing the joiners' certificates (TLS runs; the brokered agents make keys and requests, and the join API signs, inside their member add). */
+  certificatesMs?: number;
   /** `member add --learner`, with its retries while etcd refuses. */
   memberAddMs: number;
   etcdStartMs: number;
@@ -81,6 +92,8 @@ export interface SerialBreakdown {
 
 interface SerialStep {
   node: string;
+  /** Signing the node's certificates (TLS runs). */
+  certMs?: number;
   addRetries: number;
   promoteRetries: number;
   addMs: number;
@@ -144,6 +157,8 @@ export interface JoinSummary {
   /** The exact etcd release of that version. */
   release?: string;
   maxInFlight?: number;
+  /** As JoinRun's. */
+  tls?: boolean;
   n: number;
   brokeredSeconds: number;
   serialSeconds: number;
@@ -159,6 +174,11 @@ export interface JoinResult {
   runsPerSize: number;
   runs: JoinRun[];
   summary: JoinSummary[];
+  /**
+   * Rows these figures replaced (`--merge`) that were measured on the other transport (plain http
+   * against TLS, or the reverse), kept beside them to show what TLS costs.
+   */
+  otherTransport?: { date: string; loadAverage?: { start: number[]; end: number[] }; summary: JoinSummary[] };
 }
 
 /** What `clusterJoin` measures: every size on every version with maxInFlight 1, plus pipelined sizes where etcd allows several learners. */
@@ -168,6 +188,8 @@ export interface JoinSettings {
   runs: number;
   /** More runs for some sizes (1 + 2 is the shortest join: a run's noise weighs most there). */
   runsBySize?: Record<number, number>;
+  /** etcd on TLS with client certificates on both sides (the default); false: plain http. */
+  tls?: boolean;
   pipelined: { versions: string[]; sizes: number[]; maxInFlight: number };
 }
 
@@ -180,10 +202,28 @@ interface NodeAddress {
   clientURL: string;
 }
 
-async function addresses(count: number): Promise<NodeAddress[]> {
+async function addresses(count: number, tls: boolean): Promise<NodeAddress[]> {
   const ports = await freePorts(count * 2);
-  return Array.from({ length: count }, (_, i) => ({ name: `ctrl-${i}`, peerURL: `http://127.0.0.1:${ports[2 * i]}`, clientURL: `http://127.0.0.1:${ports[2 * i + 1]}` }));
+  const scheme = tls ? "https" : "http";
+  return Array.from({ length: count }, (_, i) => ({ name: `ctrl-${i}`, peerURL: `${scheme}://127.0.0.1:${ports[2 * i]}`, clientURL: `${scheme}://127.0.0.1:${ports[2 * i + 1]}` }));
 }
+
+/** An operator's etcd CA for one run (made before the clock starts), in `dir`/pki-ca. */
+async function operatorCa(dir: string): Promise<string> {
+  const caDir = join(dir, "pki-ca");
+  await certificateAuthority(caDir, { create: { commonName: "bench etcd CA" } });
+  return caDir;
+}
+
+/** A client certificate signed by the CA in `caDir`, for a program that asks etcd (the join API, this bench). */
+async function clientCertificate(caDir: string, dir: string, name: string): Promise<TlsFiles> {
+  const { ca } = await certificateAuthority(caDir);
+  const clientDir = join(dir, `pki-${name}`);
+  await issueOwnCertificates(clientDir, ca, { peer: { node: name, hosts: ["127.0.0.1"] }, server: { node: name, hosts: ["127.0.0.1"] } });
+  return ownClientFiles(clientDir);
+}
+
+const gatewayOptions = (client: TlsFiles | null) => (client ? { fetch: tlsFetch(client) } : {});
 
 /** Every process group this module started and has not yet stopped, for `killJoinProcesses`. */
 const live = new Set<ChildProcess>();
@@ -294,18 +334,31 @@ function writeTrace(dir: string, cluster: string, startedWall: number, nodes: No
   writeFileSync(join(dir, `${cluster}.txt`), `${lines.sort((a, b) => parseInt(a) - parseInt(b)).join("\n")}\n`);
 }
 
-async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number, tag: string, maxInFlight: number): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
+async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number, tag: string, maxInFlight: number, tls: boolean): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
-  const cluster = `join-${tag}-m${maxInFlight}-n${n}-r${run}`;
-  const nodes = await addresses(n + 1);
+  const cluster = `join-${tag}-m${maxInFlight}-n${n}-r${run}${tls ? "" : "-http"}`;
+  const nodes = await addresses(n + 1, tls);
   const http = new HttpClient(broker.url);
   const procs: ChildProcess[] = [];
   try {
+    // The operator's CA in every node's --pki-dir (whichever node bootstraps signs its own) and the join API's.
+    const caDir = tls ? await operatorCa(dir) : null;
+    const pkiDir = (name: string) => join(dir, name, "pki");
+    if (caDir) {
+      for (const node of nodes) {
+        mkdirSync(pkiDir(node.name), { recursive: true, mode: 0o700 });
+        copyFileSync(pkiFiles(caDir).ca, pkiFiles(pkiDir(node.name)).ca);
+        copyFileSync(pkiFiles(caDir).caKey, pkiFiles(pkiDir(node.name)).caKey);
+      }
+    }
+    const apiClient = caDir ? await clientCertificate(caDir, dir, "join-api") : null;
+    const benchClient = caDir ? await clientCertificate(caDir, dir, "bench") : null;
+    const apiTls = caDir && apiClient ? ["--pki-dir", caDir, "--etcd-cacert", apiClient.ca!, "--etcd-cert", apiClient.cert!, "--etcd-key", apiClient.key!] : [];
     const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { bearer: broker.adminToken, body: { description: "bench join" } });
     const token = (created.body as { token: string }).token;
     // The agents read it from their admitted tickets and start etcd with as many learner slots.
     if (maxInFlight !== 1) await http.expect([200], "PUT", `/v1/admin/clusters/${cluster}/policy`, { bearer: broker.adminToken, body: { maxInFlight } });
-    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0"]);
+    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0", ...apiTls]);
     procs.push(api);
     const apiOutput = watch(api);
     await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
@@ -317,7 +370,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
       const proc = spawnTracked(process.execPath, [
         BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", node.name, "--peer-url", node.peerURL,
         "--join-api", joinApi, "--state-dir", join(dir, node.name), "--etcd-bin", etcdBin, "--data-dir", join(dir, node.name, "etcd"),
-        "--client-url", node.clientURL, "--log-format", "json", "--timeout", String(TIMEOUT_MS / 1000),
+        "--client-url", node.clientURL, ...(caDir ? ["--pki-dir", pkiDir(node.name)] : []), "--log-format", "json", "--timeout", String(TIMEOUT_MS / 1000),
       ]);
       procs.push(proc);
       const output = watch(proc);
@@ -329,7 +382,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const check = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length };
     const ids = new Set<string>();
     for (const node of nodes) {
-      const list = await new EtcdGateway(node.clientURL, { timeoutMs: 5_000 }).memberList();
+      const list = await new EtcdGateway(node.clientURL, { timeoutMs: 5_000, ...gatewayOptions(benchClient) }).memberList();
       if (!list.ok) continue;
       ids.add(list.value.header.clusterId);
       check.members = Math.max(check.members, list.value.members.length);
@@ -341,15 +394,16 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
   } finally {
     http.close();
     await stopAll(procs, dir);
-    rmSync(dir, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function serial(etcdBin: string, n: number, run: number): Promise<{ seconds: number; check: JoinRun["serial"]; breakdown: SerialBreakdown }> {
+async function serial(etcdBin: string, n: number, run: number, tls: boolean): Promise<{ seconds: number; check: JoinRun["serial"]; breakdown: SerialBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `serial-${n}-${run}-`));
-  const nodes = await addresses(n + 1);
+  const nodes = await addresses(n + 1, tls);
+  const caDir = tls ? await operatorCa(dir) : null;
   const started = performance.now();
-  const proc = spawnTracked(process.execPath, ["--import", "tsx", SERIAL, etcdBin, dir, JSON.stringify(nodes)]);
+  const proc = spawnTracked(process.execPath, ["--import", "tsx", SERIAL, etcdBin, dir, JSON.stringify(nodes), ...(caDir ? [caDir] : [])]);
   try {
     const output = watch(proc);
     const done = await whenPrinted(proc, output, /^all voters \d+$/m, "serial script");
@@ -363,6 +417,7 @@ async function serial(etcdBin: string, n: number, run: number): Promise<{ second
       breakdown: {
         processStartMs: Math.round(done - started - inside),
         firstNodeMs: steps[0]?.totalMs ?? NaN,
+        certificatesMs: sum(joins.map((x) => x.certMs ?? 0)),
         memberAddMs: sum(joins.map((x) => x.addMs)),
         etcdStartMs: sum(joins.map((x) => x.startMs)),
         promoteMs: sum(joins.map((x) => x.promoteMs + x.voterMs)),
@@ -382,6 +437,7 @@ async function serial(etcdBin: string, n: number, run: number): Promise<{ second
 
 export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, etcdPath: (version: string) => Promise<{ bin: string; release: string }>): Promise<JoinResult> {
   const runs: JoinRun[] = [];
+  const tls = settings.tls !== false;
   const versions: { minor: string; release: string }[] = [];
   const plans: { etcd: string; maxInFlight: number; sizes: number[] }[] = [];
   for (const etcd of settings.versions) {
@@ -404,16 +460,17 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
         let b: Awaited<ReturnType<typeof brokered>>;
         let s: Awaited<ReturnType<typeof serial>>;
         if (brokeredFirst) {
-          b = await brokered(broker, etcdBin, n, run, tag, plan.maxInFlight);
-          s = await serial(etcdBin, n, run);
+          b = await brokered(broker, etcdBin, n, run, tag, plan.maxInFlight, tls);
+          s = await serial(etcdBin, n, run, tls);
         } else {
-          s = await serial(etcdBin, n, run);
-          b = await brokered(broker, etcdBin, n, run, tag, plan.maxInFlight);
+          s = await serial(etcdBin, n, run, tls);
+          b = await brokered(broker, etcdBin, n, run, tag, plan.maxInFlight, tls);
         }
         const ratio = round(b.seconds / s.seconds, 3);
         runs.push({
           etcd: plan.etcd,
           maxInFlight: plan.maxInFlight,
+          tls,
           n,
           run,
           order: brokeredFirst ? "brokered then serial" : "serial then brokered",
@@ -425,7 +482,7 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
           brokeredBreakdown: b.breakdown,
           serialBreakdown: s.breakdown,
         });
-        log(`join etcd ${plan.etcd}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
+        log(`join etcd ${plan.etcd}${tls ? " (TLS)" : " (plain http)"}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
       }
     }
   }
@@ -438,6 +495,7 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
         etcd: plan.etcd,
         release: versions.find((v) => v.minor === plan.etcd)?.release,
         maxInFlight: plan.maxInFlight,
+        tls,
         n,
         brokeredSeconds: round(median(mine.map((r) => r.brokeredSeconds)), 2),
         serialSeconds: round(median(mine.map((r) => r.serialSeconds)), 2),

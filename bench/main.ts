@@ -3,7 +3,8 @@
  * the median of several runs, written to bench/results.json and BENCHMARKS.md. `--quick` uses
  * fewer and smaller runs (under two minutes); `--only a,b` runs some of them and writes to
  * bench/out/ instead, or with `--merge` into bench/results.json in place of those sections;
- * `--etcd 3.6,3.7` limits the join to those etcd versions; `--render` only rewrites BENCHMARKS.md
+ * `--etcd 3.6,3.7` limits the join to those etcd versions; `--plain-http` runs the join's etcd
+ * without TLS (the default is TLS with client certificates); `--render` only rewrites BENCHMARKS.md
  * from bench/results.json.
  * Benchmarks assert nothing about time: the exit code is 0 unless a benchmark could not run or
  * a correctness check inside one (FIFO, exactly once, one cluster) failed.
@@ -82,16 +83,18 @@ function machine(etcd: string) {
 export async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { quick: { type: "boolean" }, only: { type: "string" }, etcd: { type: "string" }, sizes: { type: "string" }, runs: { type: "string" }, merge: { type: "boolean" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { quick: { type: "boolean" }, only: { type: "string" }, etcd: { type: "string" }, sizes: { type: "string" }, runs: { type: "string" }, "plain-http": { type: "boolean" }, merge: { type: "boolean" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } },
   });
   if (values.help) {
     process.stdout.write(
-      `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --render]\n` +
+      `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --plain-http] [-- --render]\n` +
         "  --merge   with --only: write those sections into bench/results.json (and BENCHMARKS.md), keeping the others\n" +
         "  --etcd    the etcd versions the whole-cluster join runs on (default: all; --quick: 3.6)\n" +
         "  --sizes   the joining nodes of the whole-cluster join, e.g. 2,6 (default: 2,4,6; --quick: 2)\n" +
         "  --runs    runs per size of the whole-cluster join (default: 9 for 1 + 2, else 3; --quick: 1)\n" +
+        "  --plain-http  the whole-cluster join on plain-http etcd (default: TLS and client certificates on every etcd port)\n" +
         "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
+        "  BENCH_KEEP=1          keeps each brokered join's node directories (etcd logs and flags) in bench/out\n" +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );
     return 0;
@@ -130,6 +133,7 @@ export async function main(argv: string[]): Promise<number> {
     settings.join.sizes = sizes;
     settings.join.pipelined.sizes = settings.join.pipelined.sizes.filter((n) => sizes.includes(n));
   }
+  if (values["plain-http"]) settings.join.tls = false;
   if (values.runs) {
     const runs = Number(values.runs);
     if (!Number.isInteger(runs) || runs < 1 || runs > 20) {
@@ -286,6 +290,12 @@ function mergeInto(previous: Results, partial: Results): Results {
       runs: [...kept(previous.join.runs), ...partial.join.runs].sort((a, b) => order(a.etcd) - order(b.etcd)),
       summary: [...kept(previous.join.summary), ...partial.join.summary].sort((a, b) => order(a.etcd) - order(b.etcd)),
     };
+    // Rows replaced by rows on the other transport (plain http, TLS) stay beside them, to show what TLS costs.
+    const tlsOf = (x: { tls?: boolean }) => x.tls === true;
+    const replaced = previous.join.summary.filter((x) => partial.join!.summary.some((y) => y.etcd === x.etcd && y.maxInFlight === x.maxInFlight && y.n === x.n && tlsOf(y) !== tlsOf(x)));
+    const joinRun = [...(previous.merged ?? [])].reverse().find((m) => m.sections.includes("join")) ?? previous;
+    if (replaced.length) out.join.otherTransport = { date: joinRun.date, loadAverage: joinRun.loadAverage, summary: replaced };
+    else if (previous.join.otherTransport) out.join.otherTransport = previous.join.otherTransport;
   }
   // An earlier merged run stays on record while some of its figures do: a join run until every
   // etcd version it measured was measured again.

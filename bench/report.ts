@@ -4,7 +4,7 @@
  * @module
  */
 import type { ThroughputResult } from "./broker-throughput.ts";
-import type { JoinResult, JoinRun } from "./cluster-join.ts";
+import type { JoinResult, JoinRun, JoinSummary } from "./cluster-join.ts";
 import type { ExecutableResult } from "./executable.ts";
 import type { FootprintResult } from "./footprint.ts";
 import type { HandoffResult } from "./handoff.ts";
@@ -56,6 +56,8 @@ export const TARGETS = {
 const etcdOf = (x: { etcd?: string }) => x.etcd ?? "3.4";
 const mifOf = (x: { maxInFlight?: number }) => x.maxInFlight ?? 1;
 const joinTarget = (x: { maxInFlight?: number }) => (mifOf(x) > 1 ? TARGETS.pipelinedRatio : TARGETS.joinRatio);
+/** etcd's ports as a join result ran them; results from before TLS was measured ran plain http. */
+const transportOf = (x: { tls?: boolean }) => (x.tls ? "TLS" : "plain http");
 
 const INTRO = `# Benchmarks
 
@@ -70,6 +72,7 @@ admission, one etcd cluster).
     npm run bench -- --quick   # fewer, smaller runs (a few minutes)
     npm run bench -- --only broker,handoff,scale,verifier,join,executable   # some of them, written to bench/out/
     npm run bench -- --only join --merge --etcd 3.6,3.7   # the join on some etcd versions, written into bench/results.json
+    npm run bench -- --only join --plain-http   # the join on plain-http etcd (by default etcd runs TLS with client certificates)
     npm run bench -- --render  # rewrite this file from bench/results.json
 
 Everything runs on 127.0.0.1. The broker runs under \`wrangler dev\` (workerd) with the bench
@@ -138,7 +141,7 @@ function summary(r: Results): string {
   );
   if (r.join) {
     for (const j of r.join.summary) {
-      const what = `Whole-cluster join, etcd ${etcdOf(j)}, 1 + ${j.n}${mifOf(j) > 1 ? `, maxInFlight ${mifOf(j)} (pipelined)` : ""}`;
+      const what = `Whole-cluster join, etcd ${etcdOf(j)} on ${transportOf(j)}, 1 + ${j.n}${mifOf(j) > 1 ? `, maxInFlight ${mifOf(j)} (pipelined)` : ""}`;
       const floor = j.floorSeconds !== undefined ? ` (floor ${n(j.floorSeconds, 2)} s)` : "";
       rows.push(["5", what, `${n(j.brokeredSeconds, 2)} s${floor}`, `serial script ${n(j.serialSeconds, 2)} s`, n(j.ratio, 2), `≤ ${joinTarget(j)}×`, yes(j.ratio <= joinTarget(j))]);
     }
@@ -424,6 +427,8 @@ runs' ratios. 1 + 2 runs nine times, the others three: a new single-member etcd 
 0.1 to 1 s (etcd's randomized election timeout), drawn anew on each side of each run, and in the
 shortest join that draw is most of the spread between runs.
 
+${transportText(j)}
+
 **Where the time goes.** etcd refuses a membership change until its leader has been connected to
 enough voters for 5 s (the health window; 3.4/3.5: every voter; 3.6+: a quorum of the voters plus
 the new member, and no wait at all while there is a single voter). A serial join changes the voters
@@ -454,15 +459,15 @@ ${table(
 )}
 
 ${table(
-  ["etcd", "maxInFlight", "1 + N", "Brokered s", "Serial s", "Ratio", "Target", "Floor s (without the window)"],
+  ["etcd", "etcd ports", "maxInFlight", "1 + N", "Brokered s", "Serial s", "Ratio", "Target", "Floor s (without the window)"],
   j.summary.map((x) => {
     const mine = j.runs.filter((r) => etcdOf(r) === etcdOf(x) && mifOf(r) === mifOf(x) && r.n === x.n);
     const bare = median(mine.map((r) => (r.brokeredBreakdown.bootstrapMs + (r.brokeredBreakdown.slowestCatchUpMs ?? NaN)) / 1000));
-    return [`${etcdOf(x)}${x.release ? ` (${x.release})` : ""}`, mifOf(x), x.n, n(x.brokeredSeconds, 2), n(x.serialSeconds, 2), `**${n(x.ratio, 2)}**`, `≤ ${joinTarget(x)}`, x.floorSeconds !== undefined ? `${n(x.floorSeconds, 2)} (${n(bare, 2)})` : "–"];
+    return [`${etcdOf(x)}${x.release ? ` (${x.release})` : ""}`, transportOf(x), mifOf(x), x.n, n(x.brokeredSeconds, 2), n(x.serialSeconds, 2), `**${n(x.ratio, 2)}**`, `≤ ${joinTarget(x)}`, x.floorSeconds !== undefined ? `${n(x.floorSeconds, 2)} (${n(bare, 2)})` : "–"];
   }),
 )}
 
-Where the time goes (median of the runs, in seconds; "Node 0 ready" counts from the start, the
+${otherTransportText(j)}Where the time goes (median of the runs, in seconds; "Node 0 ready" counts from the start, the
 per-node steps are summed over the N joining nodes, so for pipelined runs, where nodes overlap, they
 add up to more than the wall time; "Slowest catch-up" is the slowest joiner's etcd start → voter).
 Brokered figures come from the agents' own progress events (\`--log-format json\`), serial ones
@@ -475,7 +480,7 @@ ${table(
       const mine = j.runs.filter((x) => etcdOf(x) === etcd && mifOf(x) === mif && x.n === size && x.brokeredBreakdown && x.serialBreakdown);
       if (mine.length === 0) return [];
       const b = (k: keyof JoinRun["brokeredBreakdown"]) => median(mine.map((x) => x.brokeredBreakdown[k] ?? NaN));
-      const s = (k: keyof JoinRun["serialBreakdown"]) => median(mine.map((x) => x.serialBreakdown[k]));
+      const s = (k: keyof JoinRun["serialBreakdown"]) => median(mine.map((x) => x.serialBreakdown[k] ?? NaN));
       return [
         [etcd, mif, size, "brokered", sec(b("processStartMs")), sec(b("bootstrapMs")), mif > 1 ? "–" : sec(b("handoffMs")), `${sec(b("memberAddMs"))} (${int(b("memberAddRetries"))})`, sec(b("etcdStartMs")), sec(b("promoteMs")), sec(b("completeMs")), sec(b("slowestCatchUpMs"))],
         [etcd, mif, size, "serial", sec(s("processStartMs")), sec(median(mine.map((x) => x.serialBreakdown.processStartMs + x.serialBreakdown.firstNodeMs))), "–", sec(s("memberAddMs")), sec(s("etcdStartMs")), sec(s("promoteMs")), "–", "–"],
@@ -483,6 +488,64 @@ ${table(
     }),
   ),
 )}
+`;
+}
+
+/** How etcd ran in these runs: TLS as production runs it, or plain http. */
+function transportText(j: JoinResult): string {
+  const kinds = new Set(j.runs.map(transportOf));
+  const tls = `**etcd on TLS**, as production runs it: TLS and client-certificate auth on the client and
+peer ports of every member, on both sides, with one operator CA per run (made before the clock
+starts). Brokered: the CA in every node's \`--pki-dir\`; the node the broker lets bootstrap signs
+its own certificates, each joiner makes its keys and sends certificate requests with its member
+add, and the join API (\`--pki-dir\` with the CA, and a client certificate of its own) signs them.
+Serial: the script signs each node's peer and server certificates itself before it adds the node
+(an operator with the CA at hand; timed), starts etcd with them, and asks etcd with a client
+certificate. Every etcd client, the bench's own check included, presents a certificate of the CA.`;
+  const plain = "**etcd on plain http** (`--plain-http`): no TLS on either side.";
+  if (kinds.size > 1) return `${tls}\n\nRows marked plain http were measured without TLS (an earlier run or \`--plain-http\`); see "etcd ports".`;
+  return kinds.has("TLS") ? tls : plain;
+}
+
+/** The rows these replaced on the other transport, side by side: what TLS costs. */
+function otherTransportText(j: JoinResult): string {
+  const other = j.otherTransport;
+  if (!other) return "";
+  const pairs = j.summary.flatMap((x) => {
+    const y = other.summary.find((o) => etcdOf(o) === etcdOf(x) && mifOf(o) === mifOf(x) && o.n === x.n && transportOf(o) !== transportOf(x));
+    return y ? [{ tls: x.tls ? x : y, http: x.tls ? y : x }] : [];
+  });
+  if (!pairs.length) return "";
+  const pct = (a: number, b: number) => `${a >= b ? "+" : ""}${n(((a - b) / b) * 100, 0)} %`;
+  const sequential = pairs.filter((p) => mifOf(p.tls) === 1);
+  const pipelined = pairs.filter((p) => mifOf(p.tls) > 1);
+  const medianOf = (xs: typeof pairs, f: (p: (typeof pairs)[number]) => number) => median(xs.map(f));
+  const line = (xs: typeof pairs, label: string) =>
+    xs.length
+      ? `${label}: the brokered join ${pct(medianOf(xs, (p) => p.tls.brokeredSeconds / p.http.brokeredSeconds), 1)} (median ${n(medianOf(xs, (p) => p.tls.brokeredSeconds - p.http.brokeredSeconds), 2)} s), the serial script ${pct(medianOf(xs, (p) => p.tls.serialSeconds / p.http.serialSeconds), 1)} (median ${n(medianOf(xs, (p) => p.tls.serialSeconds - p.http.serialSeconds), 2)} s), the ratio from a median ${n(medianOf(xs, (p) => p.http.ratio), 2)} to ${n(medianOf(xs, (p) => p.tls.ratio), 2)}`
+      : "";
+  const met = (xs: typeof pairs, pick: (p: (typeof pairs)[number]) => JoinSummary) => `${xs.filter((p) => pick(p).ratio <= joinTarget(pick(p))).length} of ${xs.length}`;
+  const targets = [
+    sequential.length ? `maxInFlight 1 (≤ ${TARGETS.joinRatio}): ${met(sequential, (p) => p.tls)} rows on TLS, ${met(sequential, (p) => p.http)} on plain http` : "",
+    pipelined.length ? `pipelined (≤ ${TARGETS.pipelinedRatio}): ${met(pipelined, (p) => p.tls)} on TLS, ${met(pipelined, (p) => p.http)} on plain http` : "",
+  ].filter(Boolean);
+  const runsOf = (x: JoinSummary) => j.runs.filter((r) => etcdOf(r) === etcdOf(x) && mifOf(r) === mifOf(x) && r.n === x.n);
+  const slow = j.summary.filter((x) => median(runsOf(x).map((r) => r.brokeredBreakdown.slowestCatchUpMs ?? NaN)) > 5_000);
+  const serialStalled = slow.some((x) => median(runsOf(x).map((r) => r.serialBreakdown.etcdStartMs)) > 5_000);
+  const stall = slow.length
+    ? ` In ${slow.map((x) => `etcd ${etcdOf(x)} 1 + ${x.n}${mifOf(x) > 1 ? ` (maxInFlight ${mifOf(x)})` : ""}`).join(", ")} the slowest joiner's catch-up is over 5 s (median). On etcd 3.6 and later a member joining a cluster that has applied more than 100 raft entries is sent a snapshot, drops and reopens its peer connections, loses its first attempt to publish itself in that gap and serves clients only after etcd's request timeout (7 s with these flags; see docs/etcd-versions.md). ${serialStalled ? "The serial script's etcd starts took as long in the same rows." : "The serial script's etcd starts in the same rows stayed short (see \"etcd start\")."}`
+    : "";
+  return `**TLS against plain http.** The same rows as measured on plain http by an earlier run (${other.date.slice(0, 16).replace("T", " ")} UTC${other.loadAverage ? `, load average ${other.loadAverage.start.join(" / ")} at its start` : ""}), beside this run's on TLS.
+The two runs are on different hours of a shared machine, so the differences mix what TLS costs with
+the machine's load; the ratios, each side measured beside the other in its own run, carry over better.
+${[line(sequential, "maxInFlight 1"), line(pipelined, "Pipelined")].filter(Boolean).join("; ")}.
+Targets met: ${targets.join("; ")}.${stall}
+
+${table(
+  ["etcd", "maxInFlight", "1 + N", "Brokered s (TLS / http)", "Serial s (TLS / http)", "Ratio (TLS / http)"],
+  pairs.map(({ tls, http }) => [etcdOf(tls), mifOf(tls), tls.n, `${n(tls.brokeredSeconds, 2)} / ${n(http.brokeredSeconds, 2)}`, `${n(tls.serialSeconds, 2)} / ${n(http.serialSeconds, 2)}`, `${n(tls.ratio, 2)} / ${n(http.ratio, 2)}`]),
+)}
+
 `;
 }
 

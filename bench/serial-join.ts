@@ -7,8 +7,13 @@
  * as "not now" (one learner at a time, unhealthy cluster, learner not ready) is retried at once
  * after 100 ms.
  *
+ * With CA_DIR (an operator's etcd CA, ca.crt and ca.key), etcd runs as the agents run it: TLS and
+ * client-certificate auth on both ports. The script signs each node's peer and server
+ * certificates itself before it adds the node (an operator with the CA at hand), and asks etcd
+ * with node 0's server certificate as its client certificate.
+ *
  * Run as its own process (like each agent) by cluster-join.ts:
- *   node --import tsx bench/serial-join.ts ETCD_BIN DIR NODES_JSON
+ *   node --import tsx bench/serial-join.ts ETCD_BIN DIR NODES_JSON [CA_DIR]
  * It prints `all voters <ms since start>` the moment the last node is a voter, then checks the
  * membership, prints one JSON line with the details, and stops every etcd it started.
  * @module
@@ -16,6 +21,9 @@
 import { join } from "node:path";
 import { EtcdGateway, isRetryableEtcdError, type EtcdMember } from "../src/node/etcd/gateway.ts";
 import { startEtcd, type EtcdProcess } from "../src/node/etcd/etcd-process.ts";
+import { tlsFetch } from "../src/node/etcd/tls-fetch.ts";
+import { requestedIdentity } from "../src/node/pki/identity.ts";
+import { certificateAuthority, etcdServingFiles, issueOwnCertificates, ownClientFiles } from "../src/node/pki/pki-dir.ts";
 
 interface NodeAddress {
   name: string;
@@ -39,18 +47,29 @@ async function untilOk<T>(what: string, call: () => Promise<{ ok: true; value: T
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const [bin, dir, nodesJson] = process.argv.slice(2);
+  const [bin, dir, nodesJson, caDir] = process.argv.slice(2);
   const nodes = JSON.parse(nodesJson!) as NodeAddress[];
+  const ca = caDir ? (await certificateAuthority(caDir)).ca : null;
+  const pkiDir = (node: NodeAddress) => join(dir!, `${node.name}-pki`);
+  /** Signs the node's certificates (TLS runs); returns etcd's `tls` files. */
+  const certificates = async (node: NodeAddress) => {
+    if (!ca) return {};
+    await issueOwnCertificates(pkiDir(node), ca, requestedIdentity(node.name, node.peerURL, node.clientURL));
+    return { tls: etcdServingFiles(pkiDir(node)) };
+  };
+  const client = () => (ca ? { fetch: tlsFetch(ownClientFiles(pkiDir(nodes[0]!))) } : {});
   const deadline = Date.now() + 300_000;
   const processes: EtcdProcess[] = [];
-  const steps: { node: string; addRetries: number; promoteRetries: number; addMs: number; startMs: number; promoteMs: number; voterMs: number; totalMs: number }[] = [];
+  const steps: { node: string; certMs: number; addRetries: number; promoteRetries: number; addMs: number; startMs: number; promoteMs: number; voterMs: number; totalMs: number }[] = [];
   const since = (t: number) => Math.round(performance.now() - t);
   try {
     const first = nodes[0]!;
+    const firstTls = await certificates(first);
     processes.push(
       await startEtcd({
         bin: bin!,
         ...first,
+        ...firstTls,
         dataDir: join(dir!, first.name),
         initialCluster: [`${first.name}=${first.peerURL}`],
         initialClusterState: "new",
@@ -60,10 +79,12 @@ async function main(): Promise<void> {
         startTimeoutMs: 60_000,
       }),
     );
-    steps.push({ node: first.name, addRetries: 0, promoteRetries: 0, addMs: 0, startMs: since(started), promoteMs: 0, voterMs: 0, totalMs: since(started) });
+    steps.push({ node: first.name, certMs: 0, addRetries: 0, promoteRetries: 0, addMs: 0, startMs: since(started), promoteMs: 0, voterMs: 0, totalMs: since(started) });
     for (const node of nodes.slice(1)) {
+      const tc = performance.now();
+      const tls = await certificates(node);
       const t0 = performance.now();
-      const gateway = new EtcdGateway(processes.map((p) => p.clientURL), { timeoutMs: 5_000 });
+      const gateway = new EtcdGateway(processes.map((p) => p.clientURL), { timeoutMs: 5_000, ...client() });
       const added = await untilOk(`member add ${node.name}`, () => gateway.memberAdd([node.peerURL], { learner: true }), deadline);
       const initialCluster = [
         ...added.value.members.filter((m: EtcdMember) => m.name).flatMap((m: EtcdMember) => m.peerURLs.map((u) => `${m.name}=${u}`)),
@@ -73,6 +94,7 @@ async function main(): Promise<void> {
       const proc = await startEtcd({
         bin: bin!,
         ...node,
+        ...tls,
         dataDir: join(dir!, node.name),
         initialCluster,
         initialClusterState: "existing",
@@ -84,7 +106,7 @@ async function main(): Promise<void> {
       const t2 = performance.now();
       const promoted = await untilOk(`member promote ${node.name}`, () => gateway.memberPromote(added.value.member.id), deadline);
       const t3 = performance.now();
-      const local = new EtcdGateway(node.clientURL, { timeoutMs: 2_000 });
+      const local = new EtcdGateway(node.clientURL, { timeoutMs: 2_000, ...client() });
       for (;;) {
         const s = await local.status(node.clientURL);
         if (s.ok && !s.value.isLearner) break;
@@ -93,18 +115,19 @@ async function main(): Promise<void> {
       }
       steps.push({
         node: node.name,
+        certMs: Math.round(t0 - tc),
         addRetries: added.retries,
         promoteRetries: promoted.retries,
         addMs: Math.round(t1 - t0),
         startMs: Math.round(t2 - t1),
         promoteMs: Math.round(t3 - t2),
         voterMs: since(t3),
-        totalMs: since(t0),
+        totalMs: since(tc),
       });
     }
     process.stdout.write(`all voters ${Math.round(performance.now() - started)}\n`);
 
-    const list = await new EtcdGateway(processes.map((p) => p.clientURL)).memberList();
+    const list = await new EtcdGateway(processes.map((p) => p.clientURL), client()).memberList();
     const members = list.ok ? list.value.members : [];
     const voters = members.filter((m) => !m.isLearner && m.started).length;
     process.stdout.write(`${JSON.stringify({ members: members.length, voters, steps })}\n`);

@@ -1,4 +1,5 @@
-// The layout's boundaries (src/broker: workerd; src/node: Node; src/shared: both), checked:
+// The layout's boundaries (src/broker: workerd, its console script the browser; src/node: Node;
+// src/shared: both), checked:
 // each runtime's code type-checked on its own with only that runtime's types, then
 // dependency-cruiser's rules (.dependency-cruiser.cjs): no cycles, neither side imports the other,
 // the shared contract imports neither. Exits non-zero on the first failure.
@@ -14,6 +15,7 @@ const checks = [
   ["shared contract (no Workers or Node types)", [tsc, "--noEmit", "-p", "tsconfig.shared.json"]],
   ["broker (Workers types only)", [tsc, "--noEmit", "-p", "tsconfig.broker.json"]],
   ["node side (Node types only)", [tsc, "--noEmit", "-p", "tsconfig.node.json"]],
+  ["console script (browser DOM types only)", [tsc, "--noEmit", "-p", "tsconfig.console.json"]],
   ["dependency rules (dependency-cruiser)", [depcruise, "src", "--config", ".dependency-cruiser.cjs", "--output-type", "err"]],
 ];
 for (const [name, args] of checks) {

@@ -20,7 +20,6 @@ register();
 const { ClusterHarness, hex } = await import("../test/support/cluster.ts");
 const { seededRandom } = await import("../test/support/seeded.ts");
 const { faultSchedule } = await import("../test/support/split-brain.ts");
-const { EtcdGateway } = await import("../src/node/etcd/gateway.ts");
 
 const { values } = parseArgs({
   options: {
@@ -204,7 +203,7 @@ finished = true;
 h.stopSampling();
 
 if (ok) {
-  const gateway = new EtcdGateway(h.nodes.map((n) => n.clientURL));
+  const gateway = h.etcd(h.nodes.map((n) => n.clientURL));
   const list = await gateway.memberList();
   const audit = await h.audit();
   const order = audit.filter((a) => a.action === "ticket.admitted").map((a) => a.detail.node);
@@ -231,6 +230,7 @@ if (ok) {
 
 if (ok && values.keep) {
   console.log(`\nThe cluster keeps running. etcd client URLs: ${h.nodes.map((n) => n.clientURL).join(",")}`);
+  if (h.etcdClientTls) console.log(`etcd wants a client certificate: etcdctl --cacert ${h.etcdClientTls.ca} --cert ${h.etcdClientTls.cert} --key ${h.etcdClientTls.key}`);
   console.log(`Broker ${h.broker.url} (admin token ${h.broker.adminToken}); Ctrl-C stops everything.`);
   await new Promise(() => {});
 }

@@ -1,10 +1,12 @@
 // `npm run dev [-- --port N] [-- --ip ADDR] [wrangler dev flags…]`: the broker under `wrangler dev`
 // on 127.0.0.1:8787 (or the port given, or $PORT) with local Durable Object storage. On first run
 // it writes .dev.vars with a random ADMIN_TOKEN and says how to use it. The admission tokens' issuer
-// follows the address served, so a cluster created on one port keeps working on another.
-import { spawn } from "node:child_process";
+// follows the address served, so a cluster created on one port keeps working on another. The
+// console's script is bundled first (scripts/build-console.mjs), so that an edit of it is served.
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 const USAGE = `Usage: npm run dev [-- --port N] [-- --ip ADDR] [other wrangler dev flags]
 
@@ -60,6 +62,10 @@ Admin token: ${token ?? "(ADMIN_TOKEN missing from .dev.vars)"}
   export JOIN_BROKER_URL=${url} JOIN_BROKER_ADMIN_TOKEN=${token ?? "…"}
   curl -s -X POST -H "Authorization: Bearer $JOIN_BROKER_ADMIN_TOKEN" $JOIN_BROKER_URL/v1/admin/clusters/demo/enrollment-tokens; echo
 `);
+
+// The console's script as its TypeScript modules are now (a checkout being edited serves the edit).
+const bundled = spawnSync(process.execPath, [fileURLToPath(new URL("build-console.mjs", import.meta.url))], { stdio: "inherit" });
+if (bundled.status !== 0) process.exit(1);
 
 const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" };
 const wranglerArgs = ["dev", "--ip", args.ip, "--port", args.port, ...(issuerGiven ? [] : ["--var", `ISSUER:${url}`]), ...args.rest];

@@ -1,5 +1,5 @@
 // Finds the external programs the tests drive (etcd, etcdctl, spin, chromium, systemd-analyze, promtool,
-// qemu-aarch64-static) and installs Debian's packages when they are missing and we are root. Anything else is a clear
+// qemu-aarch64-static, openssl) and installs Debian's packages when they are missing and we are root. Anything else is a clear
 // failure, never a skipped test. Go is found, never installed: Debian's is older than the 1.26 the
 // etcd builds need.
 import { execFileSync } from "node:child_process";
@@ -14,6 +14,9 @@ const TOOLS = {
   "systemd-analyze": { env: "SYSTEMD_ANALYZE_BIN", candidates: ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"], apt: "systemd" },
   // The alert rules in contrib/prometheus are checked and unit-tested with Prometheus's own tool.
   promtool: { env: "PROMTOOL_BIN", candidates: ["/usr/bin/promtool", "/usr/local/bin/promtool"], apt: "prometheus" },
+  // The gate tests' installers make each node's etcd certificates with it, as an installer script
+  // would (they run `openssl` from the PATH).
+  openssl: { env: "OPENSSL_BIN", candidates: ["/usr/bin/openssl", "/usr/local/bin/openssl"], apt: "openssl" },
   // Runs the linux-arm64 single executable file on another architecture, with Debian's arm64 C and
   // C++ runtime libraries (under /usr/aarch64-linux-gnu) for the dynamic loader.
   "qemu-aarch64-static": {

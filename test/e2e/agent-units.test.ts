@@ -69,7 +69,7 @@ for (const [name, mode] of [["join-broker-agent.service", "own"], ["join-broker-
     expect(parsed.help).toBe(false);
     if (parsed.help) return;
     expect(parsed.options).toMatchObject({ cluster: env.CLUSTER, node: env.NODE, peerURL: env.PEER_URL, stateDir: env.STATE_DIRECTORY });
-    if (mode === "own") expect(parsed.options).toMatchObject({ etcdBin: "/usr/local/bin/etcd", exec: null });
+    if (mode === "own") expect(parsed.options).toMatchObject({ etcdBin: "/usr/local/bin/etcd", exec: null, pkiDir: join(env.STATE_DIRECTORY!, "pki"), clientURL: env.CLIENT_URL });
     else expect(parsed.options).toMatchObject({ etcdBin: null, exec: "/etc/join-broker/install", etcdEndpoints: env.ETCD_ENDPOINTS!.split(",") });
   });
 }

@@ -9,7 +9,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { startEtcd } from "../../src/node/etcd/etcd-process.ts";
 import { freePorts } from "../../scripts/ports.mjs";
 import { adminCall, ROOT } from "../support/broker.ts";
@@ -97,7 +96,7 @@ describe("against a broker, a join API and real etcd", () => {
     const etcd = spawn(h.etcdBin, flags, { stdio: "ignore", detached: true });
     const x = await run.exited;
     expect(x.code).toBe(0);
-    const status = await new EtcdGateway(node.clientURL).status(node.clientURL);
+    const status = await h.etcd(node.clientURL).status(node.clientURL);
     expect(status.ok).toBe(true);
     const id = status.ok ? hex(status.value.header.clusterId) : "";
     expect(run.stdout).toContain(`joined cluster ${id} as bootstrap`);
@@ -138,7 +137,7 @@ describe("against a broker, a join API and real etcd", () => {
     expect(existsSync(join(node.dataDir, "member"))).toBe(false);
 
     // The recovery the message describes: remove the old member from etcd, forget it at the broker.
-    const gateway = new EtcdGateway(h.node("ctrl-0").clientURL);
+    const gateway = h.etcd(h.node("ctrl-0").clientURL);
     const list = await gateway.memberList();
     const old = list.ok ? list.value.members.find((m) => m.name === "ctrl-2") : undefined;
     expect(old).toBeDefined();
@@ -162,7 +161,8 @@ describe("against a broker, a join API and real etcd", () => {
       bin: h.etcdBin,
       name: "stray-0",
       dataDir: node.dataDir,
-      clientURL: node.clientURL,
+      // Data is data: the other cluster ran without TLS, on this node's client port.
+      clientURL: node.clientURL.replace(/^https:/, "http:"),
       peerURL: `http://127.0.0.1:${peer}`,
       initialCluster: [`stray-0=http://127.0.0.1:${peer}`],
       initialClusterState: "new",
@@ -183,7 +183,7 @@ describe("against a broker, a join API and real etcd", () => {
     const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
     expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["stray-0", "abandoned"]]);
     expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
-    expect((await new EtcdGateway(node.clientURL, { timeoutMs: 500 }).status(node.clientURL)).ok).toBe(false);
+    expect((await h.etcd(node.clientURL, 500).status(node.clientURL)).ok).toBe(false);
   });
 
   it("gives up after --timeout with exit 4 and leaves the queue, so the nodes behind it move on", async () => {

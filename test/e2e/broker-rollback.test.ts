@@ -12,7 +12,6 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, hex, type AgentRun } from "../support/cluster.ts";
 import { e2eSeed } from "../support/seeded.ts";
@@ -77,7 +76,7 @@ it("after a plain-copy restore, a node given the bootstrap ticket finds the clus
   expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
   expect(run.stdout).toBe("");
   // Nothing started a second cluster: ctrl-2 serves nothing, and the cluster is as it was.
-  expect((await new EtcdGateway(h.node("ctrl-2").clientURL, { timeoutMs: 1_000 }).status()).ok).toBe(false);
+  expect((await h.etcd(h.node("ctrl-2").clientURL, 1_000).status()).ok).toBe(false);
   const [view] = await h.finalViews(["ctrl-0"]);
   expect([view!.clusterId, view!.members.length]).toEqual([clusterID, 2]);
 });

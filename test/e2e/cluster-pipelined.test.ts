@@ -14,7 +14,6 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { expectOneHealthyCluster, expectEveryAdmissionAudited } from "../support/cluster-assertions.ts";
-import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 
 const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
@@ -54,7 +53,7 @@ function learnerCounts(joinApiOutput: string): number[] {
 
 it(`1 + 6 controllers with maxInFlight ${MAX_IN_FLIGHT} join with several learners at once`, async () => {
   // etcd's own view, every 100 ms: the number of learners it holds.
-  const gateways = h.nodes.map((n) => new EtcdGateway(n.clientURL, { timeoutMs: 500 }));
+  const gateways = h.nodes.map((n) => h.etcd(n.clientURL, 500));
   let maxSeen = 0;
   let sampling = true;
   const sampler = (async () => {

@@ -2,8 +2,8 @@
  * The operator's console at /console in a real Chromium against the broker under `wrangler dev`:
  * it loads with no console error and no CSP violation, follows the queue live (a ticket created
  * from outside shows up within 2 s, without a reload), revokes an admission (checked through the
- * API), and says plainly when the admin token is wrong. Nodes are played by HTTP calls to the
- * broker's node API. Screenshots of the main states go to test-results/console/.
+ * API), says plainly when the admin token is wrong, and shows hostile names and malformed links
+ * as text without running anything. Nodes are played by HTTP calls to the broker's node API. Screenshots of the main states go to test-results/console/.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -250,6 +250,98 @@ describe("the console", () => {
     await expect.poll(() => page.locator("#audit .detail").allTextContents(), { timeout: 10_000 }).toEqual(expect.arrayContaining([expect.stringContaining(reason)]));
     expect(await page.locator("#from-description, #from-reason, main img, main svg b, #audit b, #tokens b").count()).toBe(0);
     expect(await page.title()).not.toBe("pwned");
+    expect(problems).toEqual(noProblems);
+  });
+
+  it("shows hostile node and cluster names as text: they create no element and run nothing", async () => {
+    const cluster = "console-hostile";
+    const token = await enroll(cluster);
+    const hostileNode = (n: number) => `<img src=x class=hostile onerror="window.__pwned='node ${n}'">ctrl-${n}`;
+    const hostileCluster = `<svg id=hostile-cluster onload="window.__pwned='cluster'"></svg>x`;
+    // The broker refuses such a node name…
+    const refused = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ node: hostileNode(9), peerURL: "https://10.0.0.9:2380" }),
+    });
+    expect(refused.status).toBe(400);
+    // …so the page is shown some all the same: the broker's real answers, with each node's name
+    // replaced on the way into the browser. ctrl-1 joined, ctrl-2 holds the slot, ctrl-3 waits.
+    const first = await node(cluster, token, "ctrl-1", 1);
+    await complete(cluster, first.ticket, first.admission!, "10501334649042878790");
+    expect((await node(cluster, token, "ctrl-2", 2)).state).toBe("admitted");
+    await node(cluster, token, "ctrl-3", 3);
+    const { page, problems } = await newPage();
+    await page.route(`${broker.url}/v1/admin/clusters/${cluster}**`, async (route) => {
+      try {
+        const response = await route.fetch();
+        const body = (await response.text()).replace(/"ctrl-(\d)"/g, (_, n) => JSON.stringify(hostileNode(Number(n))));
+        await route.fulfill({ response, body });
+      } catch {
+        /* the page moved on (a long poll aborted) */
+      }
+    });
+    // Remembered clusters are the page's own storage, yet shown as text too.
+    await page.addInitScript({ content: `localStorage.setItem("joinBroker.clusters", ${JSON.stringify(JSON.stringify([hostileCluster]))})` });
+    await signIn(page, cluster);
+    await page.locator("#dashboard").waitFor({ state: "visible", timeout: 10_000 });
+    await expect.poll(() => page.locator("#queue tbody td.mono").allTextContents(), { timeout: 10_000 }).toEqual([hostileNode(2), hostileNode(3)]);
+    await expect.poll(() => page.locator("#members tbody td.mono").first().textContent()).toBe(hostileNode(1));
+    expect(await page.locator("#members tbody td.mono").allTextContents()).toContain(hostileNode(2));
+    expect(await page.locator("#facts").textContent()).toContain("done by " + hostileNode(1));
+    expect(await page.locator("#timeline g.ticket title").allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^<img src=x class=hostile .*ctrl-1 \(bootstrap\)/)]));
+    await expect.poll(() => page.locator("#audit .detail").allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining(hostileNode(3))]));
+    await expect.poll(() => page.locator("#switch-cluster option").allTextContents(), { timeout: 10_000 }).toContain(hostileCluster);
+    expect(await page.locator("#known-clusters option").evaluateAll((os) => os.map((o) => o.getAttribute("value")))).toContain(hostileCluster);
+    // The confirmation names the node as text too.
+    await page.locator("#queue button.action").click();
+    expect(await page.locator("#confirm-title").textContent()).toBe(`Revoke the admission of ${hostileNode(2)}?`);
+    await page.keyboard.press("Escape");
+    await page.locator("#confirm").waitFor({ state: "hidden" });
+
+    // A link that names a hostile cluster: the broker refuses the name, the page says so.
+    await page.evaluate(`location.hash = ${JSON.stringify("#cluster=" + encodeURIComponent(hostileCluster))}`);
+    const error = page.getByRole("alert");
+    await error.waitFor({ state: "visible", timeout: 10_000 });
+    expect(await error.textContent()).toMatch(/^Request failed \(400 /);
+    expect(await page.locator("#cluster").inputValue()).toBe(hostileCluster);
+    expect(await page.locator("#connection").textContent()).toBe("Not connected");
+
+    expect(await page.locator(".hostile, #hostile-cluster, main img, select svg, datalist svg, #facts img, #audit img").count()).toBe(0);
+    expect(await page.evaluate("window.__pwned")).toBeUndefined();
+    await page.unrouteAll({ behavior: "ignoreErrors" });
+    // The one complaint is Chromium's own line about the refused name's 400.
+    expect({ ...problems, console: problems.console.filter((m) => !/status of 400/.test(m)) }).toEqual(noProblems);
+  });
+
+  it("opens nothing from a link with garbage after #cluster=, even with a token in the tab", async () => {
+    const cluster = "console-garbage";
+    await enroll(cluster);
+    const { page, problems } = await newPage();
+    await signIn(page, cluster);
+    await page.locator("#dashboard").waitFor({ state: "visible", timeout: 10_000 });
+    await page.goto("about:blank");
+    const clusterCalls: string[] = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname.startsWith("/v1/admin/clusters/")) clusterCalls.push(r.url());
+    });
+    // Not percent-encoding, with markup in it: the same tab (its token in session storage), loaded afresh.
+    await page.goto(`${broker.url}/console#cluster=%ZZ%3Cimg%20id%3Dfrom-link%20src%3Dx%20onerror%3D%22window.__pwned%3D1%22%3E&cluster=x`);
+    const error = page.getByRole("alert");
+    await error.waitFor({ state: "visible", timeout: 10_000 });
+    expect(await error.textContent()).toMatch(/^Malformed link/);
+    expect(await page.locator("#dashboard").isHidden()).toBe(true);
+    // The token is still there, and the cluster last opened is offered.
+    expect(await page.locator("#token").inputValue()).toBe(broker.adminToken);
+    expect(await page.locator("#cluster").inputValue()).toBe(cluster);
+    await sleep(500);
+    expect(clusterCalls).toEqual([]);
+    expect(await page.locator("#from-link, main img").count()).toBe(0);
+    expect(await page.evaluate("window.__pwned")).toBeUndefined();
+    // One Enter opens it.
+    await page.locator("#cluster").press("Enter");
+    await page.locator("#dashboard").waitFor({ state: "visible", timeout: 10_000 });
+    expect(page.url()).toBe(`${broker.url}/console#cluster=${cluster}`);
     expect(problems).toEqual(noProblems);
   });
 

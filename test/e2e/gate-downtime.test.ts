@@ -4,10 +4,10 @@
  * admitted, and its installer meets the leftover learner ("too many learner members" on etcd's
  * default of one learner). The restarted agent removes that learner before it queues again, at
  * the back: the node admitted before it joins, then the node itself. A 10-second lease (the
- * cluster's policy) keeps the downtime short.
+ * cluster's policy) keeps the downtime short. This one runs on plain http (the installer without
+ * a PKI directory, the agent without etcd client certificates): gate mode does not need TLS.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { ClusterHarness, hex } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { installerCommand, NonVoterWatch } from "../support/gate.ts";
@@ -19,7 +19,8 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-downtime", seed: e2eSeed("gate-downtime"), nodes: NODES, policy: { leaseSeconds: LEASE_SECONDS } });
+  // Plain http on purpose, the other gate tests run on TLS.
+  h = await ClusterHarness.start({ scenario: "gate-downtime", seed: e2eSeed("gate-downtime"), nodes: NODES, policy: { leaseSeconds: LEASE_SECONDS }, etcdTls: false });
 });
 
 afterAll(async () => {
@@ -53,7 +54,7 @@ it("a node back after its lease ended removes the learner it left before it queu
   await h.waitFor("ctrl-2's installer to be refused a learner", () => h.current("ctrl-2")!.otherOutput.some((l) => l.startsWith("[installer ctrl-2] adding a learner:")), LEASE_SECONDS * 1000 + 60_000);
   const audit = await h.audit();
   expect(audit.some((a) => a.action === "lease.expired" && a.detail.node === "ctrl-1"), "ctrl-1's lease ended").toBe(true);
-  const gateway = new EtcdGateway(h.node("ctrl-0").clientURL, { timeoutMs: 3_000 });
+  const gateway = h.etcd(h.node("ctrl-0").clientURL, 3_000);
   const members = async () => {
     const list = await gateway.memberList();
     if (!list.ok) throw new Error(`member list: ${list.error.message}`);

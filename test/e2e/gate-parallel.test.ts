@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
-import { installerCommand, NonVoterWatch, overlappingWindows } from "../support/gate.ts";
+import { expectClientCertificateRequired, installerCommand, NonVoterWatch, overlappingWindows } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
@@ -59,5 +59,7 @@ it("1 + 6 unmodified installers started at once form one cluster of 7 voters, on
   // Every installer ran, and only the bootstrap one created a cluster.
   expect(output.filter((l) => /etcd is healthy: a new cluster/.test(l))).toHaveLength(1);
   expect(output.filter((l) => /added learner/.test(l))).toHaveLength(NODES.length - 1);
+  // On TLS, with client-certificate auth on the installers' etcd.
+  await expectClientCertificateRequired(h, h.node(NODES[1]!).clientURL);
   Object.assign(summary, { tookMs: took, clusterId: final.clusterId, maxNonVoters: watch.maxNonVoters, samples: watch.samples });
 }, 360_000);

@@ -8,6 +8,7 @@ import { SignJWT, UnsecuredJWT, base64url, decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { ROOT, adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { spawnUntilReady } from "../support/ready-process.ts";
 import { freePort, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
@@ -73,29 +74,9 @@ async function until200(attempt: () => ReturnType<typeof call>, budgetMs = 60_00
 }
 
 async function startController(etcdEndpoints: string): Promise<typeof joinApi> {
-  const child = spawn(process.execPath, [join(ROOT, "bin/join-broker"), "controller", "--etcd", etcdEndpoints, "--broker", broker.url, "--cluster", CLUSTER, "--listen", "127.0.0.1:0", "--etcd-timeout", "5", "--hold", "1"], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let log = "";
-  const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`join API did not start within 60 s:\n${log}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString();
-      const m = /join API listening on (http:\/\/\S+)/.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        ok(m[1]!);
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      fail(new Error(`join API exited with ${code}:\n${log}`));
-    });
-  });
-  return { url, child, output: () => log };
+  const args = [join(ROOT, "bin/join-broker"), "controller", "--etcd", etcdEndpoints, "--broker", broker.url, "--cluster", CLUSTER, "--listen", "127.0.0.1:0", "--etcd-timeout", "5", "--hold", "1"];
+  const started = await spawnUntilReady(process.execPath, args, { what: "the join API", ready: /join API listening on (http:\/\/\S+)/, cwd: ROOT });
+  return { url: started.match[1]!, child: started.proc, output: started.output };
 }
 
 beforeAll(async () => {

@@ -18,7 +18,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
+import { memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
 import { adminCall } from "../support/broker.ts";
 import { ClusterHarness, type AgentEvent, type AgentRun } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
@@ -73,7 +73,7 @@ it("nodes whose running learners were removed after their leases expired join ag
   // Short leases from here on: a node that stops heartbeating loses its admission within seconds.
   const policy = await adminCall(h.broker, "PUT", `/v1/admin/clusters/${h.cluster}/policy`, { leaseSeconds: 3 });
   expect(policy.status, JSON.stringify(policy.body)).toBe(200);
-  const gateway = new EtcdGateway(h.node("ctrl-0").clientURL, { timeoutMs: 5_000 });
+  const gateway = h.etcd(h.node("ctrl-0").clientURL);
   const member = async (node: string) => {
     const list = await gateway.memberList();
     return list.ok ? memberByPeerUrl(list.value.members, h.node(node).peerURL) : undefined;

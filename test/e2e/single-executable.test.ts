@@ -3,7 +3,7 @@
  * installed alone and checked against SHA256SUMS, runs where no `node` and no project tree is
  * visible (a private mount namespace): it says its version and usage, and joins real etcd
  * clusters through `join-broker serve`, as bootstrap and as joiner, in its own mode and in gate
- * mode (with an installer in POSIX sh, since nothing there runs Node). The arm64 file is an
+ * mode (with an installer in POSIX sh, since nothing there runs Node, on TLS etcd). The arm64 file is an
  * AArch64 ELF file that, under qemu-aarch64-static, says its version and usage too.
  */
 import { execFileSync } from "node:child_process";
@@ -16,6 +16,7 @@ import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, type NodeSpec } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { ensureTool, etcdBinary } from "../support/etcd.ts";
+import { expectClientCertificateRequired } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { elfMachine, installX64, releaseFile, runWithoutNode, VERSION, withoutNode } from "../support/single-executable.ts";
 
@@ -99,14 +100,17 @@ describe("joins a real etcd cluster without Node.js, the broker on join-broker s
     // The etcdctl of the etcd under test when it was built beside it (scripts/etcd.mjs), else Debian's.
     const beside = join(dirname(await etcdBinary()), "etcdctl");
     const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
+    await ensureTool("openssl");
     const h = await joinTwo("sea-gate", (h, node) => {
-      const args = [node.name, join(node.stateDir, "installer-etcd"), node.peerURL, node.clientURL, h.nodes.map((n) => n.clientURL).join(","), h.etcdBin, etcdctl];
+      // On TLS: the node's PKI directory with the cluster's CA pair, where the installer makes its certificates.
+      const args = [node.name, join(node.stateDir, "installer-etcd"), node.peerURL, node.clientURL, h.nodes.map((n) => n.clientURL).join(","), h.etcdBin, etcdctl, node.pkiDir];
       const quoted = args.map((a) => `'${a}'`).join(" ");
       const command = `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec '${installer}' init ${quoted}; else exec '${installer}' join ${quoted}; fi`;
       h.startAgent(node.name, { args: h.gateAgentArgs(node, command) });
     });
     await h.waitFor("both agents to exit", () => h.nodes.every((n) => h.current(n.name)!.exit !== null), 20_000);
     expect(h.nodes.map((n) => h.current(n.name)!.exit!.code), h.describeAgents()).toEqual([0, 0]);
+    for (const node of h.nodes) await expectClientCertificateRequired(h, node.clientURL);
     h.writeTimeline();
     await h.cleanup();
   });

@@ -8,7 +8,6 @@
 import { ClusterHarness, hex } from "../support/cluster.ts";
 import { installerCommand } from "../support/gate.ts";
 import { between, pick, seededRandom } from "../support/seeded.ts";
-import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { Lab } from "./lab.ts";
 
 export const BOUNDS = {
@@ -320,7 +319,7 @@ async function checkEnd(h: ClusterHarness, nodes: string[], record: (v: Violatio
   const deadline = Date.now() + 60_000;
   do {
     problem = "";
-    const lists = await Promise.all(joined.map(async (n) => ({ n, list: await new EtcdGateway(h.node(n).localClientURL, { timeoutMs: 3_000 }).memberList() })));
+    const lists = await Promise.all(joined.map(async (n) => ({ n, list: await h.etcd(h.node(n).clientURL, 3_000).memberList() })));
     sample = lists.map(({ n, list }) => (list.ok ? { node: n, clusterId: hex(list.value.header.clusterId), members: list.value.members } : { node: n, error: list.error.message }));
     for (const { n, list } of lists) {
       if (!list.ok) {
@@ -345,6 +344,6 @@ async function checkEnd(h: ClusterHarness, nodes: string[], record: (v: Violatio
   const audited = audit.filter((a) => a.action === "cluster.bootstrapped");
   if (audited.length !== 1) record({ invariant: "one-bootstrap", detail: `${audited.length} cluster.bootstrapped entries in the broker's audit log`, sample: audited });
 
-  const put = await new EtcdGateway(joined.map((n) => h.node(n).localClientURL).join(","), { timeoutMs: 5_000 }).put("campaign/write", String(Date.now()));
+  const put = await h.etcd(joined.map((n) => h.node(n).clientURL)).put("campaign/write", String(Date.now()));
   if (!put.ok) record({ invariant: "accepts-writes", detail: put.error.message });
 }

@@ -4,11 +4,12 @@
  * `runtime: "serve"` (or JOIN_BROKER_E2E_RUNTIME=serve) it is `join-broker serve` instead: the
  * same Worker on the workerd npm binary, its state in a data directory.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Lab } from "../lab/lab.ts";
+import { spawnUntilReady } from "./ready-process.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
@@ -78,78 +79,58 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
 
   const launch = () => (runtime === "serve" ? launchServe() : launchWrangler());
 
-  const launchServe = () =>
-    new Promise<string>((ok, fail) => {
-      const lab = options.labHost;
-      const host = lab ? lab.lab.host(lab.host).ip : "127.0.0.1";
-      const args = [join(ROOT, "bin/join-broker"), "serve", "--listen", `${host}:${port}`, "--data-dir", persistDir, "--log-level", "debug"];
-      if (options.tls) args.push("--tls-cert", options.tls.cert, "--tls-key", options.tls.key);
-      // On a lab host the bridge is the only network: nothing but the lab's own hosts reach it.
-      else if (lab) args.push("--insecure-http");
-      // The test process calls it through a forward (another origin): the issuer is the lab address.
-      if (lab) args.push("--issuer", `http://${host}:${port}`);
-      args.push(...(options.args ?? []));
-      const spawnOptions = {
-        cwd: ROOT,
-        env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env },
-        stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"],
-        detached: true,
-      };
-      const proc = lab ? lab.lab.spawn(lab.host, process.execPath, args, spawnOptions) : spawn(process.execPath, args, spawnOptions);
-      child = proc;
-      lastGroup = proc.pid ?? 0;
-      if (lastGroup) groups.add(lastGroup);
-      const timer = setTimeout(() => fail(new Error(`join-broker serve did not start within 60 s:\n${log}`)), 60_000);
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString();
-        if (log.length > 200_000) log = log.slice(-100_000);
-        const m = /listening on (https?:\/\/(?:127\.0\.0\.1|10\.77\.\d+\.\d+):(\d+))/.exec(log);
-        if (m) {
-          clearTimeout(timer);
-          port = Number(m[2]);
-          ok(m[1]);
-        }
-      };
-      proc.stdout!.on("data", onData);
-      proc.stderr!.on("data", onData);
-      proc.on("exit", (code) => {
-        clearTimeout(timer);
-        fail(new Error(`join-broker serve exited with ${code}:\n${log}`));
-      });
-    });
+  /** Its own output decides when it is ready: each start waits for its own line, not an earlier run's. */
+  const append = (chunk: string) => {
+    log += chunk;
+    if (log.length > 200_000) log = log.slice(-100_000);
+  };
 
-  const launchWrangler = () =>
-    new Promise<string>((ok, fail) => {
-      const args = [
-        "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", "0",
-        "--persist-to", persistDir, "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`,
-        "--show-interactive-dev-session=false", "--log-level", "info",
-      ];
-      const proc = spawn(join(ROOT, "node_modules/.bin/wrangler"), args, {
-        cwd: ROOT,
-        env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1", FORCE_COLOR: "0" },
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true,
-      });
-      child = proc;
-      const timer = setTimeout(() => fail(new Error(`wrangler dev did not start within 60 s:\n${log}`)), 60_000);
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString();
-        if (log.length > 200_000) log = log.slice(-100_000);
-        const m = /Ready on (http:\/\/127\.0\.0\.1:(\d+))/.exec(log);
-        if (m) {
-          clearTimeout(timer);
-          port = Number(m[2]);
-          ok(m[1]);
-        }
-      };
-      proc.stdout!.on("data", onData);
-      proc.stderr!.on("data", onData);
-      proc.on("exit", (code) => {
-        clearTimeout(timer);
-        fail(new Error(`wrangler dev exited with ${code}:\n${log}`));
-      });
+  const launchServe = async () => {
+    const lab = options.labHost;
+    const host = lab ? lab.lab.host(lab.host).ip : "127.0.0.1";
+    const args = [join(ROOT, "bin/join-broker"), "serve", "--listen", `${host}:${port}`, "--data-dir", persistDir, "--log-level", "debug"];
+    if (options.tls) args.push("--tls-cert", options.tls.cert, "--tls-key", options.tls.key);
+    // On a lab host the bridge is the only network: nothing but the lab's own hosts reach it.
+    else if (lab) args.push("--insecure-http");
+    // The test process calls it through a forward (another origin): the issuer is the lab address.
+    if (lab) args.push("--issuer", `http://${host}:${port}`);
+    args.push(...(options.args ?? []));
+    const started = await spawnUntilReady(process.execPath, args, {
+      what: "join-broker serve",
+      ready: /listening on (https?:\/\/(?:127\.0\.0\.1|10\.77\.\d+\.\d+):(\d+))/,
+      spawner: lab ? (command, args, spawnOptions) => lab.lab.spawn(lab.host, command, args, spawnOptions) : undefined,
+      cwd: ROOT,
+      env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env },
+      detached: true,
+      onOutput: append,
+      onSpawn: (proc) => {
+        child = proc;
+        lastGroup = proc.pid ?? 0;
+        if (lastGroup) groups.add(lastGroup);
+      },
     });
+    port = Number(started.match[2]);
+    return started.match[1]!;
+  };
+
+  const launchWrangler = async () => {
+    const args = [
+      "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", "0",
+      "--persist-to", persistDir, "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`,
+      "--show-interactive-dev-session=false", "--log-level", "info",
+    ];
+    const started = await spawnUntilReady(join(ROOT, "node_modules/.bin/wrangler"), args, {
+      what: "wrangler dev",
+      ready: /Ready on (http:\/\/127\.0\.0\.1:(\d+))/,
+      cwd: ROOT,
+      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1", FORCE_COLOR: "0" },
+      detached: true,
+      onOutput: append,
+      onSpawn: (proc) => (child = proc),
+    });
+    port = Number(started.match[2]);
+    return started.match[1]!;
+  };
 
   const waitHealthy = async (url: string) => {
     if (options.tls) return; // serve answered /healthz over TLS before it printed its URL

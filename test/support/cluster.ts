@@ -7,13 +7,16 @@
  * timeline, and reads the final membership from every node.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
+import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
+import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../../src/node/pki/pki-dir.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import type { Lab } from "../lab/lab.ts";
+import { spawnUntilReady } from "./ready-process.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
@@ -41,6 +44,8 @@ export interface NodeSpec {
   localClientURL: string;
   /** The node's lab host (same name as the node), when the run is in a lab. */
   labHost?: string;
+  /** The agent's --pki-dir (TLS runs only). */
+  pkiDir: string;
 }
 
 export interface AgentRun {
@@ -81,6 +86,13 @@ export interface HarnessOptions {
   policy?: Record<string, number>;
   /** How an agent is started, given its `join-broker` arguments (default: this Node running bin/join-broker). */
   agentCommand?: (args: string[]) => AgentCommand;
+  /**
+   * etcd with TLS and client-certificate auth on both ports (the default, as production runs
+   * it): an operator's CA in every node's --pki-dir and the join API's, joiners' certificates
+   * signed by the join API (in gate mode, each node's installer makes them from the CA in its
+   * PKI directory, test/support/gate.ts). false: plain http.
+   */
+  etcdTls?: boolean;
   /**
    * Run in this lab (test/lab/lab.ts): every node on a host of its own named after it, its etcd
    * on ports 2379/2380 of the host's address; the broker (`join-broker serve`) on host `broker`
@@ -124,6 +136,8 @@ export class ClusterHarness {
     readonly token: string,
     readonly joinApi: { url: string; proc: ChildProcess; output: () => string },
     readonly proxy: FaultProxy | null,
+    /** The harness's own etcd client credentials (TLS runs), for sampling and for tests. */
+    readonly etcdClientTls: TlsFiles | null,
   ) {
     this.timeline = new Timeline(options.scenario, options.seed);
     // The broker's default maxInFlight is 1; a scenario's policy may raise it.
@@ -136,17 +150,21 @@ export class ClusterHarness {
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
     const lab = options.lab;
     const ports = lab ? [] : await stablePorts(options.nodes.length * 2);
+    const tls = options.etcdTls !== false;
+    const scheme = tls ? "https" : "http";
     const nodes: NodeSpec[] = [];
     for (const [i, name] of options.nodes.entries()) {
       const ip = lab ? lab.addHost(name).ip : "127.0.0.1";
-      const clientURL = `http://${ip}:${lab ? 2379 : ports[2 * i + 1]}`;
+      const clientURL = `${scheme}://${ip}:${lab ? 2379 : ports[2 * i + 1]}`;
       nodes.push({
         name,
-        peerURL: `http://${ip}:${lab ? 2380 : ports[2 * i]}`,
+        peerURL: `${scheme}://${ip}:${lab ? 2380 : ports[2 * i]}`,
         clientURL,
+        // Server certificates name loopback too, so a forward to 127.0.0.1 passes TLS as it is.
         localClientURL: lab ? await lab.reach(clientURL) : clientURL,
         stateDir: join(dir, name),
         dataDir: join(dir, name, "etcd"),
+        pkiDir: join(dir, name, "pki"),
         ...(lab ? { labHost: name } : {}),
       });
     }
@@ -154,6 +172,7 @@ export class ClusterHarness {
       lab.addHost("broker");
       lab.addHost("join-api");
     }
+    const pki = tls ? await preparePki(dir, nodes) : null;
     let broker: BrokerProcess | null = null;
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
@@ -165,9 +184,9 @@ export class ClusterHarness {
         const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
         if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
       }
-      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), options.caFile ? ["--ca-file", options.caFile] : [], lab);
+      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])], lab);
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
-      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy);
+      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy, pki?.client ?? null);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
       return h;
     } catch (e) {
@@ -177,6 +196,19 @@ export class ClusterHarness {
       rmSync(dir, { recursive: true, force: true });
       throw e;
     }
+  }
+
+  /** The operator's etcd CA (ca.crt, ca.key) that the join API signs with, on TLS runs. */
+  get pkiCaDir(): string | null {
+    return this.etcdClientTls ? join(this.dir, "pki-ca") : null;
+  }
+
+  /** A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. */
+  etcd(endpoints: string | string[], timeoutMs = 5_000): EtcdGateway {
+    // A node's own client URL is reached through its forward when the run is in a lab.
+    const local = (url: string) => this.nodes.find((n) => n.clientURL === url)?.localClientURL ?? url;
+    endpoints = typeof endpoints === "string" ? local(endpoints) : endpoints.map(local);
+    return new EtcdGateway(endpoints, { timeoutMs, ...(this.etcdClientTls ? { fetch: tlsFetch(this.etcdClientTls) } : {}) });
   }
 
   /** The URL agents use for the join API (through the fault proxy, when there is one). */
@@ -217,6 +249,7 @@ export class ClusterHarness {
       "--etcd-bin", this.etcdBin,
       "--data-dir", node.dataDir,
       "--client-url", node.clientURL,
+      ...(this.etcdClientTls ? ["--pki-dir", node.pkiDir] : []),
       "--log-format", "json",
       "--timeout", "600",
       ...(this.options.caFile ? ["--ca-file", this.options.caFile] : []),
@@ -239,6 +272,7 @@ export class ClusterHarness {
       "--state-dir", node.stateDir,
       "--client-url", node.clientURL,
       "--etcd", this.nodes.map((n) => n.clientURL).join(","),
+      ...(this.etcdClientTls ? ["--etcd-cacert", this.etcdClientTls.ca!, "--etcd-cert", this.etcdClientTls.cert!, "--etcd-key", this.etcdClientTls.key!] : []),
       "--exec", exec,
       "--log-format", "json",
       "--timeout", "600",
@@ -391,7 +425,7 @@ export class ClusterHarness {
    * timeline and fails the run at the next `waitFor` or `stopSampling`.
    */
   async sampleNow(): Promise<void> {
-    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await new EtcdGateway(n.localClientURL, { timeoutMs: 800 }).memberList() })));
+    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await this.etcd(n.localClientURL, 800).memberList() })));
     const samples: NodeSample[] = lists.map(({ node, list }) =>
       list.ok ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length } : { node, clusterId: null, learners: null },
     );
@@ -432,7 +466,7 @@ export class ClusterHarness {
     const views: FinalView[] = [];
     for (const name of names) {
       const n = this.node(name);
-      const gateway = new EtcdGateway(n.localClientURL, { timeoutMs: 5_000 });
+      const gateway = this.etcd(n.localClientURL);
       const list = await gateway.memberList();
       if (!list.ok) throw new Error(`member list from ${name} (${n.clientURL}) failed: ${list.error.message}`);
       const status = await gateway.status(n.localClientURL);
@@ -565,31 +599,40 @@ function processesUnder(dir: string): number[] {
   return found;
 }
 
+/**
+ * An operator's etcd CA, put in every node's --pki-dir (whichever node the broker lets bootstrap
+ * finds the pair) and the join API's; client certificates for the join API and the harness.
+ */
+async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
+  const caDir = join(dir, "pki-ca");
+  const { ca } = await certificateAuthority(caDir, { create: { commonName: "e2e etcd CA" } });
+  const files = pkiFiles(caDir);
+  for (const n of nodes) {
+    mkdirSync(n.pkiDir, { recursive: true, mode: 0o700 });
+    copyFileSync(files.ca, join(n.pkiDir, "ca.crt"));
+    copyFileSync(files.caKey, join(n.pkiDir, "ca.key"));
+  }
+  const client = async (name: string): Promise<TlsFiles> => {
+    const clientDir = join(dir, `pki-${name}`);
+    await issueOwnCertificates(clientDir, ca, { peer: { node: name, hosts: ["127.0.0.1"] }, server: { node: name, hosts: ["127.0.0.1"] } });
+    return ownClientFiles(clientDir);
+  };
+  const joinApi = await client("join-api");
+  return {
+    joinApiArgs: ["--pki-dir", caDir, "--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!],
+    client: await client("e2e-harness"),
+  };
+}
+
 async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = [], lab?: Lab): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
   const listen = lab ? `${lab.host("join-api").ip}:8080` : "127.0.0.1:0";
-  const args = [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs];
-  const spawnOptions = { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) } };
-  const proc = lab ? lab.spawn("join-api", process.execPath, args, spawnOptions) : spawn(process.execPath, args, spawnOptions);
-  let log = "";
-  const keep = (chunk: Buffer) => {
-    log += chunk.toString();
-    if (log.length > 400_000) log = log.slice(-200_000);
-  };
-  proc.stderr!.on("data", keep);
-  const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the join API did not start within 60 s:\n${log}`)), 60_000);
-    proc.stdout!.on("data", (chunk: Buffer) => {
-      keep(chunk);
-      const m = /join API listening on (http:\/\/\S+)/.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        ok(m[1]!);
-      }
-    });
-    proc.once("exit", (code) => {
-      clearTimeout(timer);
-      fail(new Error(`the join API exited with ${code}:\n${log}`));
-    });
+  const started = await spawnUntilReady(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs], {
+    what: "the join API",
+    ready: /join API listening on (http:\/\/\S+)/,
+    spawner: lab ? (command, args, spawnOptions) => lab.spawn("join-api", command, args, spawnOptions) : undefined,
+    cwd: ROOT,
+    detached: true,
+    env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) },
   });
-  return { url, proc, output: () => log };
+  return { url: started.match[1]!, proc: started.proc, output: started.output };
 }

@@ -13,15 +13,20 @@
 // node is a voter (kubeadm: the kubelet runs etcd). With --foreground it stays, etcd as its
 // child, until a signal, like `k0s controller` or `k3s server`. A data dir that holds a member is
 // started first, before any question to the cluster; one whose member is gone is wiped (what
-// `kubeadm reset` does). --fail-once-after add|start FILE exits 1 at that
+// `kubeadm reset` does). With --pki-dir DIR holding the cluster's etcd CA
+// (ca.crt and ca.key, shared by every node as kubeadm shares /etc/kubernetes/pki/etcd), etcd runs
+// with TLS and client-certificate auth on both ports: the installer makes this node's peer and
+// server keys and certificates there with openssl when they are missing, and etcdctl presents
+// the server certificate (made for clientAuth too). --fail-once-after add|start FILE exits 1 at that
 // point the first time (when FILE does not exist yet), leaving the learner behind.
 //
 // Usage: node etcd-installer.mjs init|join --name N --data-dir D --peer-url P --client-url C
 //          --endpoints URL[,URL…] --etcd-bin PATH --etcdctl PATH [--token T] [--foreground]
+//          [--pki-dir DIR]
 //          [--fail-once-after add|start --fail-once-file FILE [--fail-once-when FILE2]]
 // (with --fail-once-when it fails only once FILE2 exists, else 2 s after that point)
-import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -37,6 +42,7 @@ const { positionals, values: o } = parseArgs({
     etcdctl: { type: "string" },
     token: { type: "string", default: "installer-cluster" },
     foreground: { type: "boolean", default: false },
+    "pki-dir": { type: "string" },
     "fail-once-after": { type: "string" },
     "fail-once-file": { type: "string" },
     "fail-once-when": { type: "string" },
@@ -61,6 +67,50 @@ function say(line) {
   console.error(`[installer ${o.name}] ${line}`);
 }
 
+/** The files of a node's PKI directory, named as the agent's own mode names them. */
+const pki = o["pki-dir"]
+  ? Object.fromEntries(["ca.crt", "ca.key", "peer.crt", "peer.key", "server.crt", "server.key"].map((f) => [f, join(o["pki-dir"], f)]))
+  : null;
+
+/** A URL's host as a subjectAltName entry: IP addresses as IP, names as DNS. */
+function altName(url) {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  return /^[\d.]+$|:/.test(host) ? `IP:${host}` : `DNS:${host}`;
+}
+
+/**
+ * Makes `kind`.key and `kind`.crt (ECDSA P-256, signed by the cluster CA, for serverAuth and
+ * clientAuth) unless both are there. The key is written before the certificate, each under a
+ * temporary name first, so that an interrupted run leaves no certificate without its key.
+ */
+function ensureCertificate(kind, altNames) {
+  if (existsSync(pki[`${kind}.crt`]) && existsSync(pki[`${kind}.key`])) return;
+  for (const f of ["ca.crt", "ca.key"]) if (!existsSync(pki[f])) usage(`${pki[f]} is missing: --pki-dir holds the cluster's etcd CA pair`);
+  const base = join(o["pki-dir"], `.${kind}-${process.pid}`);
+  const ext = [
+    "basicConstraints=critical,CA:FALSE",
+    "keyUsage=critical,digitalSignature",
+    "extendedKeyUsage=serverAuth,clientAuth",
+    `subjectAltName=${[...new Set(altNames)].join(",")}`,
+  ].join("\n");
+  const openssl = (...args) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    writeFileSync(`${base}.ext`, `${ext}\n`);
+    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", `${base}.key`);
+    openssl("req", "-new", "-key", `${base}.key`, "-subj", `/CN=${o.name}`, "-out", `${base}.csr`);
+    const serial = `0x${execFileSync("openssl", ["rand", "-hex", "16"], { encoding: "utf8" }).trim()}`;
+    openssl("x509", "-req", "-in", `${base}.csr`, "-CA", pki["ca.crt"], "-CAkey", pki["ca.key"], "-set_serial", serial, "-days", "365", "-extfile", `${base}.ext`, "-out", `${base}.crt`);
+    renameSync(`${base}.key`, pki[`${kind}.key`]);
+    renameSync(`${base}.crt`, pki[`${kind}.crt`]);
+  } catch (e) {
+    say(`making the ${kind} certificate with openssl failed: ${e.stderr?.toString().trim() || e.message}`);
+    process.exit(1);
+  } finally {
+    for (const f of [".ext", ".csr", ".key", ".crt"]) rmSync(`${base}${f}`, { force: true });
+  }
+  say(`made ${pki[`${kind}.crt`]}`);
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -72,6 +122,8 @@ function etcdctlError(stderr) {
   return lines.findLast((l) => l.startsWith("Error:")) ?? lines.at(-1) ?? "";
 }
 
+const tlsArgs = pki ? [`--cacert=${pki["ca.crt"]}`, `--cert=${pki["server.crt"]}`, `--key=${pki["server.key"]}`] : [];
+
 /** etcdctl with its JSON output; uint64 IDs kept as decimal strings (JSON numbers would round them). */
 function etcdctl(args, endpoints = o.endpoints) {
   // Every etcdctl from 3.4 on speaks v3 by default, and 3.6 warns about ETCDCTL_API: leave it unset.
@@ -79,7 +131,7 @@ function etcdctl(args, endpoints = o.endpoints) {
   return new Promise((resolve) => {
     execFile(
       o.etcdctl,
-      [`--endpoints=${endpoints}`, "--dial-timeout=2s", "--command-timeout=5s", "-w", "json", ...args],
+      [`--endpoints=${endpoints}`, ...tlsArgs, "--dial-timeout=2s", "--command-timeout=5s", "-w", "json", ...args],
       { env, timeout: 15_000 },
       (error, stdout, stderr) => {
         if (error) return resolve({ ok: false, error: etcdctlError(stderr) || error.message.trim() });
@@ -147,6 +199,12 @@ function startEtcd(initialCluster, state) {
     ...(state === "new" ? [`--initial-cluster-token=${o.token}`] : []),
     "--heartbeat-interval=50",
     "--election-timeout=750",
+    ...(pki
+      ? [
+          `--cert-file=${pki["server.crt"]}`, `--key-file=${pki["server.key"]}`, `--trusted-ca-file=${pki["ca.crt"]}`, "--client-cert-auth",
+          `--peer-cert-file=${pki["peer.crt"]}`, `--peer-key-file=${pki["peer.key"]}`, `--peer-trusted-ca-file=${pki["ca.crt"]}`, "--peer-client-cert-auth",
+        ]
+      : []),
   ];
   const log = openSync(logFile, "a");
   child = spawn(o["etcd-bin"], args, { stdio: ["ignore", log, log], detached: !o.foreground });
@@ -241,6 +299,10 @@ async function joinCluster() {
   say(`member ${hex(member.ID)} is a voter`);
 }
 
+if (pki) {
+  ensureCertificate("peer", [altName(o["peer-url"])]);
+  ensureCertificate("server", [altName(o["client-url"]), "IP:127.0.0.1"]);
+}
 await (mode === "init" ? init() : joinCluster());
 if (o.foreground) {
   if (!child) {

@@ -4,12 +4,51 @@
 # as a learner, starts its etcd and promotes it once it has caught up. etcd runs detached (its own
 # session); the script exits 0 once this node's etcd is healthy (init) or a voter (join).
 #
-#   etcd-installer.sh init|join NAME DATA_DIR PEER_URL CLIENT_URL ENDPOINTS ETCD ETCDCTL
+#   etcd-installer.sh init|join NAME DATA_DIR PEER_URL CLIENT_URL ENDPOINTS ETCD ETCDCTL [PKI_DIR]
+#
+# With PKI_DIR holding the cluster's etcd CA (ca.crt and ca.key, shared by every node as kubeadm
+# shares /etc/kubernetes/pki/etcd), etcd runs with TLS and client-certificate auth on both ports:
+# this node's peer and server keys and certificates are made there with openssl when missing, and
+# etcdctl presents the server certificate (made for clientAuth too).
 set -eu
-mode=$1 name=$2 data=$3 peer=$4 client=$5 endpoints=$6 etcd=$7 etcdctl=$8
+mode=$1 name=$2 data=$3 peer=$4 client=$5 endpoints=$6 etcd=$7 etcdctl=$8 pki=${9:-}
 unset ETCDCTL_API
 say() { echo "[installer $name] $*" >&2; }
-ctl() { "$etcdctl" --endpoints="$endpoints" --dial-timeout=2s --command-timeout=5s "$@"; }
+
+# etcdctl with this node's certificate when there is a PKI_DIR.
+tls_ctl() { if [ -n "$pki" ]; then "$@" --cacert="$pki/ca.crt" --cert="$pki/server.crt" --key="$pki/server.key"; else "$@"; fi; }
+ctl() { tls_ctl "$etcdctl" --endpoints="$endpoints" --dial-timeout=2s --command-timeout=5s "$@"; }
+
+# A URL's host as a subjectAltName entry: IP addresses as IP, names as DNS.
+alt_name() {
+  host=${1#*://}; host=${host%%/*}
+  case "$host" in
+    \[*) host=${host#\[}; host=${host%%]*}; echo "IP:$host"; return ;;
+  esac
+  host=${host%:*}
+  case "$host" in *[!0-9.]*) echo "DNS:$host" ;; *) echo "IP:$host" ;; esac
+}
+
+# Makes $pki/KIND.key and KIND.crt (ECDSA P-256, signed by the cluster CA, for serverAuth and
+# clientAuth) unless both are there; the key is moved into place before the certificate.
+make_certificate() { # KIND SUBJECT_ALT_NAMES
+  if [ -f "$pki/$1.crt" ] && [ -f "$pki/$1.key" ]; then return 0; fi
+  for f in ca.crt ca.key; do [ -f "$pki/$f" ] || give_up "$pki/$f is missing: PKI_DIR holds the cluster's etcd CA pair"; done
+  tmp="$pki/.$1-$$"
+  printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+    "extendedKeyUsage=serverAuth,clientAuth" "subjectAltName=$2" >"$tmp.ext"
+  if ! err=$( (umask 077 &&
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp.key" &&
+    openssl req -new -key "$tmp.key" -subj "/CN=$name" -out "$tmp.csr" &&
+    openssl x509 -req -in "$tmp.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+      -days 365 -extfile "$tmp.ext" -out "$tmp.crt") 2>&1 >/dev/null); then
+    rm -f "$tmp.ext" "$tmp.csr" "$tmp.key" "$tmp.crt"
+    give_up "making the $1 certificate with openssl failed: $err"
+  fi
+  mv "$tmp.key" "$pki/$1.key" && mv "$tmp.crt" "$pki/$1.crt" && chmod 644 "$pki/$1.crt"
+  rm -f "$tmp.ext" "$tmp.csr"
+  say "made $pki/$1.crt"
+}
 
 etcd_pid=""
 
@@ -33,14 +72,21 @@ retry() {
 }
 
 start_etcd() { # INITIAL_CLUSTER STATE
+  initial=$1 state=$2
+  # With a PKI_DIR: TLS and client-certificate auth on both ports.
+  set --
+  if [ -n "$pki" ]; then
+    set -- --cert-file="$pki/server.crt" --key-file="$pki/server.key" --trusted-ca-file="$pki/ca.crt" --client-cert-auth \
+      --peer-cert-file="$pki/peer.crt" --peer-key-file="$pki/peer.key" --peer-trusted-ca-file="$pki/ca.crt" --peer-client-cert-auth
+  fi
   mkdir -p "$data" && chmod 700 "$data"
   setsid "$etcd" --name="$name" --data-dir="$data" \
     --listen-client-urls="$client" --advertise-client-urls="$client" \
     --listen-peer-urls="$peer" --initial-advertise-peer-urls="$peer" \
-    --initial-cluster="$1" --initial-cluster-state="$2" --initial-cluster-token="$name-cluster" \
-    --heartbeat-interval=50 --election-timeout=750 </dev/null >>"$data.log" 2>&1 &
+    --initial-cluster="$initial" --initial-cluster-state="$state" --initial-cluster-token="$name-cluster" \
+    --heartbeat-interval=50 --election-timeout=750 "$@" </dev/null >>"$data.log" 2>&1 &
   etcd_pid=$!
-  say "started etcd ($2, pid $etcd_pid)"
+  say "started etcd ($state, pid $etcd_pid)"
 }
 
 # Adds this node as a learner. An add whose answer was lost (etcdctl's command timeout on a
@@ -61,10 +107,17 @@ add_learner() {
   printf 'Member %s added\nETCD_INITIAL_CLUSTER="%s"\n' "$id" "$initial"
 }
 
+if [ -n "$pki" ]; then
+  make_certificate peer "$(alt_name "$peer")"
+  server_names=$(alt_name "$client")
+  [ "$server_names" = "IP:127.0.0.1" ] || server_names="$server_names,IP:127.0.0.1"
+  make_certificate server "$server_names"
+fi
+
 case "$mode" in
   init)
     start_etcd "$name=$peer" new
-    retry "$etcdctl" --endpoints="$client" --dial-timeout=2s endpoint health
+    retry tls_ctl "$etcdctl" --endpoints="$client" --dial-timeout=2s endpoint health
     say "etcd is healthy: a new cluster"
     ;;
   join)

@@ -3,7 +3,7 @@
 // `npm test` (scripts/test.mjs) runs the e2e project once per version, with E2E_ETCD_VERSION set; the
 // harness (test/support/etcd.ts) then starts that version's etcd (scripts/etcd.mjs builds or
 // installs it). Every version runs the version table's checks, the join API's tests against etcd,
-// the parallel join and the fault run; the other scenarios are spread so that each runs on two
+// the parallel join, the fault run and etcd on TLS with the join API signing; the other scenarios are spread so that each runs on two
 // versions, and the files that do not depend on etcd's version run on the primary one only.
 // Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7. The single
 // executable file's joins (single-executable.test.ts) run on the primary version only.
@@ -20,6 +20,7 @@ const EVERY_VERSION = [
   "test/e2e/join-api.test.ts",
   "test/e2e/cluster-parallel.test.ts",
   "test/e2e/cluster-faults.test.ts",
+  "test/e2e/etcd-tls.test.ts",
 ];
 
 /** Gate mode with an unmodified installer (kubeadm's etcd phase with etcdctl): on Debian's 3.4 and the primary version; the parallel join also on the newest. */

@@ -18,7 +18,7 @@ import { detectEtcdVersion, etcdTraits, type EtcdMinor, type EtcdTraits } from "
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 
 /** The path of a tool the tests drive, installing its Debian package when missing (scripts/tools.mjs). */
-export async function ensureTool(name: "etcd" | "etcdctl" | "spin"): Promise<string> {
+export async function ensureTool(name: "etcd" | "etcdctl" | "spin" | "openssl"): Promise<string> {
   const tools = (await import(TOOLS_MODULE)) as { ensureTool(name: string): string };
   return tools.ensureTool(name);
 }

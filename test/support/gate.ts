@@ -1,11 +1,14 @@
 /**
  * Gate mode in the end-to-end harness: the command line of the test installer
  * (etcd-installer.mjs, kubeadm's etcd phase with the real etcdctl) as a node's `--exec` COMMAND,
- * and a fast watcher of etcd's member list that records how many members were not voters at once.
+ * on TLS runs with the node's PKI directory (the harness's CA pair, shared as kubeadm shares its
+ * etcd CA), and a fast watcher of etcd's member list that records how many members were not voters at once.
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { expect } from "vitest";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
+import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import type { AgentRun, ClusterHarness, NodeSpec } from "./cluster.ts";
 import { ensureTool } from "./etcd.ts";
 
@@ -31,6 +34,12 @@ export function installerDataDir(node: NodeSpec): string {
   return join(node.stateDir, "installer-etcd");
 }
 
+/** The node's PKI directory, where an installer makes the node's certificates with openssl. */
+export async function installerPkiDir(node: NodeSpec): Promise<string> {
+  await ensureTool("openssl");
+  return node.pkiDir;
+}
+
 /**
  * The COMMAND for `--exec`: the broker's role picks `init` or `join`, as a recipe does for
  * `kubeadm init` and `kubeadm join`. The installer itself never reads a JOIN_BROKER_ variable.
@@ -50,6 +59,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     "--etcd-bin", options.etcdBin ?? h.etcdBin,
     "--etcdctl", etcdctl,
     "--token", h.cluster,
+    ...(h.etcdClientTls ? ["--pki-dir", await installerPkiDir(node)] : []),
     ...(options.foreground ? ["--foreground"] : []),
     ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
     ...(options.failOnceWhen ? ["--fail-once-when", options.failOnceWhen] : []),
@@ -57,6 +67,18 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
   const [node0, script, ...rest] = args;
   if (options.alwaysInit) return `exec ${node0} ${script} init ${rest.join(" ")}`;
   return `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec ${node0} ${script} init ${rest.join(" ")}; else exec ${node0} ${script} join ${rest.join(" ")}; fi`;
+}
+
+/**
+ * That an installer's etcd runs on TLS with client-certificate auth: it answers the harness's
+ * client certificate (signed by the shared CA) and refuses a client without one, and plain http.
+ */
+export async function expectClientCertificateRequired(h: ClusterHarness, clientURL: string): Promise<void> {
+  expect(clientURL).toMatch(/^https:\/\//);
+  expect((await h.etcd(clientURL, 3_000).memberList()).ok, "with the harness's client certificate").toBe(true);
+  const withoutCertificate = new EtcdGateway(clientURL, { timeoutMs: 3_000, fetch: tlsFetch({ ca: h.etcdClientTls!.ca! }) });
+  expect((await withoutCertificate.memberList()).ok, "without a client certificate").toBe(false);
+  expect((await new EtcdGateway(clientURL.replace(/^https:/, "http:"), { timeoutMs: 3_000 }).memberList()).ok, "over plain http").toBe(false);
 }
 
 /** Samples the member list every 200 ms: the most members that were learners or not started at once. */
@@ -83,7 +105,7 @@ export class NonVoterWatch {
 
   async #sample(): Promise<void> {
     for (const n of this.h.nodes) {
-      const list = await new EtcdGateway(n.clientURL, { timeoutMs: 500 }).memberList();
+      const list = await this.h.etcd(n.clientURL, 500).memberList();
       if (!list.ok) continue;
       const members = list.value.members;
       this.samples++;

@@ -445,7 +445,8 @@ export async function runBrokered(options: RunOptions): Promise<RunFigures> {
     options.log?.(text);
   };
   const schedule = faultSchedule(options.seed, options.names);
-  const h = await ClusterHarness.start({ scenario: "demo-brokered", seed: options.seed, nodes: options.names, cluster: "demo", faultProxy: true, random: seededRandom(options.seed ^ 0x5eed) });
+  // Plain http like the run without the broker, so the two differ by the broker alone.
+  const h = await ClusterHarness.start({ scenario: "demo-brokered", seed: options.seed, nodes: options.names, cluster: "demo", faultProxy: true, random: seededRandom(options.seed ^ 0x5eed), etcdTls: false });
   let restarts = 0;
   try {
     note(`brokered: ${options.names.length} node agents, broker and reference join API${options.faults ? `, same faults` : ""}`);

@@ -28,10 +28,12 @@ describe("the dependency rules", () => {
     expect(violations).toEqual([
       "broker-no-node-builtins src/broker/uses-fs.ts fs",
       "broker-not-node src/broker/uses-node.ts src/node/agent.ts",
+      "console-script-browser-only src/broker/console/app/main.ts src/broker/views.ts",
       "no-cycles src/shared/ids.ts",
       "node-not-broker src/node/agent.ts src/broker/views.ts",
       "shared-imports-neither src/shared/wire.ts src/node/agent.ts",
       "shared-no-node-builtins src/shared/uses-path.ts path",
+      "worker-not-console-script src/broker/console/routes.ts src/broker/console/app/main.ts",
     ]);
   }, 60_000);
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { SCHEMA_VERSION, migrate } from "../../src/broker/queue/schema.ts";
 
 describe("schema migrations", () => {
-  it("upgrades a version-1 database: tokens keep their uses, and each new ticket counts one more", async () => {
+  it("upgrades a version-1 database step by step: what each migration counts starts from the rows already there", async () => {
     await runInDurableObject(env.JOIN_QUEUE.getByName("schema-upgrade"), (_instance, state) => {
       const sql = state.storage.sql;
       const uses = () => sql.exec<{ uses: number }>(`SELECT uses FROM enrollment_tokens WHERE id = 'enr_a'`).one().uses;
@@ -48,11 +48,25 @@ describe("schema migrations", () => {
       expect(sql.exec(`SELECT nodes, peer_hosts FROM enrollment_tokens WHERE id = 'enr_a'`).one()).toEqual({ nodes: null, peer_hosts: null });
 
       // Version 5: a restored state awaiting an admin; clusters from before were never marked.
-      migrate(state.storage, 6);
-      expect(SCHEMA_VERSION).toBe(5);
+      migrate(state.storage, 6, 5);
       expect(sql.exec(`SELECT restored_at, restore_id FROM cluster`).toArray()).toEqual(sql.exec(`SELECT count(*) AS n FROM cluster`).one().n ? [{ restored_at: null, restore_id: null }] : []);
+
+      // Version 6: live tickets counted by the writes, counted once from the tickets already there.
+      insertTicket("tkt_queued", 4, null);
       migrate(state.storage, 7);
-      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(5);
+      expect(SCHEMA_VERSION).toBe(6);
+      const live = () => [counter("ticket.live.queued"), counter("ticket.live.admitted")];
+      expect(live(), "existing tickets counted").toEqual([1, 1]);
+      insertTicket("tkt_next", 5, null);
+      expect(live(), "an insert counts").toEqual([2, 1]);
+      sql.exec(`UPDATE tickets SET state = 'admitted', admitted_at = 2 WHERE id = 'tkt_queued'`);
+      sql.exec(`UPDATE tickets SET state = 'joined' WHERE id = 'tkt_none'`);
+      sql.exec(`UPDATE tickets SET state = 'admitted', version = version + 1 WHERE id = 'tkt_queued'`);
+      expect(live(), "state changes move the counts, other updates do not").toEqual([1, 1]);
+      sql.exec(`DELETE FROM tickets WHERE id IN ('tkt_next', 'tkt_none')`);
+      expect(live(), "a delete of a live ticket counts, of an ended one not").toEqual([0, 1]);
+      migrate(state.storage, 8);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(6);
     });
   });
 });

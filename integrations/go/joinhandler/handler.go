@@ -5,7 +5,8 @@
 // before the etcd call; the refusals become problem+json answers with the verifier's codes, and
 // the not-now ones 503 with Retry-After instead of 500. The etcd side is the Members interface,
 // which a real join API implements with go.etcd.io/etcd/client/v3 (MemberAddAsLearner, and on
-// "Peer URLs already exists" the existing member).
+// "Peer URLs already exists" the existing member). With etcd on TLS, a Signer (CASigner) signs
+// the node's certificate requests for exactly its admission: checked before the add, issued after.
 package joinhandler
 
 import (
@@ -25,6 +26,8 @@ import (
 type Request struct {
 	Node        string `json:"node"`
 	PeerAddress string `json:"peerAddress"`
+	// CSRs, with etcd on TLS: the node's certificate requests, signed by Handler.Signer.
+	CSRs *CertificateRequests `json:"csrs,omitempty"`
 }
 
 // Response is the 200 answer.
@@ -35,6 +38,8 @@ type Response struct {
 	// Started says the member has run already (it published its name): a node whose data dir
 	// is empty must then not start etcd as that member, whose raft state (term, vote) is lost.
 	Started bool `json:"started"`
+	// Certificates answer the request's CSRs.
+	Certificates *Certificates `json:"certificates,omitempty"`
 }
 
 // Member is what Members.AddLearner reports.
@@ -69,6 +74,9 @@ type Handler struct {
 	// optionally a Trust, a clock, the revocation list fallback.
 	Verify  admission.Options
 	Members Members
+	// Signer, if set, signs the certificate requests a node sends with its add (etcd on TLS);
+	// without it such an add is refused (422 certificates_unavailable).
+	Signer Signer
 	// Log, if set, is told about each refusal and addition.
 	Log func(format string, args ...any)
 }
@@ -107,6 +115,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// With etcd on TLS: the requests are checked before etcd is touched, so that a node that
+	// could not run its member is never added, and signed once it is.
+	var checked *Checked
+	if req.CSRs != nil {
+		if h.Signer == nil {
+			problem(w, 422, "certificates_unavailable", "this join API holds no etcd CA, so it cannot sign the certificate requests sent with this add", 0)
+			return
+		}
+		c, err := h.Signer.Check(claims, *req.CSRs)
+		var bad *CSRError
+		if errors.As(err, &bad) {
+			h.log("refused %s's certificate requests: %v", req.Node, bad)
+			problem(w, bad.Status(), bad.Code, bad.Err.Error(), 0)
+			return
+		} else if err != nil {
+			problem(w, http.StatusInternalServerError, "internal_error", err.Error(), 0)
+			return
+		}
+		checked = &c
+	}
+
 	// Only now touch etcd: as a learner, which does not count toward quorum.
 	member, err := h.Members.AddLearner(r.Context(), req.Node, req.PeerAddress)
 	var notNow *NotNow
@@ -118,8 +147,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log("added %s (%s) as member %d under admission %s", req.Node, req.PeerAddress, member.ID, claims.ID)
+	res := Response{MemberID: strconv.FormatUint(member.ID, 10), Learner: member.Learner, InitialCluster: member.InitialCluster, Started: member.Started}
+	if checked != nil {
+		certs, err := h.Signer.Issue(*checked)
+		if err != nil {
+			problem(w, http.StatusInternalServerError, "internal_error", "signing failed: "+err.Error(), 0)
+			return
+		}
+		res.Certificates = &certs
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(Response{MemberID: strconv.FormatUint(member.ID, 10), Learner: member.Learner, InitialCluster: member.InitialCluster, Started: member.Started})
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 func (h *Handler) log(format string, args ...any) {

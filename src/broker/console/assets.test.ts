@@ -1,10 +1,20 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { CONSOLE_MODULE, consoleModule } from "../../../scripts/build-console.mjs";
 import { CONSOLE_HTML } from "./page.ts";
-import { CONSOLE_JS } from "./script.ts";
+import { CONSOLE_JS } from "./script.generated.ts";
 import { CONSOLE_CSP } from "./console-routes.ts";
 
 describe("console assets", () => {
-  it("the script parses as JavaScript (it is served as text, never bundled)", () => {
+  it("the served script is the bundle of src/broker/console/app as it is now (else: npm run build:console)", async () => {
+    const committed = readFileSync(join(import.meta.dirname, "../../..", CONSOLE_MODULE), "utf8");
+    expect(committed, `${CONSOLE_MODULE} is stale: run \`npm run build:console\``).toBe(await consoleModule());
+  });
+
+  it("the script is one module that imports nothing (the page loads no other script)", async () => {
+    expect(CONSOLE_JS).not.toMatch(/^\s*(import|export)\b/m);
+    // It parses; the page loads it as a module, and it has no import or export to resolve.
     expect(() => new Function(CONSOLE_JS)).not.toThrow();
   });
 

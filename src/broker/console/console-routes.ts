@@ -11,7 +11,7 @@ import type { Context } from "hono";
 import { newApp, type AppEnv } from "../http/context.ts";
 import { CONSOLE_HTML } from "./page.ts";
 import { CONSOLE_CSS } from "./style.ts";
-import { CONSOLE_JS } from "./script.ts";
+import { CONSOLE_JS } from "./script.generated.ts";
 
 /** Only this origin, no inline code, no plugins, no framing, no form posts anywhere. */
 export const CONSOLE_CSP = [

@@ -6,7 +6,7 @@
 import { OpenAPIHono, type Hook } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
-import { problem, type ProblemCode } from "../../shared/protocol/problem.ts";
+import { problem, problemCodeForField, type ProblemCode } from "../../shared/protocol/problem.ts";
 import { AuthFailureBlocks } from "./auth-limit.ts";
 import { sendProblem } from "./problem-response.ts";
 import type { Outcome } from "../queue/views.ts";
@@ -16,20 +16,13 @@ export type AdminAccess = { readOnly: false } | { readOnly: true; id: string; cl
 
 export type AppEnv = { Bindings: Env; Variables: { requestId: string; access: AdminAccess } };
 
-const FIELD_CODES: Record<string, ProblemCode> = {
-  cluster: "invalid_cluster",
-  node: "invalid_node",
-  peerURL: "invalid_peer_url",
-  peerAddress: "invalid_peer_url",
-};
-
 /** Validation failures become 400 problems whose `code` names the field when it is an identifier. */
 export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
   if (result.success) return;
   const issues = result.error.issues;
   const first = issues[0];
   const field = first?.code === "unrecognized_keys" ? undefined : String(first?.path?.[first.path.length - 1] ?? "");
-  const code = (field && FIELD_CODES[field]) || "invalid_request";
+  const code = problemCodeForField(field) ?? "invalid_request";
   const detail = issues
     .map((i) => {
       const where = i.path.length ? i.path.join(".") : result.target;

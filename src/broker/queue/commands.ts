@@ -368,17 +368,19 @@ export class QueueCommands {
     return tickets.length ? { tickets } : null;
   }
 
-  /** Whether anyone is queued for a free slot (cheap: counts kept in memory). */
+  /** Whether anyone is queued for a free slot (cheap: one read of the counts the triggers keep). */
   hasOpenSlots(): boolean {
     return this.#openSlots() !== null;
   }
 
   #openSlots(): { role: Role; slots: number } | null {
     const c = this.store.cluster();
-    if (!c || this.store.liveCount("queued") === 0) return null;
+    if (!c) return null;
+    const live = this.store.liveCounts();
+    if (live.queued === 0) return null;
     const facts = clusterFacts(c);
     const role = admittableRole(facts);
-    const slots = freeSlots(this.store.liveCount("admitted"), clusterPolicy(c), facts);
+    const slots = freeSlots(live.admitted, clusterPolicy(c), facts);
     return role === null || slots === 0 ? null : { role, slots };
   }
 

@@ -344,7 +344,7 @@ export class JoinQueue extends DurableObject<Env> {
         restored: { at: iso(c.restored_at) ?? null, awaitingAdmin: awaitsAdmin(clusterFacts(c)) },
         paused: c.paused === 1,
         policy: clusterPolicy(c),
-        queue: { queued: this.#store.liveCount("queued"), admitted: this.#store.liveCount("admitted") },
+        queue: this.#store.liveCounts(),
         inFlight: admitted.map((t) => adminTicketView(c.name, t)),
         members: this.#store.members().map(memberView),
         signingKey: current?.kid ?? null,

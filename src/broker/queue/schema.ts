@@ -167,6 +167,33 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       ALTER TABLE cluster ADD COLUMN restore_id TEXT;
     `,
   },
+  {
+    id: 6,
+    name: "live tickets counted by the writes",
+    // How many tickets are queued and admitted, which every ticket request and admission reads:
+    // kept by triggers on every insert, state change and delete of a ticket, so that no write can
+    // leave them behind, and read as two rows instead of counting a long queue. Counted once here.
+    sql: `
+      INSERT INTO counters (name, value) SELECT 'ticket.live.' || s.state, (SELECT count(*) FROM tickets t WHERE t.state = s.state)
+        FROM (SELECT 'queued' AS state UNION ALL SELECT 'admitted') s;
+      CREATE TRIGGER tickets_count_live_insert AFTER INSERT ON tickets
+      WHEN NEW.state IN ('queued', 'admitted')
+      BEGIN
+        UPDATE counters SET value = value + 1 WHERE name = 'ticket.live.' || NEW.state;
+      END;
+      CREATE TRIGGER tickets_count_live_move AFTER UPDATE OF state ON tickets
+      WHEN NEW.state <> OLD.state AND (NEW.state IN ('queued', 'admitted') OR OLD.state IN ('queued', 'admitted'))
+      BEGIN
+        UPDATE counters SET value = value + (name = 'ticket.live.' || NEW.state) - (name = 'ticket.live.' || OLD.state)
+          WHERE name IN ('ticket.live.' || NEW.state, 'ticket.live.' || OLD.state);
+      END;
+      CREATE TRIGGER tickets_count_live_delete AFTER DELETE ON tickets
+      WHEN OLD.state IN ('queued', 'admitted')
+      BEGIN
+        UPDATE counters SET value = value - 1 WHERE name = 'ticket.live.' || OLD.state;
+      END;
+    `,
+  },
 ];
 
 /** Whether this object has a schema at all: objects that only ever answered reads have none. */

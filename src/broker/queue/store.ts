@@ -2,11 +2,13 @@
  * Typed reads and writes of the JoinQueue's SQLite tables. Every method is synchronous so that
  * callers can group a state change and its audit row in one `transactionSync`.
  *
- * The object is the only writer of its database, so a few facts that every ticket request needs
- * (the cluster row, how many tickets are queued and admitted, the highest seq, the earliest lease
- * end, the enrollment tokens already presented) are kept in memory and updated by the very
- * methods that write them. After a rolled-back transaction the caller drops them all
- * (`forgetCached`) and they are read again.
+ * Nothing derived from the tickets is kept up to date by hand here. How many tickets are queued
+ * and admitted is kept by SQL triggers (migration 6) in the statement that changes a ticket, so
+ * that no write can leave it behind; the highest seq and the earliest lease end are indexed
+ * queries. What is kept in memory is a copy of rows that only this store's own methods change,
+ * dropped when they write them: the cluster row and the enrollment tokens already presented
+ * (without their use count, which tickets change). After a rolled-back transaction the caller
+ * drops these (`forgetCached`) and they are read again.
  * @module
  */
 import type { ClusterFacts, QueuePolicy, Role, TicketState } from "./policy.ts";
@@ -108,8 +110,9 @@ export interface AuditRow {
 
 type Row = Record<string, SqlStorageValue>;
 
-/** What authenticating and using an enrollment token needs. */
-export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "max_uses" | "uses" | "nodes" | "peer_hosts">;
+/** What authenticating with an enrollment token needs: nothing a new ticket changes (its uses). */
+export type EnrollmentCredential = Pick<EnrollmentTokenRow, "id" | "expires_at" | "revoked_at" | "nodes" | "peer_hosts">;
+const CREDENTIAL_COLUMNS = "id, expires_at, revoked_at, nodes, peer_hosts";
 
 /** The ticket states that hold a place in the queue or a slot. */
 type LiveState = "queued" | "admitted";
@@ -130,9 +133,6 @@ export class QueueStore {
    * writer, so the copy cannot go stale (a rolled-back write merely causes one more read).
    */
   #cluster: ClusterRow | null | undefined = undefined;
-  #live: Record<LiveState, number> | undefined = undefined;
-  #maxSeq: number | undefined = undefined;
-  #earliestLease: number | null | undefined = undefined;
   /** Known enrollment tokens by hash and by id (unknown hashes are never kept, so these stay small). */
   readonly #credentials = new Map<string, EnrollmentCredential>();
   readonly #credentialsById = new Map<string, EnrollmentCredential>();
@@ -163,9 +163,6 @@ export class QueueStore {
   /** Drops every value kept in memory; after a rolled-back transaction they may hold uncommitted values. */
   forgetCached(): void {
     this.#cluster = undefined;
-    this.#live = undefined;
-    this.#maxSeq = undefined;
-    this.#earliestLease = undefined;
     this.#credentials.clear();
     this.#credentialsById.clear();
   }
@@ -185,10 +182,9 @@ export class QueueStore {
     this.run(`UPDATE cluster SET ${entries.map(([k]) => `${k} = ?`).join(", ")} WHERE id = 1`, ...entries.map(([, v]) => v));
   }
 
-  /** The next queue position number: one past the highest ever given. */
+  /** The next queue position number: one past the highest ever given (retention keeps the newest ticket); one seek in the index on seq. */
   nextSeq(): number {
-    this.#maxSeq ??= this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) AS seq FROM tickets`)!.seq;
-    return this.#maxSeq + 1;
+    return this.first<{ seq: number }>(`SELECT coalesce(max(seq), 0) + 1 AS seq FROM tickets`)!.seq;
   }
 
   // -- tickets
@@ -230,11 +226,6 @@ export class QueueStore {
       `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)`,
       t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
     );
-    if (this.#live) this.#live.queued++;
-    if (this.#maxSeq !== undefined) this.#maxSeq = Math.max(this.#maxSeq, t.seq);
-    // The insert counted a use of its enrollment token (trigger tickets_count_enrollment_use).
-    const credential = t.enrollment_token_id === null ? undefined : this.#credentialsById.get(t.enrollment_token_id);
-    if (credential) credential.uses++;
     return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null };
   }
 
@@ -245,24 +236,12 @@ export class QueueStore {
   updateTicket(id: string, expected: TicketState, fields: Partial<Omit<TicketRow, "id" | "seq" | "version">>, expectedVersion?: number): boolean {
     const entries = Object.entries(fields);
     const versioned = expectedVersion === undefined ? "" : " AND version = ?";
-    const applied =
+    return (
       this.run(
         `UPDATE tickets SET ${[...entries.map(([k]) => `${k} = ?`), "version = version + 1"].join(", ")} WHERE id = ? AND state = ?${versioned}`,
         ...entries.map(([, v]) => v), id, expected, ...(expectedVersion === undefined ? [] : [expectedVersion]),
-      ) > 0;
-    if (applied && fields.state !== undefined && fields.state !== expected) {
-      this.#countMove(expected, fields.state);
-      this.#earliestLease = undefined;
-    } else if (applied && "lease_expires_at" in fields) {
-      this.#earliestLease = undefined;
-    }
-    return applied;
-  }
-
-  #countMove(from: TicketState, to: TicketState): void {
-    if (!this.#live) return;
-    if (from === "queued" || from === "admitted") this.#live[from]--;
-    if (to === "queued" || to === "admitted") this.#live[to]++;
+      ) > 0
+    );
   }
 
   /** Records which enrollment token now holds the ticket; not a state change, so no new version. */
@@ -270,20 +249,28 @@ export class QueueStore {
     return this.run(`UPDATE tickets SET enrollment_token_id = ? WHERE id = ?`, enrollmentTokenId, id) > 0;
   }
 
-  /** How many tickets are queued, or admitted (holding a slot). */
+  /** How many tickets are queued, or admitted (holding a slot): one row kept by the triggers of migration 6. */
   liveCount(state: LiveState): number {
-    if (!this.#live) {
-      const rows = this.all<{ state: LiveState; n: number }>(`SELECT state, count(*) AS n FROM tickets WHERE state IN ('queued', 'admitted') GROUP BY state`);
-      this.#live = { queued: 0, admitted: 0 };
-      for (const r of rows) this.#live[r.state] = r.n;
-    }
-    return this.#live[state];
+    return this.first<{ value: number }>(`SELECT value FROM counters WHERE name = ?`, `ticket.live.${state}`)!.value;
   }
 
-  /** 1 for the ticket that is next to be admitted. The newest ticket is last in line, without a count. */
+  /** Both live counts in one read. */
+  liveCounts(): Record<LiveState, number> {
+    const rows = this.all<{ name: string; value: number }>(`SELECT name, value FROM counters WHERE name IN ('ticket.live.queued', 'ticket.live.admitted')`);
+    const count = (state: LiveState) => rows.find((r) => r.name === `ticket.live.${state}`)!.value;
+    return { queued: count("queued"), admitted: count("admitted") };
+  }
+
+  /**
+   * 1 for the ticket that is next to be admitted. The newest ticket is last in line: its position
+   * is the queued count, without counting the queue (SQLite evaluates only the branch taken).
+   */
   position(seq: number): number {
-    if (seq === this.#maxSeq) return this.liveCount("queued");
-    return this.first<{ n: number }>(`SELECT count(*) AS n FROM tickets WHERE state = 'queued' AND seq <= ?`, seq)!.n;
+    return this.first<{ n: number }>(
+      `SELECT CASE WHEN ?1 = (SELECT max(seq) FROM tickets) THEN (SELECT value FROM counters WHERE name = 'ticket.live.queued')
+         ELSE (SELECT count(*) FROM tickets WHERE state = 'queued' AND seq <= ?1) END AS n`,
+      seq,
+    )!.n;
   }
 
   queuedOfRole(role: Role, limit: number): TicketRow[] {
@@ -294,11 +281,9 @@ export class QueueStore {
     return this.all<TicketRow>(`SELECT * FROM tickets WHERE state = 'admitted' AND lease_expires_at <= ? ORDER BY seq`, nowMs);
   }
 
+  /** Reads the admitted tickets only (at most maxInFlight), through the index on state. */
   earliestLeaseEnd(): number | null {
-    if (this.#earliestLease === undefined) {
-      this.#earliestLease = this.first<{ t: number | null }>(`SELECT min(lease_expires_at) AS t FROM tickets WHERE state = 'admitted'`)?.t ?? null;
-    }
-    return this.#earliestLease;
+    return this.first<{ t: number | null }>(`SELECT min(lease_expires_at) AS t FROM tickets WHERE state = 'admitted'`)?.t ?? null;
   }
 
   listTickets(state: TicketState | null, limit: number, afterSeq: number): TicketRow[] {
@@ -338,7 +323,7 @@ export class QueueStore {
   enrollmentCredential(hash: string): EnrollmentCredential | null {
     const known = this.#credentials.get(hash);
     if (known) return known;
-    const row = this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses, nodes, peer_hosts FROM enrollment_tokens WHERE token_hash = ?`, hash);
+    const row = this.first<EnrollmentCredential>(`SELECT ${CREDENTIAL_COLUMNS} FROM enrollment_tokens WHERE token_hash = ?`, hash);
     if (row) {
       this.#credentials.set(hash, row);
       this.#credentialsById.set(row.id, row);
@@ -346,15 +331,15 @@ export class QueueStore {
     return row;
   }
 
-  /** Whether the enrollment token may still be used for a new ticket (its use limit not reached). */
+  /** Whether the enrollment token may still be used for a new ticket (its use limit not reached): read, since each ticket insert counts a use. */
   enrollmentUseLeft(id: string): boolean {
-    const t = this.#credentialsById.get(id) ?? this.first<Pick<EnrollmentTokenRow, "max_uses" | "uses">>(`SELECT max_uses, uses FROM enrollment_tokens WHERE id = ?`, id);
+    const t = this.first<Pick<EnrollmentTokenRow, "max_uses" | "uses">>(`SELECT max_uses, uses FROM enrollment_tokens WHERE id = ?`, id);
     return t !== null && (t.max_uses === null || t.uses < t.max_uses);
   }
 
   /** Whether the enrollment token `id` still authenticates at `nowMs` (neither revoked, expired nor deleted). */
   enrollmentValid(id: string, nowMs: number): boolean {
-    const t = this.#credentialsById.get(id) ?? this.first<EnrollmentCredential>(`SELECT id, expires_at, revoked_at, max_uses, uses, nodes, peer_hosts FROM enrollment_tokens WHERE id = ?`, id);
+    const t = this.#credentialsById.get(id) ?? this.first<EnrollmentCredential>(`SELECT ${CREDENTIAL_COLUMNS} FROM enrollment_tokens WHERE id = ?`, id);
     return t !== null && t.revoked_at === null && (t.expires_at === null || t.expires_at > nowMs);
   }
 
@@ -441,7 +426,7 @@ export class QueueStore {
     return {
       admissionsByStatus: Object.fromEntries((["completed", "expired", "abandoned", "revoked"] as const).map((s) => [s, c(`admission.ended.${s}`)])),
       admissionsByRole: { bootstrap: c("admitted.bootstrap"), join: c("admitted.join") },
-      ticketsByState: { queued: this.liveCount("queued"), admitted: this.liveCount("admitted"), ...Object.fromEntries(ended.map((s) => [s, c(`ticket.ended.${s}`)])) },
+      ticketsByState: { ...this.liveCounts(), ...Object.fromEntries(ended.map((s) => [s, c(`ticket.ended.${s}`)])) },
       members: this.first<{ n: number }>(`SELECT count(*) AS n FROM members`)!.n,
       wait: {
         count: c("wait.count"),

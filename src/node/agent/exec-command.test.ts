@@ -52,7 +52,7 @@ describe("ExecCommand", () => {
     const d = dir();
     const other = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
     // A record whose leader had another start time: the PID now belongs to someone else.
-    const { writeFileAtomic } = await import("./state-files.ts");
+    const { writeFileAtomic } = await import("../atomic-file.ts");
     writeFileAtomic(join(d.path, "exec.json"), JSON.stringify({ pgid: other.pid, startTime: "1", command: "x" }));
     expect(await stopLeftoverCommand(d)).toBeNull();
     expect(isAlive(other.pid!)).toBe(true);

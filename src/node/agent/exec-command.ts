@@ -12,7 +12,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { sleep } from "./retry.ts";
-import { writeFileAtomic, type StateDir } from "./state-files.ts";
+import { writeFileAtomic } from "../atomic-file.ts";
+import type { StateDir } from "./state-files.ts";
 
 export interface CommandExit {
   code: number | null;

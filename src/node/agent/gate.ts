@@ -20,6 +20,7 @@
  * never removed.
  * @module
  */
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
@@ -28,7 +29,7 @@ import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
-import { sleep } from "./retry.ts";
+import { sleep, untilAborted } from "./retry.ts";
 import type { StateDir } from "./state-files.ts";
 
 /** This node's member as etcd lists it, with the cluster it belongs to (IDs decimal, as the gateway spells them). */
@@ -114,7 +115,7 @@ export class Gate {
     try {
       const already = await this.findVoter();
       if (already) {
-        this.#r.event("promoted", `etcd already lists this node as voter ${hex(already.memberID)}: not running the command again`, { memberID: already.memberID });
+        this.#r.event("promoted", `etcd already lists this node as voter ${memberIdHex(already.memberID)}: not running the command again`, { memberID: already.memberID });
         return already;
       }
       const command = this.#start({ role: view.role, admission, ticket: view.ticket });
@@ -178,10 +179,10 @@ export class Gate {
       if (own.started && !own.isLearner) return;
       const removed = await this.#etcd.memberRemove(own.id);
       if (removed.ok || removed.error.kind === "member_not_found") {
-        this.#r.event("etcd-exit", `removed this node's ${own.isLearner ? "learner" : "unstarted member"} ${hex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
+        this.#r.event("etcd-exit", `removed this node's ${own.isLearner ? "learner" : "unstarted member"} ${memberIdHex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
         return;
       }
-      this.#r.retry(`removing this node's member ${hex(own.id)}: ${removed.error.message}`);
+      this.#r.retry(`removing this node's member ${memberIdHex(own.id)}: ${removed.error.message}`);
       await sleep(500);
     }
     this.#r.event("error", `could not remove this node's non-voting member from etcd (${this.#etcd.endpoints.join(", ")}); remove it by hand (etcdctl member remove) if it blocks the next node`);
@@ -195,9 +196,9 @@ export class Gate {
     const seen = !own ? "" : own.isLearner ? (own.started ? "a started learner" : "a learner, not started") : own.started ? "a started voter" : "a voter, not started";
     if (own && seen !== this.#seen) {
       const fields = { memberID: own.id, learner: own.isLearner, started: own.started };
-      if (!this.#seen) this.#r.event("member-added", `etcd lists this node as member ${hex(own.id)}: ${seen}`, fields);
-      else if (own.isLearner || !own.started) this.#r.event("etcd-ready", `member ${hex(own.id)} is now ${seen}`, fields);
-      if (!own.isLearner && own.started) this.#r.event("promoted", `a voter: member ${hex(own.id)}`, fields);
+      if (!this.#seen) this.#r.event("member-added", `etcd lists this node as member ${memberIdHex(own.id)}: ${seen}`, fields);
+      else if (own.isLearner || !own.started) this.#r.event("etcd-ready", `member ${memberIdHex(own.id)} is now ${seen}`, fields);
+      if (!own.isLearner && own.started) this.#r.event("promoted", `a voter: member ${memberIdHex(own.id)}`, fields);
     }
     this.#seen = seen;
     const clusterID = list.value.header.clusterId;
@@ -208,13 +209,13 @@ export class Gate {
     // its own to start a new cluster. Never report that as a join.
     if (this.#role === "join" && others.length === 0) {
       throw new SplitBrain(
-        `the broker told this node to join, but etcd at ${list.endpoint} lists it as the only member of cluster ${hex(clusterID)}: ` +
+        `the broker told this node to join, but etcd at ${list.endpoint} lists it as the only member of cluster ${memberIdHex(clusterID)}: ` +
           `its installer started a new cluster of its own (split brain). Stop it, remove its etcd data, and run this command again with a recipe that joins when JOIN_BROKER_ROLE=join.`,
       );
     }
     if (this.#cluster && clusterID !== this.#cluster) {
       throw new SplitBrain(
-        `etcd at ${list.endpoint} lists this node as a voter of cluster ${hex(clusterID)}, but the cluster it was to join is ${hex(this.#cluster)} (split brain). ` +
+        `etcd at ${list.endpoint} lists this node as a voter of cluster ${memberIdHex(clusterID)}, but the cluster it was to join is ${memberIdHex(this.#cluster)} (split brain). ` +
           `Stop its installer, remove its etcd data, and run this command again.`,
       );
     }
@@ -266,11 +267,7 @@ export class Gate {
       command = this.#start({ role: context.role, ticket: context.ticket });
     }
     this.#r.event("running", `supervising ${this.#label} (pid ${command.pid ?? "?"}) until it exits or a signal stops it`, { pid: command.pid });
-    const stopped = new Promise<"stop">((resolve) => {
-      if (stop.aborted) resolve("stop");
-      else stop.addEventListener("abort", () => resolve("stop"), { once: true });
-    });
-    const outcome = await Promise.race([stopped, command.exited]);
+    const outcome = await Promise.race([untilAborted(stop), command.exited]);
     if (outcome === "stop") {
       const signal = stop.reason instanceof Stopped ? stop.reason.signal : "SIGTERM";
       this.#r.event("stopping", `passing ${signal} on to ${this.#label}`);
@@ -295,12 +292,4 @@ export class Gate {
 /** Peer URLs compared as etcd might spell them: no trailing slash, scheme and host in any case. */
 function canonical(url: string): string {
   return canonicalPeerUrl(url).toLowerCase();
-}
-
-function hex(decimal: string): string {
-  try {
-    return BigInt(decimal).toString(16);
-  } catch {
-    return decimal;
-  }
 }

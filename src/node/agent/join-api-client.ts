@@ -4,20 +4,9 @@
  * @module
  */
 import { requestJson, type HttpResult } from "../../shared/client/exchange.ts";
+import type { CertificateRequests, MemberAdded, MemberPromoted } from "../../shared/protocol/join-api.ts";
 
-export interface MemberAdded {
-  memberID: string;
-  learner: boolean;
-  /** `name=peerURL` for every member, this node included: etcd's `--initial-cluster`. */
-  initialCluster: string[];
-  /** The member has run already (absent from join APIs that predate the field). */
-  started?: boolean;
-}
-
-export interface MemberPromoted {
-  memberID: string;
-  learner: boolean;
-}
+export type { MemberAdded, MemberPromoted };
 
 export class JoinApiClient {
   readonly #base: string;
@@ -30,8 +19,8 @@ export class JoinApiClient {
   }
 
   /** Adds this node as a learner (idempotent for the same peer). */
-  addMember(admission: string, node: string, peerAddress: string, signal?: AbortSignal): Promise<HttpResult<MemberAdded>> {
-    return requestJson<MemberAdded>(this.#base, { method: "POST", bearer: admission, body: { node, peerAddress }, timeoutMs: this.timeoutMs, signal });
+  addMember(admission: string, node: string, peerAddress: string, signal?: AbortSignal, csrs?: CertificateRequests): Promise<HttpResult<MemberAdded>> {
+    return requestJson<MemberAdded>(this.#base, { method: "POST", bearer: admission, body: { node, peerAddress, ...(csrs ? { csrs } : {}) }, timeoutMs: this.timeoutMs, signal });
   }
 
   /** Promotes this node's learner to a voter; 503 + Retry-After while it is not started or not in sync. */

@@ -145,3 +145,25 @@ describe("gate mode flags", () => {
     expect(options([...GATE, "--exec", "x", "--etcd-cacert", join(dir, "later.crt")]).etcdTls).toEqual({ ca: join(dir, "later.crt") });
   });
 });
+
+describe("--pki-dir", () => {
+  it("means https: the client URL defaults to https, and plain URLs are refused", () => {
+    const o = options([...REQUIRED, "--pki-dir", "/etc/etcd/pki"]);
+    expect(o.pkiDir).toBe("/etc/etcd/pki");
+    expect(o.clientURL).toBe("https://127.0.0.1:2379");
+    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--client-url", "http://127.0.0.1:2379"])).toContain("--client-url http://127.0.0.1:2379 must be an https:// URL");
+    const plainPeer = REQUIRED.map((a) => (a === "https://10.0.0.4:2380/" ? "http://10.0.0.4:2380" : a));
+    expect(usageError([...plainPeer, "--pki-dir", "/p"])).toContain("--peer-url");
+  });
+
+  it("is for its own mode: gate mode's installer brings its own certificates", () => {
+    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--exec", "kubeadm join"])).toContain("--pki-dir does not go with --exec");
+  });
+
+  it("leaves etcd's TLS flags to the agent", () => {
+    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--etcd-arg=--cert-file=/x"])).toContain("may not set --cert-file");
+    // Without it, an operator's own TLS flags pass through.
+    expect(options([...REQUIRED, "--etcd-arg=--cert-file=/x"]).etcdArgs).toEqual(["--cert-file=/x"]);
+  });
+});
+

@@ -8,15 +8,10 @@ import { isAbsolute, join, resolve } from "node:path";
 import { parseFlags } from "../cli/flags.ts";
 import { UsageError } from "../exit-codes.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
+import { tlsFilesFromFlags, type TlsFiles } from "../etcd/tls-fetch.ts";
 import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
 
 export type LogFormat = "text" | "json";
-
-export interface EtcdTlsFiles {
-  ca?: string;
-  cert?: string;
-  key?: string;
-}
 
 export interface AgentOptions {
   brokerUrl: string;
@@ -49,7 +44,12 @@ export interface AgentOptions {
    */
   controllers: string[];
   /** TLS files for the `--etcd` endpoints (etcdctl's --cacert, --cert, --key). */
-  etcdTls: EtcdTlsFiles | null;
+  etcdTls: TlsFiles | null;
+  /**
+   * Its own mode with TLS on every etcd port (`--pki-dir`): the cluster's CA certificate, this
+   * node's keys and certificates, and on the node that made or was given it, the CA key. null: plain http.
+   */
+  pkiDir: string | null;
   /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
   service: boolean;
   logFormat: LogFormat;
@@ -79,7 +79,14 @@ Node and etcd:
   --node NAME           this node's name and etcd member name (default: the host name)
   --etcd-bin PATH       start and supervise etcd; stay in the foreground until stopped
   --data-dir DIR        etcd's data dir (default: <state-dir>/etcd)
-  --client-url URL      etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379)
+  --client-url URL      etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379,
+                        https://127.0.0.1:2379 with --pki-dir)
+  --pki-dir DIR         etcd with TLS on its client and peer ports and client-certificate auth on
+                        both (https:// URLs). This node's keys are made here and never leave it.
+                        The bootstrap node uses DIR/ca.crt and DIR/ca.key (PEM) when present,
+                        else creates them, and signs its own certificates; a joiner sends
+                        certificate requests with its add and the join API signs them for
+                        exactly its admission (peer.crt, server.crt, ca.crt land here)
   --listen-peer-url URL address etcd listens on for peers (default: the peer URL)
   --etcd-arg ARG        one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100
   --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
@@ -152,6 +159,7 @@ const FLAGS = {
   "state-dir": { type: "string" },
   "data-dir": { type: "string" },
   "client-url": { type: "string" },
+  "pki-dir": { type: "string" },
   "etcd-bin": { type: "string" },
   "etcd-arg": { type: "string", multiple: true },
   "print-etcd-flags": { type: "boolean" },
@@ -173,6 +181,10 @@ const FLAGS = {
 const RESERVED_ETCD_FLAGS = [
   "name", "data-dir", "listen-peer-urls", "initial-advertise-peer-urls", "listen-client-urls", "advertise-client-urls",
   "initial-cluster", "initial-cluster-state", "initial-cluster-token",
+];
+/** Set by the agent with --pki-dir. */
+const RESERVED_TLS_FLAGS = [
+  "cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth",
 ];
 
 export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
@@ -219,7 +231,15 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const joinApiUrl = joinApiText === undefined ? "" : httpUrl("--join-api", joinApiText);
   const stateDir = resolve(required("state-dir"));
   const dataDir = resolve(str("data-dir") ?? join(stateDir, "etcd"));
-  const clientURL = peerUrl("--client-url", str("client-url") ?? "http://127.0.0.1:2379");
+  const pkiDirText = str("pki-dir");
+  if (pkiDirText !== undefined && exec !== null) throw new UsageError("--pki-dir does not go with --exec: in gate mode the installer runs etcd with its own certificates (give the agent --etcd-cacert, --etcd-cert and --etcd-key)");
+  const pkiDir = pkiDirText === undefined ? null : resolve(pkiDirText);
+  const clientURL = peerUrl("--client-url", str("client-url") ?? (pkiDir ? "https://127.0.0.1:2379" : "http://127.0.0.1:2379"));
+  if (pkiDir) {
+    for (const [flag, url] of [["--peer-url", peerURL], ["--listen-peer-url", listenPeerURL], ["--client-url", clientURL]] as const) {
+      if (!url.startsWith("https://")) throw new UsageError(`${flag} ${url} must be an https:// URL with --pki-dir (etcd serves TLS on every port)`);
+    }
+  }
 
   const etcdBinRaw = str("etcd-bin");
   if (exec !== null) for (const flag of ["etcd-bin", "etcd-arg", "print-etcd-flags"]) if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --exec: in gate mode the installer adds the member and runs etcd`);
@@ -229,6 +249,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
     const name = /^--?([a-z0-9-]+)/.exec(arg)?.[1];
     if (!name) throw new UsageError(`--etcd-arg ${JSON.stringify(arg)} is not an etcd flag (write it inline: --etcd-arg=--flag=value)`);
     if (RESERVED_ETCD_FLAGS.includes(name)) throw new UsageError(`--etcd-arg may not set --${name}: the agent sets it`);
+    if (pkiDir && RESERVED_TLS_FLAGS.includes(name)) throw new UsageError(`--etcd-arg may not set --${name} with --pki-dir: the agent sets it from the files in ${pkiDir}`);
   }
 
   const timeoutText = str("timeout") ?? "3600";
@@ -265,6 +286,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       etcdEndpoints: gate.endpoints ?? [clientURL],
       controllers: gate.endpoints ?? [],
       etcdTls: gate.tls,
+      pkiDir,
       service: values.service === true,
       logFormat,
       verbose: values.verbose === true,
@@ -277,7 +299,7 @@ function gateOptions(
   exec: string | null,
   values: Record<string, string | boolean | string[] | undefined>,
   str: (name: string) => string | undefined,
-): { endpoints: string[] | null; tls: EtcdTlsFiles | null } {
+): { endpoints: string[] | null; tls: TlsFiles | null } {
   if (exec === null && values.service !== undefined) throw new UsageError("--service is for gate mode: give it with --exec 'COMMAND'");
   let endpoints: string[] | null = null;
   const etcd = str("etcd");
@@ -288,14 +310,7 @@ function gateOptions(
       throw new UsageError(`--etcd ${JSON.stringify(etcd)}: ${(e as Error).message}`);
     }
   }
-  const files: EtcdTlsFiles = {};
-  for (const [flag, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
-    // Read when etcd is asked, not now: a joining installer may write them only while it joins.
-    const path = str(flag);
-    if (path) files[field] = resolve(path);
-  }
-  if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
-  return { endpoints, tls: Object.keys(files).length ? files : null };
+  return { endpoints, tls: tlsFilesFromFlags(str, { mustExist: false }) };
 }
 
 function readToken(flag: string | undefined, file: string | undefined, fromEnv: string | undefined): string {

@@ -24,10 +24,7 @@
  * API calls and etcd, and etcd's member list decides when the node is a voter.
  * @module
  */
-import { existsSync, renameSync } from "node:fs";
-import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
-import { etcdFlags } from "../etcd/etcd-process.ts";
-import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
+import type { EtcdStatus } from "../etcd/gateway.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
@@ -35,18 +32,24 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import { ClusterExists, GaveUp, JoinApiOutOfReach, Refusal, Stopped } from "./errors.ts";
 import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
-import { EtcdSupervisor } from "./etcd-supervisor.ts";
-import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
+import { ownClientFiles } from "../pki/pki-dir.ts";
+import { bootstrapCertificates, certificatesToRequest, saveCertificates } from "./node-certificates.ts";
+import { PkiError } from "../pki/x509.ts";
+import { LocalEtcd } from "./local-etcd.ts";
+import { BrokerSteps } from "./broker-steps.ts";
+import type { ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
 import type { AgentOptions } from "./join-options.ts";
-import { reportQueued, type Reporter } from "./progress.ts";
-import { Backoff, ServerFailures, retrying, sleep, type Random, type RetryOptions } from "./retry.ts";
+import type { Reporter } from "./progress.ts";
+import { Backoff, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
-import { StateDir, hasEtcdData, writeFileAtomic, type AgentState, type EtcdOwnership, type JoinedMarker } from "./state-files.ts";
+import { howToRejoin, refusalMessage, type NodePlace } from "./data-dir-messages.ts";
+import { StateDir, hasEtcdData, type AgentState, type JoinedMarker } from "./state-files.ts";
 import type { Role } from "../../shared/protocol/wire.ts";
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
 
 export interface AgentDeps {
   reporter: Reporter;
@@ -73,26 +76,6 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   }
 }
 
-/** etcd's cluster and member IDs are uint64; the gateway spells them in decimal, etcd's logs and etcdctl in hex. */
-export function hexId(decimal: string): string {
-  try {
-    return BigInt(decimal).toString(16);
-  } catch {
-    return decimal;
-  }
-}
-
-const LONG_POLL_MIN_SECONDS = 2;
-const LONG_POLL_DEFAULT_SECONDS = 10;
-const LONG_POLL_MAX_SECONDS = 30;
-/** A queued poll answered sooner than this was not held by the broker. */
-const MIN_HELD_MS = 100;
-
-/** First in the queue: the next admission is this node's (whatever it waits for: a slot, the bootstrap, a resume). */
-function nextInLine(view: TicketView): boolean {
-  return view.position === 1;
-}
-
 /** The join API rejecting an admission the broker calls active this often means it really refuses. */
 const MAX_JOIN_API_REJECTIONS = 5;
 
@@ -104,17 +87,11 @@ class Agent {
   readonly #random: Random;
   readonly #broker: NodeSession;
   readonly #joinApi: JoinApiClient;
-  readonly #local: EtcdGateway;
-  readonly #etcd: EtcdSupervisor | null;
+  readonly #brokerSteps: BrokerSteps;
+  readonly #ownEtcd: LocalEtcd;
   /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
   readonly #gate: Gate | null;
   #state!: AgentState;
-  #printedFlags = "";
-  /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
-  #etcdTraits: EtcdTraits | null = null;
-  #learnerLimitNoted = false;
-  /** Another etcd answered on the client URL: its word says nothing about this node's etcd. */
-  #foreignAnswered = false;
 
   constructor(options: AgentOptions, deps: AgentDeps, dir: StateDir) {
     this.#o = options;
@@ -124,13 +101,14 @@ class Agent {
     this.#random = deps.random ?? Math.random;
     this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
     this.#joinApi = new JoinApiClient(options.joinApiUrl);
-    this.#local = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
-    this.#etcd = options.etcdBin
-      ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
-          onUnexpectedExit: (how, again) => this.#r.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
-          onLeftoverStopped: (pid) => this.#r.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
-        })
-      : null;
+    this.#brokerSteps = new BrokerSteps(this.#broker, options, deps.reporter, this.#random);
+    this.#ownEtcd = new LocalEtcd(options, deps.reporter, dir, {
+      owned: () => this.#state.etcd,
+      saveOwned: (etcd) => this.#saveState({ etcd }),
+      disk: () => this.#disk(),
+      refusal: (rule, role, why) => refusalMessage(this.#where(), rule, role, why),
+      print: (line) => this.#deps.print(line),
+    });
     this.#gate = options.exec ? new Gate(options, deps.reporter, dir) : null;
   }
 
@@ -139,7 +117,7 @@ class Agent {
       await this.#gate?.prepare();
       this.#state = this.#loadState();
       // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
-      void this.#knowEtcd();
+      void this.#ownEtcd.know();
       const marker = this.#dir.readMarker();
       if (marker) return await this.#resumeJoined(marker);
       this.#r.event("start", `joining cluster ${this.#o.cluster} through ${this.#o.brokerUrl} as ${this.#o.node} (${this.#o.peerURL})`, {
@@ -156,12 +134,12 @@ class Agent {
   // ------------------------------------------------------------------ the join
 
   async #join(signal: AbortSignal): Promise<JoinedMarker> {
-    let view = (await this.#resumeTicket(signal)) ?? (await this.#requestTicket(signal));
+    let view = (await this.#brokerSteps.resumeTicket(this.#state.ticket, signal)) ?? (await this.#brokerSteps.requestTicket(signal));
     const pause = new Backoff(1_000, 15_000, this.#random);
     for (;;) {
       this.#saveState({ ticket: view.ticket, role: view.role });
-      if (view.state === "queued" || view.state === "admitted") await this.#resumeOwnEtcd(view.role);
-      if (view.state === "queued") view = await this.#waitInQueue(view, signal);
+      if (view.state === "queued" || view.state === "admitted") await this.#ownEtcd.resumeOwn(view.role);
+      if (view.state === "queued") view = await this.#brokerSteps.waitInQueue(view, signal);
       switch (view.state) {
         case "admitted":
           try {
@@ -181,88 +159,8 @@ class Agent {
           this.#r.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, { state: view.state });
       }
       await sleep(pause.next(), signal);
-      view = await this.#requestTicket(signal);
+      view = await this.#brokerSteps.requestTicket(signal);
     }
-  }
-
-  /**
-   * The live ticket this node already holds, read back after a restart. A revoked one is returned
-   * too, so that an admin's revocation is not undone by restarting the agent (unless
-   * --retry-revoked). For anything else the idempotent POST decides: null.
-   */
-  async #resumeTicket(signal: AbortSignal): Promise<TicketView | null> {
-    const ticket = this.#state.ticket;
-    if (!ticket) return null;
-    const res = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(ticket, { signal }), signal);
-    if (!res.body) return null;
-    const view = res.body;
-    const live = view.state === "queued" || view.state === "admitted";
-    if (!live && !(view.state === "revoked" && !this.#o.retryRevoked)) return null;
-    this.#r.event("ticket", `resuming ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
-    return view;
-  }
-
-  async #requestTicket(signal: AbortSignal): Promise<TicketView> {
-    const { node, peerURL } = this.#o;
-    const res = await this.#brokerRetry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal), signal);
-    if (res.body && res.status >= 200 && res.status < 300) {
-      const view = res.body;
-      this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
-      return view;
-    }
-    const why = describeAnswer(res);
-    if (res.status === 400) throw new UsageError(`the broker rejected this node's ticket request: ${why}`);
-    if (res.status === 409) throw new Refusal(`the broker refused the ticket: ${why}`);
-    if (res.problem?.code === "unknown_cluster") throw new Refusal(`the broker has no cluster ${this.#o.cluster}: check --cluster (or JOIN_BROKER_CLUSTER) against the cluster the enrollment token was created for; 'join-broker admin clusters' lists them (${why})`);
-    if (res.status === 401 || res.status === 403 || res.status === 404) throw new Refusal(`the broker refused the enrollment token: ${why}`);
-    throw new Error(`unexpected answer to the ticket request: ${why}`);
-  }
-
-  /** Long polls until the ticket leaves the queue. */
-  async #waitInQueue(start: TicketView, signal: AbortSignal): Promise<TicketView> {
-    let view = start;
-    const backoff = new Backoff(500, 10_000, this.#random);
-    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
-    let shown: TicketView | null = null;
-    const onUnreachable = (reason: string) => this.#r.failure("broker", `broker unreachable: ${reason}`);
-    return retrying<TicketView>({ backoff, signal, onUnreachable }, async () => {
-      if (view.state !== "queued") return { done: view };
-      if (view !== shown) reportQueued(this.#r, view);
-      const began = Date.now();
-      // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
-      // once, and the position shown is never older than the broker thinks useful.
-      const hint = view.retryAfter ?? LONG_POLL_DEFAULT_SECONDS;
-      const wait = Math.min(LONG_POLL_MAX_SECONDS, Math.max(LONG_POLL_MIN_SECONDS, Math.round(hint * (1 + 0.25 * this.#random()))));
-      const res = await this.#broker.getTicket(view.ticket, { waitSeconds: wait, signal });
-      if (res.status === 500) {
-        await this.#brokerFault("waiting in the queue", res, faults, signal);
-        return { again: true };
-      }
-      faults.reset();
-      if (res.body) {
-        this.#r.reachable("broker");
-        backoff.reset();
-        view = res.body;
-        // A poll that came back early (the ticket changed but is still queued) must not bring the
-        // next request forward: requests stay at least Retry-After apart, plus jitter. Except next
-        // in line: its next change is its own admission, which a poll held at the broker hears at
-        // once (one request either way), while a sleep would hear it late. A poll answered at once
-        // (a broker that does not hold it) never counts as held.
-        const held = Date.now() - began;
-        const early = hint * 1000 - held;
-        if (view.state === "queued" && early > 0) {
-          // Show the new position at once, whenever the next request goes.
-          reportQueued(this.#r, view);
-          shown = view;
-          if (!(nextInLine(view) && held >= MIN_HELD_MS)) await sleep(early + hint * 250 * this.#random(), signal);
-        }
-        return { again: true };
-      }
-      if (res.status === 404) return { done: await this.#requestTicket(signal) };
-      if (res.status === 401 || res.status === 403) throw new Refusal(`the broker refused the enrollment token: ${describeAnswer(res)}`);
-      this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
-      return { wait: res.retryAfter };
-    });
   }
 
   async #admitted(view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
@@ -281,10 +179,11 @@ class Agent {
     lease.start();
     const signal = AbortSignal.any([outer, lease.signal]);
     try {
+      if (view.role === "bootstrap" && !this.#gate) await bootstrapCertificates(this.#o, this.#r);
       if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
         const voter = await this.#gate.admitted(view, admission, signal);
-        await this.#complete(view, admission, voter.memberID, signal);
+        await this.#brokerSteps.complete(view, admission, voter.memberID, signal);
         return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
       }
       return view.role === "bootstrap" ? await this.#bootstrap(view, admission, signal) : await this.#joinAsLearner(view, admission, signal);
@@ -298,14 +197,14 @@ class Agent {
     const { node, peerURL } = this.#o;
     this.#r.event("bootstrap", "this node holds the cluster's bootstrap ticket: starting a new etcd cluster", { ticket: view.ticket });
     this.#checkDataIsOurs("bootstrap");
-    this.#recordEtcd({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
-    await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("healthy", signal, { kind: "bootstrap", peerURL });
-    this.#r.event("etcd-ready", `etcd is healthy: cluster ${hexId(status.header.clusterId)}, member ${hexId(status.header.memberId)}`, {
-      clusterID: hexId(status.header.clusterId),
+    this.#ownEtcd.record({ role: "bootstrap", ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "new", ...learnerLimit(view) });
+    await this.#ownEtcd.start(signal);
+    const status = await this.#ownEtcd.wait("healthy", signal, { kind: "bootstrap", peerURL });
+    this.#r.event("etcd-ready", `etcd is healthy: cluster ${memberIdHex(status.header.clusterId)}, member ${memberIdHex(status.header.memberId)}`, {
+      clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
     });
-    await this.#complete(view, admission, status.header.memberId, signal);
+    await this.#brokerSteps.complete(view, admission, status.header.memberId, signal);
     return this.#writeMarker(view, status);
   }
 
@@ -314,37 +213,37 @@ class Agent {
     this.#checkDataIsOurs("join");
     this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
     const added = await this.#addMember(view, admission, signal);
-    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${hexId(added.memberID)} of ${added.initialCluster.length}`, {
+    this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
       memberID: added.memberID,
-      memberIDHex: hexId(added.memberID),
+      memberIDHex: memberIdHex(added.memberID),
       learner: added.learner,
       members: added.initialCluster.length,
     });
     const owned = this.#state.etcd;
     const decision = decideDataDir(this.#disk(), { kind: "added", cluster: this.#o.cluster, memberID: added.memberID, learner: added.learner, started: added.started });
-    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(this.#refusalMessage(decision.rule, "join", hexId(added.memberID)));
+    if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") throw new Refusal(refusalMessage(this.#where(), decision.rule, "join", memberIdHex(added.memberID)));
     if (decision.action !== "start" && owned?.memberID) {
       // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
       // the data was made for is gone. etcd would refuse that data ("permanently removed").
-      await this.#discardLearnerData(`the join API added this node anew as member ${hexId(added.memberID)}; its data belongs to member ${hexId(owned.memberID)}, which was removed`);
+      await this.#ownEtcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(owned.memberID)}, which was removed`);
     }
     const voter = added.learner === false || (this.#state.etcd?.memberID === added.memberID && this.#state.etcd.voter === true);
-    this.#recordEtcd({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
-    await this.#startEtcd(signal);
+    this.#ownEtcd.record({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(voter ? { voter } : {}), ...learnerLimit(view) });
+    await this.#ownEtcd.start(signal);
     const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
-    let status = await this.#waitEtcd("serving", signal, own);
-    this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${hexId(status.header.clusterId)}`, {
-      clusterID: hexId(status.header.clusterId),
+    let status = await this.#ownEtcd.wait("serving", signal, own);
+    this.#r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${memberIdHex(status.header.clusterId)}`, {
+      clusterID: memberIdHex(status.header.clusterId),
       memberID: status.header.memberId,
       learner: status.isLearner,
     });
     if (status.isLearner) {
       this.#r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
       await this.#promote(view, admission, signal);
-      status = await this.#waitEtcd("voter", signal, own);
+      status = await this.#ownEtcd.wait("voter", signal, own);
     }
-    this.#r.event("promoted", `a voter: member ${hexId(status.header.memberId)}`, { memberID: status.header.memberId });
-    await this.#complete(view, admission, status.header.memberId, signal);
+    this.#r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
+    await this.#brokerSteps.complete(view, admission, status.header.memberId, signal);
     return this.#writeMarker(view, status);
   }
 
@@ -363,17 +262,15 @@ class Agent {
     }
     if (refusalOf(decideDataDir(this.#disk(), { kind: "joined", cluster })) === "joined_without_data") {
       throw new Refusal(
-        `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${hexId(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
-          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. To join it again: ` +
-          `remove its old member from etcd (etcdctl member remove ${view.memberID ? hexId(view.memberID) : "<id>"}), ` +
-          `run 'join-broker admin forget ${node} --cluster ${cluster} --broker ${this.#o.brokerUrl}', delete ${this.#dir.markerPath} if it exists, and run this command again.`,
+        `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${memberIdHex(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
+          `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. ${howToRejoin(this.#where(), view.memberID ? memberIdHex(view.memberID) : undefined)}`,
       );
     }
     this.#r.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
-    if (!this.#state.etcd) this.#recordEtcd({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
-    this.#markVoter();
-    await this.#startEtcd(signal);
-    const status = await this.#waitEtcd("serving", signal, view.memberID ? { kind: "member", memberID: view.memberID, per: "the broker says so" } : undefined);
+    if (!this.#state.etcd) this.#ownEtcd.record({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${this.#o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#ownEtcd.markVoter();
+    await this.#ownEtcd.start(signal);
+    const status = await this.#ownEtcd.wait("serving", signal, view.memberID ? { kind: "member", memberID: view.memberID, per: "the broker says so" } : undefined);
     return this.#writeMarker(view, status);
   }
 
@@ -385,7 +282,8 @@ class Agent {
   async #checkNoClusterYet(signal: AbortSignal): Promise<void> {
     const endpoints = this.#o.controllers;
     if (endpoints.length === 0) return;
-    const tls = this.#o.etcdTls ? { fetch: tlsFetch(this.#o.etcdTls) } : {};
+    const files = this.#o.etcdTls ?? (this.#o.pkiDir ? ownClientFiles(this.#o.pkiDir) : null);
+    const tls = files ? { fetch: tlsFetch(files) } : {};
     let answers = await askControllers(endpoints, this.#o.clientURL, tls);
     if (answers.some((a) => !a.reached)) {
       await sleep(2_000, signal);
@@ -397,7 +295,7 @@ class Agent {
       const known = (found.members ?? []).filter((m) => m.name);
       const adopt = known.length ? known.map((m) => ` --member ${m.name}=${m.peerURLs[0]}`).join("") : " --member NODE=PEERURL …";
       throw new ClusterExists(
-        `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${hexId(found.clusterID)}` +
+        `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${memberIdHex(found.clusterID)}` +
           `${found.members ? ` (${found.members.length} member${found.members.length === 1 ? "" : "s"})` : ""}: was the broker's state reset or restored from a backup? ` +
           `This node will not start a second cluster. If that is cluster ${cluster}, tell the broker so: ` +
           `'join-broker admin adopt --cluster ${cluster} --broker ${brokerUrl}${adopt}', then run this command again: it joins that cluster.`,
@@ -421,7 +319,7 @@ class Agent {
     } catch (e) {
       if (!(e instanceof JoinApiOutOfReach)) throw e;
       // Nothing was added: give the turn to the next node rather than hold it while this one cannot be helped.
-      const left = await this.#leaveQueue();
+      const left = await this.#brokerSteps.leave(this.#state?.ticket);
       throw new LeaseLost("join_api_unreachable", `${e.message}${left || "; giving the slot back"}`);
     }
   }
@@ -436,12 +334,18 @@ class Agent {
       unreachableSince ??= Date.now();
       if (Date.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
     };
+    // Keys made for this add, kept in memory until their certificates arrive: a node that stops
+    // before then makes fresh ones when it asks again.
+    const pending = await certificatesToRequest(this.#o);
     return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
-      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal);
+      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
       this.#r.reachable("join-api");
       unreachableSince = null;
       const body = res.body;
-      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) return { done: body };
+      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) {
+        if (pending) saveCertificates(this.#o, this.#r, pending, body);
+        return { done: body };
+      }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
         rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
       } else if (res.status === 400 || res.status === 409 || res.status === 422) {
@@ -456,15 +360,15 @@ class Agent {
   async #promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
     let rejected = 0;
     return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
-      await this.#checkEtcd();
+      await this.#ownEtcd.check();
       const res = await this.#joinApi.promote(admission, this.#o.node, signal);
       this.#r.reachable("join-api");
       if (res.status === 200 && res.body) {
-        if (res.body.learner === false) this.#markVoter();
+        if (res.body.learner === false) this.#ownEtcd.markVoter();
         return { done: res.body };
       }
       if (res.status === 404 && res.problem?.code === "member_not_found") {
-        await this.#discardLearnerData(describeAnswer(res));
+        await this.#ownEtcd.discardLearnerData(describeAnswer(res));
         throw new LeaseLost("member_removed", `this node's learner is no longer an etcd member (${describeAnswer(res)}); joining again`);
       }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
@@ -488,7 +392,7 @@ class Agent {
    * may not have the newest signing key yet) before it counts as a refusal.
    */
   async #joinApiRejected(view: TicketView, admission: string, answer: HttpResult<unknown>, rejected: number, signal: AbortSignal): Promise<number> {
-    const res = await this.#brokerRetry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
+    const res = await this.#brokerSteps.retry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
     const current = res.body;
     if (!current || current.state !== "admitted" || current.admission !== admission) {
       const controller = new AbortController();
@@ -503,58 +407,6 @@ class Agent {
 
   // ------------------------------------------------------------------ broker calls
 
-  async #complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {
-    this.#r.event("complete", `reporting member ${hexId(memberID)} to the broker`, { memberID });
-    const res = await this.#brokerRetry("completing", () => this.#broker.complete(view.ticket, admission, memberID, signal), signal);
-    if (res.status === 200) return;
-    if (res.status === 410 || (res.status === 409 && res.problem?.code === "not_admitted")) {
-      const now = await this.#brokerRetry("reading the ticket", () => this.#broker.getTicket(view.ticket, { signal }), signal);
-      if (now.body?.state === "joined") return;
-      const controller = new AbortController();
-      abortFor(controller, now.body, describeAnswer(res));
-      throw controller.signal.aborted ? controller.signal.reason : new LeaseLost("unknown", describeAnswer(res));
-    }
-    throw new Refusal(`the broker refused the completion: ${describeAnswer(res)}`);
-  }
-
-  /** Calls the broker until it answers something other than "not now" (transport errors, 429, 5xx). */
-  async #brokerRetry<T>(what: string, call: () => Promise<HttpResult<T>>, signal: AbortSignal): Promise<HttpResult<T>> {
-    const backoff = new Backoff(500, 10_000, this.#random);
-    const faults = new ServerFailures(undefined, undefined, undefined, this.#random);
-    const onUnreachable = (reason: string) => this.#r.failure("broker", `${what}: broker unreachable (${reason})`);
-    return retrying<HttpResult<T>>({ backoff, signal, onUnreachable }, async () => {
-      const res = await call();
-      if (res.status === 500) {
-        await this.#brokerFault(what, res, faults, signal);
-        return { again: true };
-      }
-      faults.reset();
-      if (res.status !== 429 && res.status < 500) {
-        this.#r.reachable("broker");
-        return { done: res };
-      }
-      this.#r.failure("broker", `${what}: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
-      return { wait: res.retryAfter };
-    });
-  }
-
-  /** A 500 from the broker: reported every time, backed off from, and given up on when it repeats. */
-  async #brokerFault(what: string, res: HttpResult<unknown>, faults: ServerFailures, signal: AbortSignal): Promise<void> {
-    const delay = faults.failed();
-    const correlation = typeof res.problem?.correlationId === "string" ? ` (correlation id ${res.problem.correlationId})` : "";
-    if (delay === null) {
-      throw new GaveUp(
-        `${what}: the broker failed with an internal error ${faults.count} times in a row${correlation}: ${describeAnswer(res)}. ` +
-          `This is a fault in the broker, not a wait: report it to the broker's operator with the correlation id, then run the agent again.`,
-      );
-    }
-    this.#r.event("broker-error", `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`, {
-      status: res.status,
-      attempt: faults.count,
-    });
-    await sleep(delay, signal);
-  }
-
   // ------------------------------------------------------------------ etcd
 
   /** What is on disk, for the data-directory rules. */
@@ -566,248 +418,14 @@ class Agent {
   /** Refuses to start a data dir this agent did not fill for this cluster and role (before anything is asked of etcd). */
   #checkDataIsOurs(role: Role): void {
     const rule = role === "bootstrap" ? refusalOf(decideDataDir(this.#disk(), { kind: "bootstrap", cluster: this.#o.cluster })) : ownershipRefusal(this.#disk(), this.#o.cluster, role);
-    if (rule) throw new Refusal(this.#refusalMessage(rule, role));
+    if (rule) throw new Refusal(refusalMessage(this.#where(), rule, role));
   }
 
-  /** A refused data dir, said so that an operator knows what to do. */
-  #refusalMessage(rule: RefusalRule, role: Role = "join", why = ""): string {
-    const { dataDir, cluster, node } = this.#o;
-    const owned = this.#state.etcd;
-    switch (rule) {
-      case "foreign_data":
-        return (
-          `${dataDir} already holds etcd data, but this agent never started etcd there for cluster ${cluster}. It may be another cluster's data, ` +
-          `and starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`
-        );
-      case "other_cluster":
-        return `${dataDir} holds etcd data this agent made for cluster ${owned?.cluster}, not ${cluster}: starting it could split the cluster. Move it away (or choose another --data-dir) and run again.`;
-      case "role_changed":
-        return (
-          `${dataDir} holds etcd data from when this node ${owned?.role === "bootstrap" ? "bootstrapped a cluster" : "joined a cluster"}, but the broker now ` +
-          `says it must ${role === "bootstrap" ? "bootstrap" : "join"}. Move the data dir away and run again.`
-        );
-      case "joined_never_bootstraps":
-        return `${this.#dir.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
-      case "joined_without_data":
-        return "";
-      case "started_voter_without_data":
-        return (
-          `the join API says this node's member ${why} (${this.#o.peerURL}) is a voter that has run before, but ${dataDir} holds no etcd data ` +
-          `(a lost disk, or a reinstalled node). This node will not start etcd: that voter would come back without its raft state (its term and vote). ` +
-          `To join it again: remove the old member from etcd (etcdctl member remove ${why}), run 'join-broker admin forget ${node} --cluster ${cluster} ` +
-          `--broker ${this.#o.brokerUrl}' if the broker still lists it, delete ${this.#dir.markerPath} if it exists, and run this command again: it joins as a new member.`
-        );
-      default: {
-        const keep =
-          rule === "marker_says_joined" ? `${this.#dir.markerPath} says this node joined`
-          : rule === "not_ours" ? `${dataDir} was not filled by this agent`
-          : rule === "bootstrapped_here" ? "this node bootstrapped the cluster from this data"
-          : `member ${owned?.memberID ? hexId(owned.memberID) : "?"} was a voter`;
-        return (
-          `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
-          `move ${dataDir} away, remove ${this.#dir.statePath} and ${this.#dir.markerPath}, run 'join-broker admin forget ${node} --cluster ${cluster}', and run again.`
-        );
-      }
-    }
-  }
 
-  /**
-   * Stops with GaveUp when the supervised etcd keeps failing. When etcd exited because its member
-   * was removed from the cluster, a learner's data is moved aside instead and the node joins again
-   * (LeaseLost): the join API adds it anew.
-   */
-  async #checkEtcd(): Promise<void> {
-    if (!this.#etcd?.failure) return;
-    if (this.#etcd.removed) {
-      await this.#discardLearnerData("etcd says this member was removed from the cluster");
-      throw new LeaseLost("member_removed", "this node's learner was removed from the cluster; joining again");
-    }
-    throw this.#etcdGaveUp(this.#etcd.failure);
-  }
-
-  /** etcd keeps failing: its log's tail, then the reason (etcd's own error in it) on the last line. */
-  #etcdGaveUp(failure: string): GaveUp {
-    return new GaveUp(this.#withLogTail(`etcd keeps failing: ${failure}`));
-  }
-
-  #withLogTail(last: string): string {
-    const tail = this.#etcd?.logTail(2000).trimEnd();
-    return tail ? `etcd's log ends with:\n${tail}\n${last}` : last;
-  }
-
-  /**
-   * The learner this node started was removed from etcd (its lease ended and the join API made
-   * room for the next node, say): its data belongs to no cluster any more and etcd refuses it.
-   * Stop etcd and move the data aside (never delete it), so that the next add starts from
-   * scratch. Only for a node that never was a voter and did not bootstrap, as its state files
-   * tell: a learner holds nothing the cluster lacks. Anything else is refused (exit 3).
-   */
-  async #discardLearnerData(why: string): Promise<void> {
-    const { dataDir } = this.#o;
-    const decision = decideDataDir(this.#disk(), { kind: "removed" });
-    if (decision.action === "refuse") throw new Refusal(this.#refusalMessage(decision.rule, "join", why));
-    const s = this.#etcd?.running ? await this.#local.status(this.#o.clientURL) : null;
-    if (s?.ok && !s.value.isLearner) throw new Refusal(`the local etcd is a voter, yet: ${why}`);
-    if (!this.#etcd) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
-    await this.#etcd.stop();
-    await this.#etcd.stopLeftovers();
-    if (existsSync(dataDir)) {
-      const aside = `${dataDir}.removed-${Date.now()}`;
-      renameSync(dataDir, aside);
-      this.#r.event("etcd-exit", `${why}: moved the removed learner's data to ${aside}; etcd starts fresh once the join API adds this node again`, { aside });
-    }
-    this.#saveState({ etcd: undefined });
-    this.#etcd.startOver();
-  }
-
-  /** Records, once, that this node's member is a voter: from then on its data is never moved aside. */
-  #markVoter(): void {
-    const owned = this.#state.etcd;
-    if (owned && !owned.voter) this.#saveState({ etcd: { ...owned, voter: true } });
-  }
-
-  /**
-   * After a restart, or back in the queue: a member's etcd (data present, same role as before)
-   * runs again while the agent catches up. One that etcd says was removed from the cluster is
-   * not started again: a learner's data is moved aside now (the next add starts it fresh).
-   */
-  async #resumeOwnEtcd(role: Role): Promise<void> {
-    const owned = this.#state.etcd;
-    if (!this.#etcd || this.#etcd.running || !owned || owned.role !== role || !hasEtcdData(this.#o.dataDir)) return;
-    if (this.#etcd.removed) {
-      await this.#discardLearnerData(`etcd says member ${owned.memberID ? hexId(owned.memberID) : "?"} was removed from the cluster`);
-      return;
-    }
-    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
-    this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
-    await this.#knowEtcd();
-    await this.#etcd.start(this.#etcdArgs());
-  }
-
-  #recordEtcd(fields: Omit<EtcdOwnership, "cluster" | "node" | "at">): void {
-    this.#saveState({ etcd: { cluster: this.#o.cluster, node: this.#o.node, at: new Date().toISOString(), ...fields } });
-  }
-
-  #etcdArgs(): string[] {
-    const owned = this.#state.etcd!;
-    const o = this.#o;
-    return etcdFlags({
-      name: o.node,
-      dataDir: o.dataDir,
-      clientURL: o.clientURL,
-      peerURL: o.peerURL,
-      listenPeerURL: o.listenPeerURL,
-      initialCluster: owned.initialCluster,
-      initialClusterState: owned.initialClusterState,
-      initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      // Ours first: a --max-learners among --etcd-arg comes later and wins.
-      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
-    });
-  }
-
-  /** Asks the etcd binary its version once, for its flag names (failures surface when etcd is started). */
-  async #knowEtcd(): Promise<void> {
-    if (!this.#etcd || this.#etcdTraits) return;
-    try {
-      this.#etcdTraits = (await this.#etcd.version()).traits;
-    } catch {
-      // EtcdSupervisor.start reports a binary that cannot run or is not a supported etcd.
-    }
-  }
-
-  /**
-   * `--max-learners` (by this version's name) so that etcd allows as many learners as the broker
-   * admits nodes at once. Nothing for 1 (etcd's default). Without --etcd-bin the version is not
-   * known: a limit above 1 needs etcd 3.6 or later, so 3.6's name is printed.
-   */
-  #learnerArgs(learners: number): string[] {
-    if (learners <= 1) return [];
-    if (!this.#etcdTraits) return this.#etcd ? [] : [`--max-learners=${learners}`];
-    try {
-      return maxLearnersArgs(this.#etcdTraits, learners);
-    } catch (e) {
-      if (!this.#learnerLimitNoted) {
-        this.#learnerLimitNoted = true;
-        this.#r.event("etcd-start", `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`, { maxInFlight: learners });
-      }
-      return [];
-    }
-  }
-
-  /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */
-  async #startEtcd(signal: AbortSignal): Promise<void> {
-    await this.#knowEtcd();
-    const args = this.#etcdArgs();
-    const text = `${args.join("\n")}\n`;
-    if (text !== this.#printedFlags) {
-      writeFileAtomic(this.#dir.etcdFlagsPath, text);
-      if (this.#o.printEtcdFlags) this.#deps.print(args.join("\n"));
-      this.#printedFlags = text;
-    }
-    if (signal.aborted) throw signal.reason;
-    if (!this.#etcd) {
-      this.#r.event("etcd-start", `waiting for etcd to be started with the flags in ${this.#dir.etcdFlagsPath} (client URL ${this.#o.clientURL})`);
-      return;
-    }
-    if (this.#etcd.running) return;
-    if (this.#etcd.failure) throw this.#etcdGaveUp(this.#etcd.failure);
-    this.#r.event("etcd-start", `starting etcd (${this.#state.etcd!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
-      state: this.#state.etcd!.initialClusterState,
-    });
-    await this.#etcd.start(args);
-  }
-
-  /**
-   * Polls the local etcd until it serves (any member), is a voter, or is healthy (voter with a
-   * leader). With `expected`, whatever answers must be this node's own etcd (etcd-identity.ts)
-   * before anything it says counts: anything else is refused.
-   */
-  async #waitEtcd(want: "serving" | "voter" | "healthy", signal: AbortSignal, expected?: ExpectedEtcd): Promise<EtcdStatus> {
-    const began = Date.now();
-    let lastNote = began;
-    let last = "";
-    for (;;) {
-      await this.#checkEtcd();
-      const s = await this.#local.status(this.#o.clientURL);
-      if (s.ok && expected && !(await this.#isOwnEtcd(expected, s.value))) {
-        last = "not sure yet which etcd answers";
-      } else if (s.ok) {
-        const v = s.value;
-        if (!v.isLearner) this.#markVoter();
-        if (want === "serving") return v;
-        if (!v.isLearner && want === "voter") return v;
-        if (!v.isLearner && want === "healthy" && v.leader && (await this.#local.health(this.#o.clientURL))) return v;
-        last = v.isLearner ? "still a learner" : v.leader ? "not healthy yet" : "no leader yet";
-      } else {
-        last = s.error.message;
-      }
-      if (Date.now() - lastNote > 10_000) {
-        lastNote = Date.now();
-        this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((Date.now() - began) / 1000)} s): ${last}`);
-      }
-      await sleep(100, signal);
-    }
-  }
-
-  /**
-   * Whether the etcd answering on the client URL is this node's (false while that cannot be told
-   * yet); throws a Refusal when another etcd answers there.
-   */
-  async #isOwnEtcd(expected: ExpectedEtcd, status: EtcdStatus): Promise<boolean> {
-    let members: EtcdMember[] = [];
-    if (expected.kind === "bootstrap") {
-      const list = await this.#local.memberList();
-      if (!list.ok || list.value.header.memberId !== status.header.memberId) return false;
-      members = list.value.members;
-    }
-    const foreign = foreignEtcd(expected, status, members);
-    if (!foreign) return true;
-    const own = this.#etcd?.failure ?? (this.#etcd && !this.#etcd.running ? "this node's etcd is not running" : null);
-    this.#foreignAnswered = true;
-    throw new Refusal(
-      `another etcd answers on ${this.#o.clientURL}: ${foreign}. This node will not call it its own, nor report it to the broker` +
-        `${own ? ` (${own})` : ""}. Stop that etcd (or fix --client-url) and run this command again.`,
-    );
+  /** Where this node's files are and who it is, for the refusal messages (data-dir-messages.ts). */
+  #where(): NodePlace {
+    const { node, cluster, brokerUrl, peerURL, dataDir } = this.#o;
+    return { node, cluster, brokerUrl, peerURL, dataDir, markerPath: this.#dir.markerPath, statePath: this.#dir.statePath, owned: this.#state.etcd ?? null };
   }
 
   // ------------------------------------------------------------------ the end
@@ -826,8 +444,8 @@ class Agent {
       peerURL: this.#o.peerURL,
       role: view.role,
       memberID,
-      memberIDHex: hexId(memberID),
-      clusterID: clusterId ? hexId(clusterId) : null,
+      memberIDHex: memberIdHex(memberID),
+      clusterID: clusterId ? memberIdHex(clusterId) : null,
       ticket: view.ticket,
       joinedAt: new Date().toISOString(),
     };
@@ -839,7 +457,7 @@ class Agent {
   async #serve(marker: JoinedMarker): Promise<number> {
     const line = `joined cluster ${marker.clusterID ?? "unknown"} as ${marker.role}`;
     // Progress first: on a terminal it ends the updating line, so stdout's line stands on its own.
-    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: hexId(marker.memberID), role: marker.role });
+    this.#r.event("joined", line, { clusterID: marker.clusterID, memberID: marker.memberID, memberIDHex: memberIdHex(marker.memberID), role: marker.role });
     this.#deps.print(line);
     if (this.#gate) {
       const end = await this.#gate.serve(this.#deps.stop, { role: marker.role, ticket: marker.ticket });
@@ -847,20 +465,16 @@ class Agent {
       this.#r.event("gave-up", end.message ?? "the command failed");
       return EXIT.gaveUp;
     }
-    if (!this.#etcd) return EXIT.ok;
-    this.#r.event("running", `supervising etcd (pid ${this.#etcd.pid ?? "?"}) until stopped`, { pid: this.#etcd.pid });
+    if (!this.#ownEtcd.supervisor) return EXIT.ok;
+    this.#r.event("running", `supervising etcd (pid ${this.#ownEtcd.supervisor.pid ?? "?"}) until stopped`, { pid: this.#ownEtcd.supervisor.pid });
     const stop = this.#deps.stop;
-    const stopped = new Promise<"stop">((resolve) => {
-      if (stop.aborted) resolve("stop");
-      else stop.addEventListener("abort", () => resolve("stop"), { once: true });
-    });
-    const outcome = await Promise.race([stopped, this.#etcd.failed]);
+    const outcome = await Promise.race([untilAborted(stop), this.#ownEtcd.supervisor.failed]);
     if (outcome === "stop") {
       this.#r.event("stopping", "stopping etcd");
-      await this.#etcd.stop();
+      await this.#ownEtcd.supervisor.stop();
       return EXIT.ok;
     }
-    this.#r.event("gave-up", this.#withLogTail(outcome));
+    this.#r.event("gave-up", this.#ownEtcd.withLogTail(outcome));
     return EXIT.gaveUp;
   }
 
@@ -870,22 +484,20 @@ class Agent {
     if (marker.cluster !== o.cluster || marker.node !== o.node) {
       throw new UsageError(`${this.#dir.markerPath} says node ${marker.node} joined cluster ${marker.cluster}; this state dir is not for ${o.node} in ${o.cluster}`);
     }
-    if (!this.#etcd) return this.#serve(marker);
+    if (!this.#ownEtcd.supervisor) return this.#serve(marker);
     if (!hasEtcdData(o.dataDir)) {
       throw new Refusal(
-        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ` +
-          `To join it again: remove its old member from etcd (etcdctl member remove ${hexId(marker.memberID)}), run 'join-broker admin forget ${o.node} ` +
-          `--cluster ${o.cluster} --broker ${o.brokerUrl}', delete ${this.#dir.markerPath}, and run this command again.`,
+        `${this.#dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ${howToRejoin(this.#where(), memberIdHex(marker.memberID))}`,
       );
     }
     this.#r.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
-    if (!this.#state.etcd) this.#recordEtcd({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
-    this.#markVoter();
+    if (!this.#state.etcd) this.#ownEtcd.record({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
+    this.#ownEtcd.markVoter();
     const status = await this.#withDeadline(async (signal) => {
-      await this.#startEtcd(signal);
-      return this.#waitEtcd("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
+      await this.#ownEtcd.start(signal);
+      return this.#ownEtcd.wait("serving", signal, marker.memberID ? { kind: "member", memberID: marker.memberID, per: `per ${this.#dir.markerPath}` } : undefined);
     });
-    const clusterID = hexId(status.header.clusterId);
+    const clusterID = memberIdHex(status.header.clusterId);
     if (marker.clusterID && clusterID !== marker.clusterID) {
       this.#r.event("error", `etcd reports cluster ${clusterID}, but the marker says ${marker.clusterID}`);
     }
@@ -896,28 +508,30 @@ class Agent {
     if (!(e instanceof Stopped)) await this.#gate?.stopCommand();
     if (e instanceof Stopped) {
       // Only what this agent runs is stopped; a node still queued runs nothing.
-      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#etcd?.running ? "; stopping etcd" : "";
+      const running = this.#gate?.commandRunning ? "; stopping the command" : this.#ownEtcd.supervisor?.running ? "; stopping etcd" : "";
       this.#r.event("stopping", `${e.message}${running}. Run the same command again to resume.`);
-      await this.#etcd?.stop();
+      await this.#ownEtcd.supervisor?.stop();
       return e.exitCode;
     }
     if (e instanceof UsageError) {
       // Bad usage found only once the broker answered: the turn goes to the next node at once.
-      if (!(await this.#stopEtcdUnlessVoter())) await this.#leaveQueue();
+      if (!(await this.#stopEtcdUnlessVoter())) await this.#brokerSteps.leave(this.#state?.ticket);
       throw e;
     }
+    // A CA that is half there, unreadable, or another than the join API's: the operator must fix it.
+    if (e instanceof PkiError) e = new Refusal(`${e.message} (--pki-dir)`);
     if (e instanceof AdmissionRevoked || e instanceof Refusal) {
       const kept = await this.#stopEtcdUnlessVoter();
       // A node that cannot go on (a wrong flag, data that is not its own, a cluster that already
       // runs) gives its turn up at once instead of holding it until its lease ends, unless its etcd
       // keeps running as a voter. A revoked admission has nothing left to give up.
-      const left = kept || e instanceof AdmissionRevoked ? "" : await this.#leaveQueue();
+      const left = kept || e instanceof AdmissionRevoked ? "" : await this.#brokerSteps.leave(this.#state?.ticket);
       this.#r.event("refused", `${e.message}${left}${kept}`);
       return EXIT.refused;
     }
     if (e instanceof GaveUp) {
       const kept = await this.#stopEtcdUnlessVoter();
-      const left = kept ? "" : await this.#leaveQueue();
+      const left = kept ? "" : await this.#brokerSteps.leave(this.#state?.ticket);
       this.#r.event("gave-up", `${e.message}${left}${kept}`);
       return EXIT.gaveUp;
     }
@@ -933,34 +547,23 @@ class Agent {
    * learner for the next node, as a lease's end would (later). Not while this node's etcd keeps
    * running as a voter: the caller keeps the ticket then.
    */
-  async #leaveQueue(): Promise<string> {
-    const ticket = this.#state?.ticket;
-    if (!ticket) return "";
-    try {
-      const res = await this.#broker.abandon(ticket, undefined, AbortSignal.timeout(5_000));
-      return res.status === 200 && res.body?.state === "abandoned" ? `; left the queue (ticket ${ticket} abandoned)` : "";
-    } catch {
-      return "";
-    }
-  }
-
   /**
    * Stops the etcd this agent started, unless it already is a voter: taking a voter down on our
    * own could cost the cluster its quorum. Returns a note for the message when it keeps running.
    */
   async #stopEtcdUnlessVoter(): Promise<string> {
-    if (!this.#etcd) return "";
-    if (!this.#etcd.running) {
+    if (!this.#ownEtcd.supervisor) return "";
+    if (!this.#ownEtcd.supervisor.running) {
       // Between restarts: no restart may follow the agent's last word.
-      await this.#etcd.stop();
+      await this.#ownEtcd.supervisor.stop();
       return "";
     }
-    const s = this.#foreignAnswered ? null : await this.#local.status(this.#o.clientURL);
+    const s = this.#ownEtcd.foreignAnswered ? null : await this.#ownEtcd.gateway.status(this.#o.clientURL);
     if (s?.ok && !s.value.isLearner) {
-      this.#etcd.release();
-      return ` etcd (pid ${this.#etcd.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
+      this.#ownEtcd.supervisor.release();
+      return ` etcd (pid ${this.#ownEtcd.supervisor.pid}) is a voting member and keeps running; stop it only after removing the member from the cluster, or run this command again.`;
     }
-    await this.#etcd.stop();
+    await this.#ownEtcd.supervisor.stop();
     return "";
   }
 

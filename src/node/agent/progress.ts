@@ -18,6 +18,7 @@ export type Step =
   | "bootstrap"
   | "member-add"
   | "member-added"
+  | "pki"
   | "etcd-start"
   | "exec"
   | "exec-exit"

@@ -27,6 +27,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Resolves with "stop" once the signal aborts (at once if it has): for racing a process's end. */
+export function untilAborted(signal: AbortSignal): Promise<"stop"> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve("stop");
+    else signal.addEventListener("abort", () => resolve("stop"), { once: true });
+  });
+}
+
 /** Milliseconds to wait for a `Retry-After` of `seconds`: at least that, plus up to a quarter more. */
 export function retryAfterDelay(seconds: number, random: Random = Math.random): number {
   const base = Math.max(0, seconds) * 1000;

@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { StateDir, hasEtcdData, isAlive, writeFileAtomic, type JoinedMarker } from "./state-files.ts";
+import { writeFileAtomic } from "../atomic-file.ts";
+import { StateDir, hasEtcdData, isAlive, type JoinedMarker } from "./state-files.ts";
 
 const fresh = () => mkdtempSync(join(tmpdir(), "agent-state-"));
 

@@ -14,6 +14,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, re
 import { dirname, join } from "node:path";
 import type { Role } from "../../shared/protocol/wire.ts";
 import { DirLock } from "../dir-lock.ts";
+import { writeFileAtomic } from "../atomic-file.ts";
 
 export interface JoinedMarker {
   version: 1;
@@ -193,31 +194,5 @@ function readJson<T>(path: string): T | null {
     return JSON.parse(text) as T;
   } catch {
     throw new Error(`${path} is not valid JSON; it was not written by this agent (move it away to continue)`);
-  }
-}
-
-/**
- * Replaces `path` with `content` so that readers see the old or the new file, never a mix.
- * `rename` is a seam: tests crash there to see what a crash before the rename leaves.
- */
-export function writeFileAtomic(path: string, content: string, rename: (from: string, to: string) => void = renameSync): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, content);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  rename(tmp, path);
-  try {
-    const dir = openSync(dirname(path), "r");
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
-  } catch {
-    /* directories cannot be fsynced on every platform; the rename is still atomic */
   }
 }

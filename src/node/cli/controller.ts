@@ -5,20 +5,24 @@
  * decision to stderr, and stops cleanly on SIGINT or SIGTERM.
  * @module
  */
-import { parseFlags } from "./flags.ts";
+import { parseFlags, parseListen } from "./flags.ts";
 import { isClusterName } from "../../shared/protocol/identifiers.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { startJoinApi } from "../join-api/server.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { tlsFilesFromFlags } from "../etcd/tls-fetch.ts";
 
 export const CONTROLLER_USAGE = `Usage: join-broker controller --etcd URL[,URL…] --broker URL --cluster NAME --listen HOST:PORT
+         [--pki-dir DIR --etcd-cacert FILE --etcd-cert FILE --etcd-key FILE]
 
 The reference controllers' join API. It verifies a node's admission token (signature with the
 cluster's JWKS, typ, iss, aud, exp, sub = node, peer_url = peerAddress) and asks the broker
 whether it is still active before it touches etcd; then it adds the node as an etcd learner
 and promotes it once it has started and caught up.
 
-  POST /v1beta1/etcd/members          {"node","peerAddress"}  → 200 {"memberID","learner":true,"initialCluster":[…],"started":false}
+  POST /v1beta1/etcd/members          {"node","peerAddress"[,"csrs"]}  → 200 {"memberID","learner":true,"initialCluster":[…],"started":false[,"certificates"]}
   POST /v1beta1/etcd/members/promote  {"node"}                → 200 {"memberID","learner":false}
   GET  /healthz                                               → 200 when etcd has a leader
 
@@ -41,6 +45,15 @@ Flags:
                                 every 100 ms for up to SECONDS before answering 503 + Retry-After
                                 (default 10; 0 answers at once)
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
+  --pki-dir DIR                 the cluster's etcd CA as DIR/ca.crt and DIR/ca.key (PEM): a joining
+                                node's certificate requests (sent with its add) are signed for exactly
+                                its admitted identity (CN = node, peer SAN = the admitted peer host,
+                                server SAN = that host and loopback); the answer carries the
+                                certificates and the CA certificate, never a key
+  --cert-days DAYS              how long a signed certificate lasts (default 365)
+  --etcd-cacert FILE            CA bundle for https etcd endpoints
+  --etcd-cert FILE              this join API's client certificate for etcd (with --etcd-key)
+  --etcd-key FILE               its key
   --log-format text|json        stderr log lines as text (default) or one JSON object per line:
                                 {"time","cluster","msg"}
   --ca-file FILE                PEM file of CA certificates to trust for HTTPS to the broker
@@ -60,17 +73,14 @@ const OPTIONS = {
   "unknown-learner-grace": { type: "string" },
   hold: { type: "string" },
   "etcd-timeout": { type: "string" },
+  "pki-dir": { type: "string" },
+  "cert-days": { type: "string" },
+  "etcd-cacert": { type: "string" },
+  "etcd-cert": { type: "string" },
+  "etcd-key": { type: "string" },
   "log-format": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
-
-export function parseListen(value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
-  if (!m) throw new UsageError(`--listen must be HOST:PORT (IPv6 as [ADDR]:PORT), got '${value}'`);
-  const port = Number(m[3]);
-  if (port > 65535) throw new UsageError(`--listen port ${port} is out of range`);
-  return { host: m[1] ?? (m[2] || "0.0.0.0"), port };
-}
 
 function seconds(name: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -112,6 +122,12 @@ export async function run(argv: string[]): Promise<number> {
   const unknownLearnerGraceSeconds = seconds("unknown-learner-grace", values["unknown-learner-grace"] as string | undefined, 0, 86_400);
   const holdSeconds = seconds("hold", values.hold as string | undefined, 0, 25);
   const etcdTimeout = seconds("etcd-timeout", values["etcd-timeout"] as string | undefined, 1, 300);
+  const certValidDays = seconds("cert-days", values["cert-days"] as string | undefined, 1, 3650);
+  const pkiDir = values["pki-dir"] as string | undefined;
+  if (pkiDir !== undefined) {
+    for (const file of ["ca.crt", "ca.key"]) if (!existsSync(join(pkiDir, file))) throw new UsageError(`--pki-dir ${pkiDir} has no ${file}: it holds the cluster's etcd CA as ca.crt and ca.key (PEM)`);
+  }
+  const etcdTls = tlsFilesFromFlags((name) => values[name] as string | undefined, { mustExist: true }) ?? undefined;
 
   const format = values["log-format"] ?? "text";
   if (format !== "text" && format !== "json") throw new UsageError(`--log-format must be text or json, got '${format}'`);
@@ -130,6 +146,9 @@ export async function run(argv: string[]): Promise<number> {
     unknownLearnerGraceSeconds,
     holdSeconds,
     etcdTimeoutMs: etcdTimeout !== undefined ? etcdTimeout * 1000 : undefined,
+    pkiDir,
+    certValidDays,
+    etcdTls,
     log,
   });
   process.stdout.write(`join API listening on ${server.url}\n`);

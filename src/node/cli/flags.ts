@@ -3,6 +3,7 @@
  * `parseArgs`, strict, with an unknown flag named together with the known ones closest to it.
  * @module
  */
+import { isIP } from "node:net";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { UsageError } from "../exit-codes.ts";
 import { didYouMean } from "./suggest.ts";
@@ -41,4 +42,15 @@ function unknownFlag(argv: string[], options: Options): string | undefined {
 function isParseArgsError(e: unknown): e is Error & { code: string } {
   const code: unknown = e instanceof TypeError ? (e as unknown as { code?: unknown }).code : undefined;
   return typeof code === "string" && code.startsWith("ERR_PARSE_ARGS");
+}
+
+/** `--listen HOST:PORT` (an IPv6 host in brackets) into its parts: the one rule for every command that serves. */
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
+  if (!m) throw new UsageError(`--listen ${JSON.stringify(value)} is not HOST:PORT (an IPv6 host goes in brackets: [::1]:8443)`);
+  const host = m[1] ?? m[2];
+  const port = Number(m[3]);
+  if (port > 65535) throw new UsageError(`--listen port ${port} is out of range`);
+  if (m[1] && isIP(host) !== 6) throw new UsageError(`--listen [${host}] is not an IPv6 address`);
+  return { host, port };
 }

@@ -32,6 +32,14 @@ describe("etcdFlags", () => {
     expect(flags).toContain("--heartbeat-interval=50");
     expect(flags.at(-1)).toBe("--quota-backend-bytes=1");
   });
+  it("with TLS, wants a certificate from the cluster's CA on both ports", () => {
+    const flags = etcdFlags({ ...input, tls: { caFile: "/p/ca.crt", certFile: "/p/server.crt", keyFile: "/p/server.key", peerCertFile: "/p/peer.crt", peerKeyFile: "/p/peer.key" } });
+    for (const f of ["--cert-file=/p/server.crt", "--key-file=/p/server.key", "--trusted-ca-file=/p/ca.crt", "--client-cert-auth", "--peer-cert-file=/p/peer.crt", "--peer-key-file=/p/peer.key", "--peer-trusted-ca-file=/p/ca.crt", "--peer-client-cert-auth"]) {
+      expect(flags).toContain(f);
+    }
+    expect(etcdFlags(input).some((f) => f.includes("cert"))).toBe(false);
+  });
+
   it("quotes only what a shell would split", () => {
     expect(etcdCommandLine("/usr/bin/etcd", { ...input, dataDir: "/tmp/my dir" })).toContain("'--data-dir=/tmp/my dir'");
     expect(etcdCommandLine("/usr/bin/etcd", input)).toMatch(/^\/usr\/bin\/etcd --name=ctrl-2 /);

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { EtcdGateway } from "./gateway.ts";
+import { tlsFetch } from "./tls-fetch.ts";
 
 export interface EtcdFlagsInput {
   name: string;
@@ -27,6 +28,11 @@ export interface EtcdFlagsInput {
   heartbeatIntervalMs?: number;
   /** etcd's default is 1000 ms; keep it ≥ 5 × the heartbeat. */
   electionTimeoutMs?: number;
+  /**
+   * TLS on both ports with client-certificate auth on both: the server certificate on the client
+   * port, the peer certificate on the peer port (both ends), each trusting only `caFile`.
+   */
+  tls?: { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string };
   /** Appended verbatim, after ours. */
   extraArgs?: readonly string[];
 }
@@ -45,6 +51,11 @@ export function etcdFlags(input: EtcdFlagsInput): string[] {
     `--initial-cluster-state=${input.initialClusterState}`,
   ];
   if (input.initialClusterToken) flags.push(`--initial-cluster-token=${input.initialClusterToken}`);
+  if (input.tls) {
+    const t = input.tls;
+    flags.push(`--cert-file=${t.certFile}`, `--key-file=${t.keyFile}`, `--trusted-ca-file=${t.caFile}`, "--client-cert-auth");
+    flags.push(`--peer-cert-file=${t.peerCertFile}`, `--peer-key-file=${t.peerKeyFile}`, `--peer-trusted-ca-file=${t.caFile}`, "--peer-client-cert-auth");
+  }
   flags.push(`--heartbeat-interval=${input.heartbeatIntervalMs ?? 100}`, `--election-timeout=${input.electionTimeoutMs ?? 1000}`);
   // zap to stderr: one JSON object a line, and no capnslog deprecation banner on 3.4.
   flags.push("--logger=zap", "--log-outputs=stderr");
@@ -128,7 +139,9 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
   });
   await spawned;
 
-  const gateway = new EtcdGateway(options.clientURL, { timeoutMs: 2_000 });
+  // With TLS, it is asked as its own node asks it: with the server certificate as the client's.
+  const tls = options.tls ? { fetch: tlsFetch({ ca: options.tls.caFile, cert: options.tls.certFile, key: options.tls.keyFile }) } : {};
+  const gateway = new EtcdGateway(options.clientURL, { timeoutMs: 2_000, ...tls });
   const tail = (lines = 30) => log.split("\n").filter(Boolean).slice(-lines).join("\n");
   const running = () => child.exitCode === null && child.signalCode === null;
 

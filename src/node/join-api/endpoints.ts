@@ -12,8 +12,10 @@ import { AdmissionError, verifyAdmission, type VerifyAdmissionOptions } from "..
 import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
 import type { Membership } from "./members.ts";
+import { noSigner, type CertificateSigner } from "./signer.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
+import { problemCodeForField } from "../../shared/protocol/problem.ts";
 import { joinProblem, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -26,7 +28,8 @@ const PeerAddress = z
     const why = peerUrlProblem(v);
     if (why) ctx.addIssue({ code: "custom", message: `peerAddress ${why}` });
   });
-export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress });
+const Csr = z.string().min(1).max(4096);
+export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress, csrs: z.strictObject({ peer: Csr, server: Csr }).optional() });
 export const PromoteRequest = z.strictObject({ node: NodeName });
 
 export interface JoinApiOptions {
@@ -34,6 +37,8 @@ export interface JoinApiOptions {
   gateway: EtcdGateway;
   /** Verification settings shared by every request (broker, cluster, tolerance, fallback, trust). */
   verify: Omit<VerifyAdmissionOptions, "node" | "peerURL" | "role">;
+  /** Signs joiners' etcd certificates (`--pki-dir`); without it, an add that sends requests is refused. */
+  signer?: CertificateSigner;
   log?: (line: string) => void;
 }
 
@@ -57,12 +62,30 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     if (!token) return unauthorized(c);
     const body = await readBody(c, AddMemberRequest);
     if (!body.ok) return send(c, body);
-    const { node, peerAddress } = body.value;
+    const { node, peerAddress, csrs } = body.value;
     const verified = await verify(token, node, peerAddress);
     if (!verified.ok) return send(c, verified);
+    // Certificate requests are checked before etcd is touched: a node that could not run its
+    // member is never added.
+    let checked = null;
+    if (csrs) {
+      if (!options.signer) return send(c, noSigner());
+      const outcome = await options.signer.check(csrs, node, verified.value.peer_url);
+      if (!outcome.ok) {
+        log(`refused node ${node}'s certificate requests: ${outcome.code} (${outcome.detail})`);
+        return send(c, outcome);
+      }
+      checked = outcome.value;
+    }
     const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token });
-    if (!added.ok) log(`not adding node ${node} now: ${added.code} (${added.detail})`);
-    return send(c, added);
+    if (!added.ok) {
+      log(`not adding node ${node} now: ${added.code} (${added.detail})`);
+      return send(c, added);
+    }
+    if (!checked || !options.signer) return send(c, added);
+    const certificates = await options.signer.issue(checked);
+    log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
+    return c.json({ ...added.value, certificates }, 200);
   });
 
   app.post("/v1beta1/etcd/members/promote", async (c) => {
@@ -124,8 +147,6 @@ function unauthorized(c: Context): Response {
   return problemResponse(c, joinProblem(401, "unauthorized", "send the node's admission token as Authorization: Bearer <token>"));
 }
 
-const FIELD_CODES: Record<string, JoinApiProblemCode> = { node: "invalid_node", peerAddress: "invalid_peer_url" };
-
 /** JSON, at most 16 KiB, matching the schema exactly (unknown fields are refused). */
 async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<Outcome<T>> {
   const type = c.req.header("content-type") ?? "";
@@ -149,7 +170,9 @@ async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<Outcome<T>
   const detail = parsed.error.issues
     .map((i) => (i.code === "unrecognized_keys" ? `unknown field(s): ${i.keys.join(", ")}` : `${i.path.join(".") || "body"}: ${i.message}`))
     .join("; ");
-  return fail(400, FIELD_CODES[field] ?? "invalid_request", detail);
+  const code = problemCodeForField(field);
+  // Its bodies name no cluster: that code is the broker's alone.
+  return fail(400, code && code !== "invalid_cluster" ? code : "invalid_request", detail);
 }
 
 function send<T>(c: Context, outcome: Outcome<T>): Response {

@@ -30,9 +30,19 @@ export class LearnerRecords {
     this.#gateway = gateway;
   }
 
-  save(record: LearnerRecord): Promise<EtcdResult<null>> {
+  /**
+   * Writes the record unless etcd holds this very one already. An add held while etcd refuses
+   * changes runs again every few hundred milliseconds; a write each time would put dozens of
+   * entries in the raft log per join, and on etcd 3.6+ a log past 100 entries sends every new
+   * member a snapshot, whose first publish then waits out etcd's 7 s request timeout.
+   */
+  async save(record: LearnerRecord): Promise<EtcdResult<null>> {
     const peerURL = canonicalPeerUrl(record.peerURL);
-    return this.#gateway.put(learnerRecordKey(peerURL), JSON.stringify({ ...record, peerURL }));
+    const key = learnerRecordKey(peerURL);
+    const value = JSON.stringify({ node: record.node, peerURL, jti: record.jti, token: record.token });
+    const current = await this.#gateway.get(key);
+    if (current.ok && current.value === value) return { ok: true, value: null, endpoint: current.endpoint };
+    return this.#gateway.put(key, value);
   }
 
   /** The record of the first of these peer URLs that has one (null: none), or etcd's error. */

@@ -19,7 +19,13 @@ export type JoinApiProblemCode =
   | "etcd_unhealthy"
   | "not_enough_started_members"
   | "etcd_unavailable"
-  | "etcd_error";
+  | "etcd_error"
+  /** A certificate request that cannot be read, or whose signature does not hold. */
+  | "invalid_csr"
+  /** A certificate request for a name the admission does not allow. */
+  | "csr_name_not_allowed"
+  /** Certificate requests sent to a join API that holds no etcd CA. */
+  | "certificates_unavailable";
 
 export type JoinApiProblem = Problem<JoinApiProblemCode>;
 

@@ -9,6 +9,8 @@ import { EtcdGateway } from "../etcd/gateway.ts";
 import { ClusterTrust, revocationListStatus } from "../../shared/verifier/index.ts";
 import { createJoinApi } from "./endpoints.ts";
 import { Membership, type MembershipOptions } from "./members.ts";
+import { CertificateSigner } from "./signer.ts";
+import { tlsFetch, type TlsFiles } from "../etcd/tls-fetch.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -25,7 +27,15 @@ export interface JoinApiServerOptions {
   /** How long an add or promote waits for etcd to settle before answering 503 (default 10). */
   holdSeconds?: number;
   etcdTimeoutMs?: number;
+  /** The etcd CA (`DIR/ca.crt`, `DIR/ca.key`): joiners' certificate requests are signed with it. */
+  pkiDir?: string;
+  /** Days a signed certificate lasts (default 365). */
+  certValidDays?: number;
+  /** The join API's own client credentials for https etcd endpoints. */
+  etcdTls?: TlsFiles;
   log?: (line: string) => void;
+  /** The clock tokens are checked and certificates dated by (ms since epoch); default Date.now. */
+  now?: () => number;
 }
 
 export interface JoinApiServer {
@@ -54,7 +64,8 @@ export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeco
 
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
-  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs });
+  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
+  const signer = options.pkiDir ? await CertificateSigner.fromPkiDir(options.pkiDir, { validDays: options.certValidDays, now: options.now }) : undefined;
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
   // The first node to join should not wait for the keys; not awaited, so a broker that is down
   // does not delay the start (the first token then fetches them, and reports what fails).
@@ -72,8 +83,9 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
   const app = createJoinApi({
     membership,
     gateway,
+    signer,
     log,
-    verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback },
+    verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
   });
 
   let refresher: ReturnType<typeof setInterval> | null = null;

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
-import { isLoopback, parseListen, parseServeArgs, SERVE_HELP } from "./serve-options.ts";
+import { isLoopback, parseServeArgs, SERVE_HELP } from "./serve-options.ts";
+import { parseListen } from "../cli/flags.ts";
 
 const TOKEN = { JOIN_BROKER_ADMIN_TOKEN: "admin-token-0123456789" };
 const dir = mkdtempSync(join(tmpdir(), "serve-options-"));

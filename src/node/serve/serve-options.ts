@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { parseFlags } from "../cli/flags.ts";
+import { parseFlags, parseListen } from "../cli/flags.ts";
 import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/bearer.ts";
 import { UsageError } from "../exit-codes.ts";
 
@@ -71,17 +71,6 @@ export function isLoopback(host: string): boolean {
   if (isIP(host) === 4) return host.startsWith("127.");
   if (isIP(host) === 6) return host === "::1" || host === "0:0:0:0:0:0:0:1";
   return false;
-}
-
-/** `host:port` or `[v6]:port` into its parts. */
-export function parseListen(value: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
-  if (!m) throw new UsageError(`--listen ${JSON.stringify(value)} is not HOST:PORT (an IPv6 host goes in brackets: [::1]:8443)`);
-  const host = m[1] ?? m[2];
-  const port = Number(m[3]);
-  if (port > 65535) throw new UsageError(`--listen port ${port} is out of range`);
-  if (m[1] && isIP(host) !== 6) throw new UsageError(`--listen [${host}] is not an IPv6 address`);
-  return { host, port };
 }
 
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv): { help: true } | { help: false; options: ServeOptions } {

@@ -71,3 +71,10 @@ export function problem<Code extends string = ProblemCode>(status: number, code:
     ...extra,
   };
 }
+
+/** The code of a 400 whose first failing field is an identifier, so a client can tell which one is wrong. */
+const FIELD_CODES = { cluster: "invalid_cluster", node: "invalid_node", peerURL: "invalid_peer_url", peerAddress: "invalid_peer_url" } as const;
+
+export function problemCodeForField(field: string | undefined): (typeof FIELD_CODES)[keyof typeof FIELD_CODES] | undefined {
+  return field !== undefined && Object.hasOwn(FIELD_CODES, field) ? FIELD_CODES[field as keyof typeof FIELD_CODES] : undefined;
+}

@@ -1,0 +1,42 @@
+/**
+ * A node's etcd certificates with --pki-dir: the bootstrap node's CA and its own certificates,
+ * a joiner's requests (fresh keys, kept in memory until signed) and what the join API signed.
+ * @module
+ */
+import type { MemberAdded } from "../../shared/protocol/join-api.ts";
+import { requestedIdentity } from "../pki/identity.ts";
+import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
+import { Refusal } from "./errors.ts";
+import type { AgentOptions } from "./join-options.ts";
+import type { Reporter } from "./progress.ts";
+
+/** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
+export async function bootstrapCertificates(o: AgentOptions, r: Reporter): Promise<void> {
+  const dir = o.pkiDir;
+  if (!dir) return;
+  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL);
+  const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${o.cluster} etcd CA` } });
+  if (created) r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
+  if (await haveUsableCertificates(dir, identity)) return;
+  await issueOwnCertificates(dir, ca, identity);
+  r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
+}
+
+/** A joiner's certificate requests, unless it holds usable certificates already (null). */
+export async function certificatesToRequest(o: AgentOptions): Promise<PendingCertificates | null> {
+  const dir = o.pkiDir;
+  if (!dir) return null;
+  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL);
+  if (await haveUsableCertificates(dir, identity)) return null;
+  return await requestCertificates(identity);
+}
+
+/** Saves what the join API signed for these keys; an answer without certificates is a join API without a CA. */
+export function saveCertificates(o: AgentOptions, r: Reporter, pending: PendingCertificates, added: MemberAdded): void {
+  const dir = o.pkiDir!;
+  if (!added.certificates) {
+    throw new Refusal(`the join API ${o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
+  }
+  pending.save(dir, added.certificates);
+  r.event("pki", `the join API signed this node's peer and server certificates; saved in ${dir}`, { dir });
+}

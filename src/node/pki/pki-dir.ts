@@ -1,0 +1,150 @@
+/**
+ * A node's `--pki-dir`: the cluster's etcd CA certificate, and where the node holds it, the CA
+ * key; the node's own peer and server certificates with their keys, made on the node.
+ *
+ *   ca.crt  ca.key            the cluster's etcd CA (ca.key only where it was made or put)
+ *   peer.crt  peer.key        etcd's peer port, both ends
+ *   server.crt  server.key    etcd's client port, and the node's own etcd client identity
+ * @module
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { writeFileAtomic } from "../atomic-file.ts";
+import {
+  certificateFacts,
+  createCertificateAuthority,
+  createCertificateRequest,
+  generateKeyPair,
+  issueCertificate,
+  keyMatches,
+  loadCertificateAuthority,
+  PkiError,
+  signedBy,
+  type CertificateAuthority,
+  type CertificateKind,
+  type KeyPair,
+} from "./x509.ts";
+import type { NodeIdentity } from "./identity.ts";
+import type { CertificateRequests, IssuedCertificates } from "../../shared/protocol/join-api.ts";
+
+/** A CA made by a bootstrap node lasts this long. */
+export const CA_VALID_DAYS = 10 * 365;
+/** A node's own certificates, when it signs them itself (the bootstrap node). */
+export const NODE_CERT_VALID_DAYS = 365;
+/** Certificates closer than this to their end are made again when the node joins. */
+const RENEW_BEFORE_MS = 7 * 86_400_000;
+
+export interface PkiFiles {
+  ca: string;
+  caKey: string;
+  peerCert: string;
+  peerKey: string;
+  serverCert: string;
+  serverKey: string;
+}
+
+export function pkiFiles(dir: string): PkiFiles {
+  return {
+    ca: join(dir, "ca.crt"),
+    caKey: join(dir, "ca.key"),
+    peerCert: join(dir, "peer.crt"),
+    peerKey: join(dir, "peer.key"),
+    serverCert: join(dir, "server.crt"),
+    serverKey: join(dir, "server.key"),
+  };
+}
+
+/** Loads the CA from `dir`; `create` makes one there when neither file exists. */
+export async function certificateAuthority(dir: string, options: { create?: { commonName: string } } = {}): Promise<{ ca: CertificateAuthority; created: boolean }> {
+  const files = pkiFiles(dir);
+  const haveCert = existsSync(files.ca);
+  const haveKey = existsSync(files.caKey);
+  if (haveCert && haveKey) return { ca: await loadCertificateAuthority(readFileSync(files.ca, "utf8"), readFileSync(files.caKey, "utf8")), created: false };
+  if (haveCert || haveKey || !options.create) {
+    const missing = [haveCert ? null : files.ca, haveKey ? null : files.caKey].filter(Boolean).join(" and ");
+    throw new PkiError("ca_incomplete", `${missing} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key${haveCert && !haveKey ? " (a node that only trusts this CA cannot sign for itself)" : ""}`);
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { ca, keyPem } = await createCertificateAuthority(options.create.commonName, CA_VALID_DAYS);
+  // The key first: a certificate without its key would read as an operator's incomplete pair.
+  writeFileAtomic(files.caKey, keyPem);
+  writeFileAtomic(files.ca, ca.certPem);
+  return { ca, created: true };
+}
+
+/**
+ * Whether the node's certificates in `dir` are there, belong to their keys, chain to `ca.crt`,
+ * name exactly this identity and last at least another week: then nothing is asked or signed.
+ */
+export async function haveUsableCertificates(dir: string, identity: NodeIdentity, now = Date.now()): Promise<boolean> {
+  const files = pkiFiles(dir);
+  if (![files.ca, files.peerCert, files.peerKey, files.serverCert, files.serverKey].every((f) => existsSync(f))) return false;
+  const caPem = readFileSync(files.ca, "utf8");
+  for (const kind of ["peer", "server"] as const) {
+    const certPem = readFileSync(kind === "peer" ? files.peerCert : files.serverCert, "utf8");
+    const keyPem = readFileSync(kind === "peer" ? files.peerKey : files.serverKey, "utf8");
+    let facts;
+    try {
+      facts = certificateFacts(certPem);
+    } catch {
+      return false;
+    }
+    const want = identity[kind];
+    const sameHosts = facts.hosts.length === want.hosts.length && want.hosts.every((h) => facts.hosts.includes(h));
+    if (facts.commonName !== want.node || !sameHosts || facts.notAfter - now < RENEW_BEFORE_MS) return false;
+    if (!(await keyMatches(certPem, keyPem)) || !(await signedBy(certPem, caPem))) return false;
+  }
+  return true;
+}
+
+/** The bootstrap node signs its own certificates with the CA it holds. */
+export async function issueOwnCertificates(dir: string, ca: CertificateAuthority, identity: NodeIdentity): Promise<void> {
+  const pending = await requestCertificates(identity);
+  const issued: IssuedCertificates = {
+    ca: ca.certPem,
+    peer: await issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS),
+    server: await issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS),
+  };
+  pending.save(dir, issued);
+}
+
+/** Fresh keys and their certificate requests; `save` writes them with the certificates signed for them. */
+export interface PendingCertificates {
+  requests: CertificateRequests;
+  keys: Record<CertificateKind, KeyPair>;
+  save(dir: string, issued: IssuedCertificates): void;
+}
+
+export async function requestCertificates(identity: NodeIdentity): Promise<PendingCertificates> {
+  const keys = { peer: await generateKeyPair(), server: await generateKeyPair() };
+  const requests = { peer: await createCertificateRequest(keys.peer, identity.peer), server: await createCertificateRequest(keys.server, identity.server) };
+  return {
+    requests,
+    keys,
+    save(dir, issued) {
+      const files = pkiFiles(dir);
+      if (existsSync(files.caKey) && existsSync(files.ca) && readFileSync(files.ca, "utf8").trim() !== issued.ca.trim()) {
+        throw new PkiError("certificate_mismatch", `the join API signed with another CA than the one in ${files.ca} (beside ${files.caKey}): each cluster has one etcd CA`);
+      }
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      // Keys before their certificates: a certificate is never on disk without its own key.
+      writeFileAtomic(files.peerKey, keys.peer.keyPem);
+      writeFileAtomic(files.serverKey, keys.server.keyPem);
+      writeFileAtomic(files.peerCert, issued.peer);
+      writeFileAtomic(files.serverCert, issued.server);
+      writeFileAtomic(files.ca, issued.ca);
+    },
+  };
+}
+
+/** The files etcd is started with (etcdFlags' `tls`). */
+export function etcdServingFiles(dir: string): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string } {
+  const f = pkiFiles(dir);
+  return { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
+}
+
+/** The node's own etcd client credentials: its server certificate is also a client's. */
+export function ownClientFiles(dir: string): { ca: string; cert: string; key: string } {
+  const f = pkiFiles(dir);
+  return { ca: f.ca, cert: f.serverCert, key: f.serverKey };
+}
