@@ -26,9 +26,13 @@ export function allowedIdentity(node: string, peerURL: string): NodeIdentity {
   return { peer: { node, hosts: [host] }, server: { node, hosts: [host, ...LOOPBACK_HOSTS.filter((h) => h !== host)] } };
 }
 
-/** What a node asks for: the peer host, and for the client port its client URL's host and the peer host. */
+/**
+ * What a node asks for: the peer host, and for the client port its client URL's host, the peer
+ * host and loopback, so clients on the node itself (kube-apiserver's `https://127.0.0.1:2379`, as
+ * kubeadm's certificates allow, or a tunnel to the node) verify it too.
+ */
 export function requestedIdentity(node: string, peerURL: string, clientURL: string): NodeIdentity {
   const peerHost = hostOf(peerURL);
   const clientHost = hostOf(clientURL);
-  return { peer: { node, hosts: [peerHost] }, server: { node, hosts: clientHost === peerHost ? [peerHost] : [clientHost, peerHost] } };
+  return { peer: { node, hosts: [peerHost] }, server: { node, hosts: [...new Set([clientHost, peerHost, ...LOOPBACK_HOSTS])] } };
 }

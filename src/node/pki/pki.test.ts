@@ -115,7 +115,11 @@ describe("a node's --pki-dir", () => {
 
 describe("names", () => {
   it("asks for the peer host on the peer port, the client and peer hosts on the client port", () => {
-    expect(requestedIdentity("n", "https://[fd00::4]:2380", "https://127.0.0.1:2379")).toEqual({ peer: { node: "n", hosts: ["fd00::4"] }, server: { node: "n", hosts: ["127.0.0.1", "fd00::4"] } });
+    expect(requestedIdentity("n", "https://[fd00::4]:2380", "https://127.0.0.1:2379")).toEqual({ peer: { node: "n", hosts: ["fd00::4"] }, server: { node: "n", hosts: ["127.0.0.1", "fd00::4", "::1", "localhost"] } });
+    // What a node asks for is always within what its admission allows.
+    const asked = requestedIdentity("n", "https://10.0.0.4:2380", "https://10.0.0.4:2379");
+    expect(asked.server.hosts).toEqual(["10.0.0.4", "127.0.0.1", "::1", "localhost"]);
+    expect(asked.server.hosts.every((h) => allowedIdentity("n", "https://10.0.0.4:2380").server.hosts.includes(h))).toBe(true);
     expect(allowedIdentity("n", "https://10.0.0.4:2380").server.hosts).toEqual(["10.0.0.4", "127.0.0.1", "::1", "localhost"]);
   });
 });
