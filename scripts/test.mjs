@@ -12,6 +12,9 @@ process.env.CHROMIUM_BIN = ensureTool("chromium");
 process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
 process.env.PROMTOOL_BIN = ensureTool("promtool");
 process.env.QEMU_AARCH64_BIN = ensureTool("qemu-aarch64-static");
+// The lab (test/lab/, docs/lab.md): nftables for partitions and loss, libfaketime for skewed clocks.
+process.env.NFT_BIN = ensureTool("nft");
+process.env.FAKETIME_BIN = ensureTool("faketime");
 ensureTool("openssl");
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";

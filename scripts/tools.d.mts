@@ -1,4 +1,6 @@
-export type ToolName = "etcd" | "etcdctl" | "spin" | "chromium" | "systemd-analyze" | "promtool" | "qemu-aarch64-static";
+export type ToolName = "etcd" | "etcdctl" | "spin" | "chromium" | "systemd-analyze" | "promtool" | "qemu-aarch64-static" | "nft" | "faketime";
+/** libfaketime, preloaded (LD_PRELOAD) into a process whose clock the lab skews. */
+export const LIBFAKETIME: string;
 /** The directory qemu-aarch64-static takes as -L: where the arm64 dynamic loader and libraries are. */
 export const AARCH64_SYSROOT: string;
 /** The tool's path, from its environment variable, the usual places or PATH; null when absent. */

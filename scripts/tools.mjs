@@ -25,7 +25,14 @@ const TOOLS = {
     apt: ["qemu-user-static", "libc6-arm64-cross", "libstdc++6-arm64-cross", "libgcc-s1-arm64-cross"],
     requires: ["/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1", "/usr/aarch64-linux-gnu/lib/libstdc++.so.6"],
   },
+  // The lab (test/lab/): partitions and packet loss are nftables rules inside the hosts' network
+  // namespaces; clock skew is libfaketime preloaded into a host's agent and join API.
+  nft: { env: "NFT_BIN", candidates: ["/usr/sbin/nft", "/sbin/nft"], apt: "nftables" },
+  faketime: { env: "FAKETIME_BIN", candidates: ["/usr/bin/faketime"], apt: "faketime", requires: ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"] },
 };
+
+/** libfaketime, preloaded (LD_PRELOAD) into a process whose clock the lab skews. */
+export const LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /** The directory qemu-aarch64-static takes as -L: where the arm64 dynamic loader and libraries are. */
 export const AARCH64_SYSROOT = "/usr/aarch64-linux-gnu";

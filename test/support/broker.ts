@@ -8,6 +8,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { Lab } from "../lab/lab.ts";
 import { spawnUntilReady } from "./ready-process.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -24,6 +25,8 @@ export function defaultRuntime(): BrokerRuntime {
 
 export interface BrokerProcess {
   url: string;
+  /** Where this test process reaches it: `url`, or a forward to it when it runs on a lab host. */
+  localUrl: string;
   runtime: BrokerRuntime;
   adminToken: string;
   persistDir: string;
@@ -46,6 +49,8 @@ export interface StartBrokerOptions {
   env?: Record<string, string>;
   /** `serve` only: more flags. */
   args?: string[];
+  /** `serve` only: run on this lab host (test/lab/lab.ts), listening on the host's own address. */
+  labHost?: { lab: Lab; host: string };
 }
 
 export async function startBroker(options: StartBrokerOptions = {}): Promise<BrokerProcess> {
@@ -54,7 +59,8 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), "join-broker-state-"));
   // stop() keeps the state for a restart; a directory made here goes when the test process ends.
   if (ownsDir) process.once("exit", () => rmSync(persistDir, { recursive: true, force: true }));
-  let port = options.port ?? 0;
+  // On a lab host a fixed port: the issuer is known before it starts.
+  let port = options.port ?? (options.labHost ? 8787 : 0);
   let child: ChildProcess | null = null;
   let log = "";
   let lastGroup = 0;
@@ -80,12 +86,19 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   };
 
   const launchServe = async () => {
-    const args = [join(ROOT, "bin/join-broker"), "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", persistDir, "--log-level", "debug"];
+    const lab = options.labHost;
+    const host = lab ? lab.lab.host(lab.host).ip : "127.0.0.1";
+    const args = [join(ROOT, "bin/join-broker"), "serve", "--listen", `${host}:${port}`, "--data-dir", persistDir, "--log-level", "debug"];
     if (options.tls) args.push("--tls-cert", options.tls.cert, "--tls-key", options.tls.key);
+    // On a lab host the bridge is the only network: nothing but the lab's own hosts reach it.
+    else if (lab) args.push("--insecure-http");
+    // The test process calls it through a forward (another origin): the issuer is the lab address.
+    if (lab) args.push("--issuer", `http://${host}:${port}`);
     args.push(...(options.args ?? []));
     const started = await spawnUntilReady(process.execPath, args, {
       what: "join-broker serve",
-      ready: /listening on (https?:\/\/127\.0\.0\.1:(\d+))/,
+      ready: /listening on (https?:\/\/(?:127\.0\.0\.1|10\.77\.\d+\.\d+):(\d+))/,
+      spawner: lab ? (command, args, spawnOptions) => lab.lab.spawn(lab.host, command, args, spawnOptions) : undefined,
       cwd: ROOT,
       env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env },
       detached: true,
@@ -172,10 +185,13 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     if (!/workerd restarted/.test(log.slice(before))) throw new Error(`serve did not restart workerd:\n${log}`);
   };
 
+  if (options.labHost && runtime !== "serve") throw new Error("a broker on a lab host runs under join-broker serve");
   const url = await launch();
-  await waitHealthy(url);
+  const localUrl = options.labHost ? await options.labHost.lab.reach(url) : url;
+  await waitHealthy(localUrl);
   return {
     url,
+    localUrl,
     runtime,
     kill,
     adminToken: ADMIN_TOKEN,
@@ -185,15 +201,15 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
       // After a kill("serve"), its orphaned workerd still runs: the next serve replaces it.
       await stop(false, false);
       const again = await launch();
-      await waitHealthy(again);
+      await waitHealthy(options.labHost ? await options.labHost.lab.reach(again) : again);
     },
     output: () => log,
   };
 }
 
 /** Admin API helper for tests. */
-export async function adminCall(broker: { url: string; adminToken: string }, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${broker.url}${path}`, {
+export async function adminCall(broker: { url: string; localUrl?: string; adminToken: string }, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${broker.localUrl ?? broker.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${broker.adminToken}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),

@@ -15,6 +15,7 @@ import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../../src/node/pki/pki-dir.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
+import type { Lab } from "../lab/lab.ts";
 import { spawnUntilReady } from "./ready-process.ts";
 import { etcdBinary } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
@@ -39,6 +40,10 @@ export interface NodeSpec {
   clientURL: string;
   stateDir: string;
   dataDir: string;
+  /** Where this test process reaches the node's etcd: `clientURL`, or a forward into the lab. */
+  localClientURL: string;
+  /** The node's lab host (same name as the node), when the run is in a lab. */
+  labHost?: string;
   /** The agent's --pki-dir (TLS runs only). */
   pkiDir: string;
 }
@@ -88,6 +93,12 @@ export interface HarnessOptions {
    * PKI directory, test/support/gate.ts). false: plain http.
    */
   etcdTls?: boolean;
+  /**
+   * Run in this lab (test/lab/lab.ts): every node on a host of its own named after it, its etcd
+   * on ports 2379/2380 of the host's address; the broker (`join-broker serve`) on host `broker`
+   * and the join API on host `join-api`. Agents and the join API run on their host's clock.
+   */
+  lab?: Lab;
 }
 
 /** A program and its arguments, run in `cwd`. */
@@ -137,30 +148,43 @@ export class ClusterHarness {
     const cluster = options.cluster ?? `e2e-${options.scenario}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40);
     const etcdBin = options.etcdBin ?? (await etcdBinary());
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
-    const ports = await stablePorts(options.nodes.length * 2);
+    const lab = options.lab;
+    const ports = lab ? [] : await stablePorts(options.nodes.length * 2);
     const tls = options.etcdTls !== false;
     const scheme = tls ? "https" : "http";
-    const nodes = options.nodes.map((name, i) => ({
-      name,
-      peerURL: `${scheme}://127.0.0.1:${ports[2 * i]}`,
-      clientURL: `${scheme}://127.0.0.1:${ports[2 * i + 1]}`,
-      stateDir: join(dir, name),
-      dataDir: join(dir, name, "etcd"),
-      pkiDir: join(dir, name, "pki"),
-    }));
+    const nodes: NodeSpec[] = [];
+    for (const [i, name] of options.nodes.entries()) {
+      const ip = lab ? lab.addHost(name).ip : "127.0.0.1";
+      const clientURL = `${scheme}://${ip}:${lab ? 2379 : ports[2 * i + 1]}`;
+      nodes.push({
+        name,
+        peerURL: `${scheme}://${ip}:${lab ? 2380 : ports[2 * i]}`,
+        clientURL,
+        // Server certificates name loopback too, so a forward to 127.0.0.1 passes TLS as it is.
+        localClientURL: lab ? await lab.reach(clientURL) : clientURL,
+        stateDir: join(dir, name),
+        dataDir: join(dir, name, "etcd"),
+        pkiDir: join(dir, name, "pki"),
+        ...(lab ? { labHost: name } : {}),
+      });
+    }
+    if (lab) {
+      lab.addHost("broker");
+      lab.addHost("join-api");
+    }
     const pki = tls ? await preparePki(dir, nodes) : null;
     let broker: BrokerProcess | null = null;
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
     try {
-      broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker });
+      broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker, ...(lab ? { runtime: "serve", labHost: { lab, host: "broker" } } : {}) });
       const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
       if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
       if (options.policy) {
         const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
         if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
       }
-      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])]);
+      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])], lab);
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
       const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy, pki?.client ?? null);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
@@ -181,6 +205,9 @@ export class ClusterHarness {
 
   /** A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. */
   etcd(endpoints: string | string[], timeoutMs = 5_000): EtcdGateway {
+    // A node's own client URL is reached through its forward when the run is in a lab.
+    const local = (url: string) => this.nodes.find((n) => n.clientURL === url)?.localClientURL ?? url;
+    endpoints = typeof endpoints === "string" ? local(endpoints) : endpoints.map(local);
     return new EtcdGateway(endpoints, { timeoutMs, ...(this.etcdClientTls ? { fetch: tlsFetch(this.etcdClientTls) } : {}) });
   }
 
@@ -260,12 +287,15 @@ export class ClusterHarness {
     const args = options.args ?? this.agentArgs(node);
     // E2E_AGENT_NODE runs the agents on another Node (the system's Node 20, say) than the tests.
     const how = this.options.agentCommand?.(args) ?? { command: process.env.E2E_AGENT_NODE || process.execPath, args: [BIN, ...args], cwd: ROOT };
-    const proc = spawn(how.command, how.args, {
+    const lab = this.options.lab;
+    const spawnOptions = {
       cwd: how.cwd,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe"] as ["ignore", "pipe", "pipe"],
       detached: true,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
-    });
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", ...(lab && node.labHost ? lab.clockEnv(node.labHost) : {}) },
+    };
+    // In a lab, on the node's own host (`ip netns exec` execs the agent: the pid is the agent's).
+    const proc = lab && node.labHost ? lab.spawn(node.labHost, how.command, how.args, spawnOptions) : spawn(how.command, how.args, spawnOptions);
     const run: AgentRun = {
       node,
       run: previous.length + 1,
@@ -395,7 +425,7 @@ export class ClusterHarness {
    * timeline and fails the run at the next `waitFor` or `stopSampling`.
    */
   async sampleNow(): Promise<void> {
-    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await this.etcd(n.clientURL, 800).memberList() })));
+    const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await this.etcd(n.localClientURL, 800).memberList() })));
     const samples: NodeSample[] = lists.map(({ node, list }) =>
       list.ok ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length } : { node, clusterId: null, learners: null },
     );
@@ -436,12 +466,12 @@ export class ClusterHarness {
     const views: FinalView[] = [];
     for (const name of names) {
       const n = this.node(name);
-      const gateway = this.etcd(n.clientURL);
+      const gateway = this.etcd(n.localClientURL);
       const list = await gateway.memberList();
       if (!list.ok) throw new Error(`member list from ${name} (${n.clientURL}) failed: ${list.error.message}`);
-      const status = await gateway.status(n.clientURL);
+      const status = await gateway.status(n.localClientURL);
       if (!status.ok) throw new Error(`status from ${name} failed: ${status.error.message}`);
-      views.push({ node: name, clusterId: hex(status.value.header.clusterId), members: list.value.members, healthy: await gateway.health(n.clientURL) });
+      views.push({ node: name, clusterId: hex(status.value.header.clusterId), members: list.value.members, healthy: await gateway.health(n.localClientURL) });
     }
     return views;
   }
@@ -594,12 +624,15 @@ async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs
   };
 }
 
-async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = []): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
-  const started = await spawnUntilReady(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", "127.0.0.1:0", ...extraArgs], {
+async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = [], lab?: Lab): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
+  const listen = lab ? `${lab.host("join-api").ip}:8080` : "127.0.0.1:0";
+  const started = await spawnUntilReady(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs], {
     what: "the join API",
     ready: /join API listening on (http:\/\/\S+)/,
+    spawner: lab ? (command, args, spawnOptions) => lab.spawn("join-api", command, args, spawnOptions) : undefined,
     cwd: ROOT,
     detached: true,
+    env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) },
   });
   return { url: started.match[1]!, proc: started.proc, output: started.output };
 }

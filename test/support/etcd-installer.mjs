@@ -11,8 +11,9 @@
 //
 // By default etcd is left running in a session of its own and the installer exits 0 once the
 // node is a voter (kubeadm: the kubelet runs etcd). With --foreground it stays, etcd as its
-// child, until a signal, like `k0s controller` or `k3s server`. A data dir whose member is gone
-// is wiped first (what `kubeadm reset` does). With --pki-dir DIR holding the cluster's etcd CA
+// child, until a signal, like `k0s controller` or `k3s server`. A data dir that holds a member is
+// started first, before any question to the cluster; one whose member is gone is wiped (what
+// `kubeadm reset` does). With --pki-dir DIR holding the cluster's etcd CA
 // (ca.crt and ca.key, shared by every node as kubeadm shares /etc/kubernetes/pki/etcd), etcd runs
 // with TLS and client-certificate auth on both ports: the installer makes this node's peer and
 // server keys and certificates there with openssl when they are missing, and etcdctl presents
@@ -256,6 +257,12 @@ async function init() {
 }
 
 async function joinCluster() {
+  // A member with data restarts from it before asking anything (as a supervisor restarts etcd):
+  // the cluster may need this very member for a quorum before it can answer a member list.
+  if (hasData() && !runningEtcd()) {
+    startEtcd([`${o.name}=${o["peer-url"]}`], "existing");
+    say("restarted etcd from its data dir");
+  }
   const list = await retry("listing members", () => etcdctl(["member", "list"]));
   let member = own(list.members);
   let members = list.members;

@@ -24,12 +24,14 @@ export interface ReadyOptions extends SpawnOptions {
   onOutput?: (chunk: string) => void;
   /** Right after the spawn, before it is ready (to track its process group, say). */
   onSpawn?: (proc: ChildProcess) => void;
+  /** How to start it; default node's `spawn` (a lab host's `spawn` runs it in that host's namespace). */
+  spawner?: (command: string, args: string[], options: SpawnOptions) => ChildProcess;
 }
 
 export function spawnUntilReady(command: string, args: string[], options: ReadyOptions): Promise<ReadyProcess> {
-  const { ready, what, timeoutMs = 60_000, onOutput, onSpawn, ...spawnOptions } = options;
+  const { ready, what, timeoutMs = 60_000, onOutput, onSpawn, spawner = spawn, ...spawnOptions } = options;
   return new Promise((ok, fail) => {
-    const proc = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...spawnOptions });
+    const proc = spawner(command, args, { stdio: ["ignore", "pipe", "pipe"], ...spawnOptions });
     onSpawn?.(proc);
     let log = "";
     let done = false;

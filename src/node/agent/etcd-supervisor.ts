@@ -29,6 +29,12 @@ const MAX_RESTARTS = 5;
 const RESTART_WINDOW_MS = 120_000;
 /** etcd's words when peers tell it that its member was removed (every version's, until the binary's is known). */
 const ANY_REMOVED_MESSAGES = [...new Set(ETCD_MINORS.flatMap((m) => etcdTraits(m).removedMessages))];
+/**
+ * etcd's words when it cannot reach any peer to fetch the member list (a partition, a link down):
+ * a failure the network heals, so it never counts toward giving up. It is retried with backoff
+ * while the admission lives (the heartbeat keeps it); the lease, not this count, bounds it.
+ */
+const PEERS_UNREACHABLE = ["cannot fetch cluster info from peer urls", "could not retrieve cluster information from the given URLs"];
 /** How much of the log written since the last start is read when etcd exits (for those words, and its error). */
 const SCAN_BYTES = 256 * 1024;
 
@@ -43,6 +49,8 @@ export class EtcdSupervisor {
   #args: string[] = [];
   #stopping = false;
   #exits: number[] = [];
+  /** Exits because no peer could be reached, in a row: only the backoff grows with them. */
+  #unreachableExits = 0;
   #restartTimer: NodeJS.Timeout | null = null;
   #failure: string | null = null;
   #removed = false;
@@ -65,6 +73,7 @@ export class EtcdSupervisor {
 
   #resetFailure(): void {
     this.#exits = [];
+    this.#unreachableExits = 0;
     this.#failure = null;
     this.#removed = false;
     this.#failed = new Promise((resolve) => (this.#fail = resolve));
@@ -225,8 +234,10 @@ export class EtcdSupervisor {
       return;
     }
     const now = Date.now();
-    this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];
-    const willRestart = this.#exits.length <= MAX_RESTARTS;
+    const unreachable = reason !== null && PEERS_UNREACHABLE.some((m) => reason.includes(m));
+    this.#unreachableExits = unreachable ? this.#unreachableExits + 1 : 0;
+    if (!unreachable) this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];
+    const willRestart = unreachable || this.#exits.length <= MAX_RESTARTS;
     this.hooks.onUnexpectedExit?.(description, willRestart);
     if (!willRestart) {
       this.#failure = `etcd exited ${this.#exits.length} times within ${RESTART_WINDOW_MS / 1000} s (last: ${description})`;
@@ -234,7 +245,7 @@ export class EtcdSupervisor {
       this.#fail(this.#failure);
       return;
     }
-    const delay = Math.min(15_000, 500 * 2 ** (this.#exits.length - 1));
+    const delay = Math.min(15_000, 500 * 2 ** (Math.max(this.#exits.length, this.#unreachableExits) - 1));
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
       if (!this.#stopping && !this.running) this.#spawn();
