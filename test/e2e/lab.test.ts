@@ -5,6 +5,8 @@
  * reaped by the next.
  */
 import { execFileSync, spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { connect } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Lab, labSkipReason, reapStaleLabs } from "../lab/lab.ts";
@@ -146,4 +148,31 @@ it.skipIf(skip)("destroy removes every namespace of the lab; a crashed run's are
   expect(namespaces()).toContain(lab.prefix);
   other.destroy();
   expect(namespaces()).not.toContain(other.prefix);
+});
+
+it.skipIf(skip)("a private path is each host's own: what one host writes there, no other host and not the machine sees", () => {
+  const path = `/var/lib/${lab.prefix}private`;
+  const backingA = lab.privatePath("a", path);
+  lab.privatePath("b", path);
+  lab.exec("a", "sh", ["-c", `echo a > ${path}/who`]);
+  lab.exec("b", "sh", ["-c", `echo b > ${path}/who`]);
+  expect(lab.exec("a", "cat", [`${path}/who`])).toBe("a\n");
+  expect(lab.exec("b", "cat", [`${path}/who`])).toBe("b\n");
+  expect(readFileSync(join(backingA, "who"), "utf8")).toBe("a\n");
+  // Host c has no private path there: it sees the machine's directory, which stayed empty.
+  expect(lab.exec("c", "ls", ["-A", path])).toBe("");
+  expect(readdirSync(path)).toEqual([]);
+  // A process on the host keeps its own pid through ip, unshare and sh (signals reach it).
+  const child = lab.spawn("a", "sh", ["-c", "echo $$; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
+  return new Promise<void>((done, fail) => {
+    child.stdout!.once("data", (d: Buffer) => {
+      try {
+        expect(Number(String(d).trim())).toBe(child.pid);
+        child.kill("SIGKILL");
+        done();
+      } catch (e) {
+        fail(e);
+      }
+    });
+  });
 });

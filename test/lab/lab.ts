@@ -14,7 +14,7 @@
  * `Lab.create` first reaps what a crashed run (a prefix whose pid is gone) left behind.
  */
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -36,6 +36,8 @@ export interface LabHost {
   ip: string;
   /** The file libfaketime reads this host's clock offset from (FAKETIME_TIMESTAMP_FILE). */
   clockFile: string;
+  /** Its private paths: the path its processes see → the directory that backs it (see `privatePath`). */
+  mounts: Map<string, string>;
 }
 
 /** Why the lab cannot run here, or null when it can (root, `ip`, `nft`, libfaketime). */
@@ -140,6 +142,8 @@ export class Lab {
   readonly #forwards = new Map<string, Promise<string>>();
   readonly #servers: Server[] = [];
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** Mount points `privatePath` had to make on the machine: removed again when empty. */
+  readonly #madeMountPoints = new Set<string>();
   #nextCut = 1;
   #gateway: ChildProcess | null = null;
   /** Everything this lab did, for a run's timeline: `{ t, kind, ... }`. */
@@ -190,7 +194,7 @@ export class Lab {
     inNs(ns, "ip", ["link", "set", "lo", "up"]);
     inNs(ns, "ip", ["addr", "add", `${ip}/16`, "dev", "eth0"]);
     inNs(ns, "ip", ["link", "set", "eth0", "up"]);
-    const host: LabHost = { name, ns, ip, clockFile: join(this.dir, `${name}.clock`) };
+    const host: LabHost = { name, ns, ip, clockFile: join(this.dir, `${name}.clock`), mounts: new Map() };
     writeFileSync(host.clockFile, "+0\n");
     this.hosts.set(name, host);
     this.#applyRules(host);
@@ -208,14 +212,44 @@ export class Lab {
     return h;
   }
 
-  /** Runs `command` inside the host; the returned process's pid is the command's own (ip execs it). */
+  /**
+   * Gives the host a private `path` (an absolute directory such as `/etc/kubernetes` or
+   * `/var/lib/etcd`): every process started on it afterwards sees its own directory there, kept
+   * in the lab's directory, and no other host or the machine sees it. Each process gets a mount
+   * namespace of its own (`unshare --mount --propagation private`) with the host's directories
+   * bind-mounted, so mounts never leak out. The mount point is made (empty) where it is missing,
+   * and removed by `destroy()` if the lab made it. Returns the backing directory.
+   */
+  privatePath(host: string, path: string): string {
+    if (!path.startsWith("/") || path.split("/").includes("..")) throw new Error(`a private path is absolute, without '..': ${path}`);
+    const h = this.host(host);
+    const backing = join(this.dir, "hosts", host, path);
+    mkdirSync(backing, { recursive: true });
+    if (!existsSync(path)) {
+      mkdirSync(path, { recursive: true });
+      this.#madeMountPoints.add(path);
+    }
+    h.mounts.set(path, backing);
+    return backing;
+  }
+
+  /** The command line that runs `command` on the host: in its network namespace, with its private paths. */
+  #command(host: string, command: string, args: string[]): string[] {
+    const h = this.host(host);
+    if (h.mounts.size === 0) return ["netns", "exec", h.ns, command, ...args];
+    const binds = [...h.mounts].flatMap(([path, backing]) => [backing, path]);
+    const script = 'while [ "$1" != "--" ]; do mount --bind "$1" "$2" || exit 125; shift 2; done; shift; exec "$@"';
+    return ["netns", "exec", h.ns, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", ...binds, "--", command, ...args];
+  }
+
+  /** Runs `command` inside the host; the returned process's pid is the command's own (ip, unshare and sh exec it). */
   spawn(host: string, command: string, args: string[], options: SpawnOptions = {}): ChildProcess {
-    return spawn("ip", ["netns", "exec", this.host(host).ns, command, ...args], options);
+    return spawn("ip", this.#command(host, command, args), options);
   }
 
   /** Runs a short command inside the host and returns its stdout. */
   exec(host: string, command: string, args: string[]): string {
-    return inNs(this.host(host).ns, command, args);
+    return sh("ip", this.#command(host, command, args));
   }
 
   /**
@@ -437,6 +471,13 @@ export class Lab {
       .filter((ns) => ns.startsWith(this.prefix));
     removeNamespaces(mine);
     rmSync(this.dir, { recursive: true, force: true });
+    for (const path of this.#madeMountPoints) {
+      try {
+        if (readdirSync(path).length === 0) rmdirSync(path);
+      } catch {
+        /* gone, or in use by another lab */
+      }
+    }
   }
 }
 
