@@ -29,22 +29,22 @@ import { EXIT, UsageError } from "../exit-codes.ts";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
-import { ClusterExists, GaveUp, JoinApiOutOfReach, Refusal, Stopped } from "./errors.ts";
+import { ClusterExists, GaveUp, Refusal, Stopped } from "./errors.ts";
 import { askControllers, existingCluster, type ControllerAnswer } from "./existing-cluster.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { ownClientFiles } from "../pki/pki-dir.ts";
-import { bootstrapCertificates, certificatesToRequest, saveCertificates } from "./node-certificates.ts";
+import { bootstrapCertificates } from "./node-certificates.ts";
 import { PkiError } from "../pki/x509.ts";
 import { LocalEtcd } from "./local-etcd.ts";
 import { BrokerSteps } from "./broker-steps.ts";
 import type { ExpectedEtcd } from "./etcd-identity.ts";
 import { Gate } from "./gate.ts";
-import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
-import { JoinApiClient, type MemberAdded, type MemberPromoted } from "./join-api-client.ts";
-import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor } from "./lease.ts";
+import { JoinApiClient } from "./join-api-client.ts";
+import { JoinApiSteps } from "./join-api-steps.ts";
+import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
-import { Backoff, retrying, sleep, untilAborted, type Random, type RetryOptions } from "./retry.ts";
+import { Backoff, sleep, untilAborted, type Random } from "./retry.ts";
 import { decideDataDir, ownershipRefusal, type Decision, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
 import { howToRejoin, refusalMessage, type NodePlace } from "./data-dir-messages.ts";
 import { StateDir, hasEtcdData, type AgentState, type JoinedMarker } from "./state-files.ts";
@@ -76,9 +76,6 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   }
 }
 
-/** The join API rejecting an admission the broker calls active this often means it really refuses. */
-const MAX_JOIN_API_REJECTIONS = 5;
-
 class Agent {
   readonly #o: AgentOptions;
   readonly #r: Reporter;
@@ -86,7 +83,7 @@ class Agent {
   readonly #deps: AgentDeps;
   readonly #random: Random;
   readonly #broker: NodeSession;
-  readonly #joinApi: JoinApiClient;
+  readonly #joinApiSteps: JoinApiSteps;
   readonly #brokerSteps: BrokerSteps;
   readonly #ownEtcd: LocalEtcd;
   /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
@@ -100,7 +97,6 @@ class Agent {
     this.#dir = dir;
     this.#random = deps.random ?? Math.random;
     this.#broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
-    this.#joinApi = new JoinApiClient(options.joinApiUrl);
     this.#brokerSteps = new BrokerSteps(this.#broker, options, deps.reporter, this.#random);
     this.#ownEtcd = new LocalEtcd(options, deps.reporter, dir, {
       owned: () => this.#state.etcd,
@@ -109,6 +105,7 @@ class Agent {
       refusal: (rule, role, why) => refusalMessage(this.#where(), rule, role, why),
       print: (line) => this.#deps.print(line),
     });
+    this.#joinApiSteps = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), this.#brokerSteps, this.#broker, this.#ownEtcd, options, deps.reporter, this.#random);
     this.#gate = options.exec ? new Gate(options, deps.reporter, dir) : null;
   }
 
@@ -212,7 +209,7 @@ class Agent {
   async #joinAsLearner(view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
     this.#checkDataIsOurs("join");
     this.#r.event("member-add", `asking the join API (${this.#o.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
-    const added = await this.#addMember(view, admission, signal);
+    const added = await this.#joinApiSteps.addMember(view, admission, signal);
     this.#r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
       memberID: added.memberID,
       memberIDHex: memberIdHex(added.memberID),
@@ -239,7 +236,7 @@ class Agent {
     });
     if (status.isLearner) {
       this.#r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
-      await this.#promote(view, admission, signal);
+      await this.#joinApiSteps.promote(view, admission, signal);
       status = await this.#ownEtcd.wait("voter", signal, own);
     }
     this.#r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
@@ -310,102 +307,6 @@ class Agent {
       { asked: answers.length, unreachable: missed.length },
     );
   }
-
-  // ------------------------------------------------------------------ join API calls
-
-  async #addMember(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
-    try {
-      return await this.#addMemberOnce(view, admission, signal);
-    } catch (e) {
-      if (!(e instanceof JoinApiOutOfReach)) throw e;
-      // Nothing was added: give the turn to the next node rather than hold it while this one cannot be helped.
-      const left = await this.#brokerSteps.leave(this.#state?.ticket);
-      throw new LeaseLost("join_api_unreachable", `${e.message}${left || "; giving the slot back"}`);
-    }
-  }
-
-  async #addMemberOnce(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
-    let rejected = 0;
-    let unreachableSince: number | null = null;
-    const patienceMs = this.#o.joinApiPatienceSeconds * 1000;
-    const retry = this.#joinApiRetry(10_000, signal);
-    const onUnreachable = (reason: string) => {
-      retry.onUnreachable(reason);
-      unreachableSince ??= Date.now();
-      if (Date.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
-    };
-    // Keys made for this add, kept in memory until their certificates arrive: a node that stops
-    // before then makes fresh ones when it asks again.
-    const pending = await certificatesToRequest(this.#o);
-    return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
-      const res = await this.#joinApi.addMember(admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
-      this.#r.reachable("join-api");
-      unreachableSince = null;
-      const body = res.body;
-      if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) {
-        if (pending) saveCertificates(this.#o, this.#r, pending, body);
-        return { done: body };
-      }
-      if (res.status === 401 || res.status === 403 || res.status === 410) {
-        rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
-      } else if (res.status === 400 || res.status === 409 || res.status === 422) {
-        throw new Refusal(`the join API refused to add ${this.#o.node}: ${describeAnswer(res)}`);
-      } else {
-        this.#r.retry(`adding the member: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
-      }
-      return { wait: res.retryAfter };
-    });
-  }
-
-  async #promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
-    let rejected = 0;
-    return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
-      await this.#ownEtcd.check();
-      const res = await this.#joinApi.promote(admission, this.#o.node, signal);
-      this.#r.reachable("join-api");
-      if (res.status === 200 && res.body) {
-        if (res.body.learner === false) this.#ownEtcd.markVoter();
-        return { done: res.body };
-      }
-      if (res.status === 404 && res.problem?.code === "member_not_found") {
-        await this.#ownEtcd.discardLearnerData(describeAnswer(res));
-        throw new LeaseLost("member_removed", `this node's learner is no longer an etcd member (${describeAnswer(res)}); joining again`);
-      }
-      if (res.status === 401 || res.status === 403 || res.status === 410) {
-        rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
-      } else if (res.status === 400 || res.status === 409 || res.status === 422) {
-        throw new Refusal(`the join API refused to promote ${this.#o.node}: ${describeAnswer(res)}`);
-      } else {
-        this.#r.retry(`promoting: ${describeAnswer(res)}`, { status: res.status, retryAfter: res.retryAfter });
-      }
-      return { wait: res.retryAfter };
-    });
-  }
-
-  #joinApiRetry(capMs: number, signal: AbortSignal): RetryOptions {
-    return { backoff: new Backoff(500, capMs, this.#random), signal, onUnreachable: (reason) => this.#r.failure("join-api", `join API unreachable: ${reason}`) };
-  }
-
-  /**
-   * The join API rejected the admission token: ask the broker why. A revoked or ended admission
-   * stops this attempt; one the broker still calls active is retried a few times (the join API
-   * may not have the newest signing key yet) before it counts as a refusal.
-   */
-  async #joinApiRejected(view: TicketView, admission: string, answer: HttpResult<unknown>, rejected: number, signal: AbortSignal): Promise<number> {
-    const res = await this.#brokerSteps.retry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
-    const current = res.body;
-    if (!current || current.state !== "admitted" || current.admission !== admission) {
-      const controller = new AbortController();
-      abortFor(controller, current, describeAnswer(answer));
-      if (controller.signal.aborted) throw controller.signal.reason;
-      throw new LeaseLost(current?.state ?? "unknown", `the join API rejected the admission: ${describeAnswer(answer)}`);
-    }
-    if (rejected + 1 >= MAX_JOIN_API_REJECTIONS) throw new Refusal(`the join API keeps rejecting an active admission: ${describeAnswer(answer)}`);
-    this.#r.retry(`the join API rejected an active admission (${describeAnswer(answer)}); trying again`);
-    return rejected + 1;
-  }
-
-  // ------------------------------------------------------------------ broker calls
 
   // ------------------------------------------------------------------ etcd
 
