@@ -5,7 +5,8 @@
  * that message should it ever come (etcdctl 3.6 writes a warning line before etcd's error).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -23,8 +24,29 @@ beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "join-broker-installer-"));
 });
 
+/** The pid in an installer's pid file, or null. */
+function etcdPid(dataDir: string): number | null {
+  try {
+    return Number(readFileSync(`${dataDir}.pid`, "utf8")) || null;
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const startedEtcds: number[] = [];
+
 afterAll(async () => {
   installer?.kill("SIGKILL");
+  for (const pid of startedEtcds) if (pid > 1 && alive(pid)) process.kill(pid, "SIGKILL");
   await etcd?.cleanup();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
@@ -49,4 +71,43 @@ it("tells etcd's own 'too many learner members' in its retry message when a lear
   installer.stderr!.on("data", (d) => (output += d));
   await expect.poll(() => output, { timeout: 60_000, interval: 200 }).toMatch(/\[installer inst-1\] adding a learner: .*too many learner members.*; retrying/);
   expect(output).not.toMatch(/environment variable/i);
+});
+
+it("starts its etcd again when it exits before the member is promoted, as the kubelet restarts kubeadm's static pod", async () => {
+  installer?.kill("SIGKILL");
+  installer = null;
+  const gateway = new EtcdGateway(etcd.first.clientURL);
+  const list = await gateway.memberList();
+  if (!list.ok) throw new Error(list.error.message);
+  for (const m of list.value.members.filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+  const beside = join(dirname(etcd.bin), "etcdctl");
+  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
+
+  // Its client port is taken, so the first etcd it starts exits at once (as one that asked a
+  // peer which had not heard of this member yet exits); the port is freed once that happened.
+  const node = await memberAddress("inst-2");
+  const squatter = createServer();
+  await new Promise<void>((ok) => squatter.listen(Number(new URL(node.clientURL).port), "127.0.0.1", ok));
+  const dataDir = join(scratch, "data-2");
+  installer = spawn(
+    process.execPath,
+    [INSTALLER, "join", "--name", node.name, "--data-dir", dataDir, "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", etcdctl],
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" } },
+  );
+  let output = "";
+  installer.stdout!.on("data", (d) => (output += d));
+  installer.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<number | null>((ok) => installer!.once("exit", ok));
+  await expect.poll(() => output, { timeout: 60_000, interval: 200 }).toMatch(/started etcd \(existing, pid (\d+)\)/);
+  const first = Number(/started etcd \(existing, pid (\d+)\)/.exec(output)![1]);
+  startedEtcds.push(first);
+  await expect.poll(() => alive(first), { timeout: 60_000, interval: 200 }).toBe(false);
+  await new Promise((ok) => squatter.close(ok));
+
+  expect(await exited).toBe(0);
+  const second = etcdPid(dataDir);
+  if (second) startedEtcds.push(second);
+  expect(output).toMatch(/etcd is not running: starting it again/);
+  const after = await gateway.memberList();
+  expect(after.ok && after.value.members.find((m) => m.name === "inst-2")?.isLearner).toBe(false);
 });

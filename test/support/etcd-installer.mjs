@@ -280,18 +280,29 @@ async function joinCluster() {
     say(`reusing member ${hex(member.ID)} (${member.isLearner ? "learner" : "voter"})`);
   }
   await failOnce("add");
-  if (!runningEtcd()) {
-    const initial = members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`));
-    startEtcd([...initial, `${o.name}=${o["peer-url"]}`], "existing");
-  }
+  const initial = [...members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`)), `${o.name}=${o["peer-url"]}`];
+  // Like the kubelet with kubeadm's static pod: an etcd that exits (a peer it asked had not heard
+  // of this member yet, "member count is unequal") is started again, a few seconds apart.
+  let startedAt = 0;
+  const keepEtcdRunning = () => {
+    if (runningEtcd() || Date.now() - startedAt < 3_000) return;
+    if (startedAt) say("etcd is not running: starting it again");
+    startEtcd(initial, "existing");
+    startedAt = Date.now();
+  };
+  keepEtcdRunning();
   await failOnce("start");
   await retry(
     `promoting ${hex(member.ID)}`,
-    () => etcdctl(["member", "promote", hex(member.ID)]),
+    () => {
+      keepEtcdRunning();
+      return etcdctl(["member", "promote", hex(member.ID)]);
+    },
     // A voter already (an earlier attempt went through, and etcdctl's retry asked again).
     (error) => (/can only promote a learner member(?! which is in sync)|not a learner/i.test(error) ? {} : null),
   );
   await waitUntil("the member to be a started voter", async () => {
+    keepEtcdRunning();
     const r = await etcdctl(["member", "list"]);
     const m = r.ok && own(r.value.members);
     return !!m && !m.isLearner && !!m.name;
