@@ -9,6 +9,7 @@
 //   npm run campaign -- --nodes 1+3 --etcd 3.6 --out test-results/campaign
 //   npm run campaign -- --seeds 100 --record           and write RELIABILITY.md from the run
 //   npm run campaign -- --seeds 10 --mode alternate    odd seeds through the join API, even seeds in gate mode
+//   npm run campaign -- --seeds 100 --parallel 2       two seeds at a time, each in a lab of its own
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
@@ -24,10 +25,11 @@ const { values } = parseArgs({
     etcd: { type: "string", default: "3.6" },
     out: { type: "string", default: "test-results/campaign" },
     record: { type: "boolean", default: false },
+    parallel: { type: "string", default: "1" },
     help: { type: "boolean", short: "h" },
   },
 });
-const usage = "Usage: npm run campaign -- [--seeds N [--first-seed S | --random] | --seed S] [--nodes 1+N] [--etcd 3.4|3.5|3.6|3.7] [--mode join-api|gate|alternate] [--out DIR] [--record]";
+const usage = "Usage: npm run campaign -- [--seeds N [--first-seed S | --random] | --seed S] [--nodes 1+N] [--etcd 3.4|3.5|3.6|3.7] [--mode join-api|gate|alternate] [--parallel K] [--out DIR] [--record]";
 if (values.help) {
   console.log(usage);
   process.exit(0);
@@ -41,6 +43,8 @@ if (!joiners || Number(joiners) < 1 || Number(joiners) > 8) fail("--nodes is 1+N
 const { ETCD_MINORS, ensureEtcd } = await import("./etcd.mjs");
 if (!ETCD_MINORS.includes(values.etcd)) fail(`--etcd must be one of ${ETCD_MINORS.join(", ")}`);
 if (!["join-api", "gate", "alternate"].includes(values.mode)) fail("--mode is join-api, gate or alternate");
+const parallel = Number(values.parallel);
+if (!/^\d+$/.test(values.parallel) || parallel < 1 || parallel > 4) fail("--parallel is 1 to 4 (seeds at a time, a lab each)");
 let seeds;
 if (values.seed !== undefined) {
   if (!/^\d+$/.test(values.seed)) fail("--seed is a whole number");
@@ -67,13 +71,20 @@ const { writeReport, reliabilityMarkdown } = await import("../test/lab/campaign-
 console.log(`campaign: ${seeds.length} seed(s) (${seeds.join(", ")}), 1+${joiners} nodes, etcd ${values.etcd}`);
 const startedAt = new Date().toISOString();
 const results = [];
-for (const seed of seeds) {
-  results.push(await runSeed(seed, { joiners: Number(joiners), mode: values.mode, log: (line) => console.log(line) }));
-  // Written after every seed: a campaign stopped half-way still leaves its record.
-  const run = { startedAt, etcd: values.etcd, joiners: Number(joiners), results };
-  writeReport(values.out, run);
-  if (values.record) writeFileSync(new URL("../RELIABILITY.md", import.meta.url), reliabilityMarkdown(run, `npm run campaign -- ${process.argv.slice(2).join(" ")}`));
-}
+const queue = [...seeds];
+// Each seed runs in a lab of its own (its own namespaces, bridge and addresses), so several can
+// run at once; results are kept in seed order.
+const worker = async () => {
+  for (let seed = queue.shift(); seed !== undefined; seed = queue.shift()) {
+    results.push(await runSeed(seed, { joiners: Number(joiners), mode: values.mode, log: (line) => console.log(line) }));
+    results.sort((a, b) => seeds.indexOf(a.seed) - seeds.indexOf(b.seed));
+    // Written after every seed: a campaign stopped half-way still leaves its record.
+    const run = { startedAt, etcd: values.etcd, joiners: Number(joiners), results };
+    writeReport(values.out, run);
+    if (values.record) writeFileSync(new URL("../RELIABILITY.md", import.meta.url), reliabilityMarkdown(run, `npm run campaign -- ${process.argv.slice(2).join(" ")}`));
+  }
+};
+await Promise.all(Array.from({ length: Math.min(parallel, seeds.length) }, worker));
 const failed = results.filter((r) => r.outcome === "fail");
 
 console.log(`\ncampaign: ${results.length - failed.length} passed, ${failed.length} failed; report: ${values.out}/report.json`);
