@@ -8,27 +8,24 @@
  * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
  */
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
+import { MULTI_LEARNER_VERSION as VERSION, etcdBinaryFor } from "../support/etcd.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { expectOneHealthyCluster, expectEveryAdmissionAudited } from "../support/cluster-assertions.ts";
 
-const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
 const MAX_IN_FLIGHT = 6;
-const VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
 let h: ClusterHarness;
 const summary: Record<string, unknown> = { etcd: VERSION };
 
 beforeAll(async () => {
-  const { ensureEtcd } = (await import(ETCD_MODULE)) as { ensureEtcd(version: string): Promise<string> };
   h = await ClusterHarness.start({
     scenario: "pipelined",
     seed: e2eSeed("pipelined"),
     nodes: NODES,
-    etcdBin: await ensureEtcd(VERSION),
+    etcdBin: await etcdBinaryFor(VERSION),
     policy: { maxInFlight: MAX_IN_FLIGHT },
   });
 }, 600_000);

@@ -5,33 +5,21 @@
  *
  * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
  */
-import { pathToFileURL } from "node:url";
-import { resolve } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
+import { memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { Membership, type AdmissionStatus } from "../../src/node/join-api/members.ts";
 import { learnerRecordKey } from "../../src/node/join-api/learner-records.ts";
-import { memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
-
-const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
-const VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
+import { MULTI_LEARNER_VERSION as VERSION, memberAddress, startMultiLearnerEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
+let members: () => Promise<EtcdMember[]>;
 
 beforeAll(async () => {
-  const { ensureEtcd } = (await import(ETCD_MODULE)) as { ensureEtcd(version: string): Promise<string> };
-  etcd = await startSingleNodeEtcd({ name: "in-0", bin: await ensureEtcd(VERSION), extraArgs: ["--max-learners=2"] });
-  gateway = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 5_000 });
+  ({ etcd, gateway, members } = await startMultiLearnerEtcd("in-0", 2));
 }, 600_000);
 
 afterAll(async () => etcd?.cleanup());
-
-async function members(): Promise<EtcdMember[]> {
-  const list = await gateway.memberList();
-  if (!list.ok) throw new Error(list.error.message);
-  return list.value.members;
-}
 
 it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps the learner the other added`, async () => {
   // The broker, as both instances see it: every admission active until the test ends one.

@@ -6,34 +6,23 @@
  *
  * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
  */
-import { pathToFileURL } from "node:url";
-import { resolve } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
+import { memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { Membership, type AddedMember } from "../../src/node/join-api/members.ts";
 import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
-import { memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
+import { MULTI_LEARNER_VERSION as VERSION, memberAddress, startMultiLearnerEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 
-const ETCD_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/etcd.mjs")).href;
 const MAX_LEARNERS = 3;
-const VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
+let members: () => Promise<EtcdMember[]>;
 
 beforeAll(async () => {
-  const { ensureEtcd } = (await import(ETCD_MODULE)) as { ensureEtcd(version: string): Promise<string> };
-  etcd = await startSingleNodeEtcd({ name: "pl-0", bin: await ensureEtcd(VERSION), extraArgs: [`--max-learners=${MAX_LEARNERS}`] });
-  gateway = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 5_000 });
+  ({ etcd, gateway, members } = await startMultiLearnerEtcd("pl-0", MAX_LEARNERS));
 }, 600_000);
 
 afterAll(async () => etcd?.cleanup());
-
-async function members(): Promise<EtcdMember[]> {
-  const list = await gateway.memberList();
-  if (!list.ok) throw new Error(list.error.message);
-  return list.value.members;
-}
 
 it(`holds several learners at once on etcd ${VERSION} and promotes them back to back`, async () => {
   const lines: string[] = [];

@@ -44,6 +44,20 @@ export async function expectEveryAdmissionAudited(h: ClusterHarness, names: stri
 }
 
 /**
+ * The end of a run with faults: one healthy cluster of these nodes, each node's last agent said
+ * it joined that cluster, exactly one node ever bootstrapped (over every run, restarts included),
+ * and the audit log agrees.
+ */
+export async function expectJoinedOnceDespiteFaults(h: ClusterHarness, names: string[]): ReturnType<typeof expectOneHealthyCluster> {
+  const final = await expectOneHealthyCluster(h, names);
+  for (const n of names) expect(h.current(n)!.stdout).toMatch(new RegExp(`^joined cluster ${final.clusterId} as (bootstrap|join)$`, "m"));
+  const bootstrappers = names.filter((n) => (h.runs.get(n) ?? []).some((r) => /as bootstrap$/m.test(r.stdout)));
+  expect(bootstrappers).toHaveLength(1);
+  await expectEveryAdmissionAudited(h, names, final.ids);
+  return final;
+}
+
+/**
  * The nodes' views once they agree (or the last ones after 30 s): a follower applies the last
  * promote a moment after the leader, and a busy machine stretches that moment.
  */

@@ -236,14 +236,14 @@ export class ClusterHarness {
     this.options.log?.(line);
   }
 
+  /** Who the agent is and where it asks: the flags every agent of this harness starts with. */
+  #agentIdentity(node: NodeSpec): string[] {
+    return ["join", "--broker", this.broker.url, "--cluster", this.cluster, "--token", this.token, "--node", node.name, "--peer-url", node.peerURL];
+  }
+
   agentArgs(node: NodeSpec): string[] {
     return [
-      "join",
-      "--broker", this.broker.url,
-      "--cluster", this.cluster,
-      "--token", this.token,
-      "--node", node.name,
-      "--peer-url", node.peerURL,
+      ...this.#agentIdentity(node),
       "--join-api", this.joinApiUrl,
       "--state-dir", node.stateDir,
       "--etcd-bin", this.etcdBin,
@@ -263,12 +263,7 @@ export class ClusterHarness {
    */
   gateAgentArgs(node: NodeSpec, exec: string, extra: string[] = []): string[] {
     return [
-      "join",
-      "--broker", this.broker.url,
-      "--cluster", this.cluster,
-      "--token", this.token,
-      "--node", node.name,
-      "--peer-url", node.peerURL,
+      ...this.#agentIdentity(node),
       "--state-dir", node.stateDir,
       "--client-url", node.clientURL,
       "--etcd", this.nodes.map((n) => n.clientURL).join(","),

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { startEtcd, type EtcdProcess, type StartEtcdOptions } from "../../src/node/etcd/etcd-process.ts";
+import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { freePorts } from "../../scripts/ports.mjs";
 import { detectEtcdVersion, etcdTraits, type EtcdMinor, type EtcdTraits } from "../../src/node/etcd/versions.ts";
 
@@ -144,4 +145,19 @@ export async function startSingleNodeEtcd(options: { name?: string; token?: stri
       return proc;
     },
   };
+}
+
+/** For tests that need several learners at once: $E2E_ETCD_VERSION when that is 3.6 or later, else 3.6. */
+export const MULTI_LEARNER_VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
+
+/** A single-node etcd of MULTI_LEARNER_VERSION that allows `maxLearners` learners, a gateway to it, and its member list. */
+export async function startMultiLearnerEtcd(name: string, maxLearners: number): Promise<{ etcd: TestEtcd; gateway: EtcdGateway; members: () => Promise<EtcdMember[]> }> {
+  const etcd = await startSingleNodeEtcd({ name, bin: await etcdBinaryFor(MULTI_LEARNER_VERSION), extraArgs: [`--max-learners=${maxLearners}`] });
+  const gateway = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 5_000 });
+  const members = async () => {
+    const list = await gateway.memberList();
+    if (!list.ok) throw new Error(list.error.message);
+    return list.value.members;
+  };
+  return { etcd, gateway, members };
 }

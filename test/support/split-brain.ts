@@ -260,15 +260,21 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-/** The naive run: k0s v1.28's join logic against a join API that adds voters at once. */
-export async function runNaive(options: RunOptions): Promise<RunFigures> {
+/** A run's event lines, each stamped with the seconds since the run began, kept and passed on to `log`. */
+function eventLog(log: RunOptions["log"]): { t0: number; events: string[]; note: (line: string) => void } {
   const t0 = Date.now();
   const events: string[] = [];
   const note = (line: string) => {
     const text = `[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`;
     events.push(text);
-    options.log?.(text);
+    log?.(text);
   };
+  return { t0, events, note };
+}
+
+/** The naive run: k0s v1.28's join logic against a join API that adds voters at once. */
+export async function runNaive(options: RunOptions): Promise<RunFigures> {
+  const { t0, events, note } = eventLog(options.log);
   const schedule = faultSchedule(options.seed, options.names);
   const bin = await etcdBinary();
   const root = mkdtempSync(join(tmpdir(), "join-broker-naive-"));
@@ -437,13 +443,7 @@ export async function runNaive(options: RunOptions): Promise<RunFigures> {
 
 /** The brokered run on the same schedule: broker, reference join API behind the fault proxy, agents. */
 export async function runBrokered(options: RunOptions): Promise<RunFigures> {
-  const t0 = Date.now();
-  const events: string[] = [];
-  const note = (line: string) => {
-    const text = `[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`;
-    events.push(text);
-    options.log?.(text);
-  };
+  const { t0, events, note } = eventLog(options.log);
   const schedule = faultSchedule(options.seed, options.names);
   // Plain http like the run without the broker, so the two differ by the broker alone.
   const h = await ClusterHarness.start({ scenario: "demo-brokered", seed: options.seed, nodes: options.names, cluster: "demo", faultProxy: true, random: seededRandom(options.seed ^ 0x5eed), etcdTls: false });

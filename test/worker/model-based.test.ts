@@ -16,7 +16,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import fc from "fast-check";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { admin, call, enroll, sleep } from "./helpers.ts";
+import { admin, call, enroll, sleep, type Reply } from "./helpers.ts";
 import { QueueModel, type RefAdmission, type RefTicket } from "./model-reference.ts";
 import type { JoinQueue } from "../../src/broker/queue/join-queue.ts";
 
@@ -61,6 +61,12 @@ function expectView(m: QueueModel, body: Record<string, any>, t: RefTicket): voi
     expect(body.admission).toBeUndefined();
   }
   if (t.state === "joined") expect(body.memberID).toBe(t.memberID);
+}
+
+/** A problem answer: its status and code. */
+function expectProblem(res: Reply, status: number, code: string): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expect(res.body.code).toBe(code);
 }
 
 function learn(m: QueueModel, a: RefAdmission, token: string, jti: string): void {
@@ -132,11 +138,7 @@ class RequestTicket implements Cmd {
     const peerURL = this.wrongPeer ? OTHER_PEER : peerOf(this.node);
     const p = m.predictRequest(this.node, peerURL);
     const res = await call("POST", `/v1/clusters/${r.cluster}/tickets`, { token: r.enrollment, body: { node: this.node, peerURL } });
-    if (p.kind === "problem") {
-      expect(res.status, JSON.stringify(res.body)).toBe(p.status);
-      expect(res.body.code).toBe(p.code);
-      return;
-    }
+    if (p.kind === "problem") return expectProblem(res, p.status, p.code);
     if (p.kind === "view") {
       expect(res.status, JSON.stringify(res.body)).toBe(p.status);
       expectView(m, res.body, p.ticket);
@@ -151,83 +153,11 @@ class RequestTicket implements Cmd {
   toString = () => `ticket(${this.node}${this.wrongPeer ? ", other peer URL" : ""})`;
 }
 
-class Poll implements Cmd {
-  constructor(
-    readonly node: string,
-    readonly withAdmission: boolean,
-  ) {}
-  check = (m: Readonly<QueueModel>) => m.latest(this.node) !== undefined;
-  async run(m: QueueModel, r: Real): Promise<void> {
-    const t = m.latest(this.node)!;
-    const a = this.withAdmission ? t.admission : null;
-    const token = a?.token ?? r.enrollment;
-    const res = await call("GET", `/v1/clusters/${r.cluster}/tickets/${t.id}`, { token });
-    if (a?.token && !m.active(a)) {
-      expect(res.status, JSON.stringify(res.body)).toBe(410);
-      expect(res.body.code).toBe("admission_inactive");
-      return;
-    }
-    expect(res.status, JSON.stringify(res.body)).toBe(t.state === "queued" ? 202 : 200);
-    expectView(m, res.body, t);
-  }
-  toString = () => `poll(${this.node}${this.withAdmission ? ", admission token" : ""})`;
-}
-
-class Heartbeat implements Cmd {
-  constructor(
-    readonly node: string,
-    readonly pick: number,
-  ) {}
-  check = (m: Readonly<QueueModel>) => hasAdmission(m, this.node);
-  async run(m: QueueModel, r: Real): Promise<void> {
-    const a = await pickAdmission(m, r, this.node, this.pick);
-    if (!a) return; // its admissions ended before anyone read their tokens
-    const p = predictCurrent(m, a);
-    const res = await call("POST", `/v1/clusters/${r.cluster}/tickets/${a.ticket.id}/heartbeat`, { token: a.token! });
-    expect(res.status, JSON.stringify(res.body)).toBe(p.status);
-    if (p.status === 200) expectView(m, res.body, a.ticket);
-    else expect(res.body.code).toBe(p.code);
-  }
-  toString = () => `heartbeat(${this.node}, token #${this.pick})`;
-}
-
-class Complete implements Cmd {
-  constructor(
-    readonly node: string,
-    readonly pick: number,
-    readonly otherMemberID: boolean,
-  ) {}
-  check = (m: Readonly<QueueModel>) => hasAdmission(m, this.node);
-  async run(m: QueueModel, r: Real): Promise<void> {
-    const a = await pickAdmission(m, r, this.node, this.pick);
-    if (!a) return; // its admissions ended before anyone read their tokens
-    const t = a.ticket;
-    const memberID = this.otherMemberID ? "ffff" : String(1000 + NODES.indexOf(this.node));
-    const res = await call("POST", `/v1/clusters/${r.cluster}/tickets/${t.id}/complete`, { token: a.token!, body: { memberID } });
-    if (t.state === "joined" && a === t.admission) {
-      // A retried complete by the admission that completed it is answered again, with its member.
-      if (memberID === t.memberID) {
-        expect(res.status, JSON.stringify(res.body)).toBe(200);
-        expectView(m, res.body, t);
-      } else {
-        expect(res.status).toBe(409);
-        expect(res.body.code).toBe("member_id_conflict");
-      }
-      return;
-    }
-    const p = predictCurrent(m, a);
-    expect(res.status, JSON.stringify(res.body)).toBe(p.status);
-    if (p.status !== 200) {
-      expect(res.body.code).toBe(p.code);
-      return;
-    }
-    m.complete(t, memberID);
-    expectView(m, res.body, t);
-  }
-  toString = () => `complete(${this.node}, token #${this.pick}${this.otherMemberID ? ", other member ID" : ""})`;
-}
-
-class Abandon implements Cmd {
+/**
+ * A call on the node's latest ticket, with its enrollment token or (where asked and known) the
+ * ticket's admission token: an admission token no longer active is refused alike by every call.
+ */
+abstract class OnLatestTicket implements Cmd {
   constructor(
     readonly node: string,
     readonly withAdmission: boolean,
@@ -236,13 +166,86 @@ class Abandon implements Cmd {
   async run(m: QueueModel, r: Real): Promise<void> {
     const t = m.latest(this.node)!;
     const a = this.withAdmission && t.admission?.token ? t.admission : null;
-    const token = a?.token ?? r.enrollment;
-    const res = await call("DELETE", `/v1/clusters/${r.cluster}/tickets/${t.id}`, { token });
-    if (a && !m.active(a)) {
-      expect(res.status, JSON.stringify(res.body)).toBe(410);
-      expect(res.body.code).toBe("admission_inactive");
+    const res = await this.send(r, t, a?.token ?? r.enrollment);
+    if (a && !m.active(a)) expectProblem(res, 410, "admission_inactive");
+    else this.expectAnswer(m, t, res);
+  }
+  abstract send(r: Real, t: RefTicket, token: string): Promise<Reply>;
+  abstract expectAnswer(m: QueueModel, t: RefTicket, res: Reply): void;
+}
+
+class Poll extends OnLatestTicket {
+  send(r: Real, t: RefTicket, token: string): Promise<Reply> {
+    return call("GET", `/v1/clusters/${r.cluster}/tickets/${t.id}`, { token });
+  }
+  expectAnswer(m: QueueModel, t: RefTicket, res: Reply): void {
+    expect(res.status, JSON.stringify(res.body)).toBe(t.state === "queued" ? 202 : 200);
+    expectView(m, res.body, t);
+  }
+  toString = () => `poll(${this.node}${this.withAdmission ? ", admission token" : ""})`;
+}
+
+/**
+ * A call with one of the node's admission tokens (see pickAdmission), once the model knows one;
+ * none known means its admissions ended before anyone read their tokens, and there is nothing to do.
+ */
+abstract class WithAdmission implements Cmd {
+  constructor(
+    readonly node: string,
+    readonly pick: number,
+  ) {}
+  check = (m: Readonly<QueueModel>) => hasAdmission(m, this.node);
+  async run(m: QueueModel, r: Real): Promise<void> {
+    const a = await pickAdmission(m, r, this.node, this.pick);
+    if (a) await this.act(m, r, a);
+  }
+  abstract act(m: QueueModel, r: Real, a: RefAdmission): Promise<void>;
+}
+
+class Heartbeat extends WithAdmission {
+  async act(m: QueueModel, r: Real, a: RefAdmission): Promise<void> {
+    const p = predictCurrent(m, a);
+    const res = await call("POST", `/v1/clusters/${r.cluster}/tickets/${a.ticket.id}/heartbeat`, { token: a.token! });
+    if (p.status !== 200) return expectProblem(res, p.status, p.code);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectView(m, res.body, a.ticket);
+  }
+  toString = () => `heartbeat(${this.node}, token #${this.pick})`;
+}
+
+class Complete extends WithAdmission {
+  constructor(
+    node: string,
+    pick: number,
+    readonly otherMemberID: boolean,
+  ) {
+    super(node, pick);
+  }
+  async act(m: QueueModel, r: Real, a: RefAdmission): Promise<void> {
+    const t = a.ticket;
+    const memberID = this.otherMemberID ? "ffff" : String(1000 + NODES.indexOf(this.node));
+    const res = await call("POST", `/v1/clusters/${r.cluster}/tickets/${t.id}/complete`, { token: a.token!, body: { memberID } });
+    if (t.state === "joined" && a === t.admission) {
+      // A retried complete by the admission that completed it is answered again, with its member.
+      if (memberID !== t.memberID) return expectProblem(res, 409, "member_id_conflict");
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expectView(m, res.body, t);
       return;
     }
+    const p = predictCurrent(m, a);
+    if (p.status !== 200) return expectProblem(res, p.status, p.code);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    m.complete(t, memberID);
+    expectView(m, res.body, t);
+  }
+  toString = () => `complete(${this.node}, token #${this.pick}${this.otherMemberID ? ", other member ID" : ""})`;
+}
+
+class Abandon extends OnLatestTicket {
+  send(r: Real, t: RefTicket, token: string): Promise<Reply> {
+    return call("DELETE", `/v1/clusters/${r.cluster}/tickets/${t.id}`, { token });
+  }
+  expectAnswer(m: QueueModel, t: RefTicket, res: Reply): void {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     if (t.state === "queued" || t.state === "admitted") m.end(t, "abandoned");
     expectView(m, res.body, t);
@@ -252,15 +255,8 @@ class Abandon implements Cmd {
 
 // ------------------------------------------------------------------ admin commands
 
-class Revoke implements Cmd {
-  constructor(
-    readonly node: string,
-    readonly pick: number,
-  ) {}
-  check = (m: Readonly<QueueModel>) => hasAdmission(m, this.node);
-  async run(m: QueueModel, r: Real): Promise<void> {
-    const a = await pickAdmission(m, r, this.node, this.pick);
-    if (!a) return; // its admissions ended before anyone read their tokens
+class Revoke extends WithAdmission {
+  async act(m: QueueModel, r: Real, a: RefAdmission): Promise<void> {
     const wasActive = m.active(a);
     const res = await admin("POST", `${r.cluster}/admissions/${a.jti}/revoke`, { reason: "model-based test" });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -315,15 +311,8 @@ class RotateKeys implements Cmd {
 
 // ------------------------------------------------------------------ verifier-facing checks
 
-class Introspect implements Cmd {
-  constructor(
-    readonly node: string,
-    readonly pick: number,
-  ) {}
-  check = (m: Readonly<QueueModel>) => hasAdmission(m, this.node);
-  async run(m: QueueModel, r: Real): Promise<void> {
-    const a = await pickAdmission(m, r, this.node, this.pick);
-    if (!a) return; // its admissions ended before anyone read their tokens
+class Introspect extends WithAdmission {
+  async act(m: QueueModel, r: Real, a: RefAdmission): Promise<void> {
     const res = await call("POST", `/v1/clusters/${r.cluster}/admissions/introspect`, { body: { token: a.token } });
     expect(res.status).toBe(200);
     if (m.active(a)) expect(res.body.active).toBe(true);

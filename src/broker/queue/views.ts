@@ -3,7 +3,7 @@
  * that knows both.
  * @module
  */
-import type { AdminTicket, AuditEntry, EnrollmentToken, Member, QueuePolicy, TicketView } from "../../shared/protocol/wire.ts";
+import type { AdminTicket, AuditEntry, EnrollmentToken, Member, QueuePolicy, TicketIdentity, TicketView } from "../../shared/protocol/wire.ts";
 import type { AuditRow, EnrollmentTokenRow, MemberRow, TicketRow } from "./store.ts";
 
 /** A failed RPC: the Worker turns it into problem+json. Expected outcomes are returned, not thrown. */
@@ -25,20 +25,16 @@ export interface QueuedExtras {
   bootstrapNode?: string;
 }
 
+function ticketIdentity(cluster: string, t: TicketRow): TicketIdentity {
+  return { ticket: t.id, cluster, node: t.node, peerURL: t.peer_url, state: t.state, role: t.role };
+}
+
 export function ticketView(
   cluster: string,
   t: TicketRow,
   extras: { queued?: QueuedExtras; admission?: { token: string; expiresAt: number }; maxInFlight?: number },
 ): TicketView {
-  const view: TicketView = {
-    ticket: t.id,
-    cluster,
-    node: t.node,
-    peerURL: t.peer_url,
-    state: t.state,
-    role: t.role,
-    createdAt: iso(t.created_at)!,
-  };
+  const view: TicketView = { ...ticketIdentity(cluster, t), createdAt: iso(t.created_at)! };
   if (t.state === "queued" && extras.queued) Object.assign(view, extras.queued);
   if (t.state === "admitted" && extras.admission) {
     view.admission = extras.admission.token;
@@ -54,12 +50,7 @@ export function ticketView(
 
 export function adminTicketView(cluster: string, t: TicketRow): AdminTicket {
   return {
-    ticket: t.id,
-    cluster,
-    node: t.node,
-    peerURL: t.peer_url,
-    state: t.state,
-    role: t.role,
+    ...ticketIdentity(cluster, t),
     seq: t.seq,
     jti: t.jti ?? undefined,
     createdAt: iso(t.created_at),

@@ -3,8 +3,10 @@
  * cluster's Durable Object).
  * @module
  */
-import { createRoute } from "@hono/zod-openapi";
-import { authFailure, authLimit, bearerToken, newApp, queue, respondAuthenticated } from "../http/context.ts";
+import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Outcome } from "../queue/views.ts";
+import { authFailure, authLimit, bearerToken, newApp, queue, respondAuthenticated, type AppEnv } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { ClusterParams, CompleteRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
@@ -17,23 +19,37 @@ const problems = {
 };
 const bearer = [{ bearer: [] }];
 
+/** A ticket route: authenticated by a bearer token, and answering the problems every ticket route may. */
+function ticketRoute<R extends Omit<RouteConfig, "security">>(route: R) {
+  return createRoute({ ...route, security: bearer, responses: { ...problems, ...route.responses } });
+}
+
+/**
+ * Answers with the outcome of `call`, given the request's bearer token; without a token, a
+ * counted authentication failure saying `missing`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function withBearer<T>(c: Context<AppEnv>, missing: string, call: (token: string) => Promise<Outcome<T>>): Promise<any> {
+  const token = bearerToken(c);
+  if (!token) return authFailure(c, missing);
+  return respondAuthenticated(c, await call(token));
+}
+
 export const tickets = newApp();
 // Before any token is compared (here or in the cluster's object): a throttled address is refused.
 tickets.use("/v1/clusters/:cluster/tickets", authLimit);
 tickets.use("/v1/clusters/:cluster/tickets/*", authLimit);
 tickets
   .openapi(
-    createRoute({
+    ticketRoute({
       method: "post",
       path: "/v1/clusters/{cluster}/tickets",
       summary: "Request (or find again) this node's ticket",
-      security: bearer,
       request: { params: ClusterParams, body: { required: true, ...json(TicketRequest) } },
       responses: {
         200: { description: "The node's existing ticket", ...json(TicketView) },
         201: { description: "A new ticket, admitted at once", ...json(TicketView) },
         202: { description: "Queued; ask again after Retry-After", ...json(TicketView) },
-        ...problems,
         403: problemDoc("wrong_token_kind, enrollment_token_exhausted, or outside_token_scope: the node or its peer host is outside the token's scope"),
         404: problemDoc("unknown_cluster: no cluster of that name on this broker (a wrong cluster name, not a wrong token)"),
         409: problemDoc("peer_url_conflict, or ticket_held: the node's live ticket belongs to another enrollment token that is still valid"),
@@ -41,97 +57,81 @@ tickets
       },
     }),
     async (c) => {
-      const token = bearerToken(c);
-      if (!token) return authFailure(c, "an enrollment token is required (Authorization: Bearer …)");
       const { cluster } = c.req.valid("param");
       const { node, peerURL } = c.req.valid("json");
-      const outcome = await queue(c, cluster).requestTicket({ cluster, bearer: token, node, peerURL: canonicalPeerUrl(peerURL) });
-      return respondAuthenticated(c, outcome);
+      return withBearer(c, "an enrollment token is required (Authorization: Bearer …)", (token) =>
+        queue(c, cluster).requestTicket({ cluster, bearer: token, node, peerURL: canonicalPeerUrl(peerURL) }),
+      );
     },
   )
   .openapi(
-    createRoute({
+    ticketRoute({
       method: "get",
       path: "/v1/clusters/{cluster}/tickets/{ticket}",
       summary: "Read a ticket; with ?wait=S, hold until it changes (long poll)",
-      security: bearer,
       request: { params: TicketParams, query: WaitQuery },
       responses: {
         200: { description: "The ticket view", ...json(TicketView) },
         202: { description: "Still queued", ...json(TicketView) },
-        ...problems,
         410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
       },
     }),
     async (c) => {
-      const token = bearerToken(c);
-      if (!token) return authFailure(c, "an enrollment or admission token is required");
       const { cluster, ticket } = c.req.valid("param");
       const { wait } = c.req.valid("query");
-      const outcome = await queue(c, cluster).getTicket({ bearer: token, ticket, waitSeconds: wait ?? 0, ifNoneMatch: c.req.header("if-none-match") ?? null });
-      return respondAuthenticated(c, outcome);
+      return withBearer(c, "an enrollment or admission token is required", (token) =>
+        queue(c, cluster).getTicket({ bearer: token, ticket, waitSeconds: wait ?? 0, ifNoneMatch: c.req.header("if-none-match") ?? null }),
+      );
     },
   )
   .openapi(
-    createRoute({
+    ticketRoute({
       method: "post",
       path: "/v1/clusters/{cluster}/tickets/{ticket}/heartbeat",
       summary: "Extend the admitted ticket's lease",
-      security: bearer,
       request: { params: TicketParams },
       responses: {
         200: { description: "The ticket view with the new lease", ...json(TicketView) },
-        ...problems,
         409: problemDoc("not_admitted"),
         410: problemDoc("admission_inactive"),
       },
     }),
     async (c) => {
-      const token = bearerToken(c);
-      if (!token) return authFailure(c, "the ticket's admission token is required");
       const { cluster, ticket } = c.req.valid("param");
-      return respondAuthenticated(c, await queue(c, cluster).heartbeat({ bearer: token, ticket }));
+      return withBearer(c, "the ticket's admission token is required", (token) => queue(c, cluster).heartbeat({ bearer: token, ticket }));
     },
   )
   .openapi(
-    createRoute({
+    ticketRoute({
       method: "post",
       path: "/v1/clusters/{cluster}/tickets/{ticket}/complete",
       summary: "Report the node a started, promoted voter; frees its slot",
-      security: bearer,
       request: { params: TicketParams, body: { required: true, ...json(CompleteRequest) } },
       responses: {
         200: { description: "The joined ticket", ...json(TicketView) },
-        ...problems,
         409: problemDoc("not_admitted or member_id_conflict"),
         410: problemDoc("admission_inactive"),
       },
     }),
     async (c) => {
-      const token = bearerToken(c);
-      if (!token) return authFailure(c, "the ticket's admission token is required");
       const { cluster, ticket } = c.req.valid("param");
       const { memberID } = c.req.valid("json");
-      return respondAuthenticated(c, await queue(c, cluster).complete({ bearer: token, ticket, memberID }));
+      return withBearer(c, "the ticket's admission token is required", (token) => queue(c, cluster).complete({ bearer: token, ticket, memberID }));
     },
   )
   .openapi(
-    createRoute({
+    ticketRoute({
       method: "delete",
       path: "/v1/clusters/{cluster}/tickets/{ticket}",
       summary: "Abandon the ticket; frees its slot",
-      security: bearer,
       request: { params: TicketParams },
       responses: {
         200: { description: "The abandoned ticket", ...json(TicketView) },
-        ...problems,
         410: problemDoc("admission_inactive: the admission token is no longer the ticket's current, active admission (`reason` says why)"),
       },
     }),
     async (c) => {
-      const token = bearerToken(c);
-      if (!token) return authFailure(c, "an enrollment or admission token is required");
       const { cluster, ticket } = c.req.valid("param");
-      return respondAuthenticated(c, await queue(c, cluster).abandon({ bearer: token, ticket }));
+      return withBearer(c, "an enrollment or admission token is required", (token) => queue(c, cluster).abandon({ bearer: token, ticket }));
     },
   );

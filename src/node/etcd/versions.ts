@@ -150,7 +150,10 @@ const HEADER_FIELDS = ["cluster_id", "member_id", "raft_term"] as const;
 const NO_MAX_LEARNERS = "this etcd allows one learner at a time and has no flag to change that (etcd 3.6 and later take --max-learners)";
 const NO_EXPERIMENTAL_MAX_LEARNERS = "no etcd release takes --experimental-max-learners (only 3.6 pre-releases did); etcd 3.6 and later take --max-learners";
 
-function traits(minor: EtcdMinor, t: Pick<EtcdTraits, "maxLearnersFlag" | "defaultMaxLearners" | "errorBodyFields" | "statusExtraFields" | "refusedFlags">): EtcdTraits {
+/** What one version shares with its neighbours. */
+type SharedTraits = Pick<EtcdTraits, "maxLearnersFlag" | "defaultMaxLearners" | "errorBodyFields" | "statusExtraFields">;
+
+function traits(minor: EtcdMinor, t: SharedTraits & Pick<EtcdTraits, "refusedFlags">): EtcdTraits {
   return Object.freeze({
     minor,
     ...t,
@@ -162,45 +165,28 @@ function traits(minor: EtcdMinor, t: Pick<EtcdTraits, "maxLearnersFlag" | "defau
   });
 }
 
+/** etcd 3.4 and 3.5: one learner, no flag to change that, grpc-gateway v1's error body. */
+const UP_TO_3_5: SharedTraits = { maxLearnersFlag: null, defaultMaxLearners: 1, errorBodyFields: ["error", "message", "code"], statusExtraFields: [] };
+/** etcd 3.6 and later: --max-learners, grpc-gateway v2's error body, the storage fields in status. */
+const FROM_3_6: SharedTraits = {
+  maxLearnersFlag: "--max-learners",
+  defaultMaxLearners: 1,
+  errorBodyFields: ["code", "message"],
+  statusExtraFields: ["storageVersion", "dbSizeQuota", "downgradeInfo"],
+};
+const REFUSED_3_5 = { "--max-learners": NO_MAX_LEARNERS, "--experimental-max-learners": NO_MAX_LEARNERS };
+const REFUSED_3_6 = {
+  "--experimental-max-learners": NO_EXPERIMENTAL_MAX_LEARNERS,
+  "--enable-v2": "etcd 3.6 removed the v2 API and --enable-v2",
+};
+
 const TABLE: Readonly<Record<EtcdMinor, EtcdTraits>> = {
-  "3.4": traits("3.4", {
-    maxLearnersFlag: null,
-    defaultMaxLearners: 1,
-    errorBodyFields: ["error", "message", "code"],
-    statusExtraFields: [],
-    refusedFlags: {
-      "--max-learners": NO_MAX_LEARNERS,
-      "--experimental-max-learners": NO_MAX_LEARNERS,
-      "--experimental-compact-hash-check-enabled": "etcd 3.5 added it",
-    },
-  }),
-  "3.5": traits("3.5", {
-    maxLearnersFlag: null,
-    defaultMaxLearners: 1,
-    errorBodyFields: ["error", "message", "code"],
-    statusExtraFields: [],
-    refusedFlags: { "--max-learners": NO_MAX_LEARNERS, "--experimental-max-learners": NO_MAX_LEARNERS },
-  }),
-  "3.6": traits("3.6", {
-    maxLearnersFlag: "--max-learners",
-    defaultMaxLearners: 1,
-    errorBodyFields: ["code", "message"],
-    statusExtraFields: ["storageVersion", "dbSizeQuota", "downgradeInfo"],
-    refusedFlags: {
-      "--experimental-max-learners": NO_EXPERIMENTAL_MAX_LEARNERS,
-      "--enable-v2": "etcd 3.6 removed the v2 API and --enable-v2",
-    },
-  }),
+  "3.4": traits("3.4", { ...UP_TO_3_5, refusedFlags: { ...REFUSED_3_5, "--experimental-compact-hash-check-enabled": "etcd 3.5 added it" } }),
+  "3.5": traits("3.5", { ...UP_TO_3_5, refusedFlags: REFUSED_3_5 }),
+  "3.6": traits("3.6", { ...FROM_3_6, refusedFlags: REFUSED_3_6 }),
   "3.7": traits("3.7", {
-    maxLearnersFlag: "--max-learners",
-    defaultMaxLearners: 1,
-    errorBodyFields: ["code", "message"],
-    statusExtraFields: ["storageVersion", "dbSizeQuota", "downgradeInfo"],
-    refusedFlags: {
-      "--experimental-max-learners": NO_EXPERIMENTAL_MAX_LEARNERS,
-      "--enable-v2": "etcd 3.6 removed the v2 API and --enable-v2",
-      "--experimental-compact-hash-check-enabled": "etcd 3.7 removed it: use --feature-gates=CompactHashCheck=true",
-    },
+    ...FROM_3_6,
+    refusedFlags: { ...REFUSED_3_6, "--experimental-compact-hash-check-enabled": "etcd 3.7 removed it: use --feature-gates=CompactHashCheck=true" },
   }),
 };
 

@@ -29,7 +29,7 @@ import {
 } from "../protocol/schemas.ts";
 import { InvalidInput } from "./errors.ts";
 import { NodeSession } from "./node-session.ts";
-import { Transport, type Reply, type TransportOptions } from "./transport.ts";
+import { Transport, type Reply, type RequestOptions, type TransportOptions } from "./transport.ts";
 import type {
   AdminCredential,
   Adopted,
@@ -133,148 +133,154 @@ export class BrokerClient {
   }
 }
 
-export class AdminClient {
+/** Calls on one cluster's resources, below `prefix`/CLUSTER. */
+abstract class ClusterScope {
   readonly #t: Transport;
-  readonly cluster: string;
   readonly #base: string;
+  readonly cluster: string;
 
-  constructor(transport: Transport, cluster: string) {
+  constructor(transport: Transport, cluster: string, prefix: string) {
     this.#t = transport;
     this.cluster = cluster;
-    this.#base = `/v1/admin/clusters/${segment(cluster)}`;
+    this.#base = `${prefix}/${segment(cluster)}`;
+  }
+
+  /** A request to `path` below the cluster's own path ("" for that path itself). */
+  protected request<T>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>> {
+    return this.#t.request(method, `${this.#base}${path}`, options);
+  }
+}
+
+export class AdminClient extends ClusterScope {
+  constructor(transport: Transport, cluster: string) {
+    super(transport, cluster, "/v1/admin/clusters");
   }
 
   /** Creates an enrollment token (and the cluster, if this is its first). The secret is in the answer only. */
   createEnrollmentToken(input: EnrollmentTokenInput = {}): Promise<Reply<CreatedEnrollmentToken>> {
-    return this.#t.request("POST", `${this.#base}/enrollment-tokens`, { body: check(EnrollmentTokenRequest, input, "enrollment token") });
+    return this.request("POST", "/enrollment-tokens", { body: check(EnrollmentTokenRequest, input, "enrollment token") });
   }
 
   listEnrollmentTokens(): Promise<Reply<{ tokens: EnrollmentToken[] }>> {
-    return this.#t.request("GET", `${this.#base}/enrollment-tokens`);
+    return this.request("GET", "/enrollment-tokens");
   }
 
   /** Revokes an enrollment token; `changed` is false when it had been revoked already. */
   revokeEnrollmentToken(id: string): Promise<Reply<EnrollmentToken & { changed?: boolean }>> {
-    return this.#t.request("DELETE", `${this.#base}/enrollment-tokens/${segment(check(EnrollmentTokenId, id, "enrollment token id"))}`);
+    return this.request("DELETE", `/enrollment-tokens/${segment(check(EnrollmentTokenId, id, "enrollment token id"))}`);
   }
 
   status(): Promise<Reply<ClusterStatus>> {
-    return this.#t.request("GET", this.#base);
+    return this.request("GET", "");
   }
 
   tickets(input: TicketListInput = {}): Promise<Reply<TicketList>> {
-    return this.#t.request("GET", `${this.#base}/tickets`, { query: check(TicketListQuery, input, "ticket query") });
+    return this.request("GET", "/tickets", { query: check(TicketListQuery, input, "ticket query") });
   }
 
   /** Ends an admission now: introspection says inactive at once, the revocation list on its next read. */
   revokeAdmission(jti: string, reason: string): Promise<Reply<RevokedAdmission>> {
     const id = check(Jti, jti, "jti");
-    return this.#t.request("POST", `${this.#base}/admissions/${segment(id)}/revoke`, { body: check(RevokeRequest, { reason }, "revoke") });
+    return this.request("POST", `/admissions/${segment(id)}/revoke`, { body: check(RevokeRequest, { reason }, "revoke") });
   }
 
   pause(): Promise<Reply<{ paused: boolean }>> {
-    return this.#t.request("POST", `${this.#base}/pause`);
+    return this.request("POST", "/pause");
   }
 
   resume(): Promise<Reply<{ paused: boolean }>> {
-    return this.#t.request("POST", `${this.#base}/resume`);
+    return this.request("POST", "/resume");
   }
 
   /** The queue policy. */
   policy(): Promise<Reply<QueuePolicy>> {
-    return this.#t.request("GET", `${this.#base}/policy`);
+    return this.request("GET", "/policy");
   }
 
   /** Changes the given policy fields; the others keep their value. */
   setPolicy(patch: PolicyInput): Promise<Reply<QueuePolicy>> {
-    return this.#t.request("PUT", `${this.#base}/policy`, { body: check(PolicyRequest, patch, "policy") });
+    return this.request("PUT", "/policy", { body: check(PolicyRequest, patch, "policy") });
   }
 
   rotateKeys(): Promise<Reply<RotatedKeys>> {
-    return this.#t.request("POST", `${this.#base}/keys/rotate`);
+    return this.request("POST", "/keys/rotate");
   }
 
   /** Declares an existing etcd cluster and its members: it will never get a bootstrap ticket. */
   adopt(members: AdoptInput["members"]): Promise<Reply<Adopted>> {
-    return this.#t.request("POST", `${this.#base}/adopt`, { body: check(AdoptRequest, { members }, "adopt") });
+    return this.request("POST", "/adopt", { body: check(AdoptRequest, { members }, "adopt") });
   }
 
   /** Forgets a member so that the node may ask for a ticket again. */
   forgetMember(node: string): Promise<Reply<{ forgotten: string }>> {
-    return this.#t.request("DELETE", `${this.#base}/members/${segment(check(NodeName, node, "node"))}`);
+    return this.request("DELETE", `/members/${segment(check(NodeName, node, "node"))}`);
   }
 
   /** Hands the bootstrap ticket to another node (revoking the old holder's ticket). */
   reassignBootstrap(input: BootstrapInput): Promise<Reply<{ bootstrapNode: string; revoked: string | null }>> {
-    return this.#t.request("POST", `${this.#base}/bootstrap`, { body: check(BootstrapRequest, input, "bootstrap") });
+    return this.request("POST", "/bootstrap", { body: check(BootstrapRequest, input, "bootstrap") });
   }
 
   /** Marks the cluster's state restored from an earlier point: no bootstrap until an admin decides. */
   markRestored(reason: string): Promise<Reply<{ awaitingAdmin: boolean }>> {
-    return this.#t.request("POST", `${this.#base}/restored`, { body: check(RestoreDecisionRequest, { reason }, "restored") });
+    return this.request("POST", "/restored", { body: check(RestoreDecisionRequest, { reason }, "restored") });
   }
 
   /** After a restore: the cluster never formed, so its bootstrap may go ahead. */
   allowBootstrap(reason: string): Promise<Reply<{ changed: boolean }>> {
-    return this.#t.request("POST", `${this.#base}/bootstrap/allow`, { body: check(RestoreDecisionRequest, { reason }, "bootstrap allow") });
+    return this.request("POST", "/bootstrap/allow", { body: check(RestoreDecisionRequest, { reason }, "bootstrap allow") });
   }
 
   /** Audit entries after `after`; with `wait`, the broker holds the request until there is one. */
   audit(input: AuditInput = {}, signal?: AbortSignal): Promise<Reply<AuditPage>> {
     const query = check(AuditQuery, input, "audit query");
-    return this.#t.request("GET", `${this.#base}/audit`, { query, waitSeconds: query.wait ?? 0, signal });
+    return this.request("GET", "/audit", { query, waitSeconds: query.wait ?? 0, signal });
   }
 
   /** The cluster's queue metrics in the Prometheus text format. */
   metrics(): Promise<Reply<string>> {
-    return this.#t.request("GET", `${this.#base}/metrics`, { text: true });
+    return this.request("GET", "/metrics", { text: true });
   }
 }
 
-export class ClusterClient {
-  readonly #t: Transport;
-  readonly cluster: string;
-  readonly #base: string;
-
+export class ClusterClient extends ClusterScope {
   constructor(transport: Transport, cluster: string) {
-    this.#t = transport;
-    this.cluster = cluster;
-    this.#base = `/v1/clusters/${segment(cluster)}`;
+    super(transport, cluster, "/v1/clusters");
   }
 
   /** Asks for (or finds again) the node's ticket; the client must carry an enrollment token. */
   requestTicket(node: string, peerURL: string): Promise<Reply<TicketView>> {
-    return this.#t.request("POST", `${this.#base}/tickets`, { body: check(TicketRequest, { node, peerURL }, "ticket request") });
+    return this.request("POST", "/tickets", { body: check(TicketRequest, { node, peerURL }, "ticket request") });
   }
 
   /** Reads a ticket; with `wait` the broker holds the request until the view changes (long poll). */
   ticket(ticket: string, wait?: number, signal?: AbortSignal): Promise<Reply<TicketView>> {
     const query = check(WaitQuery, { wait }, "wait");
-    return this.#t.request("GET", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}`, { query, waitSeconds: query.wait ?? 0, signal });
+    return this.request("GET", `/tickets/${segment(check(TicketId, ticket, "ticket"))}`, { query, waitSeconds: query.wait ?? 0, signal });
   }
 
   heartbeat(ticket: string): Promise<Reply<TicketView>> {
-    return this.#t.request("POST", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}/heartbeat`);
+    return this.request("POST", `/tickets/${segment(check(TicketId, ticket, "ticket"))}/heartbeat`);
   }
 
   complete(ticket: string, memberID: string): Promise<Reply<TicketView>> {
     const body = check(CompleteRequest, { memberID }, "complete");
-    return this.#t.request("POST", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}/complete`, { body });
+    return this.request("POST", `/tickets/${segment(check(TicketId, ticket, "ticket"))}/complete`, { body });
   }
 
   abandon(ticket: string): Promise<Reply<TicketView>> {
-    return this.#t.request("DELETE", `${this.#base}/tickets/${segment(check(TicketId, ticket, "ticket"))}`);
+    return this.request("DELETE", `/tickets/${segment(check(TicketId, ticket, "ticket"))}`);
   }
 
   jwks(): Promise<Reply<Jwks>> {
-    return this.#t.request("GET", `${this.#base}/jwks.json`);
+    return this.request("GET", "/jwks.json");
   }
 
   revocations(): Promise<Reply<RevocationList>> {
-    return this.#t.request("GET", `${this.#base}/revocations`);
+    return this.request("GET", "/revocations");
   }
 
   introspect(token: string): Promise<Reply<Introspection>> {
-    return this.#t.request("POST", `${this.#base}/admissions/introspect`, { body: check(IntrospectRequest, { token }, "introspect") });
+    return this.request("POST", "/admissions/introspect", { body: check(IntrospectRequest, { token }, "introspect") });
   }
 }

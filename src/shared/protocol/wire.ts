@@ -27,13 +27,17 @@ export const POLICY_LIMITS: Record<keyof QueuePolicy, { min: number; max: number
   maxQueue: { min: 1, max: 100000 },
 };
 
-export interface TicketView {
+/** What names a ticket, in the node's view and the admin's alike. */
+export interface TicketIdentity {
   ticket: string;
   cluster: string;
   node: string;
   peerURL: string;
   state: TicketState;
   role: Role;
+}
+
+export interface TicketView extends TicketIdentity {
   position?: number;
   retryAfter?: number;
   estimatedWaitSeconds?: number;
@@ -53,13 +57,7 @@ export interface TicketView {
 }
 
 /** A ticket as the admin API lists it. */
-export interface AdminTicket {
-  ticket: string;
-  cluster: string;
-  node: string;
-  peerURL: string;
-  state: TicketState;
-  role: Role;
+export interface AdminTicket extends TicketIdentity {
   seq: number;
   jti?: string;
   createdAt?: string;
