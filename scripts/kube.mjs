@@ -16,7 +16,7 @@
 // release, each binary appearing by an atomic rename. Progress goes to stderr, the answer to
 // stdout; a failure's reason goes to stderr with exit code 1, a wrong command line exits 2.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { lock, projectCacheDir, run } from "./build-cache.mjs";
@@ -182,7 +182,8 @@ async function buildFromModules(name, pin, log) {
   try {
     const done = cachedKubePath(name);
     if (done) return done; // another process built it while we waited
-    rmSync(work, { recursive: true, force: true });
+    // Under the lock nobody else builds this release: a scratch directory left is a killed build's.
+    for (const left of readdirSync(cache).filter((f) => f.startsWith(`.build-${pin.release}-`))) rmSync(join(cache, left), { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
     const env = { ...process.env, CGO_ENABLED: "0", GOWORK: "off", GOFLAGS: `${process.env.GOFLAGS ?? ""} -buildvcs=false`.trim() };
     const step = (args, label) => run(go, args, { cwd: work, env, label, log, tag: "kube" });

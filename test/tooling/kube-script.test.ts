@@ -3,7 +3,7 @@
  * go.mod, the version flags, the pins, and its command line's refusals.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -105,6 +105,24 @@ describe("scripts/kube.mjs: command line", () => {
   it("refuses an unknown command or a missing name with exit 2", () => {
     for (const args of [["build"], ["path"], [], ["list", "--fast"]]) {
       expect(cli(...args).status, args.join(" ")).toBe(2);
+    }
+  });
+
+  it("exits 1 with the reason when the build fails, leaving no lock and no scratch directory behind", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kube-fail-"));
+    try {
+      // A Go that cannot reach the module proxy, and the scratch directory of a build killed earlier.
+      const go = join(dir, "go");
+      writeFileSync(go, "#!/bin/sh\necho 'go: proxy.golang.org unreachable' >&2\nexit 1\n", { mode: 0o755 });
+      const failCache = join(dir, "cache");
+      mkdirSync(join(failCache, ".build-1.37.2-999999"), { recursive: true });
+      const r = spawnSync(process.execPath, ["scripts/kube.mjs", "path", "kubeadm"], { cwd: root, encoding: "utf8", env: { ...process.env, GO: go, JOIN_BROKER_KUBE_CACHE: failCache }, timeout: 30_000 });
+      expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 1, stdout: "" });
+      expect(r.stderr).toMatch(/proxy\.golang\.org unreachable/);
+      expect(r.stderr).toMatch(/^kube\.mjs: .*k8s\.io\/kubernetes@v1\.37\.2/m);
+      expect({ cache: readdirSync(failCache), release: readdirSync(join(failCache, "1.37.2")) }).toEqual({ cache: ["1.37.2"], release: [] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
