@@ -22,5 +22,3 @@ export function cachedEtcdPath(version: string): string | null;
 /** The absolute path of this version's etcd (etcdctl beside it), building or installing it first if needed. */
 export function ensureEtcd(version: string, options?: { log?: (line: string) => void }): Promise<string>;
 export function listEtcd(options?: { build?: boolean; log?: (line: string) => void }): Promise<(EtcdPin & { path: string | null; reported: string | null; error: string | null })[]>;
-/** Takes a lock file, waiting while a live process holds it (a dead holder's is taken over); resolves with its release function. */
-export function lock(path: string, what: string, log: (line: string) => void, tag?: string): Promise<() => void>;

@@ -14,11 +14,11 @@
 // wait, and the finished directory appears by an atomic rename, so a half-built one is never used.
 // Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
 // code is 1.
-import { spawn, execFileSync } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { homedir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { lock, projectCacheDir, run } from "./build-cache.mjs";
 import { ensureTool, executable, findGo } from "./tools.mjs";
 
 const PINS = JSON.parse(readFileSync(new URL("./etcd-versions.json", import.meta.url), "utf8"));
@@ -44,8 +44,7 @@ export function normalizeMinor(version) {
 /** Where built releases live: $JOIN_BROKER_ETCD_CACHE, else $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/etcd. */
 export function etcdCacheDir() {
   if (process.env.JOIN_BROKER_ETCD_CACHE) return resolve(process.env.JOIN_BROKER_ETCD_CACHE);
-  const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
-  return join(base, "etcd-join-broker", "etcd");
+  return join(projectCacheDir(), "etcd");
 }
 
 /** The release a binary reports (`etcd --version` → "3.6.16"), or null when it cannot be run. */
@@ -161,110 +160,6 @@ import "go.etcd.io/etcd/etcdctl/v3/ctlv3"
 func main() { ctlv3.MustStart() }
 `;
 
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === "EPERM";
-  }
-}
-
-const STALE_LOCK_MS = 60 * 60 * 1000;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function readLock(path) {
-  try {
-    const text = readFileSync(path, "utf8").trim();
-    return { text, holder: Number(text), age: Date.now() - statSync(path).mtimeMs };
-  } catch {
-    return null; // released meanwhile
-  }
-}
-
-/** Held by a process that died, or far longer than any build takes (its pid reused since). */
-function isStale(lock) {
-  if (lock.age > STALE_LOCK_MS) return true;
-  if (!Number.isInteger(lock.holder) || lock.holder <= 0) return lock.age > 5_000; // its pid is still being written
-  return !alive(lock.holder);
-}
-
-/**
- * Removes a stale lock, unless it changed since it was seen. Removers take turns (mkdir is
- * atomic), and a lock file is only ever created where none is (`wx`), so between the second look
- * and the removal nobody else can put a live lock there: two processes never both take over.
- */
-async function removeStale(path, seen) {
-  const guard = `${path}.takeover`;
-  try {
-    mkdirSync(guard);
-  } catch (e) {
-    if (e.code !== "EEXIST") throw e;
-    try {
-      if (Date.now() - statSync(guard).mtimeMs > 60_000) rmSync(guard, { recursive: true, force: true }); // left by a crash
-    } catch {
-      /* gone meanwhile */
-    }
-    await sleep(200);
-    return;
-  }
-  try {
-    const again = readLock(path);
-    if (again && again.text === seen.text && isStale(again)) rmSync(path, { force: true });
-  } finally {
-    rmSync(guard, { recursive: true, force: true });
-  }
-}
-
-/**
- * Takes the lock file `path` (e.g. `<cache>/<release>.lock`), waiting while a live process holds it;
- * returns its release function. `tag` prefixes the waiting message (scripts/package.mjs shares it).
- */
-export async function lock(path, what, log, tag = "etcd") {
-  let announced = false;
-  for (;;) {
-    try {
-      const fd = openSync(path, "wx");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(path, { force: true });
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
-    }
-    const seen = readLock(path);
-    if (!seen) continue;
-    if (isStale(seen)) {
-      await removeStale(path, seen);
-      continue;
-    }
-    if (!announced) log(`[${tag}] process ${seen.holder || "?"} is building ${what}; waiting for it`);
-    announced = true;
-    await sleep(1_000);
-  }
-}
-
-function run(cmd, args, { cwd, env, label, log }) {
-  return new Promise((ok, fail) => {
-    const started = Date.now();
-    const child = spawn(cmd, args, { cwd, env, stdio: ["ignore", "inherit", "pipe"] });
-    let tail = "";
-    child.stderr.on("data", (chunk) => {
-      process.stderr.write(chunk);
-      tail = (tail + chunk.toString()).slice(-4_000);
-    });
-    const beat = setInterval(() => log(`[etcd] ${label}: ${Math.round((Date.now() - started) / 1000)} s`), 20_000);
-    child.once("error", (e) => {
-      clearInterval(beat);
-      fail(new Error(`cannot run ${cmd}: ${e.message}`));
-    });
-    child.once("exit", (code, signal) => {
-      clearInterval(beat);
-      if (code === 0) ok();
-      else fail(new Error(`${label} failed (${signal ?? `exit code ${code}`}): ${cmd} ${args.join(" ")}\n${tail.trim().split("\n").slice(-15).join("\n")}`));
-    });
-  });
-}
-
 async function buildFromModules(pin, log) {
   const go = findGo();
   if (!go) {
@@ -293,9 +188,9 @@ async function buildFromModules(pin, log) {
     const v = `v${pin.release}`;
     const started = Date.now();
     log(`[etcd] building etcd ${pin.release} from its Go modules into ${final} (once per machine; a few minutes when Go's caches are cold)`);
-    await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], { cwd: src, env, label: `fetching etcd ${pin.release}'s modules`, log });
+    await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], { cwd: src, env, label: `fetching etcd ${pin.release}'s modules`, log, tag: "etcd" });
     const ldflags = `-X go.etcd.io/etcd/api/v3/version.GitSHA=module-${v}`;
-    await run(go, ["build", "-ldflags", ldflags, "-o", work + "/", "./etcd", "./etcdctl"], { cwd: src, env, label: `compiling etcd ${pin.release}`, log });
+    await run(go, ["build", "-ldflags", ldflags, "-o", work + "/", "./etcd", "./etcdctl"], { cwd: src, env, label: `compiling etcd ${pin.release}`, log, tag: "etcd" });
     const reported = binaryRelease(join(work, "etcd"));
     if (reported !== pin.release) throw new Error(`the etcd just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
     if (!executable(join(work, "etcdctl"))) throw new Error(`go build made no etcdctl for ${pin.release}`);

@@ -20,11 +20,10 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { homedir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cliBundleOptions } from "./build-cli.mjs";
-import { lock } from "./etcd.mjs";
+import { lock, projectCacheDir } from "./build-cache.mjs";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const RELEASE_DIR = "dist/release";
@@ -57,7 +56,7 @@ export function pinnedNodeVersion(root = ROOT) {
 
 /** Where the fetched binaries live: $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/. */
 export function packageCacheDir() {
-  return join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "etcd-join-broker");
+  return projectCacheDir();
 }
 
 /** A file's ELF e_machine, or null when it is no ELF file. */
