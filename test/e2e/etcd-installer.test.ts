@@ -5,7 +5,7 @@
  * that message should it ever come (etcdctl 3.6 writes a warning line before etcd's error).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -110,4 +110,37 @@ it("starts its etcd again when it exits before the member is promoted, as the ku
   expect(output).toMatch(/etcd is not running: starting it again/);
   const after = await gateway.memberList();
   expect(after.ok && after.value.members.find((m) => m.name === "inst-2")?.isLearner).toBe(false);
+});
+
+it("takes 'Peer URLs already exists' after an add whose answer was lost as done, as kubeadm does, and finds its member", async () => {
+  installer?.kill("SIGKILL");
+  installer = null;
+  const beside = join(dirname(etcd.bin), "etcdctl");
+  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
+  // An etcdctl whose first `member add` goes through but whose answer is lost (a timeout).
+  const lossy = join(scratch, "etcdctl-lossy");
+  const marker = join(scratch, "add-answer-lost");
+  writeFileSync(
+    lossy,
+    `#!/bin/sh\ncase "$*" in *"member add"*) if [ ! -e '${marker}' ] && '${etcdctl}' "$@" >/dev/null 2>&1; then : > '${marker}'; echo 'Error: context deadline exceeded' >&2; exit 1; fi ;; esac\nexec '${etcdctl}' "$@"\n`,
+    { mode: 0o755 },
+  );
+  const node = await memberAddress("inst-3");
+  const dataDir = join(scratch, "data-3");
+  installer = spawn(
+    process.execPath,
+    [INSTALLER, "join", "--name", node.name, "--data-dir", dataDir, "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", lossy],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  installer.stdout!.on("data", (d) => (output += d));
+  installer.stderr!.on("data", (d) => (output += d));
+  const code = await new Promise<number | null>((ok) => installer!.once("exit", ok));
+  const pid = etcdPid(dataDir);
+  if (pid) startedEtcds.push(pid);
+  expect(existsSync(marker)).toBe(true);
+  expect(output).toMatch(/the add's answer was lost; found in the member list/);
+  expect(code).toBe(0);
+  const after = await new EtcdGateway(etcd.first.clientURL).memberList();
+  expect(after.ok && after.value.members.filter((m) => m.peerURLs.includes(node.peerURL)).map((m) => m.isLearner)).toEqual([false]);
 });

@@ -272,10 +272,27 @@ async function joinCluster() {
       renameSync(dataDir, `${dataDir}.reset-${Date.now()}`);
       say("reset: this node's member is gone, its old data moved aside");
     }
-    const added = await retry("adding a learner", () => etcdctl(["member", "add", o.name, `--peer-urls=${o["peer-url"]}`, "--learner"]));
-    member = added.member;
-    members = added.members;
-    say(`added learner ${hex(member.ID)}`);
+    // Like kubeadm: "Peer URLs already exists" counts as done (an add whose answer was lost, a
+    // timeout say, went through), and the member list then names this node's member.
+    const added = await retry(
+      "adding a learner",
+      () => etcdctl(["member", "add", o.name, `--peer-urls=${o["peer-url"]}`, "--learner"]),
+      (error) => (/peer ?urls already exists|member id already exist/i.test(error) ? { lost: true } : null),
+    );
+    if (added.lost) {
+      // An endpoint that has not applied the add yet lists no such member: ask again.
+      const again = await retry("finding this node's member", async () => {
+        const r = await etcdctl(["member", "list"]);
+        return !r.ok || own(r.value.members) ? r : { ok: false, error: "etcd says this peer URL exists, but lists no member with it yet" };
+      });
+      member = own(again.members);
+      members = again.members;
+      say(`added learner ${hex(member.ID)} (the add's answer was lost; found in the member list)`);
+    } else {
+      member = added.member;
+      members = added.members;
+      say(`added learner ${hex(member.ID)}`);
+    }
   } else {
     say(`reusing member ${hex(member.ID)} (${member.isLearner ? "learner" : "voter"})`);
   }
