@@ -93,12 +93,17 @@ function ensureCertificate(kind, altNames) {
     "extendedKeyUsage=serverAuth,clientAuth",
     `subjectAltName=${[...new Set(altNames)].join(",")}`,
   ].join("\n");
-  const openssl = (...args) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
+  // openssl signs on the clock etcd checks it against. In the lab a skewed agent's children
+  // inherit libfaketime, which moves openssl's clock but never a Go program's (etcd and etcdctl
+  // read the kernel's clock directly): a certificate dated minutes ahead would be "not yet
+  // valid" to this node's own etcd. So openssl runs on the real clock, as etcd does.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "LD_PRELOAD" && !k.startsWith("FAKETIME")));
+  const openssl = (...args) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"], env });
   try {
     writeFileSync(`${base}.ext`, `${ext}\n`);
     openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", `${base}.key`);
     openssl("req", "-new", "-key", `${base}.key`, "-subj", `/CN=${o.name}`, "-out", `${base}.csr`);
-    const serial = `0x${execFileSync("openssl", ["rand", "-hex", "16"], { encoding: "utf8" }).trim()}`;
+    const serial = `0x${execFileSync("openssl", ["rand", "-hex", "16"], { encoding: "utf8", env }).trim()}`;
     openssl("x509", "-req", "-in", `${base}.csr`, "-CA", pki["ca.crt"], "-CAkey", pki["ca.key"], "-set_serial", serial, "-days", "365", "-extfile", `${base}.ext`, "-out", `${base}.crt`);
     renameSync(`${base}.key`, pki[`${kind}.key`]);
     renameSync(`${base}.crt`, pki[`${kind}.crt`]);
