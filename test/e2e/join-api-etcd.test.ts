@@ -328,3 +328,31 @@ describe("membership: held while etcd settles", () => {
     expect(still.ok && still.value.members.filter((m) => m.isLearner)).toHaveLength(1);
   });
 });
+
+describe("gateway: a learner's endpoint among the endpoints", () => {
+  let cluster: TestEtcd;
+  afterAll(async () => cluster?.cleanup());
+
+  it("asks the next endpoint when one is a learner's, which refuses the cluster API, and does not stay with it", async () => {
+    cluster = await startSingleNodeEtcd({ name: "lrn-0" });
+    const voter = new EtcdGateway(cluster.first.clientURL, { timeoutMs: 5_000 });
+    const membership = new Membership({ gateway: voter, admissionStatus: async () => ({ active: true }) as const, holdMs: 0 });
+    const learner = await memberAddress("lrn-1");
+    const added = await membership.addLearner({ node: "lrn-1", peerURL: learner.peerURL, jti: "adm_l1", token: "t1" });
+    if (!added.ok) throw new Error(added.detail);
+    await cluster.startMember(learner, added.value.initialCluster);
+    // Its own endpoint first, as a join API handed every controller's client URL may have it
+    // (campaign seed 57: the other voters cut off, the join API's gateway stayed with the
+    // learner's endpoint and asked it to promote itself for ever).
+    const learnerFirst = new EtcdGateway([learner.clientURL, cluster.first.clientURL], { timeoutMs: 5_000 });
+    let promoted = await learnerFirst.memberPromote(added.value.memberID);
+    for (let i = 0; !promoted.ok && promoted.error.kind === "learner_not_ready" && i < 100; i++) {
+      await new Promise((ok) => setTimeout(ok, 200));
+      promoted = await learnerFirst.memberPromote(added.value.memberID);
+    }
+    expect(promoted.ok ? promoted.endpoint : promoted.error).toBe(cluster.first.clientURL);
+    const list = await voter.memberList();
+    expect(list.ok && list.value.members.every((m) => !m.isLearner)).toBe(true);
+  });
+});
+

@@ -27,6 +27,8 @@ describe("classifyEtcdError", () => {
     ["etcdserver: member not found", 5, "member_not_found"],
     ["etcdserver: request timed out", 14, "unavailable"],
     ["etcdserver: no leader", 14, "unavailable"],
+    // A learner's endpoint: not etcd's refusal of the change, only this endpoint's; ask a voter.
+    ["etcdserver: rpc not supported for learner", 9, "unavailable"],
     ["invalid character 'g' looking for beginning of value", 3, "bad_request"],
     ["something new", 2, "unknown"],
   ];

@@ -48,7 +48,9 @@ export type EtcdUnavailable =
   | "stopped"
   | "too_many_requests"
   /** The gateway's own deadline passed first (seen on a busy machine instead of "request timed out"). */
-  | "deadline_exceeded";
+  | "deadline_exceeded"
+  /** The endpoint is a learner's, which serves no change and no linearizable read: ask a voter. */
+  | "learner_endpoint";
 
 export interface EtcdErrorEntry {
   /** The gateway's `message` (and `error` before 3.6), exactly. */
@@ -115,6 +117,7 @@ const UNAVAILABLE_TEXT: Record<EtcdUnavailable, [message: string, grpcCode: numb
   stopped: ["etcdserver: server stopped", UNAVAILABLE],
   too_many_requests: ["etcdserver: too many requests", RESOURCE_EXHAUSTED],
   deadline_exceeded: ["context deadline exceeded", DEADLINE_EXCEEDED],
+  learner_endpoint: ["etcdserver: rpc not supported for learner", FAILED_PRECONDITION],
 };
 
 /** grpc-gateway's HTTP status per gRPC code: v1 (etcd 3.4) says 412 for FailedPrecondition, v1.16+/v2 say 400. */
