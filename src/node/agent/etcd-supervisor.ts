@@ -34,7 +34,18 @@ const ANY_REMOVED_MESSAGES = [...new Set(ETCD_MINORS.flatMap((m) => etcdTraits(m
  * a failure the network heals, so it never counts toward giving up. It is retried with backoff
  * while the admission lives (the heartbeat keeps it); the lease, not this count, bounds it.
  */
-const PEERS_UNREACHABLE = ["cannot fetch cluster info from peer urls", "could not retrieve cluster information from the given URLs"];
+const PEERS_UNREACHABLE = [
+  "cannot fetch cluster info from peer urls",
+  "could not retrieve cluster information from the given URLs",
+  // A peer that answered had not heard of this member yet (cut off while it was added): it
+  // catches up once the network heals (campaign seed 43).
+  "member count is unequal",
+];
+
+/** Whether etcd's exit reason is one the network heals: retried while the admission lives, never counted toward giving up. */
+export function healedByNetwork(reason: string | null): boolean {
+  return reason !== null && PEERS_UNREACHABLE.some((m) => reason.includes(m));
+}
 /** How much of the log written since the last start is read when etcd exits (for those words, and its error). */
 const SCAN_BYTES = 256 * 1024;
 
@@ -234,7 +245,7 @@ export class EtcdSupervisor {
       return;
     }
     const now = Date.now();
-    const unreachable = reason !== null && PEERS_UNREACHABLE.some((m) => reason.includes(m));
+    const unreachable = healedByNetwork(reason);
     this.#unreachableExits = unreachable ? this.#unreachableExits + 1 : 0;
     if (!unreachable) this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];
     const willRestart = unreachable || this.#exits.length <= MAX_RESTARTS;
