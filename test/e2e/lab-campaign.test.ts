@@ -12,12 +12,15 @@ const skip = await labSkipReason();
 /**
  * A fixed seed through the join API; seed 36 of the 100-seed record in gate mode (1 + 3: a
  * bootstrap node whose agent runs 263 s ahead, so the test installer it starts made certificates
- * etcd took for not yet valid, until openssl ran on etcd's clock); and a random one whose parity
+ * etcd took for not yet valid, until openssl ran on etcd's clock); seed 90 in gate mode (a node
+ * 287 s behind put right during the run, which ended the test installer's waits at once, until
+ * they were measured on the monotonic clock); and a random one whose parity
  * picks the join mode (even: gate mode).
  */
 const SEEDS: [number, JoinMode, number][] = [
   [3, "join-api", 2],
   [36, "gate", 3],
+  [90, "gate", 3],
   [e2eSeed("lab-campaign"), "alternate", 2],
 ];
 

@@ -220,9 +220,11 @@ function startEtcd(initialCluster, state) {
 
 /** Retries `call` while etcd says "not now", like kubeadm's etcd client. */
 async function retry(what, call, done) {
-  const deadline = Date.now() + TIMEOUT_MS;
+  // Waits are measured on the monotonic clock, as Go's are in kubeadm: a wall clock that jumps
+  // (a skewed host put right) must not end them early (campaign seed 90).
+  const deadline = performance.now() + TIMEOUT_MS;
   let last = "";
-  while (Date.now() < deadline) {
+  while (performance.now() < deadline) {
     const r = await call();
     if (r.ok) return r.value;
     const finished = done?.(r.error);
@@ -246,8 +248,8 @@ async function failOnce(point) {
 }
 
 async function waitUntil(what, check) {
-  const deadline = Date.now() + TIMEOUT_MS;
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + TIMEOUT_MS;
+  while (performance.now() < deadline) {
     if (await check()) return;
     await sleep(RETRY_MS);
   }
@@ -305,12 +307,12 @@ async function joinCluster() {
   const initial = [...members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`)), `${o.name}=${o["peer-url"]}`];
   // Like the kubelet with kubeadm's static pod: an etcd that exits (a peer it asked had not heard
   // of this member yet, "member count is unequal") is started again, a few seconds apart.
-  let startedAt = 0;
+  let startedAt = -Infinity;
   const keepEtcdRunning = () => {
-    if (runningEtcd() || Date.now() - startedAt < 3_000) return;
-    if (startedAt) say("etcd is not running: starting it again");
+    if (runningEtcd() || performance.now() - startedAt < 3_000) return;
+    if (startedAt !== -Infinity) say("etcd is not running: starting it again");
     startEtcd(initial, "existing");
-    startedAt = Date.now();
+    startedAt = performance.now();
   };
   keepEtcdRunning();
   await failOnce("start");
