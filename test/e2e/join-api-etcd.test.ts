@@ -226,6 +226,49 @@ describe("membership: an admission that ends while its add waits", () => {
   });
 });
 
+describe("membership: an add bounded by its admission's lease", () => {
+  // Campaign seed 67: the first etcd endpoint hung, so the add went to the next one after its
+  // 10 s timeout, 8 s after the node's lease had ended and the broker had admitted the next node.
+  it("is answered 503 admission_lease_ending before the lease ends, not made later through the next endpoint", async () => {
+    const before = await gateway.memberList();
+    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    const ids = async () => {
+      const list = await gateway.memberList();
+      return list.ok ? list.value.members.map((m) => m.id).sort() : [];
+    };
+    const members = await ids();
+    // An endpoint that passes everything on to etcd but holds member adds unanswered.
+    const held: string[] = [];
+    const proxy = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      if (req.url === "/v3/cluster/member/add") return void held.push(req.url);
+      const answer = await fetch(`${etcd.first.clientURL}${req.url}`, { method: req.method, headers: { "content-type": "application/json" }, body: Buffer.concat(chunks) });
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text());
+    });
+    await new Promise<void>((ok) => proxy.listen(0, "127.0.0.1", ok));
+    try {
+      const slow = new EtcdGateway([`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, etcd.first.clientURL], { timeoutMs: 10_000 });
+      const node = await memberAddress("gw-lease");
+      const request = { node: "gw-lease", peerURL: node.peerURL, jti: "adm_lease", token: "t-lease" };
+
+      // Too little left to ask etcd at all: refused at once.
+      const nearlyOver = await new Membership({ gateway: slow, admissionStatus: async () => ({ active: true, leaseRemainingMs: 2_500 }) }).addLearner(request);
+      expect(!nearlyOver.ok && [nearlyOver.status, nearlyOver.code, nearlyOver.retryAfter]).toEqual([503, "admission_lease_ending", RETRY_AFTER.leaseEnding]);
+      expect(held).toEqual([]);
+
+      // 5 s left: the held add is given up 2 s before the lease ends; the next endpoint is not asked.
+      const bounded = await new Membership({ gateway: slow, admissionStatus: async () => ({ active: true, leaseRemainingMs: 5_000 }) }).addLearner(request);
+      expect(!bounded.ok && [bounded.status, bounded.code]).toEqual([503, "admission_lease_ending"]);
+      expect(held).toEqual(["/v3/cluster/member/add"]);
+      expect(await ids()).toEqual(members);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((ok) => proxy.close(ok));
+    }
+  });
+});
+
 describe("membership: the broker cannot be reached for the last check", () => {
   it("adds no member and promotes no learner, and answers 503 with Retry-After", async () => {
     const before = await gateway.memberList();

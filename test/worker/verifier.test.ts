@@ -21,4 +21,16 @@ describe("verifyAdmission in workerd", () => {
     const revoked = await verifyAdmission(a.body.admission, { broker: BASE, cluster: "wv-verify", node: "a", peerURL: peer(2), trust }).catch((e: AdmissionError) => e);
     expect(revoked).toMatchObject({ status: 410, code: "admission_revoked" });
   });
+
+  it("introspection names when an active admission's lease ends, as the ticket's view does", async () => {
+    const { enrollment } = await bootstrapped("wv-lease", { leaseSeconds: 60 });
+    const a = await ticket("wv-lease", enrollment, "a", peer(2));
+    const trust = trustFor("wv-lease");
+    const answer = await trust.introspect(a.body.admission);
+    if (!answer.active) throw new Error(answer.reason);
+    expect(answer.leaseRemainingMs).toBeGreaterThan(50_000);
+    expect(answer.leaseRemainingMs).toBeLessThanOrEqual(60_000);
+    const raw = await exports.default.fetch(`${BASE}/v1/clusters/wv-lease/admissions/introspect`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: a.body.admission }) });
+    expect(((await raw.json()) as { leaseExpiresAt?: string }).leaseExpiresAt).toBe(a.body.leaseExpiresAt);
+  });
 });

@@ -47,7 +47,7 @@ import { generateSigningKey, signAdmission } from "../tokens/keys.ts";
 import { newEnrollmentToken, randomId, sha256Hex } from "../tokens/secrets.ts";
 
 export type IntrospectResult =
-  | { active: true; claims: JWTPayload }
+  | { active: true; claims: JWTPayload; leaseExpiresAt?: string }
   | { active: false; reason: "revoked" | "expired" | "completed" | "abandoned" | "invalid" | "unknown_cluster" | "superseded" | "unknown" };
 
 export interface EnrollmentTokenInput {
@@ -279,9 +279,11 @@ export class JoinQueue extends DurableObject<Env> {
     await this.#afterCommand();
     const { payload } = verified;
     const admission = this.#store.admission(String(payload.jti));
-    const inactive = this.#commands.admissionInactive(now, String(payload.jti), Number(payload.exp), admission && this.#store.ticket(admission.ticket_id));
+    const ticket = admission && this.#store.ticket(admission.ticket_id);
+    const inactive = this.#commands.admissionInactive(now, String(payload.jti), Number(payload.exp), ticket);
     if (inactive) return { active: false, reason: inactive.reason as Extract<IntrospectResult, { active: false }>["reason"] };
-    return { active: true, claims: payload };
+    // When the lease ends unless its node heartbeats: a join API bounds an etcd change by it.
+    return { active: true, claims: payload, leaseExpiresAt: iso(ticket?.lease_expires_at ?? null) };
   }
 
   // ---------------------------------------------------------------- admin

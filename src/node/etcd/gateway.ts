@@ -74,6 +74,15 @@ export interface MemberListResult {
   members: EtcdMember[];
 }
 
+/** A call that must be answered by a time (ms since epoch, this machine's clock). */
+export interface CallBound {
+  /**
+   * No endpoint is asked after it, and each is given at most until it: a change answered later
+   * would be made after what allowed it (an admission's lease) may have ended.
+   */
+  deadline?: number;
+}
+
 export interface GatewayOptions {
   /** Per request and endpoint; a membership change without quorum hangs until it. Default 10 s. */
   timeoutMs?: number;
@@ -152,16 +161,18 @@ export class EtcdGateway {
   }
 
   /** Adds a member; learners are the quorum-safe way (they never count toward quorum). */
-  async memberAdd(peerURLs: readonly string[], options: { learner: boolean }): Promise<EtcdResult<MemberAddResult>> {
-    return this.#call("/v3/cluster/member/add", { peerURLs, isLearner: options.learner }, (body) => ({
-      header: readHeader(body),
-      member: readMember(body.member),
-      members: readMembers(body),
-    }));
+  async memberAdd(peerURLs: readonly string[], options: { learner: boolean } & CallBound): Promise<EtcdResult<MemberAddResult>> {
+    return this.#call(
+      "/v3/cluster/member/add",
+      { peerURLs, isLearner: options.learner },
+      (body) => ({ header: readHeader(body), member: readMember(body.member), members: readMembers(body) }),
+      undefined,
+      options.deadline,
+    );
   }
 
-  async memberPromote(id: string): Promise<EtcdResult<MemberListResult>> {
-    return this.#call("/v3/cluster/member/promote", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }));
+  async memberPromote(id: string, options: CallBound = {}): Promise<EtcdResult<MemberListResult>> {
+    return this.#call("/v3/cluster/member/promote", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }), undefined, options.deadline);
   }
 
   async memberRemove(id: string): Promise<EtcdResult<MemberListResult>> {
@@ -169,16 +180,22 @@ export class EtcdGateway {
   }
 
   /** Writes one key (etcd's KV, for the join API's own small records). */
-  async put(key: string, value: string): Promise<EtcdResult<null>> {
-    return this.#call("/v3/kv/put", { key: b64(key), value: b64(value) }, () => null);
+  async put(key: string, value: string, options: CallBound = {}): Promise<EtcdResult<null>> {
+    return this.#call("/v3/kv/put", { key: b64(key), value: b64(value) }, () => null, undefined, options.deadline);
   }
 
   /** The value of one key, or null when there is none. */
-  async get(key: string): Promise<EtcdResult<string | null>> {
-    return this.#call("/v3/kv/range", { key: b64(key) }, (body) => {
-      const kv = Array.isArray(body.kvs) ? (body.kvs[0] as { value?: string } | undefined) : undefined;
-      return kv ? Buffer.from(kv.value ?? "", "base64").toString("utf8") : null;
-    });
+  async get(key: string, options: CallBound = {}): Promise<EtcdResult<string | null>> {
+    return this.#call(
+      "/v3/kv/range",
+      { key: b64(key) },
+      (body) => {
+        const kv = Array.isArray(body.kvs) ? (body.kvs[0] as { value?: string } | undefined) : undefined;
+        return kv ? Buffer.from(kv.value ?? "", "base64").toString("utf8") : null;
+      },
+      undefined,
+      options.deadline,
+    );
   }
 
   async delete(key: string): Promise<EtcdResult<null>> {
@@ -228,10 +245,15 @@ export class EtcdGateway {
     return { healthy, clusterId: s.header.clusterId, leader: s.leader || null, endpoint: s.endpoint, detail };
   }
 
-  async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[]): Promise<EtcdResult<T>> {
+  async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[], deadline?: number): Promise<EtcdResult<T>> {
     const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
     const unreachable: string[] = [];
     for (const endpoint of order) {
+      const left = deadline === undefined ? this.#timeoutMs : Math.min(this.#timeoutMs, deadline - Date.now());
+      if (left <= 0) {
+        unreachable.push(`${endpoint}: not asked, the call's deadline passed`);
+        break;
+      }
       let res: Response;
       let text: string;
       try {
@@ -239,7 +261,7 @@ export class EtcdGateway {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify(body),
-          signal: AbortSignal.timeout(this.#timeoutMs),
+          signal: AbortSignal.timeout(left),
         });
         text = await res.text();
       } catch (e) {

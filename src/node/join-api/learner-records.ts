@@ -8,7 +8,7 @@
  * @module
  */
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
-import type { EtcdGateway, EtcdResult } from "../etcd/gateway.ts";
+import type { CallBound, EtcdGateway, EtcdResult } from "../etcd/gateway.ts";
 
 export const LEARNER_RECORD_PREFIX = "/join-broker/learners/";
 
@@ -36,13 +36,13 @@ export class LearnerRecords {
    * entries in the raft log per join, and on etcd 3.6+ a log past 100 entries sends every new
    * member a snapshot, whose first publish then waits out etcd's 7 s request timeout.
    */
-  async save(record: LearnerRecord): Promise<EtcdResult<null>> {
+  async save(record: LearnerRecord, bound: CallBound = {}): Promise<EtcdResult<null>> {
     const peerURL = canonicalPeerUrl(record.peerURL);
     const key = learnerRecordKey(peerURL);
     const value = JSON.stringify({ node: record.node, peerURL, jti: record.jti, token: record.token });
-    const current = await this.#gateway.get(key);
+    const current = await this.#gateway.get(key, bound);
     if (current.ok && current.value === value) return { ok: true, value: null, endpoint: current.endpoint };
-    return this.#gateway.put(key, value);
+    return this.#gateway.put(key, value, bound);
   }
 
   /** The record of the first of these peer URLs that has one (null: none), or etcd's error. */

@@ -14,7 +14,7 @@
  */
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import { initialClusterEntries, memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { LearnerRecords } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
@@ -41,8 +41,11 @@ export interface AdmissionRecord {
   addedAt: number;
 }
 
-/** The broker's introspection answer, reduced to what reaping needs. */
-export type AdmissionStatus = { active: true } | { active: false; reason: string };
+/**
+ * The broker's introspection answer, reduced to what the join API needs: whether the admission
+ * is active and, when the broker says, how long its lease has left (in ms, as the broker counts).
+ */
+export type AdmissionStatus = { active: true; leaseRemainingMs?: number } | { active: false; reason: string };
 
 export interface MembershipOptions {
   gateway: EtcdGateway;
@@ -69,6 +72,13 @@ const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "no
 const HOLD_RETRY_MS = 100;
 /** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
 const ADDS_FIRST_MS = 5_000;
+/**
+ * An add or promote is answered this long before the admission's lease ends, or given up: the
+ * broker's `Date` counts whole seconds, and its answer took a moment to arrive.
+ */
+const LEASE_MARGIN_MS = 2_000;
+/** Less time than this before that bound, and etcd is not asked at all. */
+const LEAST_CHANGE_MS = 1_000;
 
 export class Membership {
   readonly #gateway: EtcdGateway;
@@ -192,12 +202,19 @@ export class Membership {
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
     }
+    // Past the lease's end the broker may have admitted the next node: an add answered then would
+    // be made for an admission that ended (an unreachable endpoint alone costs a 10 s timeout).
+    const deadline = changeDeadline(status);
+    if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "added", status.leaseRemainingMs);
     // Recorded in etcd first, so no instance ever sees this learner without its admission.
-    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token });
-    if (!saved.ok) return fromEtcdError(saved.error);
+    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token }, { deadline });
+    if (!saved.ok) return outOfTime(saved.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(saved.error);
 
-    const added = await this.#gateway.memberAdd([peerURL], { learner: true });
+    const added = await this.#gateway.memberAdd([peerURL], { learner: true, deadline });
     if (!added.ok) {
+      // Perhaps made anyway: the member then stays with its record, found by the node's next ask
+      // or removed by the next node's add once this admission has ended.
+      if (outOfTime(added.error, deadline)) return leaseEnding(input, "added", status.leaseRemainingMs);
       if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {
         // Another add for this peer won the race (or an earlier try timed out after etcd applied it).
         const again = await this.#gateway.memberList();
@@ -312,12 +329,15 @@ export class Membership {
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
     }
+    const deadline = changeDeadline(status);
+    if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "promoted", status.leaseRemainingMs);
     // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
     if (!member.started) {
       return refuse(503, "learner_not_started", `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`, RETRY_AFTER.learnerNotStarted);
     }
-    const promoted = await this.#gateway.memberPromote(member.id);
+    const promoted = await this.#gateway.memberPromote(member.id, { deadline });
     if (!promoted.ok) {
+      if (outOfTime(promoted.error, deadline)) return leaseEnding(input, "promoted", status.leaseRemainingMs);
       if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
       return fromEtcdError(promoted.error);
     }
@@ -342,6 +362,26 @@ export class Membership {
       return record?.node ?? `member-${m.id}`;
     });
   }
+}
+
+/** When an etcd change for this admission must be answered by (this machine's clock), if the broker told its lease. */
+function changeDeadline(status: { leaseRemainingMs?: number }): number | undefined {
+  return status.leaseRemainingMs === undefined ? undefined : Date.now() + status.leaseRemainingMs - LEASE_MARGIN_MS;
+}
+
+/** etcd did not answer and the deadline has passed (rather than every endpoint being down early). */
+function outOfTime(error: EtcdError, deadline: number | undefined): boolean {
+  return error.kind === "unavailable" && deadline !== undefined && Date.now() >= deadline;
+}
+
+function leaseEnding<T>(input: { node: string; jti: string }, what: "added" | "promoted", remainingMs: number | undefined): Outcome<T> {
+  const left = remainingMs === undefined ? "" : ` (${Math.max(0, Math.round(remainingMs / 1000))} s were left)`;
+  return refuse(
+    503,
+    "admission_lease_ending",
+    `the lease of admission ${input.jti} of node ${input.node} ends before etcd could answer${left}, so nothing is ${what} now; ask again once the node's heartbeat has extended it`,
+    RETRY_AFTER.leaseEnding,
+  );
 }
 
 /** Fail closed: without the broker's word that the admission is still active, etcd is not changed. */

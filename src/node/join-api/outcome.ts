@@ -15,6 +15,8 @@ export type JoinApiProblemCode =
   | "learner_pending"
   | "learner_not_started"
   | "learner_not_in_sync"
+  /** The admission's lease ends too soon for an etcd change to be answered within it. */
+  | "admission_lease_ending"
   | "too_many_learners"
   | "etcd_unhealthy"
   | "not_enough_started_members"
@@ -52,6 +54,8 @@ export const RETRY_AFTER = {
   learnerNotStarted: 2,
   learnerNotInSync: 1,
   unavailable: 2,
+  /** The node's heartbeat extends the lease meanwhile (it renews a third of the way in). */
+  leaseEnding: 1,
   unknown: 5,
 } as const;
 

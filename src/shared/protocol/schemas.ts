@@ -71,7 +71,13 @@ export const Problem = z
 
 export const IntrospectRequest = z.strictObject({ token: z.string().min(1).max(8192) }).openapi("IntrospectRequest");
 export const IntrospectResponse = z
-  .object({ active: z.boolean(), claims: z.record(z.string(), z.unknown()).optional(), reason: z.string().optional() })
+  .object({
+    active: z.boolean(),
+    claims: z.record(z.string(), z.unknown()).optional(),
+    reason: z.string().optional(),
+    /** Active only: when the admission's lease ends unless its node heartbeats (contract v1.2 addition). */
+    leaseExpiresAt: z.string().optional(),
+  })
   .openapi("IntrospectResponse");
 export const Jwks = z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).openapi("JWKS");
 export const Revocations = z

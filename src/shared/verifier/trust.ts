@@ -8,7 +8,18 @@ import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet,
 
 export type IntrospectReason = "revoked" | "expired" | "completed" | "abandoned" | "invalid" | "unknown_cluster" | "superseded" | "unknown" | (string & {});
 
-export type IntrospectAnswer = { active: true; claims: JWTPayload } | { active: false; reason: IntrospectReason };
+export type IntrospectAnswer =
+  | {
+      active: true;
+      claims: JWTPayload;
+      /**
+       * How long the admission's lease has left, in ms, as the broker counts it (its
+       * `leaseExpiresAt` less the `Date` of its answer, so a skewed local clock does not matter);
+       * absent when the broker did not say.
+       */
+      leaseRemainingMs?: number;
+    }
+  | { active: false; reason: IntrospectReason };
 
 export interface RevocationSnapshot {
   /** jti → exp (seconds) of every admission that is no longer active but not yet expired. */
@@ -110,11 +121,17 @@ export class ClusterTrust {
     } catch (e) {
       throw new BrokerUnreachableError(`introspection failed: ${describe(e)}`);
     }
-    const body = (await res.json().catch(() => null)) as { active?: unknown; claims?: unknown; reason?: unknown } | null;
+    const body = (await res.json().catch(() => null)) as { active?: unknown; claims?: unknown; reason?: unknown; leaseExpiresAt?: unknown } | null;
     if (res.status !== 200 || !body || typeof body.active !== "boolean") {
       throw new BrokerUnreachableError(`introspection answered HTTP ${res.status}`, res.status);
     }
-    if (body.active) return { active: true, claims: (body.claims ?? {}) as JWTPayload };
+    if (body.active) {
+      const claims = (body.claims ?? {}) as JWTPayload;
+      const leaseEnd = typeof body.leaseExpiresAt === "string" ? Date.parse(body.leaseExpiresAt) : NaN;
+      if (Number.isNaN(leaseEnd)) return { active: true, claims };
+      const answered = Date.parse(res.headers.get("date") ?? "");
+      return { active: true, claims, leaseRemainingMs: leaseEnd - (Number.isNaN(answered) ? Date.now() : answered) };
+    }
     return { active: false, reason: typeof body.reason === "string" ? body.reason : "unknown" };
   }
 

@@ -125,3 +125,19 @@ describe("verifyAdmission with pinned keys", () => {
     expect((await refusal("a.b.c")).code).toBe("invalid_token");
   });
 });
+
+describe("ClusterTrust.introspect", () => {
+  const answering = (body: unknown, headers: Record<string, string> = {}) =>
+    new ClusterTrust({ broker: BROKER, cluster: CLUSTER, jwks: { keys: [] }, fetch: async () => Response.json(body, { headers }) });
+
+  it("counts the lease left on the broker's clock (its Date header), not on this machine's", async () => {
+    // This machine's clock is wherever it is; the broker says it is 10:00:00 and the lease ends at 10:00:30.
+    const answer = await answering({ active: true, claims: { sub: "ctrl-2" }, leaseExpiresAt: "2026-12-03T10:00:30.000Z" }, { date: "Thu, 03 Dec 2026 10:00:00 GMT" }).introspect("t");
+    expect(answer).toEqual({ active: true, claims: { sub: "ctrl-2" }, leaseRemainingMs: 30_000 });
+  });
+
+  it("says nothing of a lease the broker did not name, and passes an inactive answer's reason on", async () => {
+    expect(await answering({ active: true, claims: {} }).introspect("t")).toEqual({ active: true, claims: {} });
+    expect(await answering({ active: false, reason: "revoked" }).introspect("t")).toEqual({ active: false, reason: "revoked" });
+  });
+});
