@@ -10,7 +10,9 @@ import { e2eSeed } from "../support/seeded.ts";
 
 const skip = await labSkipReason();
 /**
- * A fixed seed through the join API; seed 36 of the 100-seed record in gate mode (1 + 3: a
+ * Seed 67 of the 100-seed record through the join API (1 + 3: an etcd endpoint that hung made
+ * the join API's add go through the next one after the node's lease had ended, until the add
+ * was bounded by the lease; join-api-etcd.test.ts shows that bound deterministically); seed 36 of the 100-seed record in gate mode (1 + 3: a
  * bootstrap node whose agent runs 263 s ahead, so the test installer it starts made certificates
  * etcd took for not yet valid, until openssl ran on etcd's clock); seed 90 in gate mode (a node
  * 287 s behind put right during the run, which ended the test installer's waits at once, until
@@ -18,7 +20,7 @@ const skip = await labSkipReason();
  * picks the join mode (even: gate mode).
  */
 const SEEDS: [number, JoinMode, number][] = [
-  [3, "join-api", 2],
+  [67, "join-api", 3],
   [36, "gate", 3],
   [90, "gate", 3],
   [e2eSeed("lab-campaign"), "alternate", 2],
