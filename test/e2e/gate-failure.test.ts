@@ -2,17 +2,21 @@
  * Gate mode: an installer that fails before its node is a voter. Its agent removes the learner
  * the installer left behind, leaves the queue (the ticket is abandoned), and exits 4 naming the
  * installer's exit status; the node queued behind it goes next and joins without meeting that
- * learner. Run again (as a service manager would), the failed node joins at the back. An agent
+ * learner, even though the recipe's clean-up deleted the client certificate the agent asks etcd
+ * with (as `kubeadm reset -f` does). Run again (as a service manager would), the failed node
+ * joins at the back. An agent that cannot confirm its learner gone keeps its admission until an
+ * admin revokes it. An agent
  * killed after its installer finished asks etcd before anything else and does not run it again.
  * And an installer that starts a cluster of its own although the broker said join (k0s issue
  * #5149's failure) is refused, never reported as joined.
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { installerCommand, NonVoterWatch } from "../support/gate.ts";
+import { adminCall } from "../support/broker.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2"];
@@ -20,11 +24,13 @@ const NODES = ["ctrl-0", "ctrl-1", "ctrl-2"];
 const RESUMER = "ctrl-3";
 /** A node whose recipe ignores the broker's role and always creates a cluster. */
 const ROGUE = "ctrl-4";
+/** A node whose agent cannot reach etcd to remove the learner its failed installer left. */
+const HOLDER = "ctrl-5";
 let h: ClusterHarness;
 const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, RESUMER, ROGUE] });
+  h = await ClusterHarness.start({ scenario: "gate-failure", seed: e2eSeed("gate-failure"), nodes: [...NODES, RESUMER, ROGUE, HOLDER] });
 });
 
 afterAll(async () => {
@@ -39,6 +45,17 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   const ctrl2Queued = join(h.node("ctrl-1").stateDir, "ctrl-2-queued");
   const args = async (name: string, failOnce = false) =>
     h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), failOnce ? { failOnceAfter: "add", failOnceWhen: ctrl2Queued } : {}));
+  // ctrl-1's agent reaches etcd with client certificate files that its recipe's clean-up removes
+  // when the join fails, as `kubeadm reset -f` removes /etc/kubernetes/pki: the agent must still
+  // remove the learner its installer left (with the copy it keeps in its state dir).
+  const tls = h.etcdClientTls!;
+  const kubePki = join(dirname(h.node("ctrl-1").stateDir), "ctrl-1-etc-kubernetes-pki");
+  mkdirSync(kubePki, { recursive: true });
+  const own = { [tls.ca!]: join(kubePki, "ca.crt"), [tls.cert!]: join(kubePki, "apiserver-etcd-client.crt"), [tls.key!]: join(kubePki, "apiserver-etcd-client.key") };
+  for (const [from, to] of Object.entries(own)) copyFileSync(from, to);
+  const failingArgs = h
+    .gateAgentArgs(h.node("ctrl-1"), await installerCommand(h, h.node("ctrl-1"), { failOnceAfter: "add", failOnceWhen: ctrl2Queued, resetRemoves: kubePki }))
+    .map((a) => own[a] ?? a);
 
   h.startAgent("ctrl-0", { args: await args("ctrl-0") });
   expect((await h.current("ctrl-0")!.exited).code, h.describeAgents()).toBe(0);
@@ -46,8 +63,7 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
 
   // ctrl-1 is admitted and runs its installer, which fails once after `member add --learner`;
   // ctrl-2 waits behind it.
-  const failing = await args("ctrl-1", true);
-  h.startAgent("ctrl-1", { args: failing });
+  h.startAgent("ctrl-1", { args: failingArgs });
   await h.waitForStep("ctrl-1", "exec");
   h.startAgent("ctrl-2", { args: await args("ctrl-2") });
   await h.waitForStep("ctrl-2", "queued");
@@ -57,7 +73,10 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   expect((await first.exited).code, h.describeAgents()).toBe(4);
   const gaveUp = first.events.find((e) => e.step === "gave-up")!;
   expect(gaveUp.msg).toMatch(/exited with status 1 before this node was a voter; left the queue \(ticket \S+ abandoned\)/);
-  expect(first.events.some((e) => e.step === "etcd-exit" && /removed this node's (learner|unstarted member)/.test(e.msg))).toBe(true);
+  expect(first.events.some((e) => e.step === "etcd-exit" && /removed this node's (learner|unstarted member)/.test(e.msg)), h.describeAgents()).toBe(true);
+  expect(existsSync(kubePki), "the recipe's clean-up ran").toBe(false);
+  expect(first.events.some((e) => /is gone .*copy of the client certificate kept in/.test(e.msg))).toBe(true);
+  expect(first.events.filter((e) => /could not remove/.test(e.msg))).toEqual([]);
   expect(first.stdout).toBe("");
 
   // The node behind it went next, and its installer never met ctrl-1's learner.
@@ -69,8 +88,9 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   expect(abandoned, "ctrl-1's ticket abandoned").toBeDefined();
   expect(admitted2!.seq).toBeGreaterThan(abandoned!.seq);
 
-  // Run again, ctrl-1 asks for a new ticket and joins (its installer does not fail twice).
-  h.startAgent("ctrl-1", { args: failing });
+  // Run again, ctrl-1 asks for a new ticket and joins (its installer does not fail twice), with
+  // the harness's certificate files, as a node whose recipe made them anew would.
+  h.startAgent("ctrl-1", { args: await args("ctrl-1", true) });
   expect((await h.current("ctrl-1")!.exited).code, h.describeAgents()).toBe(0);
   watch.stop();
   const final = await expectOneHealthyCluster(h, NODES);
@@ -122,3 +142,25 @@ it("an installer that starts a new cluster although told to join is refused (exi
   const views = await h.finalViews(["ctrl-0"]);
   expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES, RESUMER].sort());
 }, 120_000);
+
+it("an agent that cannot confirm its learner gone keeps the admission until an admin revokes it, and says so", async () => {
+  const node = h.node(HOLDER);
+  // A client certificate that is nowhere (and never was, so no copy was kept): etcd cannot be asked.
+  const nowhere = join(dirname(node.stateDir), "no-such-pki");
+  const args = h.gateAgentArgs(node, await installerCommand(h, node, { failOnceAfter: "add" }), ["--etcd-cert", join(nowhere, "client.crt"), "--etcd-key", join(nowhere, "client.key")]);
+  h.startAgent(HOLDER, { args });
+  const run = h.current(HOLDER)!;
+  await h.waitFor(`${HOLDER} to hold its admission for its learner`, async () => run.events.some((e) => /still holding this node's admission/.test(e.msg)), 120_000);
+  const audit = await h.audit();
+  const admitted = audit.find((a) => a.action === "ticket.admitted" && a.detail.node === HOLDER)!;
+  expect(audit.filter((a) => a.subject === admitted.subject && ["ticket.abandoned", "lease.expired"].includes(a.action))).toEqual([]);
+  const [view] = await h.finalViews(["ctrl-0"]);
+  const learner = view!.members.find((m) => m.peerURLs.includes(node.peerURL));
+  expect(learner?.isLearner, "the failed installer's learner is still there").toBe(true);
+
+  expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admitted.detail.jti}/revoke`, { reason: "the learner is removed by hand" })).status).toBe(200);
+  expect((await run.exited).code, h.describeAgents()).not.toBe(0);
+  expect(run.events.find((e) => /could not remove this node's non-voting member/.test(e.msg))?.msg).toMatch(/the admission ended before etcd confirmed it gone/);
+  // As the message says: by hand.
+  expect((await h.etcd(h.node("ctrl-0").clientURL, 5_000).memberRemove(learner!.id)).ok).toBe(true);
+}, 240_000);

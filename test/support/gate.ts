@@ -25,6 +25,8 @@ export interface InstallerOptions {
   alwaysInit?: boolean;
   /** This program as etcd instead of the version under test (one that exits at once leaves an unstarted learner). */
   etcdBin?: string;
+  /** When a join fails, remove this directory before exiting with its status (the kubeadm recipe's `kubeadm reset -f`, which removes `/etc/kubernetes/pki`). */
+  resetRemoves?: string;
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -66,7 +68,10 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
   ].map(quote);
   const [node0, script, ...rest] = args;
   if (options.alwaysInit) return `exec ${node0} ${script} init ${rest.join(" ")}`;
-  return `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec ${node0} ${script} init ${rest.join(" ")}; else exec ${node0} ${script} join ${rest.join(" ")}; fi`;
+  const joinCommand = options.resetRemoves
+    ? `${node0} ${script} join ${rest.join(" ")} || { s=$?; rm -rf ${quote(options.resetRemoves)}; exit $s; }`
+    : `exec ${node0} ${script} join ${rest.join(" ")}`;
+  return `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec ${node0} ${script} init ${rest.join(" ")}; else ${joinCommand}; fi`;
 }
 
 /**

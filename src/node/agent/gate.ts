@@ -18,8 +18,16 @@
  * cut short by a crash (agent and installer killed, the lease ended meanwhile) would otherwise
  * leave its learner in the way of every node admitted before this one's next turn. A voter is
  * never removed.
+ *
+ * An installer's own clean-up must not defeat that removal: `kubeadm reset -f` deletes
+ * `/etc/kubernetes/pki`, where the recipe's `--etcd-cert` lives. So the agent keeps a copy of the
+ * last working client certificate in its state dir and uses it while the files are gone. And
+ * while its admission lives, the agent does not give it up before etcd has confirmed its member
+ * gone: it keeps heartbeating and retrying (an unreachable etcd, a quorum being restored) until
+ * the member is removed, the lease is lost, or an admin revokes the admission.
  * @module
  */
+import { join } from "node:path";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
@@ -43,6 +51,10 @@ const POLL_MS = 500;
 const EXITED_OK_GRACE_MS = 60_000;
 /** How long a signal's grace lasts before COMMAND's group gets SIGKILL. */
 const STOP_GRACE_MS = 30_000;
+/** Removal attempts when no admission is held (on start): the next node's turn is not this node's to hold. */
+const REMOVAL_ATTEMPTS = 20;
+/** Where the agent keeps its copy of etcd's client certificate, in its state dir. */
+export const KEPT_ETCD_CLIENT_DIR = "etcd-client";
 
 /** COMMAND exited before the node was a voter: the agent leaves the queue and exits 4. */
 export class CommandFailed extends GaveUp {
@@ -78,7 +90,12 @@ export class Gate {
     this.#dir = dir;
     this.#command = options.exec!;
     this.#label = `'${this.#command.length > 60 ? `${this.#command.slice(0, 59)}…` : this.#command}'`;
-    this.#etcd = new EtcdGateway(options.etcdEndpoints, { timeoutMs: 3_000, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
+    const keep = {
+      dir: join(dir.path, KEPT_ETCD_CLIENT_DIR),
+      onStandIn: (missing: string) =>
+        reporter.event("etcd-exit", `${missing} is gone (an installer's clean-up?): etcd is asked with the copy of the client certificate kept in ${join(dir.path, KEPT_ETCD_CLIENT_DIR)}`),
+    };
+    this.#etcd = new EtcdGateway(options.etcdEndpoints, { timeoutMs: 3_000, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls, keep) } : {}) });
   }
 
   /**
@@ -140,13 +157,17 @@ export class Gate {
         await Promise.race([sleep(POLL_MS, signal), command.exited]);
       }
     } catch (e) {
-      await this.#giveUpAdmission(e);
+      await this.#giveUpAdmission(e, signal);
       throw e;
     }
   }
 
-  /** The admission ends here without a voter: stop COMMAND (passing a signal on), and free the way for the next node. */
-  async #giveUpAdmission(e: unknown): Promise<void> {
+  /**
+   * The admission ends here without a voter: stop COMMAND (passing a signal on), and free the way
+   * for the next node. `admission` aborts when the admission is lost (lease, revocation) or the
+   * agent is stopped; until then the removal is retried for as long as it takes.
+   */
+  async #giveUpAdmission(e: unknown, admission: AbortSignal): Promise<void> {
     const command = this.#running;
     if (e instanceof Stopped) {
       // Stopped by a signal: the same signal for COMMAND. The ticket stays; run again to resume.
@@ -159,32 +180,45 @@ export class Gate {
     if (command?.running) this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
     // Also what a failed COMMAND left in its process group: none of it is to be trusted now.
     await command?.stop("SIGTERM", STOP_GRACE_MS);
-    await this.removeOwnNonVoter();
+    await this.removeOwnNonVoter(admission.aborted ? undefined : admission);
   }
 
   /**
    * Removes this node's member from etcd if it is a learner or never started: after a failed or
    * abandoned attempt it would only block the next node's installer. Never a started voter.
+   *
+   * Holding an admission (`heldUntil` not aborted), it tries until etcd confirms the member gone,
+   * for as long as the admission lives: the slot is not handed on with a learner of this node's
+   * still in the way. Without one, it tries a few times and says so when it could not.
    */
-  async removeOwnNonVoter(): Promise<void> {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const list = await this.#etcd.memberList();
-      if (!list.ok) {
-        await sleep(500);
-        continue;
-      }
-      const own = this.#own(list.value.members);
-      if (!own) return;
-      if (own.started && !own.isLearner) return;
-      const removed = await this.#etcd.memberRemove(own.id);
-      if (removed.ok || removed.error.kind === "member_not_found") {
-        this.#r.event("etcd-exit", `removed this node's ${own.isLearner ? "learner" : "unstarted member"} ${memberIdHex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
-        return;
-      }
-      this.#r.retry(`removing this node's member ${memberIdHex(own.id)}: ${removed.error.message}`);
-      await sleep(500);
+  async removeOwnNonVoter(heldUntil?: AbortSignal): Promise<void> {
+    let lastNote = Date.now();
+    for (let attempt = 0; heldUntil ? !heldUntil.aborted : attempt < REMOVAL_ATTEMPTS; attempt++) {
+      const problem = await this.#removeOnce();
+      if (problem === null) return;
+      if (heldUntil && Date.now() - lastNote > 10_000) {
+        lastNote = Date.now();
+        this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${problem})`);
+      } else this.#r.retry(problem);
+      // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
+      await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000) : 500, heldUntil).catch(() => undefined);
     }
-    this.#r.event("error", `could not remove this node's non-voting member from etcd (${this.#etcd.endpoints.join(", ")}); remove it by hand (etcdctl member remove) if it blocks the next node`);
+    const why = heldUntil ? "the admission ended before etcd confirmed it gone" : `etcd did not confirm it gone after ${REMOVAL_ATTEMPTS} attempts`;
+    this.#r.event("error", `could not remove this node's non-voting member from etcd (${this.#etcd.endpoints.join(", ")}): ${why}; remove it by hand (etcdctl member remove) if it blocks the next node`);
+  }
+
+  /** One removal attempt: null once etcd lists no non-voting member of this node's, else what stood in the way. */
+  async #removeOnce(): Promise<string | null> {
+    const list = await this.#etcd.memberList();
+    if (!list.ok) return `listing etcd's members to remove this node's: ${list.error.message}`;
+    const own = this.#own(list.value.members);
+    if (!own || (own.started && !own.isLearner)) return null;
+    const removed = await this.#etcd.memberRemove(own.id);
+    if (removed.ok || removed.error.kind === "member_not_found") {
+      this.#r.event("etcd-exit", `removed this node's ${own.isLearner ? "learner" : "unstarted member"} ${memberIdHex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
+      return null;
+    }
+    return `removing this node's member ${memberIdHex(own.id)}: ${removed.error.message}`;
   }
 
   /** This node as a started voter in etcd's member list, or null (also when etcd cannot be reached). */

@@ -4,8 +4,9 @@
  * and a client certificate and key, as etcdctl's `--cacert`, `--cert` and `--key`.
  * @module
  */
-import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { UsageError } from "../exit-codes.ts";
 import { request as httpRequest } from "node:http";
 import { Agent, request as httpsRequest } from "node:https";
@@ -33,19 +34,42 @@ export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "et
   return Object.keys(files).length ? files : null;
 }
 
+export interface KeptCopy {
+  /** A directory of the caller's own (created 0700) where the last working set of files is kept. */
+  dir: string;
+  /** Called once each time the copy starts standing in for files that are gone. */
+  onStandIn?(missing: string): void;
+}
+
 /**
  * A fetch that presents these files to https endpoints (and speaks plain http to http ones).
  * The files are read on every request, so that certificates an installer writes while it joins
  * (or rotates later) are used as soon as they exist; until then a request fails like an
  * unreachable endpoint.
+ *
+ * With `keep`, every set read whose certificate and key belong together is also copied into
+ * `keep.dir`, and the copy is used while a file is missing: an installer's clean-up (`kubeadm
+ * reset -f` removes `/etc/kubernetes/pki`) must not take away what the agent needs to remove
+ * the member that installer left behind.
  */
-export function tlsFetch(files: TlsFiles): typeof fetch {
+export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
   let agentFor = "";
   let agent: Agent | null = null;
+  let standingIn = false;
   const currentAgent = (): Agent => {
-    const ca = files.ca ? readFileSync(files.ca) : undefined;
-    const cert = files.cert ? readFileSync(files.cert) : undefined;
-    const key = files.key ? readFileSync(files.key) : undefined;
+    let read: { ca?: Buffer; cert?: Buffer; key?: Buffer };
+    try {
+      read = readTlsFiles(files);
+      if (keep) keepCopy(keep.dir, read);
+      standingIn = false;
+    } catch (e) {
+      const kept = keep && (e as NodeJS.ErrnoException).code === "ENOENT" ? readKeptCopy(keep.dir, files) : null;
+      if (!kept) throw e;
+      if (!standingIn) keep!.onStandIn?.((e as NodeJS.ErrnoException).path ?? "a TLS file");
+      standingIn = true;
+      read = kept;
+    }
+    const { ca, cert, key } = read;
     const id = [ca, cert, key].map((b) => b?.toString("base64") ?? "").join(".");
     if (!agent || id !== agentFor) {
       agent?.destroy();
@@ -89,4 +113,40 @@ export function tlsFetch(files: TlsFiles): typeof fetch {
       req.end(body);
     });
   return fetchWithTls as typeof fetch;
+}
+
+function readTlsFiles(files: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
+  return { ca: files.ca ? readFileSync(files.ca) : undefined, cert: files.cert ? readFileSync(files.cert) : undefined, key: files.key ? readFileSync(files.key) : undefined };
+}
+
+const KEPT = { ca: "ca.crt", cert: "client.crt", key: "client.key" } as const;
+
+/** Copies a set whose certificate and key belong together (a half-written pair is not kept), when it differs from the copy. */
+function keepCopy(dir: string, read: { ca?: Buffer; cert?: Buffer; key?: Buffer }): void {
+  try {
+    if (read.cert && read.key && !new X509Certificate(read.cert).checkPrivateKey(createPrivateKey(read.key))) return;
+  } catch {
+    return;
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const field of ["ca", "cert", "key"] as const) {
+    const content = read[field];
+    if (!content) continue;
+    const path = join(dir, KEPT[field]);
+    if (existsSync(path) && readFileSync(path).equals(content)) continue;
+    writeFileSync(`${path}.tmp`, content, { mode: 0o600 });
+    renameSync(`${path}.tmp`, path);
+  }
+}
+
+/** The kept copy of every file `files` names, or null when any is missing from it. */
+function readKeptCopy(dir: string, files: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer } | null {
+  const out: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  for (const field of ["ca", "cert", "key"] as const) {
+    if (!files[field]) continue;
+    const path = join(dir, KEPT[field]);
+    if (!existsSync(path)) return null;
+    out[field] = readFileSync(path);
+  }
+  return out;
 }
