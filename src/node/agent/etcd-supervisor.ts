@@ -46,6 +46,14 @@ const PEERS_UNREACHABLE = [
 export function healedByNetwork(reason: string | null): boolean {
   return reason !== null && PEERS_UNREACHABLE.some((m) => reason.includes(m));
 }
+/**
+ * etcd's reason for an exit as messages give it (shortened), and whether the network heals it,
+ * decided on the whole reason: etcd's conclusion comes after a member dump that a shortened
+ * reason may cut (campaign seed 29: four members, and "member count is unequal" was cut off).
+ */
+export function exitReason(log: string): { reason: string | null; healed: boolean } {
+  return { reason: etcdError(log), healed: healedByNetwork(etcdError(log, Infinity)) };
+}
 /** How much of the log written since the last start is read when etcd exits (for those words, and its error). */
 const SCAN_BYTES = 256 * 1024;
 
@@ -234,7 +242,7 @@ export class EtcdSupervisor {
     if (this.#stopping) return;
     const said = this.#sinceStart();
     // etcd's own reason (a port in use, a bad flag), so that the last word names it.
-    const reason = etcdError(said);
+    const { reason, healed } = exitReason(said);
     const description = reason ? `${exit}: ${reason}` : exit;
     if (this.#saidRemoved(said)) {
       this.#removed = true;
@@ -245,7 +253,7 @@ export class EtcdSupervisor {
       return;
     }
     const now = Date.now();
-    const unreachable = healedByNetwork(reason);
+    const unreachable = healed;
     this.#unreachableExits = unreachable ? this.#unreachableExits + 1 : 0;
     if (!unreachable) this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];
     const willRestart = unreachable || this.#exits.length <= MAX_RESTARTS;

@@ -9,8 +9,12 @@
 const LEVELS = [["fatal", "panic", "dpanic"], ["error"]] as const;
 const MAX_CHARS = 400;
 
-/** The reason etcd gave for stopping, or null when its log says none. */
-export function etcdError(log: string): string | null {
+/**
+ * The reason etcd gave for stopping, or null when its log says none. Past `maxChars` it is cut in
+ * the middle: etcd puts its conclusion last ("…: member count is unequal"), after a member dump
+ * that grows with the cluster.
+ */
+export function etcdError(log: string, maxChars = MAX_CHARS): string | null {
   const entries: { level: string; text: string }[] = [];
   for (const line of log.split("\n")) {
     if (!line.startsWith("{")) continue;
@@ -25,7 +29,13 @@ export function etcdError(log: string): string | null {
   }
   for (const levels of LEVELS) {
     const found = entries.findLast((e) => (levels as readonly string[]).includes(e.level));
-    if (found) return found.text.length > MAX_CHARS ? `${found.text.slice(0, MAX_CHARS - 1)}…` : found.text;
+    if (found) return shorten(found.text, maxChars);
   }
   return null;
+}
+
+function shorten(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const tail = Math.floor(maxChars / 3);
+  return `${text.slice(0, maxChars - tail - 1)}…${text.slice(-tail)}`;
 }
