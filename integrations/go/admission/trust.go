@@ -57,6 +57,11 @@ type IntrospectAnswer struct {
 	Active bool           `json:"active"`
 	Claims map[string]any `json:"claims,omitempty"`
 	Reason string         `json:"reason,omitempty"`
+	// LeaseRemaining is how long an active admission's lease has left as the broker counts it
+	// (its leaseExpiresAt less the Date of its answer, so a skewed local clock does not matter);
+	// nil when the broker did not say. A join API bounds an etcd change by it: past the lease's
+	// end the broker may have admitted the next node.
+	LeaseRemaining *time.Duration `json:"-"`
 }
 
 // ErrBrokerUnreachable wraps every failure to get a usable answer from the broker.
@@ -218,6 +223,7 @@ func (t *Trust) Introspect(ctx context.Context, token string) (*IntrospectAnswer
 		Active *bool          `json:"active"`
 		Claims map[string]any `json:"claims"`
 		Reason *string        `json:"reason"`
+		Lease  *string        `json:"leaseExpiresAt"`
 	}
 	if res.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&raw) != nil || raw.Active == nil {
 		return nil, fmt.Errorf("%w: introspection answered HTTP %d", ErrBrokerUnreachable, res.StatusCode)
@@ -225,6 +231,7 @@ func (t *Trust) Introspect(ctx context.Context, token string) (*IntrospectAnswer
 	answer := &IntrospectAnswer{Active: *raw.Active, Claims: raw.Claims, Reason: "unknown"}
 	if answer.Active {
 		answer.Reason = ""
+		answer.LeaseRemaining = leaseRemaining(raw.Lease, res.Header.Get("Date"))
 	} else if raw.Reason != nil {
 		answer.Reason = *raw.Reason
 	}
@@ -306,4 +313,21 @@ func SharedTrust(broker, cluster string, client *http.Client) (*Trust, error) {
 	}
 	shared[key] = t
 	return t, nil
+}
+
+// leaseRemaining is the lease's end less the broker's Date (this machine's clock when it sent none).
+func leaseRemaining(expiresAt *string, date string) *time.Duration {
+	if expiresAt == nil {
+		return nil
+	}
+	end, err := time.Parse(time.RFC3339Nano, *expiresAt)
+	if err != nil {
+		return nil
+	}
+	answered, err := http.ParseTime(date)
+	if err != nil {
+		answered = time.Now()
+	}
+	left := end.Sub(answered)
+	return &left
 }

@@ -168,3 +168,28 @@ func TestJWKSAnswers(t *testing.T) {
 		t.Fatalf("not on loopback: %s", f.URL)
 	}
 }
+
+func TestIntrospectCountsTheLeaseOnTheBrokersClock(t *testing.T) {
+	answers := map[string]string{
+		"lease": `{"active": true, "claims": {"sub": "ctrl-2"}, "leaseExpiresAt": "2026-12-03T10:00:30.000Z"}`,
+		"none":  `{"active": true, "claims": {"sub": "ctrl-2"}}`,
+	}
+	var which atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The broker's clock says 10:00:00, whatever this machine's says.
+		w.Header().Set("Date", "Thu, 03 Dec 2026 10:00:00 GMT")
+		w.Write([]byte(answers[which.Load().(string)]))
+	}))
+	defer srv.Close()
+	trust, _ := admission.NewTrust(admission.TrustOptions{Broker: srv.URL, Cluster: "c"})
+	which.Store("lease")
+	answer, err := trust.Introspect(context.Background(), "t")
+	if err != nil || !answer.Active || answer.LeaseRemaining == nil || *answer.LeaseRemaining != 30*time.Second {
+		t.Fatalf("%+v %v", answer, err)
+	}
+	which.Store("none")
+	answer, err = trust.Introspect(context.Background(), "t")
+	if err != nil || !answer.Active || answer.LeaseRemaining != nil {
+		t.Fatalf("%+v %v", answer, err)
+	}
+}
