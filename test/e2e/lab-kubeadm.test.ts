@@ -20,24 +20,58 @@ const skip = labSkip ?? (typeof found === "string" ? found : null);
 if (skip && !labSkip) console.warn(`[lab-kubeadm] skipped: ${skip}`);
 
 const OUT = resolve(import.meta.dirname, "../../test-results/lab-kubeadm");
-let lab: Lab;
 let bins: KubeBinaries;
-const kubelets = new Map<string, KubeletStandIn>();
-const hosts = new Map<string, KubeadmHost>();
 
-function addKubeHost(name: string): KubeadmHost {
-  const h = lab.addHost(name);
-  prepareKubeHost(lab, name);
-  const first = hosts.values().next().value?.address ?? h.ip;
-  const kh: KubeadmHost = { host: name, nodeName: name, address: h.ip, controlPlaneEndpoint: `${first}:6443` };
-  hosts.set(name, kh);
-  const binaries = { etcd: bins.etcd, "kube-apiserver": bins.kubeApiserver };
-  kubelets.set(name, new KubeletStandIn({ lab, host: name, nodeName: name, binaries, logDir: OUT, onEvent: (line) => writeFileSync(join(OUT, "kubelet-standin.log"), `${new Date().toISOString()} ${line}\n`, { flag: "a" }) }));
-  return kh;
-}
+/** One lab with a kubelet stand-in per host; the first host added is the control-plane endpoint. */
+class KubeLab {
+  readonly kubelets = new Map<string, KubeletStandIn>();
+  readonly hosts = new Map<string, KubeadmHost>();
+  private constructor(
+    readonly lab: Lab,
+    readonly out: string,
+  ) {}
 
-function keep(name: string, run: KubeadmRun): void {
-  writeFileSync(join(OUT, `${name}.log`), `exit ${run.code} after ${run.ms} ms\n${run.output}`);
+  static async create(name: string): Promise<KubeLab> {
+    const out = join(OUT, name);
+    rmSync(out, { recursive: true, force: true });
+    mkdirSync(out, { recursive: true });
+    return new KubeLab(await Lab.create(), out);
+  }
+
+  add(name: string): KubeadmHost {
+    const { lab } = this;
+    const h = lab.addHost(name);
+    prepareKubeHost(lab, name);
+    const first = this.hosts.values().next().value?.address ?? h.ip;
+    const kh: KubeadmHost = { host: name, nodeName: name, address: h.ip, controlPlaneEndpoint: `${first}:6443` };
+    this.hosts.set(name, kh);
+    const binaries = { etcd: bins.etcd, "kube-apiserver": bins.kubeApiserver };
+    const onEvent = (line: string) => writeFileSync(join(this.out, "kubelet-standin.log"), `${new Date().toISOString()} ${line}\n`, { flag: "a" });
+    this.kubelets.set(name, new KubeletStandIn({ lab, host: name, nodeName: name, binaries, logDir: this.out, onEvent }));
+    return kh;
+  }
+
+  keep(name: string, run: KubeadmRun): void {
+    writeFileSync(join(this.out, `${name}.log`), `exit ${run.code} after ${run.ms} ms\n${run.output}`);
+  }
+
+  /** The API server's client certificate for etcd on `host`, aimed at `host`'s etcd. */
+  etcdCredentials(host: string): KubeCredentials {
+    const pki = join(this.lab.host(host).mounts.get("/etc/kubernetes")!, "pki");
+    const read = (f: string) => readFileSync(join(pki, f));
+    return { server: `https://${this.lab.host(host).ip}:2379`, ca: read("etcd/ca.crt"), cert: read("apiserver-etcd-client.crt"), key: read("apiserver-etcd-client.key") };
+  }
+
+  /** `host`'s etcd member list, or null when it does not answer. */
+  async members(host: string): Promise<MemberList | null> {
+    const answer = await kubeRequest(this.lab, this.etcdCredentials(host), "POST", "/v3/cluster/member/list", {}, 3_000).catch(() => null);
+    return answer?.status === 200 ? (JSON.parse(answer.body) as MemberList) : null;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.kubelets.values()].map((k) => k.close()));
+    this.lab.destroy();
+  }
 }
 
 /** Waits for what is eventually true; the last value and problem go into the error. */
@@ -56,77 +90,126 @@ async function eventually<T>(what: string, attempt: () => Promise<T | null>, bud
   }
 }
 
-/** The API server's client certificate for etcd on `host`, aimed at `host`'s etcd. */
-function etcdCredentials(host: string): KubeCredentials {
-  const pki = join(lab.host(host).mounts.get("/etc/kubernetes")!, "pki");
-  const read = (f: string) => readFileSync(join(pki, f));
-  return { server: `https://${lab.host(host).ip}:2379`, ca: read("etcd/ca.crt"), cert: read("apiserver-etcd-client.crt"), key: read("apiserver-etcd-client.key") };
-}
-
 interface MemberList {
   header: { cluster_id: string };
   members: { ID: string; name?: string; clientURLs?: string[]; isLearner?: boolean }[];
 }
 
-beforeAll(async () => {
+beforeAll(() => {
   if (skip) return;
   bins = found as KubeBinaries;
-  rmSync(OUT, { recursive: true, force: true });
-  mkdirSync(OUT, { recursive: true });
-  lab = await Lab.create();
-}, 60_000);
+});
 
-afterAll(async () => {
-  await Promise.all([...kubelets.values()].map((k) => k.close()));
-  lab?.destroy();
-}, 60_000);
+/** Started (named, with client URLs) voters in `list`. */
+const startedVoters = (list: MemberList) => list.members.filter((m) => m.name && m.clientURLs?.length && !m.isLearner);
 
 it.skipIf(skip)(
   "kubeadm init on cp-1, kubeadm join --control-plane on cp-2: two started etcd voters of one cluster, cp-2's API server ready",
   async () => {
-    const cp1 = addKubeHost("cp-1");
-    const cp2 = addKubeHost("cp-2");
+    const k = await KubeLab.create("one-join");
+    try {
+      const cp1 = k.add("cp-1");
+      const cp2 = k.add("cp-2");
 
-    const init = await kubeadmInit(lab, bins, cp1);
-    keep("kubeadm-init-cp-1", init);
-    expect(init.code, init.output).toBe(0);
-    console.log(`[lab-kubeadm] kubeadm init on cp-1: ${init.ms} ms`);
+      const init = await kubeadmInit(k.lab, bins, cp1);
+      k.keep("kubeadm-init-cp-1", init);
+      expect(init.code, init.output).toBe(0);
+      console.log(`[lab-kubeadm] kubeadm init on cp-1: ${init.ms} ms`);
 
-    const joined = await kubeadmJoin(lab, bins, cp2, "cp-1");
-    keep("kubeadm-join-cp-2", joined);
-    expect(joined.code, joined.output).toBe(0);
-    console.log(`[lab-kubeadm] kubeadm join --control-plane on cp-2: ${joined.ms} ms`);
+      const joined = await kubeadmJoin(k.lab, bins, cp2, "cp-1");
+      k.keep("kubeadm-join-cp-2", joined);
+      expect(joined.code, joined.output).toBe(0);
+      console.log(`[lab-kubeadm] kubeadm join --control-plane on cp-2: ${joined.ms} ms`);
 
-    // Every member's own view: both started (named, with client URLs), both voters, one cluster.
-    const views = await eventually(
-      "two started voters of one cluster in both members' views",
-      async () => {
-        const lists: MemberList[] = [];
-        for (const host of ["cp-1", "cp-2"]) {
-          const answer = await kubeRequest(lab, etcdCredentials(host), "POST", "/v3/cluster/member/list", {});
-          if (answer.status !== 200) return null;
-          lists.push(JSON.parse(answer.body) as MemberList);
-        }
-        const ok = lists.every((l) => l.members.length === 2 && l.members.every((m) => m.name && m.clientURLs?.length && !m.isLearner));
-        return ok ? lists : null;
-      },
-      60_000,
-    );
-    expect(new Set(views.map((l) => l.header.cluster_id)).size).toBe(1);
-    expect(views[0]!.members.map((m) => m.name).sort()).toEqual(["cp-1", "cp-2"]);
+      // Every member's own view: both started, both voters, one cluster.
+      const views = await eventually(
+        "two started voters of one cluster in both members' views",
+        async () => {
+          const lists = await Promise.all(["cp-1", "cp-2"].map((h) => k.members(h)));
+          return lists.every((l) => l && l.members.length === 2 && startedVoters(l).length === 2) ? (lists as MemberList[]) : null;
+        },
+        60_000,
+      );
+      expect(new Set(views.map((l) => l.header.cluster_id)).size).toBe(1);
+      expect(views[0]!.members.map((m) => m.name).sort()).toEqual(["cp-1", "cp-2"]);
 
-    // cp-2's own API server (on its own etcd member), with cp-2's admin certificate.
-    const admin2 = { ...readKubeconfig(join(lab.host("cp-2").mounts.get("/etc/kubernetes")!, "admin.conf")), server: `https://${cp2.address}:6443` };
-    const ready = await eventually("cp-2's kube-apiserver /readyz", async () => {
-      const r = await kubeRequest(lab, admin2, "GET", "/readyz");
-      return r.status === 200 ? r.body : null;
-    }, 120_000);
-    expect(ready).toBe("ok");
+      // cp-2's own API server (on its own etcd member), with cp-2's admin certificate.
+      const admin2 = { ...readKubeconfig(join(k.lab.host("cp-2").mounts.get("/etc/kubernetes")!, "admin.conf")), server: `https://${cp2.address}:6443` };
+      const ready = await eventually(
+        "cp-2's kube-apiserver /readyz",
+        async () => {
+          const r = await kubeRequest(k.lab, admin2, "GET", "/readyz");
+          return r.status === 200 ? r.body : null;
+        },
+        120_000,
+      );
+      expect(ready).toBe("ok");
 
-    // The mirror pods kubeadm's join found etcd by: one per node, labelled as kubeadm looks for them.
-    const pods = await kubeRequest(lab, admin2, "GET", "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Detcd,tier%3Dcontrol-plane");
-    const names = (JSON.parse(pods.body) as { items: { metadata: { name: string; annotations: Record<string, string> } }[] }).items.map((p) => p.metadata.name).sort();
-    expect(names).toEqual(["etcd-cp-1", "etcd-cp-2"]);
+      // The mirror pods the join found etcd by: one per node, labelled as kubeadm looks for them.
+      const pods = await kubeRequest(k.lab, admin2, "GET", "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Detcd,tier%3Dcontrol-plane");
+      const items = (JSON.parse(pods.body) as { items: { metadata: { name: string; annotations: Record<string, string> } }[] }).items;
+      expect(items.map((p) => p.metadata.name).sort()).toEqual(["etcd-cp-1", "etcd-cp-2"]);
+      expect(items.every((p) => p.metadata.annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"])).toBe(true);
+    } finally {
+      await k.close();
+    }
   },
   420_000,
+);
+
+/**
+ * Four `kubeadm join --control-plane` at once, without a broker: etcd takes one learner at a
+ * time, and each kubeadm retries its refused add (every 500 ms, up to 2 minutes). What must hold
+ * whatever the timing: one cluster, never more than one learner, and every join that says it
+ * succeeded is a started voter. What kubeadm printed goes to test-results/lab-kubeadm/four-joins/.
+ */
+it.skipIf(skip)(
+  "four concurrent control-plane joins without a broker: one cluster, one learner at a time, every successful join a started voter",
+  async () => {
+    const k = await KubeLab.create("four-joins");
+    try {
+      const cp1 = k.add("cp-1");
+      const joiners = ["cp-2", "cp-3", "cp-4", "cp-5"].map((n) => k.add(n));
+      const init = await kubeadmInit(k.lab, bins, cp1);
+      k.keep("kubeadm-init-cp-1", init);
+      expect(init.code, init.output).toBe(0);
+
+      // A sample of cp-1's member list every 500 ms while the joins run.
+      const samples: { t: number; clusterId: string; members: number; learners: number; unstarted: number }[] = [];
+      const started = Date.now();
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const l = await k.members("cp-1");
+          if (l) samples.push({ t: Date.now() - started, clusterId: l.header.cluster_id, members: l.members.length, learners: l.members.filter((m) => m.isLearner).length, unstarted: l.members.filter((m) => !m.name).length });
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      })();
+      // -v=5: kubeadm logs its refused adds' retries only at that level.
+      const runs = await Promise.all(joiners.map((h) => kubeadmJoin(k.lab, bins, h, "cp-1", ["-v=5"])));
+      sampling = false;
+      await sampler;
+      runs.forEach((r, i) => k.keep(`kubeadm-join-${joiners[i]!.host}`, r));
+      const outcome = runs.map((r, i) => `${joiners[i]!.host}: exit ${r.code} after ${Math.round(r.ms / 100) / 10} s, ${(r.output.match(/too many learner members/g) ?? []).length} "too many learner members"`);
+      writeFileSync(join(k.out, "outcome.txt"), `${outcome.join("\n")}\n\nsamples (ms, members, learners, unstarted):\n${samples.map((s) => `${s.t} ${s.members} ${s.learners} ${s.unstarted}`).join("\n")}\n`);
+      console.log(`[lab-kubeadm] four concurrent joins:\n${outcome.join("\n")}`);
+
+      expect(new Set(samples.map((s) => s.clusterId)).size).toBe(1);
+      expect(Math.max(...samples.map((s) => s.learners))).toBeLessThanOrEqual(1);
+      const succeeded = joiners.filter((_, i) => runs[i]!.code === 0).map((h) => h.nodeName);
+      const final = await eventually(
+        "every successful join a started voter",
+        async () => {
+          const l = await k.members("cp-1");
+          const voters = l ? startedVoters(l).map((m) => m.name) : [];
+          return l && ["cp-1", ...succeeded].every((n) => voters.includes(n)) ? l : null;
+        },
+        60_000,
+      );
+      expect(final.header.cluster_id).toBe(samples[0]!.clusterId);
+    } finally {
+      await k.close();
+    }
+  },
+  600_000,
 );
