@@ -150,6 +150,41 @@ it.skipIf(skip)(
       const items = (JSON.parse(pods.body) as { items: { metadata: { name: string; annotations: Record<string, string> } }[] }).items;
       expect(items.map((p) => p.metadata.name).sort()).toEqual(["etcd-cp-1", "etcd-cp-2"]);
       expect(items.every((p) => p.metadata.annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"])).toBe(true);
+
+      // The stand-in as a kubelet: cp-2's etcd killed is started again and rejoins as the same voter.
+      const kubelet2 = k.kubelets.get("cp-2")!;
+      const pod = (name: string) => kubelet2.pods().find((p) => p.name === name);
+      const killed = pod("etcd-cp-2")!.pid!;
+      process.kill(-killed, "SIGKILL");
+      await eventually(
+        "cp-2's etcd started again, both voters started",
+        async () => {
+          const again = pod("etcd-cp-2")?.pid;
+          const l = again && again !== killed ? await k.members("cp-2") : null;
+          return l && startedVoters(l).length === 2 ? l : null;
+        },
+        60_000,
+      );
+      // A changed manifest replaces its process and its mirror pod (the hash is the mirror annotation).
+      const manifest = join(k.lab.host("cp-2").mounts.get("/etc/kubernetes")!, "manifests", "kube-apiserver.yaml");
+      const before = pod("kube-apiserver-cp-2")!;
+      const original = readFileSync(manifest, "utf8");
+      const changed = original.replace(/^(\s+)- kube-apiserver\n/m, "$1- kube-apiserver\n$1- --v=1\n");
+      expect(changed).not.toBe(original);
+      writeFileSync(manifest, changed);
+      const after = await eventually(
+        "cp-2's kube-apiserver replaced, its mirror pod too, /readyz again",
+        async () => {
+          const p = pod("kube-apiserver-cp-2");
+          if (!p || p.hash === before.hash || !p.pid || p.pid === before.pid) return null;
+          const mirror = await kubeRequest(k.lab, admin2, "GET", "/api/v1/namespaces/kube-system/pods/kube-apiserver-cp-2");
+          const hash = mirror.status === 200 ? (JSON.parse(mirror.body) as { metadata: { annotations: Record<string, string> } }).metadata.annotations["kubernetes.io/config.mirror"] : null;
+          const r = await kubeRequest(k.lab, admin2, "GET", "/readyz");
+          return hash === p.hash && r.status === 200 ? p : null;
+        },
+        120_000,
+      );
+      expect(after.hash).not.toBe(before.hash);
     } finally {
       await k.close();
     }

@@ -94,9 +94,12 @@ export class KubeletStandIn {
     this.#scan();
   }
 
-  /** The pods it runs now: mirror name, pid (null while waiting to restart), restarts, mirrored. */
-  pods(): { name: string; pid: number | null; restarts: number; mirrored: boolean }[] {
-    return [...this.#pods.values()].map((p) => ({ name: p.name, pid: p.proc?.pid ?? null, restarts: p.restarts, mirrored: p.mirrored }));
+  /**
+   * The pods it runs now: mirror name, the manifest's hash (the mirror pod's `kubernetes.io/config.mirror`),
+   * pid (null while waiting to restart), restarts since it last ran 10 s, whether its mirror pod exists.
+   */
+  pods(): { name: string; hash: string; pid: number | null; restarts: number; mirrored: boolean }[] {
+    return [...this.#pods.values()].map((p) => ({ name: p.name, hash: p.hash, pid: p.proc?.pid ?? null, restarts: p.restarts, mirrored: p.mirrored }));
   }
 
   /** Where a pod's output goes. */
