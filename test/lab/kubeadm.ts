@@ -104,8 +104,18 @@ export function initConfig(h: KubeadmHost): string {
   return `${stringify(init)}---\n${stringify(cluster)}`;
 }
 
+export interface JoinOptions {
+  /** More arguments (`-v=5`: kubeadm logs the retries of a refused member add only at 5). */
+  args?: string[];
+  /**
+   * `timeouts.etcdAPICall` ("30s"): how long kubeadm retries each etcd call (the add, the wait
+   * for the learner to start, its promotion); kubeadm's default is 2 minutes.
+   */
+  etcdAPICall?: string;
+}
+
 /** join.yaml: JoinConfiguration (v1beta4) with file discovery (below) and the bootstrap token. */
-export function joinConfig(h: KubeadmHost, discoveryFile: string): string {
+export function joinConfig(h: KubeadmHost, discoveryFile: string, options: JoinOptions = {}): string {
   return stringify({
     apiVersion: "kubeadm.k8s.io/v1beta4",
     kind: "JoinConfiguration",
@@ -113,6 +123,7 @@ export function joinConfig(h: KubeadmHost, discoveryFile: string): string {
     controlPlane: { localAPIEndpoint: { advertiseAddress: h.address, bindPort: 6443 }, certificateKey: LAB_CERTIFICATE_KEY },
     nodeRegistration: nodeRegistration(h),
     skipPhases: JOIN_SKIP_PHASES,
+    ...(options.etcdAPICall ? { timeouts: { etcdAPICall: options.etcdAPICall } } : {}),
   });
 }
 
@@ -168,12 +179,19 @@ export function kubeadmInit(lab: Lab, bins: KubeBinaries, h: KubeadmHost, extraA
 }
 
 /** `kubeadm join --config join.yaml` (a control-plane join: the configuration has `controlPlane`) on the host. */
-export function kubeadmJoin(lab: Lab, bins: KubeBinaries, h: KubeadmHost, initHost: string, extraArgs: string[] = []): Promise<KubeadmRun> {
+export function kubeadmJoin(lab: Lab, bins: KubeBinaries, h: KubeadmHost, initHost: string, options: JoinOptions = {}): Promise<KubeadmRun> {
   prepareKubeHost(lab, h.host);
   const dir = kubeadmDir(lab, h.host);
   const discovery = join(dir, "discovery.conf");
   if (!existsSync(discovery)) writeFileSync(discovery, discoveryKubeconfig(lab, initHost, h.controlPlaneEndpoint));
   const config = join(dir, "join.yaml");
-  writeFileSync(config, joinConfig(h, discovery));
-  return runKubeadm(lab, h.host, bins.kubeadm, ["join", "--config", config, ...extraArgs]);
+  writeFileSync(config, joinConfig(h, discovery, options));
+  return runKubeadm(lab, h.host, bins.kubeadm, ["join", "--config", config, ...(options.args ?? [])]);
+}
+
+/** `kubeadm join phase <phase> --config join.yaml` with the join.yaml an earlier `kubeadmJoin` wrote (`etcd-join`: the repair of a failed join). */
+export function kubeadmJoinPhase(lab: Lab, bins: KubeBinaries, host: string, phase: string, args: string[] = []): Promise<KubeadmRun> {
+  const config = join(kubeadmDir(lab, host), "join.yaml");
+  if (!existsSync(config)) throw new Error(`no join.yaml on ${host}: run kubeadmJoin there first`);
+  return runKubeadm(lab, host, bins.kubeadm, ["join", "phase", phase, "--config", config, ...args]);
 }

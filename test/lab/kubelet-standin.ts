@@ -12,6 +12,7 @@
  * - restarts a process that exits (backoff 0.5 s doubling to 5 s, reset after 10 s of running)
  *   and replaces it when its manifest changes; stops it when the manifest goes; stops
  *   everything on `close()`;
+ * - for a test, holds a pod back (`hold`, `release`): a kubelet slow to start it;
  * - creates each static pod's mirror pod in the API server (`<name>-<node>` in the manifest's
  *   namespace, its labels and annotations, `kubernetes.io/config.mirror`, `spec.nodeName`),
  *   with the client certificate of the host's `super-admin.conf` or `admin.conf`, retried until
@@ -79,6 +80,8 @@ export class KubeletStandIn {
   #poll: NodeJS.Timeout | null = null;
   #scanTimer: NodeJS.Timeout | null = null;
   #closed = false;
+  /** Pods not to start until released: a kubelet slow to start one (an image pull, a busy node). */
+  readonly #held = new Set<string>();
 
   constructor(readonly options: KubeletStandInOptions) {
     const { lab, host } = options;
@@ -100,6 +103,22 @@ export class KubeletStandIn {
    */
   pods(): { name: string; hash: string; pid: number | null; restarts: number; mirrored: boolean }[] {
     return [...this.#pods.values()].map((p) => ({ name: p.name, hash: p.hash, pid: p.proc?.pid ?? null, restarts: p.restarts, mirrored: p.mirrored }));
+  }
+
+  /**
+   * Holds a pod (by its mirror name, `etcd-cp-2`): it is not started, now or later, until
+   * `release`. A process already running is left alone.
+   */
+  hold(podName: string): void {
+    this.#held.add(podName);
+    this.#event(`holding ${podName}`);
+  }
+
+  /** Ends a hold: the pod starts if its manifest is there. */
+  release(podName: string): void {
+    this.#held.delete(podName);
+    this.#event(`releasing ${podName}`);
+    for (const pod of this.#pods.values()) if (pod.name === podName && !pod.proc && !pod.timer) this.#run(pod);
   }
 
   /** Where a pod's output goes. */
@@ -186,6 +205,7 @@ export class KubeletStandIn {
 
   #run(pod: Pod): void {
     if (pod.gone || this.#closed) return;
+    if (this.#held.has(pod.name)) return void this.#event(`${pod.name}: held, not started`);
     const container = pod.manifest.spec!.containers![0]!;
     const argv = [...(container.command ?? []), ...(container.args ?? [])];
     const bin = argv[0] ? this.options.binaries[basename(argv[0])] : undefined;
