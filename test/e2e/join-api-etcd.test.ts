@@ -253,7 +253,7 @@ describe("membership: an add bounded by its admission's lease", () => {
       const request = { node: "gw-lease", peerURL: node.peerURL, jti: "adm_lease", token: "t-lease" };
 
       // Too little left to ask etcd at all: refused at once.
-      const nearlyOver = await new Membership({ gateway: slow, admissionStatus: async () => ({ active: true, leaseRemainingMs: 2_500 }) }).addLearner(request);
+      const nearlyOver = await new Membership({ gateway: slow, admissionStatus: async () => ({ active: true, leaseRemainingMs: 400 }) }).addLearner(request);
       expect(!nearlyOver.ok && [nearlyOver.status, nearlyOver.code, nearlyOver.retryAfter]).toEqual([503, "admission_lease_ending", RETRY_AFTER.leaseEnding]);
       expect(held).toEqual([]);
 

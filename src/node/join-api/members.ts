@@ -74,11 +74,13 @@ const HOLD_RETRY_MS = 100;
 const ADDS_FIRST_MS = 5_000;
 /**
  * An add or promote is answered this long before the admission's lease ends, or given up: the
- * broker's `Date` counts whole seconds, and its answer took a moment to arrive.
+ * broker's `Date` counts whole seconds, and its answer took a moment to arrive. Half the time
+ * left when that is less than twice this: a short lease (seconds, in tests) is renewed every
+ * third of it, and must still leave room for a change.
  */
 const LEASE_MARGIN_MS = 2_000;
 /** Less time than this before that bound, and etcd is not asked at all. */
-const LEAST_CHANGE_MS = 1_000;
+const LEAST_CHANGE_MS = 250;
 
 export class Membership {
   readonly #gateway: EtcdGateway;
@@ -366,7 +368,8 @@ export class Membership {
 
 /** When an etcd change for this admission must be answered by (this machine's clock), if the broker told its lease. */
 function changeDeadline(status: { leaseRemainingMs?: number }): number | undefined {
-  return status.leaseRemainingMs === undefined ? undefined : Date.now() + status.leaseRemainingMs - LEASE_MARGIN_MS;
+  if (status.leaseRemainingMs === undefined) return undefined;
+  return Date.now() + status.leaseRemainingMs - Math.min(LEASE_MARGIN_MS, status.leaseRemainingMs / 2);
 }
 
 /** etcd did not answer and the deadline has passed (rather than every endpoint being down early). */
