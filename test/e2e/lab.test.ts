@@ -5,7 +5,7 @@
  * reaped by the next.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -37,7 +37,13 @@ beforeAll(async () => {
   }
 }, 60_000);
 
-afterAll(() => lab?.destroy());
+/** A mount point another lab made while this file's lab ran: gone once this one is destroyed too, if no other lab runs then. */
+let madeByOther: string | null = null;
+afterAll(() => {
+  lab?.destroy();
+  const othersRun = execFileSync("ip", ["netns", "list"], { encoding: "utf8" }).split("\n").some((l) => /^jbl\d+x\d+-/.test(l));
+  if (madeByOther && !othersRun) expect(existsSync(madeByOther), "the last lab removes the mount points labs made").toBe(false);
+});
 
 it.skipIf(skip)("hosts reach each other on their own addresses; the test reaches them through the probe", async () => {
   expect(lab.host("a").ip).toMatch(/^10\.77\./);
@@ -148,6 +154,17 @@ it.skipIf(skip)("destroy removes every namespace of the lab; a crashed run's are
   expect(namespaces()).toContain(lab.prefix);
   other.destroy();
   expect(namespaces()).not.toContain(other.prefix);
+});
+
+it.skipIf(skip)("a mount point a lab made stays while another lab runs (whose processes may have it bound), and goes with the last lab", async () => {
+  const path = `/var/lib/${lab.prefix}made`;
+  const other = await Lab.create();
+  other.addHost("a");
+  other.privatePath("a", path);
+  expect(existsSync(path)).toBe(true);
+  other.destroy();
+  expect(existsSync(path), "this file's lab still runs").toBe(true);
+  madeByOther = path;
 });
 
 it.skipIf(skip)("a private path is each host's own: what one host writes there, no other host and not the machine sees", () => {

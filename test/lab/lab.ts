@@ -107,6 +107,46 @@ function removeNamespaces(names: string[]): void {
   }
 }
 
+/**
+ * Mount points some lab had to make on the machine, one empty file each (its path, URI-encoded):
+ * shared by every lab on the machine, since another lab may be using a mount point one lab made.
+ */
+const MADE_MOUNT_POINTS = join(tmpdir(), "join-broker-lab-mount-points");
+
+/** Whether a lab other than `prefix` still has namespaces and a live process. */
+function otherLabsLive(prefix: string): boolean {
+  return sh("ip", ["netns", "list"])
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/)[0] ?? "")
+    .some((ns) => {
+      const m = PREFIX_RE.exec(ns);
+      return m !== null && !ns.startsWith(prefix) && alive(Number(m[1]));
+    });
+}
+
+/**
+ * Removes the (empty) mount points labs made, once no lab runs: removing one while another lab's
+ * processes have it bind-mounted would detach their mounts (Linux detaches the mounts of a
+ * directory removed in another mount namespace).
+ */
+function removeMadeMountPoints(): void {
+  let made: string[];
+  try {
+    made = readdirSync(MADE_MOUNT_POINTS);
+  } catch {
+    return;
+  }
+  for (const name of made) {
+    const path = decodeURIComponent(name);
+    try {
+      if (readdirSync(path).length === 0) rmdirSync(path);
+    } catch {
+      /* gone already, or not empty: the machine's now */
+    }
+    rmSync(join(MADE_MOUNT_POINTS, name), { force: true });
+  }
+}
+
 /** Removes the namespaces of labs whose process is gone (a crashed run); never another live run's. */
 export function reapStaleLabs(): string[] {
   const stale = sh("ip", ["netns", "list"])
@@ -142,8 +182,6 @@ export class Lab {
   readonly #forwards = new Map<string, Promise<string>>();
   readonly #servers: Server[] = [];
   readonly #timers = new Set<NodeJS.Timeout>();
-  /** Mount points `privatePath` had to make on the machine: removed again when empty. */
-  readonly #madeMountPoints = new Set<string>();
   #nextCut = 1;
   #gateway: ChildProcess | null = null;
   /** Everything this lab did, for a run's timeline: `{ t, kind, ... }`. */
@@ -218,7 +256,7 @@ export class Lab {
    * in the lab's directory, and no other host or the machine sees it. Each process gets a mount
    * namespace of its own (`unshare --mount --propagation private`) with the host's directories
    * bind-mounted, so mounts never leak out. The mount point is made (empty) where it is missing,
-   * and removed by `destroy()` if the lab made it. Returns the backing directory.
+   * and removed by the last lab to be destroyed (see `removeMadeMountPoints`). Returns the backing directory.
    */
   privatePath(host: string, path: string): string {
     if (!path.startsWith("/") || path.split("/").includes("..")) throw new Error(`a private path is absolute, without '..': ${path}`);
@@ -227,7 +265,8 @@ export class Lab {
     mkdirSync(backing, { recursive: true });
     if (!existsSync(path)) {
       mkdirSync(path, { recursive: true });
-      this.#madeMountPoints.add(path);
+      mkdirSync(MADE_MOUNT_POINTS, { recursive: true });
+      writeFileSync(join(MADE_MOUNT_POINTS, encodeURIComponent(path)), "");
     }
     h.mounts.set(path, backing);
     return backing;
@@ -471,13 +510,7 @@ export class Lab {
       .filter((ns) => ns.startsWith(this.prefix));
     removeNamespaces(mine);
     rmSync(this.dir, { recursive: true, force: true });
-    for (const path of this.#madeMountPoints) {
-      try {
-        if (readdirSync(path).length === 0) rmdirSync(path);
-      } catch {
-        /* gone, or in use by another lab */
-      }
-    }
+    if (!otherLabsLive(this.prefix)) removeMadeMountPoints();
   }
 }
 
