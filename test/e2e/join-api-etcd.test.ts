@@ -27,6 +27,18 @@ beforeAll(async () => {
 
 afterAll(async () => etcd?.cleanup());
 
+/** Out of the way first: whatever learner the tests before left (etcd allows one). */
+async function removeLearners(): Promise<void> {
+  const list = await gateway.memberList();
+  for (const m of list.ok ? list.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+}
+
+/** The IDs of etcd's members, sorted: what a refused change must leave as it was. */
+async function memberIds(): Promise<string[]> {
+  const list = await gateway.memberList();
+  return list.ok ? list.value.members.map((m) => m.id).sort() : [];
+}
+
 describe("etcd gateway client", () => {
   it("reads the member list, status and health through a dead first endpoint", async () => {
     const list = await gateway.memberList();
@@ -162,8 +174,7 @@ describe("membership: a learner nobody here added", () => {
 
   it("a started one goes too after the grace period, and so does one still a learner after its node completed", async () => {
     // Out of the way first: the learner the test above left.
-    const before = await gateway.memberList();
-    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    await removeLearners();
     const first = `gw-0=${etcd.first.peerURL}`;
 
     // A started learner that this process did not add (another instance, or before a restart).
@@ -209,20 +220,14 @@ describe("membership: a learner nobody here added", () => {
 
 describe("membership: an admission that ends while its add waits", () => {
   it("adds no member once the end is visible, even though the token was active when the request came in", async () => {
-    // Out of the way first: whatever learner the tests above left.
-    const before = await gateway.memberList();
-    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
-    const ids = async () => {
-      const list = await gateway.memberList();
-      return list.ok ? list.value.members.map((m) => m.id).sort() : [];
-    };
-    const members = await ids();
+    await removeLearners();
+    const members = await memberIds();
     // The route verified the token (active); the broker revokes it before the add's own check.
     const membership = new Membership({ gateway, admissionStatus: async () => ({ active: false, reason: "revoked" }) });
     const late = await memberAddress("gw-late");
     const r = await membership.addLearner({ node: "gw-late", peerURL: late.peerURL, jti: "adm_late", token: "t-late" });
     expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
-    expect(await ids()).toEqual(members);
+    expect(await memberIds()).toEqual(members);
   });
 });
 
@@ -230,13 +235,8 @@ describe("membership: an add bounded by its admission's lease", () => {
   // Campaign seed 67: the first etcd endpoint hung, so the add went to the next one after its
   // 10 s timeout, 8 s after the node's lease had ended and the broker had admitted the next node.
   it("is answered 503 admission_lease_ending before the lease ends, not made later through the next endpoint", async () => {
-    const before = await gateway.memberList();
-    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
-    const ids = async () => {
-      const list = await gateway.memberList();
-      return list.ok ? list.value.members.map((m) => m.id).sort() : [];
-    };
-    const members = await ids();
+    await removeLearners();
+    const members = await memberIds();
     // An endpoint that passes everything on to etcd but holds member adds unanswered.
     const held: string[] = [];
     const proxy = createServer(async (req, res) => {
@@ -261,7 +261,7 @@ describe("membership: an add bounded by its admission's lease", () => {
       const bounded = await new Membership({ gateway: slow, admissionStatus: async () => ({ active: true, leaseRemainingMs: 5_000 }) }).addLearner(request);
       expect(!bounded.ok && [bounded.status, bounded.code]).toEqual([503, "admission_lease_ending"]);
       expect(held).toEqual(["/v3/cluster/member/add"]);
-      expect(await ids()).toEqual(members);
+      expect(await memberIds()).toEqual(members);
     } finally {
       proxy.closeAllConnections();
       await new Promise((ok) => proxy.close(ok));
@@ -271,8 +271,7 @@ describe("membership: an add bounded by its admission's lease", () => {
 
 describe("membership: the broker cannot be reached for the last check", () => {
   it("adds no member and promotes no learner, and answers 503 with Retry-After", async () => {
-    const before = await gateway.memberList();
-    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    await removeLearners();
     const list = async () => {
       const l = await gateway.memberList();
       if (!l.ok) throw new Error(l.error.message);
@@ -300,8 +299,7 @@ describe("membership: the broker cannot be reached for the last check", () => {
   });
 
   it("with the offline mode opted in, the broker's recent revocation list answers instead, as it does for the verifier", async () => {
-    const before = await gateway.memberList();
-    for (const m of before.ok ? before.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+    await removeLearners();
     // A broker whose introspection is down while its revocation list still comes through.
     const broker = `http://127.0.0.1:${await freePort()}`;
     const onlyTheList: typeof fetch = async (input) => {
