@@ -56,11 +56,17 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
   let agentFor = "";
   let agent: Agent | null = null;
   let standingIn = false;
+  /** The set last copied (or found unfit to keep): each set read is checked and copied once. */
+  let keptFor = "";
   const currentAgent = (): Agent => {
     let read: { ca?: Buffer; cert?: Buffer; key?: Buffer };
     try {
       read = readTlsFiles(files);
-      if (keep) keepCopy(keep.dir, read);
+      const readId = idOf(read);
+      if (keep && readId !== keptFor) {
+        keepCopy(keep.dir, read);
+        keptFor = readId;
+      }
       standingIn = false;
     } catch (e) {
       const kept = keep && (e as NodeJS.ErrnoException).code === "ENOENT" ? readKeptCopy(keep.dir, files) : null;
@@ -70,7 +76,7 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
       read = kept;
     }
     const { ca, cert, key } = read;
-    const id = [ca, cert, key].map((b) => b?.toString("base64") ?? "").join(".");
+    const id = idOf(read);
     if (!agent || id !== agentFor) {
       agent?.destroy();
       agent = new Agent({ keepAlive: true, ca, cert, key });
@@ -113,6 +119,10 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
       req.end(body);
     });
   return fetchWithTls as typeof fetch;
+}
+
+function idOf(read: { ca?: Buffer; cert?: Buffer; key?: Buffer }): string {
+  return [read.ca, read.cert, read.key].map((b) => b?.toString("base64") ?? "").join(".");
 }
 
 function readTlsFiles(files: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
