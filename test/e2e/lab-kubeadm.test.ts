@@ -7,12 +7,26 @@
  * What kubeadm printed and each pod's output stay in test-results/lab-kubeadm/.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { dirname, join, resolve } from "node:path";
+import { beforeAll, expect, it } from "vitest";
 import { kubeRequest, readKubeconfig, type KubeCredentials } from "../lab/kube-client.ts";
-import { kubeadmInit, kubeadmJoin, kubeadmJoinPhase, kubeBinaries, prepareKubeHost, type KubeadmHost, type KubeBinaries, type KubeadmRun } from "../lab/kubeadm.ts";
+import {
+  clusterCa,
+  KUBEADM_RECIPE,
+  kubeadmInit,
+  kubeadmJoin,
+  kubeadmJoinPhase,
+  kubeBinaries,
+  prepareKubeHost,
+  prepareRecipeHost,
+  type KubeadmHost,
+  type KubeBinaries,
+  type KubeadmRun,
+} from "../lab/kubeadm.ts";
 import { KubeletStandIn } from "../lab/kubelet-standin.ts";
 import { Lab, labSkipReason } from "../lab/lab.ts";
+import { ROOT } from "../support/broker.ts";
+import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
 
 const labSkip = await labSkipReason();
 const found = kubeBinaries();
@@ -29,21 +43,26 @@ class KubeLab {
   private constructor(
     readonly lab: Lab,
     readonly out: string,
+    /** `host:port` of the control plane; the first host's address when not given. */
+    readonly endpoint: string | null,
+    /** Whether `close()` destroys the lab (not when a harness runs in it: it is cleaned up first). */
+    readonly ownsLab: boolean,
   ) {}
 
-  static async create(name: string): Promise<KubeLab> {
+  static async create(name: string, over?: { lab: Lab; endpoint: string }): Promise<KubeLab> {
     const out = join(OUT, name);
     rmSync(out, { recursive: true, force: true });
     mkdirSync(out, { recursive: true });
-    return new KubeLab(await Lab.create(), out);
+    return over ? new KubeLab(over.lab, out, over.endpoint, false) : new KubeLab(await Lab.create(), out, null, true);
   }
 
+  /** A kubeadm host with a kubelet stand-in: the lab's host of that name, added when there is none. */
   add(name: string): KubeadmHost {
     const { lab } = this;
-    const h = lab.addHost(name);
+    const h = lab.hosts.get(name) ?? lab.addHost(name);
     prepareKubeHost(lab, name);
     const first = this.hosts.values().next().value?.address ?? h.ip;
-    const kh: KubeadmHost = { host: name, nodeName: name, address: h.ip, controlPlaneEndpoint: `${first}:6443` };
+    const kh: KubeadmHost = { host: name, nodeName: name, address: h.ip, controlPlaneEndpoint: this.endpoint ?? `${first}:6443` };
     this.hosts.set(name, kh);
     const binaries = { etcd: bins.etcd, "kube-apiserver": bins.kubeApiserver };
     const onEvent = (line: string) => writeFileSync(join(this.out, "kubelet-standin.log"), `${new Date().toISOString()} ${line}\n`, { flag: "a" });
@@ -70,7 +89,7 @@ class KubeLab {
 
   async close(): Promise<void> {
     await Promise.all([...this.kubelets.values()].map((k) => k.close()));
-    this.lab.destroy();
+    if (this.ownsLab) this.lab.destroy();
   }
 }
 
@@ -306,6 +325,193 @@ it.skipIf(skip)(
       expect(final.header.cluster_id).toBe(left.header.cluster_id);
     } finally {
       await k.close();
+    }
+  },
+  600_000,
+);
+
+const BALANCER = resolve(import.meta.dirname, "../lab/balancer.mjs");
+const NODES = ["cp-1", "cp-2", "cp-3", "cp-4", "cp-5"];
+
+/**
+ * The brokered scenario's lab: `join-broker serve` on host `broker` (the harness's), five
+ * kubeadm hosts each with a kubelet stand-in, the recipe's files and the cluster's CA (made
+ * before any node: the broker, not the test, picks the node that runs `kubeadm init`), and a
+ * load balancer on host `lb` as every node's `controlPlaneEndpoint`.
+ */
+class BrokeredKubeLab {
+  /** Everything each node's agents printed on stderr (their JSON progress and kubeadm's output), all runs. */
+  readonly stderr = new Map<string, string>();
+
+  private constructor(
+    readonly lab: Lab,
+    readonly h: ClusterHarness,
+    readonly k: KubeLab,
+  ) {}
+
+  static async create(name: string): Promise<BrokeredKubeLab> {
+    const lab = await Lab.create();
+    let h: ClusterHarness | null = null;
+    try {
+      // The recipe calls `kubeadm` by name: its directory goes first on the agent's PATH.
+      const path = `PATH=${dirname(bins.kubeadm)}:${process.env.PATH ?? "/usr/bin:/bin"}`;
+      h = await ClusterHarness.start({
+        scenario: `lab-kubeadm-${name}`,
+        seed: 0,
+        nodes: NODES,
+        lab,
+        etcdTls: false,
+        etcdBin: bins.etcd,
+        agentCommand: (args) => ({ command: "env", args: [path, process.execPath, join(ROOT, "bin/join-broker"), ...args], cwd: ROOT }),
+      });
+      const lb = lab.addHost("lb");
+      const balancer = lab.spawn("lb", process.execPath, [BALANCER, "6443", NODES.map((n) => `${lab.host(n).ip}:6443`).join(",")], { stdio: ["ignore", "pipe", "inherit"] });
+      await new Promise<void>((ok, fail) => {
+        const timer = setTimeout(() => fail(new Error("the balancer did not start within 30 s")), 30_000);
+        balancer.stdout!.once("data", () => (clearTimeout(timer), ok()));
+        balancer.once("exit", (code) => (clearTimeout(timer), fail(new Error(`the balancer exited with ${code}`))));
+      });
+      const k = await KubeLab.create(name, { lab, endpoint: `${lb.ip}:6443` });
+      const hosts = NODES.map((n) => k.add(n));
+      const ca = await clusterCa(lab, bins, NODES[0]!);
+      for (const kh of hosts) prepareRecipeHost(lab, kh, ca);
+      return new BrokeredKubeLab(lab, h, k);
+    } catch (e) {
+      await h?.cleanup();
+      lab.destroy();
+      throw e;
+    }
+  }
+
+  /** The agent's flags: the recipe as --exec, etcd's client certificate in the host's own /etc/kubernetes (docs/installers.md). */
+  agentArgs(node: string): string[] {
+    const { h, lab } = this;
+    return [
+      "join", "--broker", h.broker.url, "--cluster", h.cluster, "--token", h.token,
+      "--node", node, "--peer-url", `https://${lab.host(node).ip}:2380`,
+      "--state-dir", h.node(node).stateDir,
+      "--etcd", NODES.map((n) => `https://${lab.host(n).ip}:2379`).join(","),
+      "--etcd-cacert", "/etc/kubernetes/pki/etcd/ca.crt",
+      "--etcd-cert", "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+      "--etcd-key", "/etc/kubernetes/pki/apiserver-etcd-client.key",
+      "--exec", KUBEADM_RECIPE,
+      "--log-format", "json",
+      "--timeout", "600",
+    ];
+  }
+
+  /** Starts (or restarts) the node's agent on its host (network and mount namespace), keeping all it prints. */
+  startAgent(node: string): AgentRun {
+    const run = this.h.startAgent(node, { args: this.agentArgs(node) });
+    run.proc.stderr!.on("data", (chunk: string) => this.stderr.set(node, (this.stderr.get(node) ?? "") + chunk));
+    return run;
+  }
+
+  /** What kubeadm printed on the node (the agent's stderr less its JSON progress lines). */
+  kubeadmOutput(node: string): string {
+    return (this.stderr.get(node) ?? "")
+      .split("\n")
+      .filter((l) => !l.startsWith("{"))
+      .join("\n");
+  }
+
+  /** The member list from the first node that answers (with its own etcd client certificate). */
+  async anyMembers(): Promise<MemberList | null> {
+    for (const n of NODES) {
+      const l = await this.k.members(n).catch(() => null);
+      if (l) return l;
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    for (const n of NODES) writeFileSync(join(this.k.out, `agent-${n}.log`), this.stderr.get(n) ?? "");
+    this.h.writeTimeline({ lab: this.lab.events });
+    await this.h.cleanup();
+    await this.k.close();
+    this.lab.destroy();
+  }
+}
+
+/**
+ * The brokered scenario, through the real kubeadm: five hosts each run `join-broker join --exec`
+ * with docs/installers.md's kubeadm recipe, all started at once; the broker picks one to run
+ * `kubeadm init` and admits the others one by one to `kubeadm join --control-plane`. The first
+ * joiner's etcd is held back 20 s (a slow image pull): without the broker the joins started
+ * meanwhile meet its learner ("too many learner members"); with it, no other node runs kubeadm
+ * until that node is a voter. Every agent exits 0 and etcd ends with five started voters.
+ */
+it.skipIf(skip)(
+  "five hosts through the broker with the kubeadm recipe, one joiner's etcd late: one kubeadm init, five started voters, never too many learners",
+  async () => {
+    const started = Date.now();
+    const b = await BrokeredKubeLab.create("brokered");
+    try {
+      const { h, k } = b;
+      const HOLD_MS = 20_000;
+      // The first node given a join ticket: its kubelet holds its etcd back.
+      let held: string | null = null;
+      h.onEvent((run, e) => {
+        if (held || e.step !== "ticket" || e.role !== "join") return;
+        held = run.node.name;
+        k.kubelets.get(held)!.hold(`etcd-${held}`);
+      });
+      const samples: { clusterId: string; learners: number }[] = [];
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const l = await b.anyMembers();
+          if (l) samples.push({ clusterId: l.header.cluster_id, learners: l.members.filter((m) => m.isLearner).length });
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      })();
+      const setUpMs = Date.now() - started;
+      const runs = NODES.map((n) => b.startAgent(n));
+
+      // The held node's learner is added, then nothing else happens until its etcd runs.
+      await h.waitFor("a joiner's learner, its etcd held", async () => !!held && (await b.anyMembers())?.members.some((m) => m.isLearner && !m.name) === true, 240_000);
+      const heldAt = Date.now();
+      await new Promise((r) => setTimeout(r, HOLD_MS));
+      const others = (from: number) => [...h.runs.values()].flat().flatMap((r) => r.events.filter((e) => e.step === "exec" && r.node.name !== held && Date.parse(e.time) >= from).map(() => r.node.name));
+      expect(others(heldAt), "nodes that ran kubeadm while the held node's learner waited").toEqual([]);
+      k.kubelets.get(held!)!.release(`etcd-${held}`);
+
+      const exits = await Promise.race([
+        Promise.all(runs.map((r) => r.exited)),
+        new Promise<never>((_, fail) => setTimeout(() => fail(new Error(`not every agent exited within 360 s\n${h.describeAgents()}`)), 360_000)),
+      ]);
+      sampling = false;
+      await sampler;
+      const tooMany = NODES.filter((n) => b.kubeadmOutput(n).includes("too many learner members"));
+      const execs = runs.flatMap((r) => r.events.filter((e) => e.step === "exec").map((e) => `${r.node.name} ${String(e.role)} ${e.time}`));
+      const summary = [
+        `set-up ${Math.round(setUpMs / 1000)} s, agents ${Math.round((Date.now() - started - setUpMs) / 1000)} s; held ${held}`,
+        ...NODES.map((n, i) => `${n}: exit ${exits[i]!.code ?? exits[i]!.signal}; ${runs[i]!.stdout.trim()}`),
+        ...execs,
+      ];
+      writeFileSync(join(k.out, "outcome.txt"), `${summary.join("\n")}\n`);
+      console.log(`[lab-kubeadm] brokered:\n${summary.join("\n")}`);
+
+      expect(exits.map((x) => x.code), h.describeAgents()).toEqual([0, 0, 0, 0, 0]);
+      expect(tooMany, 'kubeadm runs that met "too many learner members"').toEqual([]);
+      const inits = NODES.filter((n) => b.kubeadmOutput(n).includes("[init] Using Kubernetes version"));
+      expect(inits).toHaveLength(1);
+      expect(execs.filter((e) => e.includes(" bootstrap "))).toEqual([expect.stringMatching(new RegExp(`^${inits[0]} bootstrap `))]);
+      expect(runs.filter((r) => /^joined cluster \S+ as bootstrap$/m.test(r.stdout)).map((r) => r.node.name)).toEqual(inits);
+      expect(Math.max(...samples.map((s) => s.learners))).toBeLessThanOrEqual(1);
+
+      const views = await eventually(
+        "five started voters, no learner, in every member's own view",
+        async () => {
+          const lists = await Promise.all(NODES.map((n) => k.members(n).catch(() => null)));
+          return lists.every((l) => l && l.members.length === 5 && startedVoters(l).length === 5) ? (lists as MemberList[]) : null;
+        },
+        120_000,
+      );
+      expect(new Set([...views.map((l) => l.header.cluster_id), ...samples.map((s) => s.clusterId)]).size).toBe(1);
+      expect(views[0]!.members.map((m) => m.name).sort()).toEqual(NODES);
+    } finally {
+      await b.close();
     }
   },
   600_000,
