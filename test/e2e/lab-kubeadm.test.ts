@@ -6,6 +6,7 @@
  * their etcd are already built (`node scripts/kube.mjs list` builds them; this file never does).
  * What kubeadm printed and each pod's output stay in test-results/lab-kubeadm/.
  */
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, expect, it } from "vitest";
@@ -13,6 +14,7 @@ import { kubeRequest, readKubeconfig } from "../lab/kube-client.ts";
 import { BrokeredKubeLab, eventually, holdFirstJoiner, KubeLab, NODES, sampleMembers, startedVoters, type MemberList } from "../lab/kubeadm-lab.ts";
 import { kubeadmInit, kubeadmJoin, kubeadmJoinPhase, kubeBinaries, type KubeadmHost, type KubeBinaries, type KubeadmRun } from "../lab/kubeadm.ts";
 import { labSkipReason, type Lab } from "../lab/lab.ts";
+import { ROOT } from "../support/broker.ts";
 import { overlappingWindows } from "../support/gate.ts";
 
 const labSkip = await labSkipReason();
@@ -423,4 +425,29 @@ it.skipIf(skip)(
     }
   },
   900_000,
+);
+
+/**
+ * `npm run demo -- --kubeadm --without-broker`: kubeadm alone, four joins at once with one late
+ * etcd, each failing with kubeadm's own error and the learner left; then the brokered run, every
+ * node a voter. Checked on what it prints.
+ */
+it.skipIf(skip)(
+  "npm run demo -- --kubeadm --without-broker: the joins without the broker fail with kubeadm's error and leave a learner; with it, five voters",
+  async () => {
+    const demo = spawn(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--kubeadm", "--without-broker"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    let out = "";
+    demo.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+    demo.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    const code = await new Promise<number | null>((ok) => demo.once("close", ok));
+    writeFileSync(join(ROOT, "test-results/lab-kubeadm/demo-output.txt"), out);
+    expect(code, out.slice(-3000)).toBe(0);
+    expect(out).toMatch(/^\[ *[\d.]+ s\] cp-2: kubeadm join exited 1 after [\d.]+ s: error: .*the etcd member [0-9a-f]+ is not started$/m);
+    expect(out.match(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*too many learner members in cluster/gm)).toHaveLength(3);
+    expect(out).toContain("Without the broker: 4 of 4 joins failed; 1 learner left in etcd (2 members).");
+    expect(out).toMatch(/^\[ *[\d.]+ s\] {3}[0-9a-f]+ \(never started\) learner https:\/\/[\d.]+:2380$/m);
+    expect(out).toMatch(/^\[ *[\d.]+ s\] cp-\d: admitted, running the recipe as bootstrap \(kubeadm init\)$/m);
+    expect(out).toContain("With the broker: all 5 nodes started voters, no learner left, no kubeadm run refused a learner (0).");
+  },
+  600_000,
 );
