@@ -2,9 +2,12 @@
  * Unmodified kubeadm and kube-apiserver on lab hosts, their static pods run by the kubelet
  * stand-in (test/lab/kubelet-standin.ts): `kubeadm init` on cp-1, then `kubeadm join
  * --control-plane` on cp-2; etcd ends with two started voters of one cluster and cp-2's own
- * kube-apiserver answers /readyz. Skipped unless the lab can run and kubeadm, kube-apiserver and
- * their etcd are already built (`node scripts/kube.mjs list` builds them; this file never does).
- * What kubeadm printed and each pod's output stay in test-results/lab-kubeadm/.
+ * kube-apiserver answers /readyz; concurrent joins and a late etcd without a broker; then five
+ * hosts through the broker (`join-broker join --exec` with docs/installers.md's kubeadm recipe),
+ * with and without faults, and `npm run demo -- --kubeadm --without-broker`. Skipped unless the
+ * lab can run and kubeadm, kube-apiserver and their etcd are already built (`node scripts/kube.mjs
+ * list` builds them; this file never does). What kubeadm printed and each pod's output stay in
+ * test-results/lab-kubeadm/.
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
