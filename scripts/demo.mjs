@@ -13,6 +13,9 @@
 //                                      (no broker, a join API that adds voters at once), then the
 //                                      brokered run on the same seeded faults, side by side
 //   npm run demo -- --self-hosted      the broker under join-broker serve (workerd from npm, state on disk)
+//   npm run demo -- --kubeadm [--without-broker]
+//                                      the real kubeadm on five lab hosts (root; scripts/kube.mjs builds it),
+//                                      one joiner's etcd late: through the broker (first without it)
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
 
@@ -29,18 +32,25 @@ const { values } = parseArgs({
     keep: { type: "boolean", default: false },
     "without-broker": { type: "boolean", default: false },
     "self-hosted": { type: "boolean", default: false },
+    kubeadm: { type: "boolean", default: false },
     etcd: { type: "string" },
     "max-in-flight": { type: "string", default: "1" },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N] [--kubeadm]");
   console.log("  --etcd VERSION     the etcd release to run (default: Debian's 3.4; 3.5-3.7 are built once from their Go modules)");
   console.log("  --max-in-flight N  admit N nodes at once (learners in parallel; etcd 3.6+), e.g. --etcd 3.7 --max-in-flight 6");
   console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
   console.log("  --self-hosted     the broker under join-broker serve (workerd from npm, state on local disk) instead of wrangler dev");
+  console.log("  --kubeadm         the real kubeadm on five lab hosts (as root; node scripts/kube.mjs list builds it), one joiner's etcd late,");
+  console.log("                    through the broker; with --without-broker first four concurrent kubeadm joins without it");
   process.exit(0);
+}
+if (values.kubeadm) {
+  const { kubeadmDemo } = await import("./demo-kubeadm.mjs");
+  process.exit(await kubeadmDemo({ withoutBroker: values["without-broker"] }));
 }
 const { ETCD_MINORS } = await import("./etcd.mjs");
 if (values.etcd !== undefined && !ETCD_MINORS.includes(values.etcd)) {

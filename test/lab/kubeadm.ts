@@ -133,7 +133,11 @@ export function joinConfig(h: KubeadmHost, discoveryFile: string, options: JoinO
  * bootstrap signer (the `jws-kubeconfig-<id>` key of `kube-public/cluster-info`), which no one runs here.
  */
 export function discoveryKubeconfig(lab: Lab, initHost: string, controlPlaneEndpoint: string): string {
-  const ca = readFileSync(join(prepareKubeHost(lab, initHost), "pki", "ca.crt"));
+  return discoveryFor(readFileSync(join(prepareKubeHost(lab, initHost), "pki", "ca.crt")), controlPlaneEndpoint);
+}
+
+/** The same from the cluster's CA certificate, made before any node (see `clusterCa`). */
+export function discoveryFor(ca: Buffer, controlPlaneEndpoint: string): string {
   return stringify({
     apiVersion: "v1",
     kind: "Config",
@@ -194,4 +198,49 @@ export function kubeadmJoinPhase(lab: Lab, bins: KubeBinaries, host: string, pha
   const config = join(kubeadmDir(lab, host), "join.yaml");
   if (!existsSync(config)) throw new Error(`no join.yaml on ${host}: run kubeadmJoin there first`);
   return runKubeadm(lab, host, bins.kubeadm, ["join", "phase", phase, "--config", config, ...args]);
+}
+
+/**
+ * The `--exec` COMMAND of docs/installers.md's kubeadm recipe, as the brokered lab runs it: with
+ * `-v=5` (kubeadm logs the retries of a refused member add only at 5), its files in `/etc/kubeadm`.
+ */
+export const KUBEADM_RECIPE = [
+  'if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then',
+  "  kubeadm init --config /etc/kubeadm/init.yaml --upload-certs -v=5",
+  "else",
+  "  kubeadm join --config /etc/kubeadm/join.yaml -v=5 || { s=$?; kubeadm reset -f; exit $s; }",
+  "fi",
+].join("\n");
+
+/** The cluster's CA (`ca.crt`, `ca.key`), made once before any node by `kubeadm init phase certs ca`. */
+export async function clusterCa(lab: Lab, bins: KubeBinaries, host: string): Promise<{ crt: Buffer; key: Buffer }> {
+  const dir = join(lab.dir, "kubeadm", "cluster-ca");
+  mkdirSync(dir, { recursive: true });
+  // A configuration file, not flags: the lab has no default route to take an address from.
+  const init = { apiVersion: "kubeadm.k8s.io/v1beta4", kind: "InitConfiguration", localAPIEndpoint: { advertiseAddress: lab.host(host).ip } };
+  const cluster = { apiVersion: "kubeadm.k8s.io/v1beta4", kind: "ClusterConfiguration", kubernetesVersion: `v${kubePin().release}`, certificatesDir: dir };
+  const config = join(lab.dir, "kubeadm", "cluster-ca.yaml");
+  writeFileSync(config, `${stringify(init)}---\n${stringify(cluster)}`);
+  const run = await runKubeadm(lab, host, bins.kubeadm, ["init", "phase", "certs", "ca", "--config", config]);
+  if (run.code !== 0) throw new Error(`kubeadm init phase certs ca exited ${run.code}: ${run.output}`);
+  return { crt: readFileSync(join(dir, "ca.crt")), key: readFileSync(join(dir, "ca.key")) };
+}
+
+/**
+ * A host ready for the recipe, whichever role the broker gives it: its own `/etc/kubeadm` with
+ * init.yaml, join.yaml and the discovery file (the cluster's CA and the endpoint), the cluster's
+ * CA pair in its `/etc/kubernetes/pki` (the bootstrap's `kubeadm init` uses it; a joiner's
+ * download replaces it), and a private `/var/lib/kubelet` (which `kubeadm reset` empties).
+ */
+export function prepareRecipeHost(lab: Lab, h: KubeadmHost, ca: { crt: Buffer; key: Buffer }): void {
+  const etc = prepareKubeHost(lab, h.host);
+  const mounts = lab.host(h.host).mounts;
+  const conf = mounts.get("/etc/kubeadm") ?? lab.privatePath(h.host, "/etc/kubeadm");
+  if (!mounts.has("/var/lib/kubelet")) lab.privatePath(h.host, "/var/lib/kubelet");
+  writeFileSync(join(conf, "init.yaml"), initConfig(h));
+  writeFileSync(join(conf, "join.yaml"), joinConfig(h, "/etc/kubeadm/discovery.conf"));
+  writeFileSync(join(conf, "discovery.conf"), discoveryFor(ca.crt, h.controlPlaneEndpoint));
+  mkdirSync(join(etc, "pki"), { recursive: true });
+  writeFileSync(join(etc, "pki", "ca.crt"), ca.crt);
+  writeFileSync(join(etc, "pki", "ca.key"), ca.key, { mode: 0o600 });
 }
