@@ -126,23 +126,7 @@ it("an agent killed after its installer made the node a voter asks etcd first: i
   expect(joined.map((a) => String(a.detail.memberID))).toEqual([final.ids.get(RESUMER)]);
 }, 240_000);
 
-it("an installer that starts a new cluster although told to join is refused (exit 3), never recorded as joined", async () => {
-  const node = h.node(ROGUE);
-  // Asking only its own etcd, the agent sees what that node really became.
-  const args = h.gateAgentArgs(node, await installerCommand(h, node, { alwaysInit: true }), ["--etcd", node.clientURL]);
-  h.startAgent(ROGUE, { args });
-  const run = h.current(ROGUE)!;
-  expect((await run.exited).code, h.describeAgents()).toBe(3);
-  expect(run.events.find((e) => e.step === "exec")?.role).toBe("join");
-  expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/lists it as the only member of cluster \S+: its installer started a new cluster of its own \(split brain\)/);
-  expect(run.stdout).toBe("");
-  const audit = await h.audit();
-  expect(audit.filter((a) => a.action === "ticket.joined" && a.detail.node === ROGUE)).toEqual([]);
-  // The real cluster never heard of it.
-  const views = await h.finalViews(["ctrl-0"]);
-  expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES, RESUMER].sort());
-}, 120_000);
-
+// Before the rogue node's test: its installer would otherwise find the rogue's cluster among its endpoints.
 it("an agent that cannot confirm its learner gone keeps the admission until an admin revokes it, and says so", async () => {
   const node = h.node(HOLDER);
   // A client certificate that is nowhere (and never was, so no copy was kept): etcd cannot be asked.
@@ -164,3 +148,20 @@ it("an agent that cannot confirm its learner gone keeps the admission until an a
   // As the message says: by hand.
   expect((await h.etcd(h.node("ctrl-0").clientURL, 5_000).memberRemove(learner!.id)).ok).toBe(true);
 }, 240_000);
+
+it("an installer that starts a new cluster although told to join is refused (exit 3), never recorded as joined", async () => {
+  const node = h.node(ROGUE);
+  // Asking only its own etcd, the agent sees what that node really became.
+  const args = h.gateAgentArgs(node, await installerCommand(h, node, { alwaysInit: true }), ["--etcd", node.clientURL]);
+  h.startAgent(ROGUE, { args });
+  const run = h.current(ROGUE)!;
+  expect((await run.exited).code, h.describeAgents()).toBe(3);
+  expect(run.events.find((e) => e.step === "exec")?.role).toBe("join");
+  expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/lists it as the only member of cluster \S+: its installer started a new cluster of its own \(split brain\)/);
+  expect(run.stdout).toBe("");
+  const audit = await h.audit();
+  expect(audit.filter((a) => a.action === "ticket.joined" && a.detail.node === ROGUE)).toEqual([]);
+  // The real cluster never heard of it.
+  const views = await h.finalViews(["ctrl-0"]);
+  expect(views[0]!.members.map((m) => m.name).sort()).toEqual([...NODES, RESUMER].sort());
+}, 120_000);
