@@ -216,11 +216,12 @@ export function sampleMembers(b: BrokeredKubeLab): { samples: { clusterId: strin
   return { samples, stop: () => ((sampling = false), sampler) };
 }
 
-/** The first node given a join ticket: its kubelet stand-in holds its etcd back from then on. */
+/** The first node admitted to join: its kubelet stand-in holds its etcd back from then on. */
 export function holdFirstJoiner(b: BrokeredKubeLab): () => string | null {
   let held: string | null = null;
   b.h.onEvent((run, e) => {
-    if (held || e.step !== "ticket" || e.role !== "join") return;
+    // By admission, the broker's order: tickets' events reach the test in any order.
+    if (held || e.step !== "admitted" || e.role !== "join") return;
     held = run.node.name;
     b.k.kubelets.get(held)!.hold(`etcd-${held}`);
   });
