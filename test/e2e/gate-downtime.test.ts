@@ -42,11 +42,12 @@ it("a node back after its lease ended removes the learner it left before it queu
   h.startAgent("ctrl-2", { args: await args("ctrl-2") });
   await h.waitForStep("ctrl-2", "queued");
 
-  // The node goes down: its agent and its installer are killed; nothing removes the learner.
+  // The node goes down: its agent and its installer are killed; nothing removes the learner. The
+  // agent first: an agent that sees its installer die removes the learner itself, at once.
   const installer = [...first.events].reverse().find((e) => e.step === "exec")!.pid as number;
+  await h.kill("ctrl-1", "agent");
   h.timeline.add("installer-sigkill", "ctrl-1", { pid: installer });
   process.kill(-installer, "SIGKILL");
-  await h.kill("ctrl-1", "agent");
 
   // Its lease ends; ctrl-2 is admitted and its installer meets the leftover learner: etcd refuses
   // its learner add (the installer retries, naming etcd's answer on etcd 3.4; etcdctl 3.6+
