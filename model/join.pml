@@ -20,6 +20,14 @@
  *                        and lease ends then come from the budget -DFAULTS, as in progress runs
  *   -DNODE_CHECK         before it starts a new cluster, the agent asks the other controllers it
  *                        knows whether one exists, and refuses if one does
+ *   -DGATE               gate mode: each agent runs an installer that adds its own member (no join
+ *                        API), writing --initial-cluster from the member list at its add, as
+ *                        kubeadm's etcd-join does; the broker's start rule admits a node only once
+ *                        every admitted node's member started. Without crashes or lease ends: the
+ *                        check is about which admissions may overlap
+ *   -DMUTANT_ADMIT_BEFORE_START  gate mode without the start rule
+ *   -DWITNESS_GATE_OVERLAP  a check that must fail: in gate mode a node is admitted while another
+ *                        admitted node is not yet a voter (under the start rule admissions still overlap)
  */
 
 #ifndef N
@@ -118,6 +126,10 @@ byte req[N];             /* the join API add request in flight for the node (one
 byte resp[N];
 bit  jSeen[N];           /* the revocation list the join API holds shows the verified request's admission ended */
 bit  asked[N];           /* the node has asked for a ticket once (symmetry reduction, see below) */
+#ifdef GATE
+bit  reported[N];        /* gate mode: the agent told the broker its member started (POST …/started) */
+byte snap[N];            /* gate mode: the members (one bit each) the installer's --initial-cluster lists */
+#endif
 
 /* ------------------------------------------------------------------ ghosts and properties */
 
@@ -137,6 +149,12 @@ bit learners_bounded = 1;
 bit no_add_after_revocation = 1;
 #ifdef WITNESS_PIPELINE
 bit no_pipelined_promotion = 1;
+#endif
+#ifdef GATE
+bit initial_cluster_complete = 1;
+#endif
+#ifdef WITNESS_GATE_OVERLAP
+bit no_overlapping_admission = 1;
 #endif
 
 #define IS_ADMITTED(i) (tk[i] == T_ADMITTED)
@@ -439,6 +457,43 @@ end_stuck:
   od
 }
 
+#ifdef GATE
+/* The members etcd lists now, one bit per node: what an --initial-cluster written now names. */
+#define MBIT(i)      (IS_MEMBER(i) << i)
+#define MEMBER_SET   SUM(MBIT)
+
+/*
+ * Gate mode: `join-broker join --exec INSTALLER`. Admitted, the agent runs the installer, which
+ * adds the node's own member as a learner and writes --initial-cluster from the member list it
+ * then sees; its etcd compares that list with the cluster's when it starts and exits if they
+ * differ ("member count is unequal", kubernetes/kubeadm#2005). The agent reports the member
+ * started once etcd lists it with a name, and completes once it is a voter.
+ */
+proctype GateAgent(byte n) {
+  atomic { FIRST_ASK(n) -> asked[n] = 1; newTicket(n) };
+  atomic { tk[n] == T_ADMITTED -> printf("@ node %d is admitted: its installer runs\n", n) };
+  if
+  :: isBoot[n] ->
+       atomic { startNew(n); reported[n] = 1; complete(n) }
+  :: else ->
+       /* etcd's learner limit and health: the installer retries its add until etcd takes it. */
+       atomic {
+         HEALTHY && LEARNERS < MAX_LEARNERS ->
+         em[n] = E_LEARNER; published[n] = 0; snap[n] = MEMBER_SET;
+         printf("@ node %d's installer adds its learner; its --initial-cluster lists members %d\n", n, snap[n])
+       };
+       atomic {
+         initial_cluster_complete = (snap[n] == MEMBER_SET);
+         assert(initial_cluster_complete);
+         up[n] = 1; published[n] = 1; data[n] = D_CUR;
+         printf("@ node %d's etcd starts as a learner\n", n)
+       };
+       atomic { reported[n] = 1; printf("@ node %d reports its member started\n", n) };
+       atomic { PROMOTABLE(n) -> PROMOTE(n); complete(n) }
+  fi
+}
+#endif
+
 /* ------------------------------------------------------------------ the controllers' join API */
 
 proctype JoinApi(byte n) {
@@ -526,9 +581,22 @@ end:
 #else
 #define ADMITTABLE(i)   (tk[i] == T_QUEUED && isBoot[i] != bootstrapped)
 #endif
+#ifdef GATE
+/* The gate model has no faults: it is about which admissions may overlap. */
+#define ENDABLE(i)      (false)
+#define CRASHABLE(i)    (false)
+#else
 #define ENDABLE(i)      (tk[i] == T_ADMITTED)
 /* One crash request at a time: several pending at once reach no state that crashing in turn does not. */
 #define CRASHABLE(i)    (true)
+#endif
+/* The start rule (gate mode): nobody is admitted while an admitted node's member has not started. */
+#if defined(GATE) && !defined(MUTANT_ADMIT_BEFORE_START)
+#define UNREPORTED(i)   (tk[i] == T_ADMITTED && !reported[i])
+#define START_RULE      (!ANY(UNREPORTED))
+#else
+#define START_RULE      true
+#endif
 #define UNSEEN_END(i)   (req[i] == R_VERIFIED && !reqTok[i] && !jSeen[i])
 #define FORGET_TICKET(i) tk[i] = T_NONE; isBoot[i] = 0; END_TOKENS(i)
 
@@ -538,18 +606,22 @@ end:
   do
   /* The broker admits a queued ticket of the admittable role into a free slot (any order: FIFO is one of them). */
   :: atomic {
-       !paused && HAS_SLOT && ANY(ADMITTABLE) ->
+       !paused && HAS_SLOT && START_RULE && ANY(ADMITTABLE) ->
        PICK_IF(x, ADMITTABLE);
        printf("@ broker admits node %d\n", x);
        tk[x] = T_ADMITTED;
        admissions_bounded = INFLIGHT <= maxInFlight;
        assert(admissions_bounded);
+#ifdef WITNESS_GATE_OVERLAP
+       no_overlapping_admission = (INFLIGHT <= 1);
+       assert(no_overlapping_admission);
+#endif
        x = 0
      }
   /* A lease expires or an admin revokes the admission: either way it ends and its slot frees. */
   :: atomic { ANY(ENDABLE) && FAULT_OK -> FAULT_TAKE; PICK_IF(x, ENDABLE); endAdmission(x); x = 0 }
   /* A node dies at its next step. */
-  :: atomic { !ANY(CRASH_PENDING) && FAULT_OK -> FAULT_TAKE; PICK_IF(x, CRASHABLE); crashReq[x] = 1; x = 0 }
+  :: atomic { !ANY(CRASH_PENDING) && ANY(CRASHABLE) && FAULT_OK -> FAULT_TAKE; PICK_IF(x, CRASHABLE); crashReq[x] = 1; x = 0 }
   /* The join API's copy of the revocation list catches up with the broker. */
   :: atomic {
        ANY(UNSEEN_END) -> PICK_IF(x, UNSEEN_END); jSeen[x] = 1;
@@ -592,7 +664,11 @@ init {
   byte i;
   atomic {
     do
+#ifdef GATE
+    :: i < N -> run GateAgent(i); i++
+#else
     :: i < N -> run Agent(i); run JoinApi(i); i++
+#endif
     :: else -> break
     od;
     i = 0;

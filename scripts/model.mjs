@@ -48,7 +48,13 @@ const CHECKS = [
   // exists, and does; with it, one cluster.
   { name: "rollback: broker state restored from a backup, without the agent's check", mode: COUNTEREXAMPLE, defines: ["ROLLBACK", "FAULTS=3"], expect: "one_cluster" },
   { name: "rollback: broker state restored from a backup, the agent asks the controllers it knows first, up to 4 faults", mode: SAFETY_BUDGETED, defines: ["ROLLBACK", "NODE_CHECK", "FAULTS=4"], expect: null },
+  // Gate mode (installers that add their own member, as kubeadm does) under the start rule: every
+  // --initial-cluster an installer writes is complete, and admissions still overlap.
+  { name: "gate: start rule, maxInFlight 2, etcd learner limit 2", mode: SAFETY, defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
+  { name: "gate: start rule, 4 nodes, maxInFlight 3, etcd learner limit 3", mode: SAFETY, defines: ["GATE", "N=4", "MAX_IN_FLIGHT=3", "MAX_LEARNERS=3"], expect: null },
+  { name: "witness: gate mode admits a node while another is not yet a voter (start rule, maxInFlight 2)", mode: COUNTEREXAMPLE, defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "WITNESS_GATE_OVERLAP"], expect: "no_overlapping_admission" },
   // Mutants: each breaks one rule of the protocol, and spin must catch it.
+  { name: "mutant: gate mode admits the next installer before the previous member started (kubeadm#2005)", mode: COUNTEREXAMPLE, defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "MUTANT_ADMIT_BEFORE_START"], expect: "initial_cluster_complete" },
   { name: "mutant: bootstrap handed to another node when its lease expires", mode: COUNTEREXAMPLE, defines: ["MUTANT_BOOTSTRAP_ON_EXPIRY"], expect: "one_cluster" },
   { name: "mutant: joiners admitted before the cluster is bootstrapped", mode: COUNTEREXAMPLE, defines: ["MUTANT_JOIN_BEFORE_BOOTSTRAP"], expect: "one_cluster" },
   { name: "mutant: agent trusts its marker instead of the broker", mode: COUNTEREXAMPLE, defines: ["MUTANT_AGENT_TRUSTS_MARKER"], expect: "one_cluster" },

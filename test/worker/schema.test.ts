@@ -53,8 +53,7 @@ describe("schema migrations", () => {
 
       // Version 6: live tickets counted by the writes, counted once from the tickets already there.
       insertTicket("tkt_queued", 4, null);
-      migrate(state.storage, 7);
-      expect(SCHEMA_VERSION).toBe(6);
+      migrate(state.storage, 7, 6);
       const live = () => [counter("ticket.live.queued"), counter("ticket.live.admitted")];
       expect(live(), "existing tickets counted").toEqual([1, 1]);
       insertTicket("tkt_next", 5, null);
@@ -65,8 +64,13 @@ describe("schema migrations", () => {
       expect(live(), "state changes move the counts, other updates do not").toEqual([1, 1]);
       sql.exec(`DELETE FROM tickets WHERE id IN ('tkt_next', 'tkt_none')`);
       expect(live(), "a delete of a live ticket counts, of an ended one not").toEqual([0, 1]);
+
+      // Version 7: the start rule; tickets from before it were asked for without it.
       migrate(state.storage, 8);
-      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(6);
+      expect(SCHEMA_VERSION).toBe(7);
+      expect(sql.exec(`SELECT exclusive_until_started, member_started_at FROM tickets WHERE id = 'tkt_queued'`).one()).toEqual({ exclusive_until_started: 0, member_started_at: null });
+      migrate(state.storage, 9);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(7);
     });
   });
 });

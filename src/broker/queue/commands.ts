@@ -15,6 +15,7 @@
  * @module
  */
 import {
+  admissibleUnderStartRule,
   admittableRole,
   awaitsAdmin,
   decideTicketRequest,
@@ -22,6 +23,7 @@ import {
   leaseEnd,
   needsBootstrap,
   retentionCutoffs,
+  startRuleAdmits,
   transition,
   validatePolicy,
   type QueuePolicy,
@@ -31,7 +33,7 @@ import {
 } from "./policy.ts";
 import type { Principal } from "./credentials.ts";
 import { actionLevel, isLogged, type LogLevel } from "./event-log.ts";
-import { QueueStore, clusterFacts, clusterPolicy, type MemberRow, type TicketRow } from "./store.ts";
+import { QueueStore, clusterFacts, clusterPolicy, startFacts, type MemberRow, type TicketRow } from "./store.ts";
 import { fail, iso, type Failure } from "./views.ts";
 import { randomId } from "../tokens/secrets.ts";
 
@@ -216,7 +218,7 @@ export class QueueCommands {
 
   // ---------------------------------------------------------------- node-facing
 
-  requestTicket(now: number, enrollmentId: string, node: string, peerURL: string): TicketRequestResult {
+  requestTicket(now: number, enrollmentId: string, node: string, peerURL: string, exclusiveUntilStarted = false): TicketRequestResult {
     return this.run((): TicketRequestResult => {
       this.#settleLazily(now);
       if (!this.store.enrollmentValid(enrollmentId, now)) return fail(401, "unauthorized", "the enrollment token is revoked or expired");
@@ -236,6 +238,13 @@ export class QueueCommands {
       });
       switch (decision.kind) {
         case "existing": {
+          // A node asking for the start rule gets it on its live ticket too (only ever tightened).
+          if (exclusiveUntilStarted && live!.exclusive_until_started === 0) {
+            must(this.store.updateTicket(live!.id, live!.state, { exclusive_until_started: 1 }, live!.version), `ticket ${live!.id} start rule`);
+            this.record(now, `node:${node}`, "ticket.exclusive_until_started", live!.id, { node });
+            this.#effects.tickets.add(live!.id);
+            return ok({ kind: "ticket" as const, id: live!.id, created: false, row: null });
+          }
           if (live!.enrollment_token_id === enrollmentId) return ok({ kind: "ticket" as const, id: live!.id, created: false, row: live });
           // Its token was revoked or expired (#heldByAnother): the node takes its ticket back.
           must(this.store.setTicketEnrollment(live!.id, enrollmentId), `ticket ${live!.id} enrollment`);
@@ -266,16 +275,16 @@ export class QueueCommands {
           if (previous) {
             // The bootstrap ticket coming back to its node is not a new use of the enrollment token.
             // Its old admission stays ended: that token is refused on this ticket (410 superseded).
-            this.#move(previous, "revive", { enrollment_token_id: enrollmentId, ended_at: null, end_reason: null, jti: null, lease_expires_at: null });
+            this.#move(previous, "revive", { enrollment_token_id: enrollmentId, ended_at: null, end_reason: null, jti: null, lease_expires_at: null, member_started_at: null, exclusive_until_started: exclusiveUntilStarted ? 1 : 0 });
             this.record(now, `node:${node}`, "ticket.bootstrap_returned", previous.id, { node, previousState: previous.state });
             return ok({ kind: "ticket" as const, id: previous.id, created: true, row: null });
           }
           if (!this.store.enrollmentUseLeft(enrollmentId)) return fail(403, "enrollment_token_exhausted", "the enrollment token has reached its use limit");
           const role: Role = decision.kind === "new" ? decision.role : "bootstrap";
           const id = randomId("tkt_");
-          const row = this.store.insertTicket({ id, seq: this.store.nextSeq(), node, peer_url: peerURL, role, enrollment_token_id: enrollmentId, created_at: now });
+          const row = this.store.insertTicket({ id, seq: this.store.nextSeq(), node, peer_url: peerURL, role, enrollment_token_id: enrollmentId, created_at: now, exclusive_until_started: exclusiveUntilStarted ? 1 : 0 });
           if (role === "bootstrap") this.store.updateCluster({ bootstrap_node: node });
-          this.record(now, `node:${node}`, "ticket.created", id, { node, peerURL, role, enrollmentToken: enrollmentId });
+          this.record(now, `node:${node}`, "ticket.created", id, { node, peerURL, role, enrollmentToken: enrollmentId, ...(exclusiveUntilStarted ? { exclusiveUntilStarted } : {}) });
           this.#effects.tickets.add(id);
           return ok({ kind: "ticket" as const, id, created: true, row });
         }
@@ -315,6 +324,27 @@ export class QueueCommands {
       // A log line (debug), not an audit row: one row per heartbeat would be most of the history.
       this.#log(now, `node:${row.node}`, "lease.extended", row.id, { jti: row.jti, leaseExpiresAt: iso(lease) });
       return ok({ ...row, lease_expires_at: lease, version: row.version + 1 });
+    });
+  }
+
+  /**
+   * The node's etcd member started (it has a name in etcd's member list): under the start rule
+   * the next node may now be admitted beside it. Recorded once; a repeat is answered as it is.
+   */
+  memberStarted(now: number, principal: Principal, ticketId: string, memberID: string): Ok<TicketRow> | Failure {
+    return this.run((): Ok<TicketRow> | Failure => {
+      this.#settleLazily(now);
+      const access = this.access(now, principal, ticketId, ["admission"]);
+      if (!access.ok) return access;
+      const row = access.value;
+      if (row.member_started_at !== null) {
+        if (row.member_id !== memberID) return fail(409, "member_id_conflict", `ticket ${row.id} reported member ${row.member_id} started`);
+        return ok(row);
+      }
+      must(this.store.updateTicket(row.id, "admitted", { member_started_at: now, member_id: memberID }, row.version), `ticket ${row.id} member started`);
+      this.#effects.tickets.add(row.id);
+      this.record(now, `node:${row.node}`, "ticket.member_started", row.id, { node: row.node, memberID, jti: row.jti });
+      return ok(this.store.ticket(row.id)!);
     });
   }
 
@@ -364,7 +394,8 @@ export class QueueCommands {
   planAdmissions(): { tickets: TicketRow[] } | null {
     const open = this.#openSlots();
     if (!open) return null;
-    const tickets = this.store.queuedOfRole(open.role, open.slots);
+    const queued = this.store.queuedOfRole(open.role, open.slots);
+    const tickets = queued.slice(0, admissibleUnderStartRule(this.store.admittedTickets().map(startFacts), queued.map(startFacts)));
     return tickets.length ? { tickets } : null;
   }
 
@@ -399,6 +430,7 @@ export class QueueCommands {
         const c = this.store.cluster()!;
         const facts = clusterFacts(c);
         if (admittableRole(facts) !== t.role || freeSlots(this.store.liveCount("admitted"), clusterPolicy(c), facts) === 0) break;
+        if (!startRuleAdmits(this.store.admittedTickets().map(startFacts), startFacts(t))) break;
         const lease = leaseEnd(now, clusterPolicy(c), claims.exp);
         if (!this.store.updateTicket(t.id, "queued", { state: "admitted", admitted_at: now, lease_expires_at: lease, jti: claims.jti }, t.version)) continue;
         this.store.insertAdmission({ jti: claims.jti, ticket_id: t.id, node: t.node, kid, token, issued_at: claims.iat, expires_at: claims.exp });

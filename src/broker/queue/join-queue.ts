@@ -188,7 +188,7 @@ export class JoinQueue extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- node-facing
 
-  async requestTicket(input: { cluster: string; bearer: string; node: string; peerURL: string }): Promise<Outcome<TicketView>> {
+  async requestTicket(input: { cluster: string; bearer: string; node: string; peerURL: string; exclusiveUntilStarted?: boolean }): Promise<Outcome<TicketView>> {
     // Which clusters exist is public (their JWKS): say plainly that the name is wrong, not the token.
     if (!this.#store.cluster()) return fail(404, "unknown_cluster", `there is no cluster ${input.cluster} on this broker: check the cluster name the node was given (an enrollment token belongs to the one cluster it was created for)`);
     const principal = await this.#credentials.authenticate(input.bearer, this.clock.now());
@@ -196,7 +196,7 @@ export class JoinQueue extends DurableObject<Env> {
     if (principal.value.kind !== "enrollment") return fail(403, "wrong_token_kind", "tickets are requested with an enrollment token, not an admission token");
     const outside = scopeProblem(principal.value.scope, input.node, input.peerURL);
     if (outside) return fail(403, "outside_token_scope", outside);
-    const result = this.#commands.requestTicket(this.clock.now(), principal.value.id, input.node, input.peerURL);
+    const result = this.#commands.requestTicket(this.clock.now(), principal.value.id, input.node, input.peerURL, input.exclusiveUntilStarted ?? false);
     if (!result.ok) return result;
     if (result.value.kind === "adopted_member") return { ok: true, status: 200, value: this.#joinedWithoutTicket(this.#store.cluster()!, result.value.member) };
     const { id, created } = result.value;
@@ -230,6 +230,15 @@ export class JoinQueue extends DurableObject<Env> {
     const principal = await this.#authenticate(input.bearer);
     if (!principal.ok) return principal;
     const result = this.#commands.heartbeat(this.clock.now(), principal.value, input.ticket);
+    await this.#afterCommand();
+    if (!result.ok) return result;
+    return this.#viewOutcome(result.value, 200);
+  }
+
+  async memberStarted(input: { bearer: string; ticket: string; memberID: string }): Promise<Outcome<TicketView>> {
+    const principal = await this.#authenticate(input.bearer);
+    if (!principal.ok) return principal;
+    const result = this.#commands.memberStarted(this.clock.now(), principal.value, input.ticket, input.memberID);
     await this.#afterCommand();
     if (!result.ok) return result;
     return this.#viewOutcome(result.value, 200);

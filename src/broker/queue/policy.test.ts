@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_POLICY,
+  admissibleUnderStartRule,
   admittableRole,
   freeSlots,
   decideTicketRequest,
@@ -195,5 +196,36 @@ describe("queue policy properties", () => {
     expect(ask(facts({ bootstrapped: true }), "n1"), "once bootstrapped, a restore changes nothing").toBe("new");
     expect(admittableRole(facts({ adopted: true }))).toBe("join");
     expect(ask(facts({ restored: false }), "n1")).toBe("new");
+  });
+
+  it("start rule: an unstarted member of an installer that adds its own is never beside another unstarted one, and a queue whose admitted members all started moves", () => {
+    type T = { exclusiveUntilStarted: boolean; started: boolean };
+    const step = fc.oneof(fc.record({ kind: fc.constant("start" as const), i: fc.nat() }), fc.record({ kind: fc.constant("finish" as const), i: fc.nat() }));
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), fc.array(step, { maxLength: 40 }), fc.integer({ min: 1, max: 4 }), (kinds, steps, slots) => {
+        const queued = kinds.map((exclusiveUntilStarted) => ({ exclusiveUntilStarted }));
+        const admitted: T[] = [];
+        const admit = () => {
+          const n = Math.min(slots - admitted.length, admissibleUnderStartRule(admitted, queued.slice(0, Math.max(0, slots - admitted.length))));
+          for (const t of queued.splice(0, n)) admitted.push({ ...t, started: false });
+        };
+        const check = () => {
+          const unstarted = admitted.filter((t) => !t.started);
+          if (unstarted.some((t) => t.exclusiveUntilStarted)) expect(unstarted).toHaveLength(1);
+          // Progress: with a free slot, every admitted member started and someone queued, someone goes.
+          if (queued.length > 0 && admitted.length < slots && unstarted.length === 0) expect.unreachable("a queue that could move did not");
+        };
+        admit();
+        check();
+        for (const s of steps) {
+          if (admitted.length === 0) break;
+          const t = admitted[s.i % admitted.length];
+          if (s.kind === "start") t.started = true;
+          else admitted.splice(admitted.indexOf(t), 1);
+          admit();
+          check();
+        }
+      }),
+    );
   });
 });

@@ -98,6 +98,38 @@ export function freeSlots(inFlight: number, policy: QueuePolicy, c: ClusterFacts
   return Math.max(0, policy.maxInFlight - inFlight);
 }
 
+/** What the start rule needs to know about an admitted ticket, or about the next one in line. */
+export interface StartFacts {
+  /** Its installer adds its own member and writes `--initial-cluster` from etcd's member list (gate mode). */
+  exclusiveUntilStarted: boolean;
+  /** Its node reported its etcd member started (it has a name in the member list). */
+  started: boolean;
+}
+
+/**
+ * Whether `next` may be admitted beside the tickets `admitted` now (slots aside). An installer
+ * that adds its own member writes every member it lists into `--initial-cluster`; a member added
+ * after that and before its etcd started makes the first one's etcd refuse to start ("member
+ * count is unequal", kubeadm#2005). So while an exclusive ticket's member has not started
+ * nobody joins beside it, and an exclusive ticket waits until every admitted member started.
+ */
+export function startRuleAdmits(admitted: readonly StartFacts[], next: Pick<StartFacts, "exclusiveUntilStarted">): boolean {
+  if (admitted.some((t) => t.exclusiveUntilStarted && !t.started)) return false;
+  return !next.exclusiveUntilStarted || admitted.every((t) => t.started);
+}
+
+/** How many of `queued` (in line order) may be admitted now, one after another, under the start rule. */
+export function admissibleUnderStartRule(admitted: readonly StartFacts[], queued: readonly Pick<StartFacts, "exclusiveUntilStarted">[]): number {
+  const now = [...admitted];
+  let n = 0;
+  for (const next of queued) {
+    if (!startRuleAdmits(now, next)) break;
+    now.push({ exclusiveUntilStarted: next.exclusiveUntilStarted, started: false });
+    n++;
+  }
+  return n;
+}
+
 /** A lease ends `leaseSeconds` from now, and never after its admission token expires. */
 export function leaseEnd(nowMs: number, policy: QueuePolicy, tokenExpSeconds: number): number {
   return Math.min(nowMs + policy.leaseSeconds * 1000, tokenExpSeconds * 1000);

@@ -194,6 +194,18 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       END;
     `,
   },
+  {
+    id: 7,
+    name: "admissions exclusive until the member started",
+    // exclusive_until_started: the node's installer adds its own member and writes its
+    // --initial-cluster from etcd's member list (gate mode), so no other node is admitted beside
+    // it until its member has started, nor beside another's unstarted member.
+    // member_started_at: when the node reported its etcd member started (it has a name).
+    sql: `
+      ALTER TABLE tickets ADD COLUMN exclusive_until_started INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tickets ADD COLUMN member_started_at INTEGER;
+    `,
+  },
 ];
 
 /** Whether this object has a schema at all: objects that only ever answered reads have none. */

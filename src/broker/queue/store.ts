@@ -11,7 +11,7 @@
  * drops these (`forgetCached`) and they are read again.
  * @module
  */
-import type { ClusterFacts, QueuePolicy, Role, TicketState } from "./policy.ts";
+import type { ClusterFacts, QueuePolicy, Role, StartFacts, TicketState } from "./policy.ts";
 
 export interface ClusterRow {
   name: string;
@@ -50,6 +50,10 @@ export interface TicketRow {
   ended_at: number | null;
   end_reason: string | null;
   member_id: string | null;
+  /** 1: nobody is admitted beside this ticket until its member started, nor it beside an unstarted one (gate mode). */
+  exclusive_until_started: number;
+  /** When the node reported its etcd member started, while admitted. */
+  member_started_at: number | null;
 }
 
 export type AdmissionStatus = "active" | "completed" | "expired" | "abandoned" | "revoked";
@@ -221,12 +225,17 @@ export class QueueStore {
   }
 
   /** A new queued ticket; returns the row as stored (the columns not given take their defaults). */
-  insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at">): TicketRow {
+  insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at" | "exclusive_until_started">): TicketRow {
     this.run(
-      `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)`,
-      t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at,
+      `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at, exclusive_until_started) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
+      t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at, t.exclusive_until_started,
     );
-    return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null };
+    return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null, member_started_at: null };
+  }
+
+  /** The admitted tickets (at most maxInFlight), through the index on state. */
+  admittedTickets(): TicketRow[] {
+    return this.all<TicketRow>(`SELECT * FROM tickets WHERE state = 'admitted' ORDER BY seq`);
   }
 
   /**
@@ -486,6 +495,10 @@ export class QueueStore {
 
 export function clusterFacts(c: ClusterRow): ClusterFacts {
   return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1, restored: c.restored_at !== null };
+}
+
+export function startFacts(t: TicketRow): StartFacts {
+  return { exclusiveUntilStarted: t.exclusive_until_started === 1, started: t.member_started_at !== null };
 }
 
 export function clusterPolicy(c: ClusterRow): QueuePolicy {

@@ -44,6 +44,8 @@ export function ticketView(
     if (extras.maxInFlight !== undefined) view.maxInFlight = extras.maxInFlight;
   }
   if (t.member_id) view.memberID = t.member_id;
+  if (t.exclusive_until_started === 1) view.exclusiveUntilStarted = true;
+  if (t.state === "admitted" && t.member_started_at !== null) view.memberStartedAt = iso(t.member_started_at);
   if (t.end_reason) view.reason = t.end_reason;
   return view;
 }
@@ -59,6 +61,8 @@ export function adminTicketView(cluster: string, t: TicketRow): AdminTicket {
     endedAt: iso(t.ended_at),
     reason: t.end_reason ?? undefined,
     memberID: t.member_id ?? undefined,
+    exclusiveUntilStarted: t.exclusive_until_started === 1 ? true : undefined,
+    memberStartedAt: iso(t.member_started_at),
   };
 }
 

@@ -9,7 +9,7 @@ import type { Outcome } from "../queue/views.ts";
 import { authFailure, authLimit, bearerToken, newApp, queue, respondAuthenticated, type AppEnv } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
-import { ClusterParams, CompleteRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
+import { ClusterParams, CompleteRequest, StartedRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
 
 const problems = {
   400: problemDoc("Invalid input"),
@@ -58,9 +58,9 @@ tickets
     }),
     async (c) => {
       const { cluster } = c.req.valid("param");
-      const { node, peerURL } = c.req.valid("json");
+      const { node, peerURL, exclusiveUntilStarted } = c.req.valid("json");
       return withBearer(c, "an enrollment token is required (Authorization: Bearer …)", (token) =>
-        queue(c, cluster).requestTicket({ cluster, bearer: token, node, peerURL: canonicalPeerUrl(peerURL) }),
+        queue(c, cluster).requestTicket({ cluster, bearer: token, node, peerURL: canonicalPeerUrl(peerURL), exclusiveUntilStarted: exclusiveUntilStarted ?? false }),
       );
     },
   )
@@ -99,6 +99,24 @@ tickets
     async (c) => {
       const { cluster, ticket } = c.req.valid("param");
       return withBearer(c, "the ticket's admission token is required", (token) => queue(c, cluster).heartbeat({ bearer: token, ticket }));
+    },
+  )
+  .openapi(
+    ticketRoute({
+      method: "post",
+      path: "/v1/clusters/{cluster}/tickets/{ticket}/started",
+      summary: "Report the node's etcd member started (it has a name in etcd's member list); under the start rule the next node may then be admitted",
+      request: { params: TicketParams, body: { required: true, ...json(StartedRequest) } },
+      responses: {
+        200: { description: "The admitted ticket, with memberStartedAt", ...json(TicketView) },
+        409: problemDoc("not_admitted or member_id_conflict"),
+        410: problemDoc("admission_inactive"),
+      },
+    }),
+    async (c) => {
+      const { cluster, ticket } = c.req.valid("param");
+      const { memberID } = c.req.valid("json");
+      return withBearer(c, "the ticket's admission token is required", (token) => queue(c, cluster).memberStarted({ bearer: token, ticket, memberID }));
     },
   )
   .openapi(

@@ -58,7 +58,8 @@ export class BrokerSteps {
 
   async requestTicket(signal: AbortSignal): Promise<TicketView> {
     const { node, peerURL } = this.#o;
-    const res = await this.retry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal), signal);
+    // Gate mode: the installer adds its own member, so the broker admits nobody beside it until it started.
+    const res = await this.retry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal, { exclusiveUntilStarted: !!this.#o.exec }), signal);
     if (res.body && res.status >= 200 && res.status < 300) {
       const view = res.body;
       this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
@@ -117,6 +118,21 @@ export class BrokerSteps {
       this.#r.failure("broker", `waiting in the queue: ${describeAnswer(res)}`);
       return { wait: res.retryAfter };
     });
+  }
+
+  /**
+   * Tells the broker this node's etcd member started, once: true when the broker took note. One
+   * request, not retried here: the caller asks again on its next poll, and until then the next
+   * node only waits longer.
+   */
+  async reportStarted(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<boolean> {
+    const res = await this.#broker.memberStarted(view.ticket, admission, memberID, signal);
+    if (res.status === 200) {
+      this.#r.event("member-started", `told the broker that member ${memberIdHex(memberID)} started: the next node may be admitted`, { memberID });
+      return true;
+    }
+    this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} started: ${describeAnswer(res)}`);
+    return false;
   }
 
   async complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {

@@ -81,6 +81,8 @@ export class Gate {
   #seen = "";
   /** The role the broker gave this node's current ticket. */
   #role: string | null = null;
+  /** This node's member once etcd lists it started (it has a name), during the current admission. */
+  #started: string | null = null;
   /** The etcd cluster ID of the first member list that showed other members than this node (decimal). */
   #cluster: string | null = null;
 
@@ -126,8 +128,10 @@ export class Gate {
    * The admitted step: runs COMMAND (unless etcd already lists this node as a started voter) and
    * resolves once etcd does. COMMAND keeps running after that if it does not exit by itself.
    */
-  async admitted(view: TicketView, admission: string, signal: AbortSignal): Promise<Voter> {
+  async admitted(view: TicketView, admission: string, signal: AbortSignal, reportStarted: (memberID: string) => Promise<boolean> = async () => true): Promise<Voter> {
     this.#role = view.role;
+    this.#started = null;
+    let reported = false;
     try {
       const already = await this.findVoter();
       if (already) {
@@ -140,6 +144,8 @@ export class Gate {
       for (;;) {
         const voter = await this.findVoter();
         if (voter) return voter;
+        // The member has a name now: the broker may admit the next node beside this one.
+        if (this.#started && !reported) reported = await reportStarted(this.#started);
         const exit = command.exit;
         if (exit && (exit.code !== 0 || exit.signal)) {
           throw new CommandFailed(`${this.#label} ${describeExit(exit)} before this node was a voter`);
@@ -234,6 +240,7 @@ export class Gate {
       if (!own.isLearner && own.started) this.#r.event("promoted", `a voter: member ${memberIdHex(own.id)}`, fields);
     }
     this.#seen = seen;
+    if (own?.started) this.#started = own.id;
     const clusterID = list.value.header.clusterId;
     const others = list.value.members.filter((m) => m !== own);
     if (others.length > 0) this.#cluster ??= clusterID;

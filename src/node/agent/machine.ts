@@ -179,7 +179,7 @@ class Agent {
       if (view.role === "bootstrap" && !this.#gate) await bootstrapCertificates(this.#o, this.#r);
       if (view.role === "bootstrap") await this.#checkNoClusterYet(signal);
       if (this.#gate) {
-        const voter = await this.#gate.admitted(view, admission, signal);
+        const voter = await this.#gate.admitted(view, admission, signal, (memberID) => this.#brokerSteps.reportStarted(view, admission, memberID, signal));
         await this.#brokerSteps.complete(view, admission, voter.memberID, signal);
         return this.#writeMarkerIds(view, voter.memberID, voter.clusterID);
       }

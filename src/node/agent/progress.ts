@@ -23,6 +23,7 @@ export type Step =
   | "exec"
   | "exec-exit"
   | "etcd-ready"
+  | "member-started"
   | "etcd-exit"
   | "promote"
   | "promoted"

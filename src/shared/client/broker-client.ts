@@ -14,6 +14,7 @@ import {
   BootstrapRequest,
   ClusterName,
   CompleteRequest,
+  StartedRequest,
   EnrollmentTokenId,
   EnrollmentTokenRequest,
   IntrospectRequest,
@@ -249,8 +250,8 @@ export class ClusterClient extends ClusterScope {
   }
 
   /** Asks for (or finds again) the node's ticket; the client must carry an enrollment token. */
-  requestTicket(node: string, peerURL: string): Promise<Reply<TicketView>> {
-    return this.request("POST", "/tickets", { body: check(TicketRequest, { node, peerURL }, "ticket request") });
+  requestTicket(node: string, peerURL: string, options: { exclusiveUntilStarted?: boolean } = {}): Promise<Reply<TicketView>> {
+    return this.request("POST", "/tickets", { body: check(TicketRequest, { node, peerURL, ...options }, "ticket request") });
   }
 
   /** Reads a ticket; with `wait` the broker holds the request until the view changes (long poll). */
@@ -261,6 +262,12 @@ export class ClusterClient extends ClusterScope {
 
   heartbeat(ticket: string): Promise<Reply<TicketView>> {
     return this.request("POST", `/tickets/${segment(check(TicketId, ticket, "ticket"))}/heartbeat`);
+  }
+
+  /** Reports the node's etcd member started: under the start rule the next node may be admitted. */
+  memberStarted(ticket: string, memberID: string): Promise<Reply<TicketView>> {
+    const body = check(StartedRequest, { memberID }, "started");
+    return this.request("POST", `/tickets/${segment(check(TicketId, ticket, "ticket"))}/started`, { body });
   }
 
   complete(ticket: string, memberID: string): Promise<Reply<TicketView>> {

@@ -27,8 +27,9 @@ export class NodeSession {
   }
 
   /** POST …/tickets: idempotent per (cluster, node); 201 new and admitted, 202 queued, 200 existing. */
-  requestTicket(node: string, peerURL: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(this.#base, { method: "POST", bearer: this.enrollmentToken, body: { node, peerURL }, timeoutMs: this.timeoutMs, signal });
+  requestTicket(node: string, peerURL: string, signal?: AbortSignal, options: { exclusiveUntilStarted?: boolean } = {}): Promise<HttpResult<TicketView>> {
+    const body = { node, peerURL, ...(options.exclusiveUntilStarted ? { exclusiveUntilStarted: true } : {}) };
+    return requestJson<TicketView>(this.#base, { method: "POST", bearer: this.enrollmentToken, body, timeoutMs: this.timeoutMs, signal });
   }
 
   /**
@@ -49,6 +50,11 @@ export class NodeSession {
   /** POST …/heartbeat with the admission token: extends the lease. */
   heartbeat(ticket: string, admission: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
     return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, { method: "POST", bearer: admission, timeoutMs: this.timeoutMs, signal });
+  }
+
+  /** POST …/started {"memberID"}: the node's etcd member started (the start rule admits the next node). */
+  memberStarted(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal });
   }
 
   /** POST …/complete {"memberID"}: the node is a started, promoted voter. */

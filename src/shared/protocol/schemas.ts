@@ -24,8 +24,19 @@ export const MemberId = z.string().regex(/^[0-9A-Fa-f]{1,20}$/, "memberID must b
 export const ClusterParams = z.object({ cluster: ClusterName.openapi({ param: { name: "cluster", in: "path" } }) });
 export const TicketParams = ClusterParams.extend({ ticket: TicketId.openapi({ param: { name: "ticket", in: "path" } }) });
 
-export const TicketRequest = z.strictObject({ node: NodeName, peerURL: PeerUrl }).openapi("TicketRequest");
+export const TicketRequest = z
+  .strictObject({
+    node: NodeName,
+    peerURL: PeerUrl,
+    exclusiveUntilStarted: z.boolean().optional().openapi({
+      description:
+        "Addition: this node's installer adds its own etcd member and writes --initial-cluster from etcd's member list (gate mode). " +
+        "Nobody is admitted beside it until it reports its member started (POST …/started), and it is admitted only once every admitted member has started.",
+    }),
+  })
+  .openapi("TicketRequest");
 export const CompleteRequest = z.strictObject({ memberID: MemberId }).openapi("CompleteRequest");
+export const StartedRequest = z.strictObject({ memberID: MemberId }).openapi("StartedRequest");
 /**
  * A number in a query string: decimal digits only, as the contract writes them. No sign, exponent,
  * `0x`/`0o`/`0b` prefix, blanks, leading zeros or empty value, all of which `Number()` would accept.
@@ -60,6 +71,8 @@ export const TicketView = z
     admissionExpiresAt: z.string().optional(),
     maxInFlight: z.number().int().optional().openapi({ description: "Admitted only: the cluster's maxInFlight; start etcd ≥ 3.6 with --max-learners of at least this" }),
     memberID: z.string().optional(),
+    exclusiveUntilStarted: z.boolean().optional().openapi({ description: "Addition: the ticket is under the start rule (TicketRequest.exclusiveUntilStarted)" }),
+    memberStartedAt: z.string().optional().openapi({ description: "Addition: admitted only, when the node reported its etcd member started" }),
     reason: z.string().optional(),
     createdAt: z.string(),
   })

@@ -52,6 +52,10 @@ export interface TicketView extends TicketIdentity {
   /** Admitted only: the cluster's policy, so the agent starts etcd with as many learner slots (--max-learners). */
   maxInFlight?: number;
   memberID?: string;
+  /** The ticket is under the start rule (addition; gate mode asks for it). */
+  exclusiveUntilStarted?: boolean;
+  /** Admitted only: when the node reported its etcd member started (addition). */
+  memberStartedAt?: string;
   reason?: string;
   createdAt: string;
 }
@@ -66,6 +70,8 @@ export interface AdminTicket extends TicketIdentity {
   endedAt?: string;
   reason?: string;
   memberID?: string;
+  exclusiveUntilStarted?: boolean;
+  memberStartedAt?: string;
 }
 
 export interface EnrollmentToken {
