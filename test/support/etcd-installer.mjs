@@ -22,7 +22,7 @@
 //
 // Usage: node etcd-installer.mjs init|join --name N --data-dir D --peer-url P --client-url C
 //          --endpoints URL[,URL…] --etcd-bin PATH --etcdctl PATH [--token T] [--foreground]
-//          [--pki-dir DIR]
+//          [--pki-dir DIR] [--max-learners N]
 //          [--fail-once-after add|start --fail-once-file FILE [--fail-once-when FILE2]]
 // (with --fail-once-when it fails only once FILE2 exists, else 2 s after that point)
 import { execFile, execFileSync, spawn } from "node:child_process";
@@ -46,6 +46,7 @@ const { positionals, values: o } = parseArgs({
     "fail-once-after": { type: "string" },
     "fail-once-file": { type: "string" },
     "fail-once-when": { type: "string" },
+    "max-learners": { type: "string" },
   },
 });
 const mode = positionals[0];
@@ -202,6 +203,8 @@ function startEtcd(initialCluster, state) {
     `--initial-cluster=${initialCluster.join(",")}`,
     `--initial-cluster-state=${state}`,
     ...(state === "new" ? [`--initial-cluster-token=${o.token}`] : []),
+    // etcd 3.6+: more than one learner at a time (kubeadm: etcd.local.extraArgs).
+    ...(o["max-learners"] ? [`--max-learners=${o["max-learners"]}`] : []),
     "--heartbeat-interval=50",
     "--election-timeout=750",
     ...(pki

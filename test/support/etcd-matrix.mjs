@@ -5,7 +5,8 @@
 // installs it). Every version runs the version table's checks, the join API's tests against etcd,
 // the parallel join, the fault run and etcd on TLS with the join API signing; the other scenarios are spread so that each runs on two
 // versions, and the files that do not depend on etcd's version run on the primary one only.
-// Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7. The single
+// Pipelined admission (several learners at once) needs etcd 3.6+: it runs on 3.6 and 3.7; gate
+// mode's start rule (gate-start-rule.test.ts) on 3.6, with every file. The single
 // executable file's joins (single-executable.test.ts) run on the primary version only.
 // docs/etcd-versions.md explains the choice.
 import { ETCD_MINORS } from "../../scripts/etcd.mjs";

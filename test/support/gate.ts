@@ -27,6 +27,8 @@ export interface InstallerOptions {
   etcdBin?: string;
   /** When a join fails, remove this directory before exiting with its status (the kubeadm recipe's `kubeadm reset -f`, which removes `/etc/kubernetes/pki`). */
   resetRemoves?: string;
+  /** etcd 3.6+: `--max-learners` for the installer's etcd (as kubeadm's etcd.local.extraArgs would set it). */
+  maxLearners?: number;
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -63,6 +65,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     "--token", h.cluster,
     ...(h.etcdClientTls ? ["--pki-dir", await installerPkiDir(node)] : []),
     ...(options.foreground ? ["--foreground"] : []),
+    ...(options.maxLearners ? ["--max-learners", String(options.maxLearners)] : []),
     ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
     ...(options.failOnceWhen ? ["--fail-once-when", options.failOnceWhen] : []),
   ].map(quote);
