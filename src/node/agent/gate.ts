@@ -49,6 +49,8 @@ export interface Voter {
 const POLL_MS = 500;
 /** An installer that exited 0 gets this long for etcd to list its member as a started voter. */
 const EXITED_OK_GRACE_MS = 60_000;
+/** How often a start report the broker did not take is sent again. */
+const REPORT_RETRY_MS = 5_000;
 /** How long a signal's grace lasts before COMMAND's group gets SIGKILL. */
 const STOP_GRACE_MS = 30_000;
 /** Removal attempts when no admission is held (on start): the next node's turn is not this node's to hold. */
@@ -132,6 +134,7 @@ export class Gate {
     this.#role = view.role;
     this.#started = null;
     let reported = false;
+    let nextReport = 0;
     try {
       const already = await this.findVoter();
       if (already) {
@@ -145,7 +148,11 @@ export class Gate {
         const voter = await this.findVoter();
         if (voter) return voter;
         // The member has a name now: the broker may admit the next node beside this one.
-        if (this.#started && !reported) reported = await reportStarted(this.#started);
+        // A refused report is asked again, but not at every poll.
+        if (this.#started && !reported && Date.now() >= nextReport) {
+          reported = await reportStarted(this.#started);
+          nextReport = Date.now() + REPORT_RETRY_MS;
+        }
         const exit = command.exit;
         if (exit && (exit.code !== 0 || exit.signal)) {
           throw new CommandFailed(`${this.#label} ${describeExit(exit)} before this node was a voter`);
