@@ -327,6 +327,10 @@ func leaseRemaining(expiresAt *string, date string) *time.Duration {
 	answered, err := http.ParseTime(date)
 	if err != nil {
 		answered = time.Now()
+	} else {
+		// The Date header counts whole seconds: the broker's clock may be up to 999 ms past it,
+		// so count from the latest it can be and never promise more lease than is left.
+		answered = answered.Add(time.Second - time.Millisecond)
 	}
 	left := end.Sub(answered)
 	return &left

@@ -129,8 +129,10 @@ export class ClusterTrust {
       const claims = (body.claims ?? {}) as JWTPayload;
       const leaseEnd = typeof body.leaseExpiresAt === "string" ? Date.parse(body.leaseExpiresAt) : NaN;
       if (Number.isNaN(leaseEnd)) return { active: true, claims };
+      // The Date header counts whole seconds: the broker's clock may be up to 999 ms past it, so
+      // count from the latest it can be and never promise more lease than is left.
       const answered = Date.parse(res.headers.get("date") ?? "");
-      return { active: true, claims, leaseRemainingMs: leaseEnd - (Number.isNaN(answered) ? Date.now() : answered) };
+      return { active: true, claims, leaseRemainingMs: leaseEnd - (Number.isNaN(answered) ? Date.now() : answered + DATE_HEADER_RESOLUTION_MS - 1) };
     }
     return { active: false, reason: typeof body.reason === "string" ? body.reason : "unknown" };
   }
@@ -179,6 +181,9 @@ function describe(e: unknown): string {
   }
   return String(e);
 }
+
+/** An HTTP Date header names whole seconds. */
+const DATE_HEADER_RESOLUTION_MS = 1000;
 
 const shared = new Map<string, ClusterTrust>();
 
