@@ -1,6 +1,6 @@
 /**
- * (8) kubeadm through the gate: the unmodified kubeadm on five lab hosts (1 + 4, test/lab/), three
- * arms per round, each on a fresh lab, one after another (A, B, C), timed from the first command
+ * (8) kubeadm through the gate: the unmodified kubeadm on five lab hosts (1 + 4, test/lab/), four
+ * arms per round, each on a fresh lab, one after another (A, B, C, D), timed from the first command
  * to five started etcd voters with every kubeadm (and agent) exited 0:
  *
  * - **serial**: `kubeadm init` on host 0, then `kubeadm join --control-plane` on hosts 1–4 one
@@ -10,6 +10,12 @@
  * - **start-rule**: the same with maxInFlight 4 and etcd's `--max-learners 4` (init.yaml's
  *   `etcd.local.extraArgs`): the broker admits the next node once every admitted node's member
  *   started, so joins overlap while every `--initial-cluster` names every member.
+ * - **prepared** (D): the start rule too, with the joins' phases before etcd (`kubeadm join phase
+ *   control-plane-prepare all`: discovery, the certificates' download, certificates, kubeconfigs,
+ *   manifests) run outside the gate, on the four joiners at once from the start; each joiner's
+ *   agent starts once its prepare is done and runs the rest (`check-etcd`, `etcd-join`) inside.
+ *   The roles are fixed: host 0's agent, started first, is the only one asking before the cluster
+ *   exists (a prepare waits for it), so it bootstraps.
  *
  * Set-up (the lab, the broker, the cluster's CA) is outside the clock, as is tearing down. A round
  * whose checks fail (five started voters in every member's view, one cluster ID, no learner left,
@@ -18,22 +24,25 @@
  * Kubernetes builds (never built from here).
  * @module
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parse, stringify } from "yaml";
 import { BrokeredKubeLab, NODES, recipeKubeLab, startedVoters, type KubeLab, type MemberList } from "../test/lab/kubeadm-lab.ts";
 import { kubeBinaries, runKubeadm, type KubeBinaries, type KubeadmRun } from "../test/lab/kubeadm.ts";
 import { labUnavailable } from "../test/lab/lab.ts";
 import { kubePin } from "../scripts/kube.mjs";
 import { scratchDir } from "./support/paths.ts";
-import { log, median, round } from "./support/stats.ts";
+import { log, median, round, sleep } from "./support/stats.ts";
 
-export const KUBEADM_ARMS = ["serial", "serialized", "start-rule"] as const;
+export const KUBEADM_ARMS = ["serial", "serialized", "start-rule", "prepared"] as const;
 export type KubeadmArm = (typeof KUBEADM_ARMS)[number];
 
 export interface KubeadmGateSettings {
   rounds: number;
   /** The start-rule arm's maxInFlight, and its etcd's --max-learners. */
   maxInFlight: number;
+  /** The arms to run, in this order each round (default all). */
+  arms?: KubeadmArm[];
 }
 
 /** One process's run: a `kubeadm` (serial) or an agent with its recipe (gated), in s from the arm's start. */
@@ -46,6 +55,8 @@ export interface KubeadmNodeRun {
   memberStartedS?: number;
   /** kubeadm exited. */
   kubeadmExitS: number;
+  /** prepared arm: `kubeadm join phase control-plane-prepare all` (started at 0) exited. */
+  prepareExitS?: number;
   /** The agent exited (gated). */
   agentExitS?: number;
   /** Its etcd's start to serving clients (its log): a joiner sent a snapshot serves only after etcd's request timeout. */
@@ -80,6 +91,8 @@ export interface KubeadmGateResult {
     /** start-rule / serial and serialized / serial, of the medians. */
     startRuleRatio: number | null;
     serializedRatio: number | null;
+    /** prepared / serial. */
+    preparedRatio?: number | null;
     failedRounds: number;
   };
 }
@@ -203,20 +216,75 @@ async function gatedArm(arm: "serialized" | "start-rule", bins: KubeBinaries, ro
     const t0 = performance.now();
     const wall0 = Date.now();
     for (const n of NODES) b.startAgent(n);
-    const exits = await Promise.race([
-      Promise.all(NODES.map((n) => b.h.current(n)!.exited)),
-      new Promise<null>((r) => setTimeout(() => r(null), RUN_BUDGET_MS).unref()),
-    ]);
-    const exitedAt = performance.now();
-    const nodes = NODES.map((n) => nodeRun(b, n, wall0));
-    if (!exits) return failed(arm, round, maxInFlight, nodes, `not every agent exited within ${RUN_BUDGET_MS / 1000} s\n${b.h.describeAgents()}`);
-    const bad = NODES.filter((_, i) => exits[i]!.code !== 0);
-    if (bad.length) return failed(arm, round, maxInFlight, nodes, `agents exited otherwise than 0: ${bad.map((n) => `${n} ${exits[NODES.indexOf(n)]!.code ?? exits[NODES.indexOf(n)]!.signal}`).join(", ")}\n${b.h.describeAgents()}`);
-    const end = await endState(b.k, NODES.map((n) => b.kubeadmOutput(n)), nodes);
-    // Recipes started while another node's still ran (from its `exec` to its `exec-exit`).
-    const overlappingStarts = nodes.filter((x) => nodes.some((y) => y !== x && y.startS < x.startS && y.kubeadmExitS > x.startS)).length;
-    const result = { arm, round, maxInFlight, nodes, overlappingStarts, checks: end.checks };
-    return end.failure ? { ...result, ok: false, failure: end.failure } : { ...result, ok: true, seconds: sinceS(t0, Math.max(exitedAt, end.at)) };
+    return await gatedOutcome(b, arm, round, maxInFlight, t0, wall0, (n) => b.kubeadmOutput(n));
+  } finally {
+    open.delete(b);
+    await b.close();
+  }
+}
+
+/** Waits for every agent of a gated arm to exit, then for the end state; `output(node)` is all kubeadm printed there. */
+async function gatedOutcome(b: BrokeredKubeLab, arm: KubeadmArm, round: number, maxInFlight: number, t0: number, wall0: number, output: (node: string) => string): Promise<KubeadmArmRun> {
+  const deadline = Date.now() + RUN_BUDGET_MS;
+  while (!NODES.every((n) => b.h.current(n)?.exit) && Date.now() < deadline) await sleep(100);
+  const exits = NODES.every((n) => b.h.current(n)?.exit) ? NODES.map((n) => b.h.current(n)!.exit!) : null;
+  const exitedAt = performance.now();
+  const nodes = NODES.map((n) => nodeRun(b, n, wall0));
+  if (!exits) return failed(arm, round, maxInFlight, nodes, `not every agent exited within ${RUN_BUDGET_MS / 1000} s\n${b.h.describeAgents()}`);
+  const bad = NODES.filter((_, i) => exits[i]!.code !== 0);
+  if (bad.length) return failed(arm, round, maxInFlight, nodes, `agents exited otherwise than 0: ${bad.map((n) => `${n} ${exits[NODES.indexOf(n)]!.code ?? exits[NODES.indexOf(n)]!.signal}`).join(", ")}\n${b.h.describeAgents()}`);
+  const end = await endState(b.k, NODES.map(output), nodes);
+  // Recipes started while another node's still ran (from its `exec` to its `exec-exit`).
+  const overlappingStarts = nodes.filter((x) => nodes.some((y) => y !== x && y.startS < x.startS && y.kubeadmExitS > x.startS)).length;
+  const result = { arm, round, maxInFlight, nodes, overlappingStarts, checks: end.checks };
+  return end.failure ? { ...result, ok: false, failure: end.failure } : { ...result, ok: true, seconds: sinceS(t0, Math.max(exitedAt, end.at)) };
+}
+
+/** The prepared arm's joiners: the recipe's join with the phases before etcd left out (done before the gate). */
+const PREPARED_RECIPE = [
+  'if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then',
+  "  kubeadm init --config /etc/kubeadm/init.yaml --upload-certs -v=5",
+  "else",
+  "  kubeadm join --config /etc/kubeadm/join-prepared.yaml -v=5 || { s=$?; kubeadm reset -f; exit $s; }",
+  "fi",
+].join("\n");
+
+/** D: the phases before etcd outside the gate, in parallel; the rest through it, under the start rule. */
+async function preparedArm(bins: KubeBinaries, round: number, out: string, maxInFlight: number): Promise<KubeadmArmRun> {
+  const b = await BrokeredKubeLab.create(`prepared-r${round}`, bins, {
+    policy: { maxInFlight },
+    cluster: { etcdExtraArgs: { "max-learners": String(maxInFlight) } },
+    outDir: join(out, `prepared-r${round}`),
+  });
+  open.add(b);
+  const [first, ...joiners] = NODES as [string, ...string[]];
+  for (const n of joiners) {
+    const dir = b.lab.host(n).mounts.get("/etc/kubeadm")!;
+    const config = parse(readFileSync(join(dir, "join.yaml"), "utf8")) as { skipPhases: string[] };
+    config.skipPhases = [...config.skipPhases, "control-plane-prepare"];
+    writeFileSync(join(dir, "join-prepared.yaml"), stringify(config));
+  }
+  try {
+    const t0 = performance.now();
+    const wall0 = Date.now();
+    b.startAgent(first);
+    const prepareExit = new Map<string, number>();
+    const prepareOutput = new Map<string, string>();
+    const prepares = await Promise.all(
+      joiners.map(async (n) => {
+        const run = await runKubeadm(b.lab, n, bins.kubeadm, ["join", "phase", "control-plane-prepare", "all", "--config", "/etc/kubeadm/join.yaml", "-v=5"], { timeoutMs: RUN_BUDGET_MS });
+        prepareExit.set(n, sinceS(t0, performance.now()));
+        prepareOutput.set(n, run.output);
+        b.k.keep(`kubeadm-prepare-${n}`, run);
+        if (run.code === 0) b.startAgent(n, PREPARED_RECIPE);
+        return run.code === 0 ? null : `${n}: kubeadm join phase control-plane-prepare exited ${run.code}`;
+      }),
+    );
+    const withPrepare = (x: KubeadmNodeRun) => (prepareExit.has(x.node) ? { ...x, prepareExitS: prepareExit.get(x.node)! } : x);
+    const prepareFailed = prepares.filter(Boolean);
+    if (prepareFailed.length) return failed("prepared", round, maxInFlight, NODES.map((n) => withPrepare(nodeRun(b, n, wall0))), prepareFailed.join("; "));
+    const outcome = await gatedOutcome(b, "prepared", round, maxInFlight, t0, wall0, (n) => `${prepareOutput.get(n) ?? ""}${b.kubeadmOutput(n)}`);
+    return { ...outcome, nodes: outcome.nodes.map(withPrepare) };
   } finally {
     open.delete(b);
     await b.close();
@@ -225,7 +293,8 @@ async function gatedArm(arm: "serialized" | "start-rule", bins: KubeBinaries, ro
 
 /** A gated node's run from its agent's progress events, in s from the arm's start. */
 function nodeRun(b: BrokeredKubeLab, node: string, wall0: number): KubeadmNodeRun {
-  const run = b.h.current(node)!;
+  const run = b.h.current(node);
+  if (!run) return { node, role: "?", statusTimeouts: 0, startS: NaN, kubeadmExitS: NaN };
   const at = (step: string) => {
     const e = run.events.find((x) => x.step === step);
     return e ? round((Date.parse(e.time) - wall0) / 1000, 2) : undefined;
@@ -244,9 +313,10 @@ export async function kubeadmGate(settings: KubeadmGateSettings): Promise<Kubead
   const out = join(scratchDir(), "kubeadm");
   const runs: KubeadmArmRun[] = [];
   for (let r = 0; r < settings.rounds; r++) {
-    for (const arm of KUBEADM_ARMS) {
+    for (const arm of settings.arms ?? KUBEADM_ARMS) {
       log(`kubeadm: round ${r + 1}/${settings.rounds}, ${arm}…`);
-      const run = arm === "serial" ? await serialArm(bins, r, out) : await gatedArm(arm, bins, r, out, arm === "serialized" ? 1 : settings.maxInFlight);
+      const run =
+        arm === "serial" ? await serialArm(bins, r, out) : arm === "prepared" ? await preparedArm(bins, r, out, settings.maxInFlight) : await gatedArm(arm, bins, r, out, arm === "serialized" ? 1 : settings.maxInFlight);
       runs.push(run);
       log(run.ok ? `kubeadm: ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.kubeadmExitS}`).join(", ")})` : `kubeadm: ${arm} FAILED: ${run.failure}`);
     }
@@ -264,6 +334,6 @@ export async function kubeadmGate(settings: KubeadmGateSettings): Promise<Kubead
     rounds: settings.rounds,
     maxInFlight: settings.maxInFlight,
     runs,
-    summary: { medians, startRuleRatio: ratio(medians["start-rule"], medians.serial), serializedRatio: ratio(medians.serialized, medians.serial), failedRounds: runs.filter((x) => !x.ok).length },
+    summary: { medians, startRuleRatio: ratio(medians["start-rule"], medians.serial), serializedRatio: ratio(medians.serialized, medians.serial), preparedRatio: ratio(medians.prepared, medians.serial), failedRounds: runs.filter((x) => !x.ok).length },
   };
 }

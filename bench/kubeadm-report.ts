@@ -19,8 +19,9 @@ const LABEL: Record<KubeadmArm, string> = {
   serial: "A. serial script",
   serialized: "B. gate, maxInFlight 1",
   "start-rule": "C. gate, start rule, maxInFlight",
+  prepared: "D. phases before etcd outside the gate, start rule, maxInFlight",
 };
-const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
+const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
 
 export function kubeadmSummaryRows(r: Results): string[][] {
   const k = r.kubeadm;
@@ -31,6 +32,9 @@ export function kubeadmSummaryRows(r: Results): string[][] {
   return [
     ["8", `kubeadm ${k.kubernetes} through the gate, 1 + 4, start rule (maxInFlight ${k.maxInFlight})`, s(m["start-rule"]), `serial script ${s(m.serial)}`, n(k.summary.startRuleRatio, 2), `≤ ${KUBEADM_TARGETS.startRuleRatio}×`, met(k.summary.startRuleRatio, KUBEADM_TARGETS.startRuleRatio)],
     ["8", `kubeadm ${k.kubernetes} through the gate, 1 + 4, maxInFlight 1`, s(m.serialized), `serial script ${s(m.serial)}`, n(k.summary.serializedRatio, 2), `≤ ${KUBEADM_TARGETS.serializedRatio}×`, met(k.summary.serializedRatio, KUBEADM_TARGETS.serializedRatio)],
+    ...(m.prepared !== undefined && k.summary.preparedRatio !== undefined
+      ? [["8", `kubeadm ${k.kubernetes}, 1 + 4, the phases before etcd outside the gate, start rule (maxInFlight ${k.maxInFlight})`, s(m.prepared), `serial script ${s(m.serial)}`, n(k.summary.preparedRatio, 2), "–", "–"]]
+      : []),
   ];
 }
 
@@ -67,7 +71,7 @@ export function kubeadmSection(r: Results): string {
     ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only kubeadm --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
     : "";
   const m = k.summary.medians;
-  const arms: KubeadmArm[] = ["serial", "serialized", "start-rule"];
+  const arms = (["serial", "serialized", "start-rule", "prepared"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
   const parts = arms.map((a) => ({ arm: a, b: breakdown(k.runs.filter((x) => x.arm === a)) }));
   const s2 = (v: number) => n(v, 1);
   return `${title}
@@ -76,8 +80,8 @@ ${by}The unmodified kubeadm ${k.kubernetes} and kube-apiserver with etcd ${k.etc
 [lab](docs/lab.md) (network and mount namespaces on this machine; a kubelet stand-in runs the static
 pods; the phases that need a real kubelet are skipped, [docs/kubeadm.md](docs/kubeadm.md)), with
 the recipe of [docs/installers.md](docs/installers.md): its \`/etc/kubeadm\` files, a load balancer
-as \`controlPlaneEndpoint\`, the cluster's CA made beforehand. Per round, three arms one after the
-other, each on a fresh lab (bench/kubeadm-gate.ts):
+as \`controlPlaneEndpoint\`, the cluster's CA made beforehand. Per round, the arms one after the
+other in this order, each on a fresh lab (bench/kubeadm-gate.ts):
 
 - **A. serial script**: \`kubeadm init\` on host 0, then \`kubeadm join --control-plane\` on hosts
   1–4 one after another, no broker.
@@ -86,6 +90,11 @@ other, each on a fresh lab (bench/kubeadm-gate.ts):
 - **C. gate with the start rule**: the same with maxInFlight ${k.maxInFlight} and etcd's
   \`--max-learners ${k.maxInFlight}\` (init.yaml's \`etcd.local.extraArgs\`): the broker admits the next node
   once every admitted node's member started, so the joins overlap.
+- **D. the phases before etcd outside the gate**: as C, but each joiner first runs \`kubeadm join
+  phase control-plane-prepare all\` (discovery, the certificates' download, certificates,
+  kubeconfigs, manifests) outside the gate, all four at once from the start (waiting for the
+  cluster to exist); its agent starts when that is done and runs the rest of the join
+  (\`check-etcd\`, \`etcd-join\`) through the gate. Host 0's agent starts first and bootstraps.
 
 Timed from the first command (kubeadm init; the agents' spawn) until five started voters, with every
 kubeadm and agent exited 0; the lab, the broker and the CA are set up before the clock starts. Each
@@ -114,8 +123,8 @@ Medians over the passed rounds (${k.rounds} round(s), ${k.summary.failedRounds} 
 ${table(
   ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "kubeadm's etcd status timeouts s"],
   parts.map(({ arm, b }) => {
-    const ratio = arm === "serial" ? 1 : arm === "serialized" ? k.summary.serializedRatio : k.summary.startRuleRatio;
-    const target = arm === "serial" ? null : arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : KUBEADM_TARGETS.startRuleRatio;
+    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null }[arm];
+    const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null;
     return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), s2(b.statusWait)];
   }),
 )}

@@ -6,7 +6,7 @@
  * `--etcd 3.6,3.7` limits the join to those etcd versions; `--plain-http` runs the join's etcd
  * without TLS (the default is TLS with client certificates); `--render` only rewrites BENCHMARKS.md
  * from bench/results.json. `--only kubeadm` runs the real kubeadm through the gate (root and the
- * Kubernetes builds; not in the default set: it takes about four minutes a round).
+ * Kubernetes builds; not in the default set: about three minutes a round of four arms).
  * Benchmarks assert nothing about time: the exit code is 0 unless a benchmark could not run or
  * a correctness check inside one (FIFO, exactly once, one cluster) failed.
  * @module
@@ -22,7 +22,7 @@ import { clusterJoin, joinChecksPassed, killJoinProcesses, type JoinSettings } f
 import { executableStartup } from "./executable.ts";
 import { footprint } from "./footprint.ts";
 import { handoff } from "./handoff.ts";
-import { destroyKubeadmLabs, kubeadmGate } from "./kubeadm-gate.ts";
+import { destroyKubeadmLabs, KUBEADM_ARMS, kubeadmGate, type KubeadmArm, type KubeadmGateSettings } from "./kubeadm-gate.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
 import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
@@ -48,7 +48,7 @@ export const SETTINGS = {
     executable: { runs: 3 },
     footprint: { runs: 1, clusters: 20 },
     join: { versions: ["3.6"], sizes: [2], runs: 1, pipelined: { versions: ["3.6"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
-    kubeadm: { rounds: 1, maxInFlight: 4 },
+    kubeadm: { rounds: 1, maxInFlight: 4 } as KubeadmGateSettings,
   },
   full: {
     broker: { runs: 5, requests: 1_500, concurrency: 32 },
@@ -58,7 +58,7 @@ export const SETTINGS = {
     executable: { runs: 7 },
     footprint: { runs: 3, clusters: 100 },
     join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
-    kubeadm: { rounds: 3, maxInFlight: 4 },
+    kubeadm: { rounds: 3, maxInFlight: 4 } as KubeadmGateSettings,
   },
 };
 
@@ -103,6 +103,7 @@ export async function main(argv: string[]): Promise<number> {
         "  --plain-http  the whole-cluster join on plain-http etcd (default: TLS and client certificates on every etcd port)\n" +
         "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
         "  BENCH_KEEP=1          keeps each brokered join's node directories (etcd logs and flags) in bench/out\n" +
+        `  BENCH_KUBEADM_ARMS=a,b  only these arms of --only kubeadm (${KUBEADM_ARMS.join(", ")}); what each printed stays in bench/out/kubeadm\n` +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );
     return 0;
@@ -142,6 +143,15 @@ export async function main(argv: string[]): Promise<number> {
     settings.join.pipelined.sizes = settings.join.pipelined.sizes.filter((n) => sizes.includes(n));
   }
   if (values["plain-http"]) settings.join.tls = false;
+  if (process.env.BENCH_KUBEADM_ARMS) {
+    const arms = process.env.BENCH_KUBEADM_ARMS.split(",").map((x) => x.trim()) as KubeadmArm[];
+    const bad = arms.filter((a) => !KUBEADM_ARMS.includes(a));
+    if (bad.length) {
+      process.stderr.write(`unknown kubeadm arm(s): ${bad.join(", ")}; choose from ${KUBEADM_ARMS.join(", ")}\n`);
+      return 2;
+    }
+    settings.kubeadm.arms = arms;
+  }
   if (values.runs) {
     const runs = Number(values.runs);
     if (!Number.isInteger(runs) || runs < 1 || runs > 20) {

@@ -192,8 +192,8 @@ export class BrokeredKubeLab {
     }
   }
 
-  /** The agent's flags: the recipe as --exec, etcd's client certificate in the host's own /etc/kubernetes (docs/installers.md). */
-  agentArgs(node: string): string[] {
+  /** The agent's flags: the recipe (or `exec`) as --exec, etcd's client certificate in the host's own /etc/kubernetes (docs/installers.md). */
+  agentArgs(node: string, exec = KUBEADM_RECIPE): string[] {
     const { h, lab } = this;
     return [
       "join", "--broker", h.broker.url, "--cluster", h.cluster, "--token", h.token,
@@ -203,15 +203,15 @@ export class BrokeredKubeLab {
       "--etcd-cacert", "/etc/kubernetes/pki/etcd/ca.crt",
       "--etcd-cert", "/etc/kubernetes/pki/apiserver-etcd-client.crt",
       "--etcd-key", "/etc/kubernetes/pki/apiserver-etcd-client.key",
-      "--exec", KUBEADM_RECIPE,
+      "--exec", exec,
       "--log-format", "json",
       "--timeout", "600",
     ];
   }
 
   /** Starts (or restarts) the node's agent on its host (network and mount namespace), keeping all it prints. */
-  startAgent(node: string): AgentRun {
-    const run = this.h.startAgent(node, { args: this.agentArgs(node) });
+  startAgent(node: string, exec?: string): AgentRun {
+    const run = this.h.startAgent(node, { args: this.agentArgs(node, exec) });
     run.proc.stderr!.on("data", (chunk: string) => this.stderr.set(node, (this.stderr.get(node) ?? "") + chunk));
     return run;
   }
