@@ -56,6 +56,8 @@ function breakdown(runs: KubeadmArmRun[]) {
     overlapping: med((x) => x.overlappingStarts ?? NaN),
     /** A joiner's etcd from its start to serving clients, median over the joiners. */
     etcdServe: med((x) => median(joiners(x).map((y) => y.etcdServeS ?? NaN).filter((v) => !Number.isNaN(v)))),
+    /** Joiners whose etcd took over 5 s to serve clients (sent a snapshot), per round. */
+    stalled: med((x) => joiners(x).filter((y) => (y.etcdServeS ?? 0) > 5).length),
     /** Seconds kubeadm spent in etcd status calls that timed out, all nodes together. */
     statusWait: med((x) => 2 * x.nodes.reduce((a, y) => a + (y.statusTimeouts ?? 0), 0)),
   };
@@ -103,12 +105,13 @@ no etcd log with "member count is unequal", no kubeadm output with "too many lea
 failed round is not timed.
 
 ${table(
-  ["Round", "Arm", "Seconds", "Checks", "Bootstrap: start → kubeadm exit (s)", "Joiners: start → kubeadm exit (s)"],
+  ["Round", "Arm", "Seconds", "Checks", "Joiners serving after > 5 s", "Bootstrap: start → kubeadm exit (s)", "Joiners: start → kubeadm exit (s)"],
   k.runs.map((x) => [
     x.round + 1,
     label(k, x.arm),
     x.ok ? n(x.seconds, 2) : "failed",
     x.ok ? "passed" : `**failed**: ${(x.failure ?? "").split("\n")[0]}`,
+    x.nodes.filter((y) => y.role === "join" && (y.etcdServeS ?? 0) > 5).length,
     x.nodes.filter((y) => y.role === "bootstrap").map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.kubeadmExitS)}`).join(""),
     x.nodes
       .filter((y) => y.role !== "bootstrap")
@@ -121,11 +124,11 @@ ${table(
 Medians over the passed rounds (${k.rounds} round(s), ${k.summary.failedRounds} failed):
 
 ${table(
-  ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "kubeadm's etcd status timeouts s"],
+  ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "Joiners serving after > 5 s", "kubeadm's etcd status timeouts s"],
   parts.map(({ arm, b }) => {
     const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null }[arm];
     const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null;
-    return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), s2(b.statusWait)];
+    return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), n(b.stalled, 0), s2(b.statusWait)];
   }),
 )}
 
@@ -137,7 +140,9 @@ their node is a voter, reporting, exiting). "Overlapping starts": joins started 
 node's recipe still ran. "Joiner's etcd start → serving": from a joiner's etcd starting to its
 serving clients (its own log; etcd 3.6+ sends a member joining a cluster with more than 100 raft
 entries a snapshot, and such a member serves clients only after etcd's request timeout, about 7 s,
-[docs/etcd-versions.md](docs/etcd-versions.md)). "kubeadm's etcd status timeouts": the time all
+[docs/etcd-versions.md](docs/etcd-versions.md)); "Joiners serving after > 5 s" counts them (per
+round, median): how many of the four do varies from run to run, with how many entries the cluster
+had applied when each joined, and it moves a run's time by about 7 s each. "kubeadm's etcd status timeouts": the time all
 kubeadm runs of the round spent in etcd status calls that timed out (2 s each) — \`check-etcd\`
 and the wait after a promotion ask every member, and wait for one that does not serve yet.
 `;
