@@ -321,12 +321,6 @@ export async function kubeadmGate(settings: KubeadmGateSettings): Promise<Kubead
       log(run.ok ? `kubeadm: ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.kubeadmExitS}`).join(", ")})` : `kubeadm: ${arm} FAILED: ${run.failure}`);
     }
   }
-  const medianOf = (arm: KubeadmArm) => {
-    const xs = runs.filter((x) => x.arm === arm && x.ok).map((x) => x.seconds!);
-    return xs.length ? round(median(xs), 2) : null;
-  };
-  const medians = Object.fromEntries(KUBEADM_ARMS.map((a) => [a, medianOf(a)])) as Record<KubeadmArm, number | null>;
-  const ratio = (a: number | null, b: number | null) => (a !== null && b !== null ? round(a / b, 3) : null);
   const etcd = existsSync(bins.etcd) ? bins.etcd.split("/").at(-2) ?? kubePin().etcd : kubePin().etcd;
   return {
     kubernetes: kubePin().release,
@@ -334,6 +328,23 @@ export async function kubeadmGate(settings: KubeadmGateSettings): Promise<Kubead
     rounds: settings.rounds,
     maxInFlight: settings.maxInFlight,
     runs,
-    summary: { medians, startRuleRatio: ratio(medians["start-rule"], medians.serial), serializedRatio: ratio(medians.serialized, medians.serial), preparedRatio: ratio(medians.prepared, medians.serial), failedRounds: runs.filter((x) => !x.ok).length },
+    summary: summarizeKubeadm(runs),
+  };
+}
+
+/** Medians per arm over its passed rounds only (a failed round is not timed), and their ratios to the serial script's. */
+export function summarizeKubeadm(runs: readonly KubeadmArmRun[]): KubeadmGateResult["summary"] {
+  const medianOf = (arm: KubeadmArm) => {
+    const xs = runs.filter((x) => x.arm === arm && x.ok && x.seconds !== undefined).map((x) => x.seconds!);
+    return xs.length ? round(median(xs), 2) : null;
+  };
+  const medians = Object.fromEntries(KUBEADM_ARMS.map((a) => [a, medianOf(a)])) as Record<KubeadmArm, number | null>;
+  const ratio = (a: number | null, b: number | null) => (a !== null && b !== null ? round(a / b, 3) : null);
+  return {
+    medians,
+    startRuleRatio: ratio(medians["start-rule"], medians.serial),
+    serializedRatio: ratio(medians.serialized, medians.serial),
+    preparedRatio: ratio(medians.prepared, medians.serial),
+    failedRounds: runs.filter((x) => !x.ok).length,
   };
 }
