@@ -116,7 +116,7 @@ ${table(
     x.nodes
       .filter((y) => y.role !== "bootstrap")
       .sort((a, b) => a.startS - b.startS)
-      .map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.kubeadmExitS)}`)
+      .map((y) => `${y.node} ${y.prepareExitS !== undefined ? `(prepared by ${s2(y.prepareExitS)}) ` : ""}${s2(y.startS)} → ${s2(y.kubeadmExitS)}`)
       .join("; "),
   ]),
 )}
