@@ -141,8 +141,8 @@ node's recipe still ran. "Joiner's etcd start → serving": from a joiner's etcd
 serving clients (its own log; etcd 3.6+ sends a member joining a cluster with more than 100 raft
 entries a snapshot, and such a member serves clients only after etcd's request timeout, about 7 s,
 [docs/etcd-versions.md](docs/etcd-versions.md)); "Joiners serving after > 5 s" counts them (per
-round, median): how many of the four do varies from run to run, with how many entries the cluster
-had applied when each joined, and it moves a run's time by about 7 s each. "kubeadm's etcd status timeouts": the time all
+round, median): how many of the four do varies from run to run, and each moves a run's time by
+several seconds. "kubeadm's etcd status timeouts": the time all
 kubeadm runs of the round spent in etcd status calls that timed out (2 s each) — \`check-etcd\`
 and the wait after a promotion ask every member, and wait for one that does not serve yet.
 `;
