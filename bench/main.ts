@@ -5,7 +5,8 @@
  * bench/out/ instead, or with `--merge` into bench/results.json in place of those sections;
  * `--etcd 3.6,3.7` limits the join to those etcd versions; `--plain-http` runs the join's etcd
  * without TLS (the default is TLS with client certificates); `--render` only rewrites BENCHMARKS.md
- * from bench/results.json.
+ * from bench/results.json. `--only kubeadm` runs the real kubeadm through the gate (root and the
+ * Kubernetes builds; not in the default set: about three minutes a round of four arms).
  * Benchmarks assert nothing about time: the exit code is 0 unless a benchmark could not run or
  * a correctness check inside one (FIFO, exactly once, one cluster) failed.
  * @module
@@ -21,6 +22,7 @@ import { clusterJoin, joinChecksPassed, killJoinProcesses, type JoinSettings } f
 import { executableStartup } from "./executable.ts";
 import { footprint } from "./footprint.ts";
 import { handoff } from "./handoff.ts";
+import { destroyKubeadmLabs, KUBEADM_ARMS, kubeadmGate, type KubeadmArm, type KubeadmGateSettings } from "./kubeadm-gate.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
 import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
@@ -31,8 +33,11 @@ import { verifier } from "./verifier.ts";
 import { freshBuild } from "../bin/built-cli.mjs";
 import { buildCli } from "../scripts/build-cli.mjs";
 
-const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "executable", "footprint"] as const;
+const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "executable", "footprint", "kubeadm"] as const;
 type Section = (typeof SECTIONS)[number];
+/** Run only when asked for by name (`--only`): root, the Kubernetes builds, minutes a round. A run of the default set keeps their earlier figures. */
+const OPT_IN: readonly Section[] = ["kubeadm"];
+const DEFAULT_SECTIONS = SECTIONS.filter((s) => !OPT_IN.includes(s));
 
 export const SETTINGS = {
   quick: {
@@ -43,6 +48,7 @@ export const SETTINGS = {
     executable: { runs: 3 },
     footprint: { runs: 1, clusters: 20 },
     join: { versions: ["3.6"], sizes: [2], runs: 1, pipelined: { versions: ["3.6"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
+    kubeadm: { rounds: 1, maxInFlight: 4 } as KubeadmGateSettings,
   },
   full: {
     broker: { runs: 5, requests: 1_500, concurrency: 32 },
@@ -52,6 +58,7 @@ export const SETTINGS = {
     executable: { runs: 7 },
     footprint: { runs: 3, clusters: 100 },
     join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
+    kubeadm: { rounds: 3, maxInFlight: 4 } as KubeadmGateSettings,
   },
 };
 
@@ -89,12 +96,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(
       `Usage: npm run bench [-- --quick] [-- --only ${SECTIONS.join(",")} [--merge]] [-- --etcd 3.4,3.5,3.6,3.7] [-- --plain-http] [-- --render]\n` +
         "  --merge   with --only: write those sections into bench/results.json (and BENCHMARKS.md), keeping the others\n" +
+        `  --only kubeadm  the real kubeadm through the gate (as root, with the Kubernetes builds; not in the default set: ${DEFAULT_SECTIONS.join(",")})\n` +
         "  --etcd    the etcd versions the whole-cluster join runs on (default: all; --quick: 3.6)\n" +
         "  --sizes   the joining nodes of the whole-cluster join, e.g. 2,6 (default: 2,4,6; --quick: 2)\n" +
         "  --runs    runs per size of the whole-cluster join (default: 9 for 1 + 2, else 3; --quick: 1)\n" +
         "  --plain-http  the whole-cluster join on plain-http etcd (default: TLS and client certificates on every etcd port)\n" +
         "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
         "  BENCH_KEEP=1          keeps each brokered join's node directories (etcd logs and flags) in bench/out\n" +
+        `  BENCH_KUBEADM_ARMS=a,b  only these arms of --only kubeadm (${KUBEADM_ARMS.join(", ")}); what each printed stays in bench/out/kubeadm\n` +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );
     return 0;
@@ -106,7 +115,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const mode = values.quick ? "quick" : "full";
-  const only = values.only ? (values.only.split(",").map((s) => s.trim()) as Section[]) : [...SECTIONS];
+  const only = values.only ? (values.only.split(",").map((s) => s.trim()) as Section[]) : [...DEFAULT_SECTIONS];
   const unknown = only.filter((s) => !SECTIONS.includes(s));
   if (unknown.length) {
     process.stderr.write(`unknown benchmark(s): ${unknown.join(", ")}; choose from ${SECTIONS.join(", ")}\n`);
@@ -134,6 +143,15 @@ export async function main(argv: string[]): Promise<number> {
     settings.join.pipelined.sizes = settings.join.pipelined.sizes.filter((n) => sizes.includes(n));
   }
   if (values["plain-http"]) settings.join.tls = false;
+  if (process.env.BENCH_KUBEADM_ARMS) {
+    const arms = process.env.BENCH_KUBEADM_ARMS.split(",").map((x) => x.trim()) as KubeadmArm[];
+    const bad = arms.filter((a) => !KUBEADM_ARMS.includes(a));
+    if (bad.length) {
+      process.stderr.write(`unknown kubeadm arm(s): ${bad.join(", ")}; choose from ${KUBEADM_ARMS.join(", ")}\n`);
+      return 2;
+    }
+    settings.kubeadm.arms = arms;
+  }
   if (values.runs) {
     const runs = Number(values.runs);
     if (!Number.isInteger(runs) || runs < 1 || runs > 20) {
@@ -152,7 +170,7 @@ export async function main(argv: string[]): Promise<number> {
   const etcdReleases: string[] = [];
   if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
   // The agents and the join API run the package's command as installed: the built CLI, fresh.
-  if (only.includes("join") || only.includes("executable") || only.includes("footprint")) {
+  if (only.includes("join") || only.includes("executable") || only.includes("footprint") || only.includes("kubeadm")) {
     await buildCli();
     const built = freshBuild(ROOT);
     if (!built.entry) throw new Error(`the CLI build is not used: ${built.why}`);
@@ -174,7 +192,7 @@ export async function main(argv: string[]): Promise<number> {
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
     killJoinProcesses();
-    void Promise.all([...brokers].map((b) => b.stop())).finally(() => process.exit(130));
+    void Promise.all([...brokers].map((b) => b.stop()).concat(destroyKubeadmLabs())).finally(() => process.exit(130));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
@@ -189,6 +207,7 @@ export async function main(argv: string[]): Promise<number> {
     loadAverage: { start: loadavg().map((x) => Math.round(x * 100) / 100), end: [] },
     durationSeconds: 0,
     errors: {},
+    skipped: {},
   };
   const attempt = async (section: Section, fn: () => Promise<void>) => {
     if (!only.includes(section)) return;
@@ -203,7 +222,7 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
-    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "executable" && s !== "footprint");
+    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "executable" && s !== "footprint" && s !== "kubeadm");
     const shared = needsShared ? await start("shared") : null;
     await attempt("broker", async () => {
       results.broker = await brokerThroughput(shared!, settings.broker);
@@ -246,6 +265,14 @@ export async function main(argv: string[]): Promise<number> {
     await attempt("footprint", async () => {
       results.footprint = await footprint(settings.footprint);
     });
+    // The real kubeadm on lab hosts, with a broker of its own per gated arm (join-broker serve in the lab).
+    await attempt("kubeadm", async () => {
+      const got = await kubeadmGate(settings.kubeadm);
+      if ("skipped" in got) {
+        results.skipped!["kubeadm"] = got.skipped;
+        log(`kubeadm skipped: ${got.skipped}`);
+      } else results.kubeadm = got;
+    });
     if (shared) await stop(shared);
   } finally {
     await Promise.all([...brokers].map((b) => stop(b)));
@@ -253,16 +280,19 @@ export async function main(argv: string[]): Promise<number> {
 
   results.loadAverage.end = loadavg().map((x) => Math.round(x * 100) / 100);
   results.durationSeconds = Math.round((Date.now() - began) / 1000);
-  const partial = only.length < SECTIONS.length && !values.merge;
+  // A run of every default section is a full run (written over bench/results.json, keeping the opt-in sections' figures).
+  const fullRun = DEFAULT_SECTIONS.every((s) => only.includes(s));
+  const partial = !fullRun && !values.merge;
   const dir = partial ? scratchDir() : join(ROOT, "bench");
   const jsonPath = join(dir, partial ? "results-partial.json" : "results.json");
   const mdPath = partial ? join(dir, "BENCHMARKS-partial.md") : join(ROOT, "BENCHMARKS.md");
-  const written = values.merge && only.length < SECTIONS.length ? mergeInto(JSON.parse(readFileSync(jsonPath, "utf8")) as Results, results) : results;
+  const previous = () => JSON.parse(readFileSync(jsonPath, "utf8")) as Results;
+  const written = values.merge && !fullRun ? mergeInto(previous(), results) : fullRun ? keepOptIn(previous, results) : results;
   writeFileSync(jsonPath, `${JSON.stringify(written, null, 2)}\n`);
   writeFileSync(mdPath, renderReport(written));
   log(`wrote ${jsonPath} and ${mdPath} (${results.durationSeconds} s)`);
 
-  const broken = Object.keys(results.errors).length > 0 || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
+  const broken = Object.keys(results.errors).length > 0 || results.kubeadm?.runs.some((r) => !r.ok) || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
   return broken ? 1 : 0;
 }
 
@@ -273,7 +303,8 @@ export async function main(argv: string[]): Promise<number> {
  */
 function mergeInto(previous: Results, partial: Results): Results {
   const out: Results = { ...previous, errors: { ...previous.errors } };
-  for (const section of partial.sections as Section[]) {
+  // A section this run skipped (it cannot run here) keeps its earlier figures.
+  for (const section of (partial.sections as Section[]).filter((s) => !partial.skipped?.[s])) {
     delete out.errors[section];
     if (partial.errors[section]) out.errors[section] = partial.errors[section];
     (out as unknown as Record<string, unknown>)[section] = (partial as unknown as Record<string, unknown>)[section];
@@ -304,6 +335,36 @@ function mergeInto(previous: Results, partial: Results): Results {
     m.sections.every((s) => partial.sections.includes(s)) &&
     (!m.sections.includes("join") || ((m.settings as { join?: { versions?: string[] } }).join?.versions ?? []).every((v) => remeasuredVersions.has(v)));
   const runs = (previous.merged ?? []).filter((m) => !superseded(m));
-  out.merged = [...runs, { date: partial.date, mode: partial.mode, sections: partial.sections, settings: partial.settings, machine: partial.machine, loadAverage: partial.loadAverage, durationSeconds: partial.durationSeconds }];
+  out.merged = [...runs, { date: partial.date, mode: partial.mode, sections: partial.sections.filter((s) => !partial.skipped?.[s]), settings: partial.settings, machine: partial.machine, loadAverage: partial.loadAverage, durationSeconds: partial.durationSeconds }];
   return out;
+}
+
+/**
+ * A full run of the default sections keeps the opt-in sections' figures of bench/results.json
+ * (and the record of the runs that measured them) that it did not measure itself.
+ */
+function keepOptIn(previous: () => Results, fresh: Results): Results {
+  const kept = OPT_IN.filter((s) => !fresh.sections.includes(s) || fresh.skipped?.[s]);
+  let before: Results;
+  try {
+    before = previous();
+  } catch {
+    return fresh;
+  }
+  const out = { ...fresh } as unknown as Record<string, unknown>;
+  const carried = kept.filter((s) => (before as unknown as Record<string, unknown>)[s] !== undefined);
+  for (const s of carried) out[s] = (before as unknown as Record<string, unknown>)[s];
+  const record = (m: NonNullable<Results["merged"]>[number]) => ({
+    date: m.date,
+    mode: m.mode,
+    sections: m.sections.filter((s) => carried.includes(s as Section)),
+    settings: m.settings,
+    machine: m.machine,
+    loadAverage: m.loadAverage,
+    durationSeconds: m.durationSeconds,
+  });
+  // Measured by the earlier run itself, or by a partial run merged into it.
+  const runs = [before, ...(before.merged ?? [])].map(record).filter((m) => m.sections.length > 0);
+  if (runs.length) out.merged = [...(fresh.merged ?? []), ...runs];
+  return out as unknown as Results;
 }

@@ -8,8 +8,11 @@ import type { JoinResult, JoinRun, JoinSummary } from "./cluster-join.ts";
 import type { ExecutableResult } from "./executable.ts";
 import type { FootprintResult } from "./footprint.ts";
 import type { HandoffResult } from "./handoff.ts";
+import type { KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { ScaleResult } from "./queue-scale.ts";
 import type { VerifierResult } from "./verifier.ts";
+import { kubeadmSection, kubeadmSummaryRows } from "./kubeadm-report.ts";
+import { n, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export interface Results {
@@ -21,6 +24,8 @@ export interface Results {
   loadAverage: { start: number[]; end: number[] };
   durationSeconds: number;
   errors: Record<string, string>;
+  /** Sections that could not run on this machine (not root, the Kubernetes builds absent), and why. */
+  skipped?: Record<string, string>;
   broker?: ThroughputResult;
   handoff?: HandoffResult;
   /** Throughput and hand-off on join-broker serve's runtime. */
@@ -35,6 +40,7 @@ export interface Results {
   join?: JoinResult;
   executable?: ExecutableResult;
   footprint?: FootprintResult;
+  kubeadm?: KubeadmGateResult;
   /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
   merged?: { date: string; mode: "quick" | "full"; sections: string[]; settings: unknown; machine: Record<string, string | number>; loadAverage: { start: number[]; end: number[] }; durationSeconds: number }[];
 }
@@ -73,6 +79,7 @@ admission, one etcd cluster).
     npm run bench -- --only broker,handoff,scale,verifier,join,executable   # some of them, written to bench/out/
     npm run bench -- --only join --merge --etcd 3.6,3.7   # the join on some etcd versions, written into bench/results.json
     npm run bench -- --only join --plain-http   # the join on plain-http etcd (by default etcd runs TLS with client certificates)
+    npm run bench -- --only kubeadm --merge   # the real kubeadm through the gate (as root, with the Kubernetes builds), written into bench/results.json
     npm run bench -- --render  # rewrite this file from bench/results.json
 
 Everything runs on 127.0.0.1. The broker runs under \`wrangler dev\` (workerd) with the bench
@@ -81,16 +88,10 @@ bench-only calls (a no-op RPC to the cluster's Durable Object, its database size
 at run time). The load generator is one Node process with keep-alive connections and no socket limit.
 `;
 
-const n = (v: number | undefined, digits = 1) => (v === undefined || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 const int = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : Math.round(v).toLocaleString("en-US"));
 const gib = (bytes: number) => `${n(bytes / 1024 ** 3)} GiB`;
 const mb = (bytes: number | null | undefined) => (bytes === null || bytes === undefined ? "–" : `${n(bytes / (1024 * 1024))} MiB`);
-const yes = (ok: boolean) => (ok ? "yes" : "**no**");
 
-function table(head: string[], rows: (string | number)[][]): string {
-  const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
-  return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
-}
 
 function notMeasured(r: Results, section: string, what: string): string | null {
   if (r.errors[section]) return `${what}: **not measured** — the benchmark failed: \`${r.errors[section].split("\n")[0]}\``;
@@ -160,6 +161,7 @@ function summary(r: Results): string {
       ? ["7", `Memory (RSS): serve with ${f.clusters} clusters; a queued agent; the join API`, `${n(f.summary.serveLoadedMiB, 1)} MiB; ${n(f.summary.agentMiB, 1)} MiB; ${n(f.summary.joinApiMiB, 1)} MiB`, `serve with one cluster: ${n(f.summary.serveIdleMiB, 1)} MiB`, "–", "–", "–"]
       : ["7", "Memory (RSS)", "not measured", "", "", "–", ""],
   );
+  rows.push(...kubeadmSummaryRows(r));
   return table(["#", "Benchmark", "Figure", "Ceiling / baseline (same run)", "Ratio", "Target", "Met"], rows);
 }
 
@@ -573,6 +575,7 @@ machine is shared, which is why every figure stands beside its own ceiling.`;
     joinSection(r),
     executableSection(r),
     footprintSection(r),
+    kubeadmSection(r),
     "Raw figures of every run: [bench/results.json](bench/results.json).",
     "",
   ].join("\n");

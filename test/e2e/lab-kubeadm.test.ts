@@ -363,7 +363,7 @@ it.skipIf(skip)(
   "faults through the broker: a kubeadm join killed mid-way, an agent and its kubeadm killed and restarted after the lease: the same end state",
   async () => {
     const started = Date.now();
-    const b = await BrokeredKubeLab.create("brokered-faults", bins, { leaseSeconds: 20 });
+    const b = await BrokeredKubeLab.create("brokered-faults", bins, { policy: { leaseSeconds: 20 } });
     try {
       const { h, k } = b;
       const held = holdFirstJoiner(b);

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
 import { kubeRequest, type KubeCredentials } from "./kube-client.ts";
-import { clusterCa, KUBEADM_RECIPE, prepareKubeHost, prepareRecipeHost, type KubeadmHost, type KubeBinaries, type KubeadmRun } from "./kubeadm.ts";
+import { clusterCa, KUBEADM_RECIPE, prepareKubeHost, prepareRecipeHost, type ClusterOptions, type KubeadmHost, type KubeBinaries, type KubeadmRun } from "./kubeadm.ts";
 import { KubeletStandIn } from "./kubelet-standin.ts";
 import { Lab } from "./lab.ts";
 
@@ -30,11 +30,15 @@ export class KubeLab {
     readonly bins: KubeBinaries,
   ) {}
 
-  static async create(name: string, bins: KubeBinaries, over?: { lab: Lab; endpoint: string }): Promise<KubeLab> {
-    const out = join(OUT, name);
+  /**
+   * A new lab, or hosts in `over.lab` (destroyed by `close()` only with `owns`). What the run
+   * printed goes to `outDir`, by default `test-results/lab-kubeadm/<name>`.
+   */
+  static async create(name: string, bins: KubeBinaries, over?: { lab: Lab; endpoint: string; owns?: boolean }, outDir?: string): Promise<KubeLab> {
+    const out = outDir ?? join(OUT, name);
     rmSync(out, { recursive: true, force: true });
     mkdirSync(out, { recursive: true });
-    return over ? new KubeLab(over.lab, out, over.endpoint, false, bins) : new KubeLab(await Lab.create(), out, null, true, bins);
+    return over ? new KubeLab(over.lab, out, over.endpoint, over.owns === true, bins) : new KubeLab(await Lab.create(), out, null, true, bins);
   }
 
   /** A kubeadm host with a kubelet stand-in: the lab's host of that name, added when there is none. */
@@ -101,6 +105,52 @@ export const startedVoters = (list: MemberList) => list.members.filter((m) => m.
 const BALANCER = resolve(import.meta.dirname, "balancer.mjs");
 export const NODES = ["cp-1", "cp-2", "cp-3", "cp-4", "cp-5"];
 
+export interface RecipeLabOptions {
+  /** The cluster's policy on the broker (e.g. `{ maxInFlight: 4 }`). */
+  policy?: Record<string, number>;
+  /** What init.yaml adds (etcd's extra flags). */
+  cluster?: ClusterOptions;
+  /** Where what the run printed goes (default `test-results/lab-kubeadm/<name>`). */
+  outDir?: string;
+}
+
+/**
+ * The recipe's hosts in `lab` (NODES already added): a load balancer on host `lb` as every
+ * node's `controlPlaneEndpoint`, a kubelet stand-in per host, the cluster's CA made before any
+ * node (the broker, not the caller, picks the node that runs `kubeadm init`) and each host's
+ * `/etc/kubeadm` files.
+ */
+async function prepareRecipeLab(lab: Lab, name: string, bins: KubeBinaries, options: RecipeLabOptions, owns: boolean): Promise<KubeLab> {
+  const lb = lab.addHost("lb");
+  const balancer = lab.spawn("lb", process.execPath, [BALANCER, "6443", NODES.map((n) => `${lab.host(n).ip}:6443`).join(",")], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error("the balancer did not start within 30 s")), 30_000);
+    balancer.stdout!.once("data", () => (clearTimeout(timer), ok()));
+    balancer.once("exit", (code) => (clearTimeout(timer), fail(new Error(`the balancer exited with ${code}`))));
+  });
+  const k = await KubeLab.create(name, bins, { lab, endpoint: `${lb.ip}:6443`, owns }, options.outDir);
+  const hosts = NODES.map((n) => k.add(n));
+  const ca = await clusterCa(lab, bins, NODES[0]!);
+  for (const kh of hosts) prepareRecipeHost(lab, kh, ca, options.cluster);
+  return k;
+}
+
+/**
+ * The brokered scenario's hosts without the broker: five kubeadm hosts prepared for the recipe as
+ * `BrokeredKubeLab`'s are, for running the recipe's commands by hand (one after another, say).
+ * `close()` destroys the lab.
+ */
+export async function recipeKubeLab(name: string, bins: KubeBinaries, options: RecipeLabOptions = {}): Promise<KubeLab> {
+  const lab = await Lab.create();
+  try {
+    for (const n of NODES) lab.addHost(n);
+    return await prepareRecipeLab(lab, name, bins, options, true);
+  } catch (e) {
+    lab.destroy();
+    throw e;
+  }
+}
+
 /**
  * The brokered scenario's lab: `join-broker serve` on host `broker` (the harness's), five
  * kubeadm hosts each with a kubelet stand-in, the recipe's files and the cluster's CA (made
@@ -117,7 +167,7 @@ export class BrokeredKubeLab {
     readonly k: KubeLab,
   ) {}
 
-  static async create(name: string, bins: KubeBinaries, policy?: Record<string, number>): Promise<BrokeredKubeLab> {
+  static async create(name: string, bins: KubeBinaries, options: RecipeLabOptions = {}): Promise<BrokeredKubeLab> {
     const lab = await Lab.create();
     let h: ClusterHarness | null = null;
     try {
@@ -130,20 +180,10 @@ export class BrokeredKubeLab {
         lab,
         etcdTls: false,
         etcdBin: bins.etcd,
-        ...(policy ? { policy } : {}),
+        ...(options.policy ? { policy: options.policy } : {}),
         agentCommand: (args) => ({ command: "env", args: [path, process.execPath, join(ROOT, "bin/join-broker"), ...args], cwd: ROOT }),
       });
-      const lb = lab.addHost("lb");
-      const balancer = lab.spawn("lb", process.execPath, [BALANCER, "6443", NODES.map((n) => `${lab.host(n).ip}:6443`).join(",")], { stdio: ["ignore", "pipe", "inherit"] });
-      await new Promise<void>((ok, fail) => {
-        const timer = setTimeout(() => fail(new Error("the balancer did not start within 30 s")), 30_000);
-        balancer.stdout!.once("data", () => (clearTimeout(timer), ok()));
-        balancer.once("exit", (code) => (clearTimeout(timer), fail(new Error(`the balancer exited with ${code}`))));
-      });
-      const k = await KubeLab.create(name, bins, { lab, endpoint: `${lb.ip}:6443` });
-      const hosts = NODES.map((n) => k.add(n));
-      const ca = await clusterCa(lab, bins, NODES[0]!);
-      for (const kh of hosts) prepareRecipeHost(lab, kh, ca);
+      const k = await prepareRecipeLab(lab, name, bins, options, false);
       return new BrokeredKubeLab(lab, h, k);
     } catch (e) {
       await h?.cleanup();
@@ -152,8 +192,8 @@ export class BrokeredKubeLab {
     }
   }
 
-  /** The agent's flags: the recipe as --exec, etcd's client certificate in the host's own /etc/kubernetes (docs/installers.md). */
-  agentArgs(node: string): string[] {
+  /** The agent's flags: the recipe (or `exec`) as --exec, etcd's client certificate in the host's own /etc/kubernetes (docs/installers.md). */
+  agentArgs(node: string, exec = KUBEADM_RECIPE): string[] {
     const { h, lab } = this;
     return [
       "join", "--broker", h.broker.url, "--cluster", h.cluster, "--token", h.token,
@@ -163,15 +203,15 @@ export class BrokeredKubeLab {
       "--etcd-cacert", "/etc/kubernetes/pki/etcd/ca.crt",
       "--etcd-cert", "/etc/kubernetes/pki/apiserver-etcd-client.crt",
       "--etcd-key", "/etc/kubernetes/pki/apiserver-etcd-client.key",
-      "--exec", KUBEADM_RECIPE,
+      "--exec", exec,
       "--log-format", "json",
       "--timeout", "600",
     ];
   }
 
   /** Starts (or restarts) the node's agent on its host (network and mount namespace), keeping all it prints. */
-  startAgent(node: string): AgentRun {
-    const run = this.h.startAgent(node, { args: this.agentArgs(node) });
+  startAgent(node: string, exec?: string): AgentRun {
+    const run = this.h.startAgent(node, { args: this.agentArgs(node, exec) });
     run.proc.stderr!.on("data", (chunk: string) => this.stderr.set(node, (this.stderr.get(node) ?? "") + chunk));
     return run;
   }

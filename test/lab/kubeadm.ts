@@ -82,8 +82,17 @@ function kubeadmDir(lab: Lab, host: string): string {
 
 const nodeRegistration = (h: KubeadmHost) => ({ name: h.nodeName, criSocket: CRI_SOCKET, taints: [], ignorePreflightErrors: ["all"] });
 
+/** What a cluster's init.yaml may add to the recipe's. */
+export interface ClusterOptions {
+  /**
+   * `ClusterConfiguration.etcd.local.extraArgs`: flags for every node's etcd (a joiner's kubeadm
+   * reads the ClusterConfiguration init uploaded), e.g. `{ "max-learners": "4" }`.
+   */
+  etcdExtraArgs?: Record<string, string>;
+}
+
 /** init.yaml: InitConfiguration + ClusterConfiguration (v1beta4). */
-export function initConfig(h: KubeadmHost): string {
+export function initConfig(h: KubeadmHost, options: ClusterOptions = {}): string {
   const init = {
     apiVersion: "kubeadm.k8s.io/v1beta4",
     kind: "InitConfiguration",
@@ -100,6 +109,7 @@ export function initConfig(h: KubeadmHost): string {
     kubernetesVersion: `v${kubePin().release}`,
     clusterName: "lab",
     controlPlaneEndpoint: h.controlPlaneEndpoint,
+    ...(options.etcdExtraArgs ? { etcd: { local: { extraArgs: Object.entries(options.etcdExtraArgs).map(([name, value]) => ({ name, value })) } } } : {}),
   };
   return `${stringify(init)}---\n${stringify(cluster)}`;
 }
@@ -232,12 +242,12 @@ export async function clusterCa(lab: Lab, bins: KubeBinaries, host: string): Pro
  * CA pair in its `/etc/kubernetes/pki` (the bootstrap's `kubeadm init` uses it; a joiner's
  * download replaces it), and a private `/var/lib/kubelet` (which `kubeadm reset` empties).
  */
-export function prepareRecipeHost(lab: Lab, h: KubeadmHost, ca: { crt: Buffer; key: Buffer }): void {
+export function prepareRecipeHost(lab: Lab, h: KubeadmHost, ca: { crt: Buffer; key: Buffer }, options: ClusterOptions = {}): void {
   const etc = prepareKubeHost(lab, h.host);
   const mounts = lab.host(h.host).mounts;
   const conf = mounts.get("/etc/kubeadm") ?? lab.privatePath(h.host, "/etc/kubeadm");
   if (!mounts.has("/var/lib/kubelet")) lab.privatePath(h.host, "/var/lib/kubelet");
-  writeFileSync(join(conf, "init.yaml"), initConfig(h));
+  writeFileSync(join(conf, "init.yaml"), initConfig(h, options));
   writeFileSync(join(conf, "join.yaml"), joinConfig(h, "/etc/kubeadm/discovery.conf"));
   writeFileSync(join(conf, "discovery.conf"), discoveryFor(ca.crt, h.controlPlaneEndpoint));
   mkdirSync(join(etc, "pki"), { recursive: true });

@@ -1,0 +1,149 @@
+/**
+ * BENCHMARKS.md's section 8, kubeadm through the gate (bench/kubeadm-gate.ts), and its rows in
+ * the summary table.
+ * @module
+ */
+import type { KubeadmArm, KubeadmArmRun, KubeadmGateResult } from "./kubeadm-gate.ts";
+import type { Results } from "./report.ts";
+import { n, table, yes } from "./support/format.ts";
+import { median } from "./support/stats.ts";
+
+export const KUBEADM_TARGETS = {
+  /** Start rule (maxInFlight 4) over the serial script. */
+  startRuleRatio: 0.6,
+  /** The serialized gate (maxInFlight 1) over the serial script. */
+  serializedRatio: 1.1,
+};
+
+const LABEL: Record<KubeadmArm, string> = {
+  serial: "A. serial script",
+  serialized: "B. gate, maxInFlight 1",
+  "start-rule": "C. gate, start rule, maxInFlight",
+  prepared: "D. phases before etcd outside the gate, start rule, maxInFlight",
+};
+const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
+
+export function kubeadmSummaryRows(r: Results): string[][] {
+  const k = r.kubeadm;
+  if (!k) return [["8", "kubeadm through the gate", r.skipped?.kubeadm ? "skipped" : "not measured", "", "", `≤ ${KUBEADM_TARGETS.startRuleRatio}×; ≤ ${KUBEADM_TARGETS.serializedRatio}×`, ""]];
+  const m = k.summary.medians;
+  const s = (v: number | null) => (v === null ? "failed" : `${n(v, 1)} s`);
+  const met = (ratio: number | null, target: number) => (ratio === null ? "–" : yes(ratio <= target));
+  return [
+    ["8", `kubeadm ${k.kubernetes} through the gate, 1 + 4, start rule (maxInFlight ${k.maxInFlight})`, s(m["start-rule"]), `serial script ${s(m.serial)}`, n(k.summary.startRuleRatio, 2), `≤ ${KUBEADM_TARGETS.startRuleRatio}×`, met(k.summary.startRuleRatio, KUBEADM_TARGETS.startRuleRatio)],
+    ["8", `kubeadm ${k.kubernetes} through the gate, 1 + 4, maxInFlight 1`, s(m.serialized), `serial script ${s(m.serial)}`, n(k.summary.serializedRatio, 2), `≤ ${KUBEADM_TARGETS.serializedRatio}×`, met(k.summary.serializedRatio, KUBEADM_TARGETS.serializedRatio)],
+    ...(m.prepared !== undefined && k.summary.preparedRatio !== undefined
+      ? [["8", `kubeadm ${k.kubernetes}, 1 + 4, the phases before etcd outside the gate, start rule (maxInFlight ${k.maxInFlight})`, s(m.prepared), `serial script ${s(m.serial)}`, n(k.summary.preparedRatio, 2), "–", "–"]]
+      : []),
+  ];
+}
+
+/** Where an arm's time went, medians over its passed rounds. */
+function breakdown(runs: KubeadmArmRun[]) {
+  const ok = runs.filter((x) => x.ok);
+  const med = (f: (x: KubeadmArmRun) => number) => median(ok.map(f).filter((v) => !Number.isNaN(v)));
+  const boot = (x: KubeadmArmRun) => x.nodes.find((y) => y.role === "bootstrap");
+  const joiners = (x: KubeadmArmRun) => x.nodes.filter((y) => y.role === "join").sort((a, b) => a.startS - b.startS);
+  return {
+    /** First command to the bootstrap's `kubeadm init` starting (gated: agents' start-up and the ticket). */
+    firstStart: med((x) => boot(x)?.startS ?? NaN),
+    init: med((x) => (boot(x) ? boot(x)!.kubeadmExitS - boot(x)!.startS : NaN)),
+    join: med((x) => median(joiners(x).map((y) => y.kubeadmExitS - y.startS))),
+    /** Between one joiner's start and the next's. */
+    gap: med((x) => median(joiners(x).slice(1).map((y, i) => y.startS - joiners(x)[i]!.startS))),
+    /** The last kubeadm's exit to the end (the agents' voter check and exit; the end-state poll). */
+    tail: med((x) => x.seconds! - Math.max(...x.nodes.map((y) => y.kubeadmExitS))),
+    overlapping: med((x) => x.overlappingStarts ?? NaN),
+    /** A joiner's etcd from its start to serving clients, median over the joiners. */
+    etcdServe: med((x) => median(joiners(x).map((y) => y.etcdServeS ?? NaN).filter((v) => !Number.isNaN(v)))),
+    /** Joiners whose etcd took over 5 s to serve clients (sent a snapshot), per round. */
+    stalled: med((x) => joiners(x).filter((y) => (y.etcdServeS ?? 0) > 5).length),
+    /** Seconds kubeadm spent in etcd status calls that timed out, all nodes together. */
+    statusWait: med((x) => 2 * x.nodes.reduce((a, y) => a + (y.statusTimeouts ?? 0), 0)),
+  };
+}
+
+export function kubeadmSection(r: Results): string {
+  const title = "## 8. kubeadm through the gate";
+  const k = r.kubeadm;
+  if (r.errors.kubeadm) return `${title}\n\n**Not measured** — the benchmark failed: \`${r.errors.kubeadm.split("\n")[0]}\`\n`;
+  if (!k) return `${title}\n\n${r.skipped?.kubeadm ? `Skipped: ${r.skipped.kubeadm}.` : "Not measured yet: `npm run bench -- --only kubeadm --merge` (as root, with the Kubernetes builds)."}\n`;
+  const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("kubeadm"));
+  const by = run
+    ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only kubeadm --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
+    : "";
+  const m = k.summary.medians;
+  const arms = (["serial", "serialized", "start-rule", "prepared"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
+  const parts = arms.map((a) => ({ arm: a, b: breakdown(k.runs.filter((x) => x.arm === a)) }));
+  const s2 = (v: number) => n(v, 1);
+  return `${title}
+
+${by}The unmodified kubeadm ${k.kubernetes} and kube-apiserver with etcd ${k.etcd}, on five hosts of the
+[lab](docs/lab.md) (network and mount namespaces on this machine; a kubelet stand-in runs the static
+pods; the phases that need a real kubelet are skipped, [docs/kubeadm.md](docs/kubeadm.md)), with
+the recipe of [docs/installers.md](docs/installers.md): its \`/etc/kubeadm\` files, a load balancer
+as \`controlPlaneEndpoint\`, the cluster's CA made beforehand. Per round, the arms one after the
+other in this order, each on a fresh lab (bench/kubeadm-gate.ts):
+
+- **A. serial script**: \`kubeadm init\` on host 0, then \`kubeadm join --control-plane\` on hosts
+  1–4 one after another, no broker.
+- **B. gate, maxInFlight 1**: \`join-broker serve\` on a host of its own; the five agents
+  (\`join-broker join --exec\` with the recipe) started at once.
+- **C. gate with the start rule**: the same with maxInFlight ${k.maxInFlight} and etcd's
+  \`--max-learners ${k.maxInFlight}\` (init.yaml's \`etcd.local.extraArgs\`): the broker admits the next node
+  once every admitted node's member started, so the joins overlap.
+- **D. the phases before etcd outside the gate**: as C, but each joiner first runs \`kubeadm join
+  phase control-plane-prepare all\` (discovery, the certificates' download, certificates,
+  kubeconfigs, manifests) outside the gate, all four at once from the start (waiting for the
+  cluster to exist); its agent starts when that is done and runs the rest of the join
+  (\`check-etcd\`, \`etcd-join\`) through the gate. Host 0's agent starts first and bootstraps.
+
+Timed from the first command (kubeadm init; the agents' spawn) until five started voters, with every
+kubeadm and agent exited 0; the lab, the broker and the CA are set up before the clock starts. Each
+round is checked: five started voters in every member's own view, one cluster ID, no learner left,
+no etcd log with "member count is unequal", no kubeadm output with "too many learner members". A
+failed round is not timed.
+
+${table(
+  ["Round", "Arm", "Seconds", "Checks", "Joiners serving after > 5 s", "Bootstrap: start → kubeadm exit (s)", "Joiners: start → kubeadm exit (s)"],
+  k.runs.map((x) => [
+    x.round + 1,
+    label(k, x.arm),
+    x.ok ? n(x.seconds, 2) : "failed",
+    x.ok ? "passed" : `**failed**: ${(x.failure ?? "").split("\n")[0]}`,
+    x.nodes.filter((y) => y.role === "join" && (y.etcdServeS ?? 0) > 5).length,
+    x.nodes.filter((y) => y.role === "bootstrap").map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.kubeadmExitS)}`).join(""),
+    x.nodes
+      .filter((y) => y.role !== "bootstrap")
+      .sort((a, b) => a.startS - b.startS)
+      .map((y) => `${y.node} ${y.prepareExitS !== undefined ? `(prepared by ${s2(y.prepareExitS)}) ` : ""}${s2(y.startS)} → ${s2(y.kubeadmExitS)}`)
+      .join("; "),
+  ]),
+)}
+
+Medians over the passed rounds (${k.rounds} round(s), ${k.summary.failedRounds} failed):
+
+${table(
+  ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "Joiners serving after > 5 s", "kubeadm's etcd status timeouts s"],
+  parts.map(({ arm, b }) => {
+    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null }[arm];
+    const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null;
+    return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), n(b.stalled, 0), s2(b.statusWait)];
+  }),
+)}
+
+"First start": from the first command to \`kubeadm init\` starting (the gated arms: five agents
+starting on the same cores, the ticket, the admission). "kubeadm join": one join's own length,
+the median over the four. "Joiner to joiner": from one \`kubeadm join\` starting to the next one.
+"Last exit to end": from the last kubeadm exit until the end (the agents asking etcd whether
+their node is a voter, reporting, exiting). "Overlapping starts": joins started while another
+node's recipe still ran. "Joiner's etcd start → serving": from a joiner's etcd starting to its
+serving clients (its own log; etcd 3.6+ sends a member joining a cluster with more than 100 raft
+entries a snapshot, and such a member serves clients only after etcd's request timeout, about 7 s,
+[docs/etcd-versions.md](docs/etcd-versions.md)); "Joiners serving after > 5 s" counts them (per
+round, median): how many of the four do varies from run to run, and each moves a run's time by
+several seconds. "kubeadm's etcd status timeouts": the time all
+kubeadm runs of the round spent in etcd status calls that timed out (2 s each) — \`check-etcd\`
+and the wait after a promotion ask every member, and wait for one that does not serve yet.
+`;
+}
