@@ -1,8 +1,9 @@
 // `npm test`: make sure the external tools are there, then run every suite once and close with
 // one summary line ("N passed, N failed").
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { ensureTool } from "./tools.mjs";
+import { kubePin } from "./kube.mjs";
 import { ETCD_MATRIX, PRIMARY_ETCD_VERSION, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
 
 process.env.ETCD_BIN = ensureTool("etcd");
@@ -42,12 +43,22 @@ const serveEtcd = etcdVersions.includes(PRIMARY_ETCD_VERSION) ? PRIMARY_ETCD_VER
 
 const SOURCE_CLI_ETCD_VERSION = "3.4";
 
+const buildKube = etcdVersions.includes(PRIMARY_ETCD_VERSION) && extra.length === 0;
+const KUBE_STEP = `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver (in the background)`;
+// The primary version's end-to-end step runs last: by then the background build has had the most time.
+const e2eVersions = [...etcdVersions.filter((v) => v !== PRIMARY_ETCD_VERSION), ...etcdVersions.filter((v) => v === PRIMARY_ETCD_VERSION)];
+
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
   ["type check", ["tsc", "--noEmit"]],
   ["boundaries: a type check per runtime, dependency rules", ["node", "scripts/boundaries.mjs"]],
   // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
   ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
+  // kubeadm and kube-apiserver, built from k8s.io/kubernetes once per machine (scripts/kube.mjs),
+  // for test/e2e/lab-kubeadm.test.ts (primary version). Cold, that is ~14 minutes of both cores: it
+  // runs beside the steps below at the lowest CPU and I/O priority, taking only the time they leave
+  // idle, and the primary version's end-to-end step waits for it.
+  ...(buildKube ? [[KUBE_STEP, ["nice", "-n", "19", "ionice", "-c", "3", "node", "scripts/kube.mjs", "list"], {}, { background: true }]] : []),
   // What the package's command runs (bin/join-broker), fresh: the end-to-end tests spawn it.
   ["the CLI build (dist/cli)", ["node", "scripts/build-cli.mjs"]],
   // The single executable files (dist/release): test/e2e/single-executable.test.ts runs them.
@@ -57,12 +68,13 @@ const steps = [
   ["OpenAPI document lint (Redocly, recommended rules)", ["node", "scripts/openapi.mjs", "lint", `${results}/openapi.json`]],
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
-  ...etcdVersions.map((v) => [
+  ...e2eVersions.map((v) => [
     `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : " (every file)"}`,
     vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]),
     // One version's processes run the TypeScript sources (as a checkout with edits does), the
     // others the build (as an installed package does).
     { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}) },
+    v === PRIMARY_ETCD_VERSION && buildKube ? { after: KUBE_STEP } : {},
   ]),
   // The Worker tests' HTTP contract (every route, every bad input) over loopback against serve.
   ["HTTP contract on join-broker serve", vitest("contract-serve", ["contract-serve"])],
@@ -77,14 +89,60 @@ const steps = [
 
 let failedStep = null;
 const timings = [];
-for (const [name, [cmd, ...args], env = {}] of steps) {
-  console.log(`\n== ${name}: ${Object.entries(env).map(([k, v]) => `${k}=${v} `).join("")}${cmd} ${args.join(" ")}`);
+/** Steps started in the background: name → { done: Promise<exit status>, started, log }. */
+const background = new Map();
+const seconds = (from) => Math.round((Date.now() - from) / 1000);
+
+/** Waits for a background step; prints its output; false (and records the failure) if it failed. */
+async function finish(name) {
+  const job = background.get(name);
+  background.delete(name);
+  const waitFrom = Date.now();
+  console.log(`\n== waiting for: ${name} (started ${seconds(job.started)} s ago; its output: ${job.log})`);
+  const status = await job.done;
+  console.log(readFileSync(job.log, "utf8").trimEnd());
+  timings.push(`${name}: ${seconds(job.started)} s, of which ${seconds(waitFrom)} s waited for`);
+  if (status !== 0) failedStep = `${name} (exit ${status})`;
+  return status === 0;
+}
+
+for (const [name, [cmd, ...args], env = {}, options = {}] of steps) {
+  if (options.after && background.has(options.after) && !(await finish(options.after))) break;
+  const shown = `${Object.entries(env).map(([k, v]) => `${k}=${v} `).join("")}${cmd} ${args.join(" ")}`;
+  if (options.background) {
+    const log = `${results}/${name.replace(/[^A-Za-z0-9.]+/g, "-").replace(/^-|-$/g, "")}.log`;
+    console.log(`\n== started in the background: ${name}: ${shown} (output: ${log})`);
+    const out = openSync(log, "w");
+    // Its own process group, so stopping it stops the compilers it started too.
+    const child = spawn(cmd, args, { stdio: ["ignore", out, out], env: { ...process.env, ...env }, detached: true });
+    closeSync(out);
+    const done = new Promise((resolve) => {
+      child.on("exit", (code, signal) => resolve(code ?? signal));
+      child.on("error", (e) => (appendFileSync(log, `${e}\n`), resolve(1)));
+    });
+    background.set(name, { done, started: Date.now(), log, child });
+    continue;
+  }
+  console.log(`\n== ${name}: ${shown}`);
   const started = Date.now();
-  const r = spawnSync(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
-  timings.push(`${name}: ${Math.round((Date.now() - started) / 1000)} s`);
-  if (r.status !== 0) {
-    failedStep = `${name} (exit ${r.status ?? r.signal})`;
+  // Asynchronous, so a background step's exit is noticed meanwhile.
+  const status = await new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
+    child.on("exit", (code, signal) => resolve(code ?? signal));
+    child.on("error", () => resolve(1));
+  });
+  timings.push(`${name}: ${seconds(started)} s`);
+  if (status !== 0) {
+    failedStep = `${name} (exit ${status})`;
     break;
+  }
+}
+// A background step nothing waited for (the run stopped early, or no step needed it) is stopped.
+for (const [, job] of background) {
+  try {
+    process.kill(-job.child.pid, "SIGTERM");
+  } catch {
+    // Already gone.
   }
 }
 

@@ -5,8 +5,8 @@
  * kube-apiserver answers /readyz; concurrent joins and a late etcd without a broker; then five
  * hosts through the broker (`join-broker join --exec` with docs/installers.md's kubeadm recipe),
  * with and without faults, and `npm run demo -- --kubeadm --without-broker`. Skipped unless the
- * lab can run and kubeadm, kube-apiserver and their etcd are already built (`node scripts/kube.mjs
- * list` builds them; this file never does). What kubeadm printed and each pod's output stay in
+ * lab can run and kubeadm, kube-apiserver and their etcd are already built (`npm test` builds them
+ * with `node scripts/kube.mjs list`; this file never does); under CI=true, not built is a failure. What kubeadm printed and each pod's output stay in
  * test-results/lab-kubeadm/.
  */
 import { spawn } from "node:child_process";
@@ -23,6 +23,8 @@ import { overlappingWindows } from "../support/gate.ts";
 const labSkip = await labSkipReason();
 const found = kubeBinaries();
 const skip = labSkip ?? (typeof found === "string" ? found : null);
+// `npm test` builds them before the end-to-end tests: under CI=true their absence is a failure.
+if (skip && !labSkip && process.env.CI === "true") throw new Error(`CI=true and the kubeadm tests cannot run: ${skip}`);
 if (skip && !labSkip) console.warn(`[lab-kubeadm] skipped: ${skip}`);
 
 let bins: KubeBinaries;
