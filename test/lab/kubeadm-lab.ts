@@ -5,7 +5,7 @@
  * behind a load balancer). What kubeadm, the agents and the pods printed goes to
  * `test-results/lab-kubeadm/<name>/`.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
@@ -53,6 +53,12 @@ export class KubeLab {
     const onEvent = (line: string) => writeFileSync(join(this.out, "kubelet-standin.log"), `${new Date().toISOString()} ${line}\n`, { flag: "a" });
     this.kubelets.set(name, new KubeletStandIn({ lab, host: name, nodeName: name, binaries, logDir: this.out, onEvent }));
     return kh;
+  }
+
+  /** What a static pod on `host` has printed so far, across its restarts ("" before its first start). */
+  podOutput(host: string, pod: string): string {
+    const path = this.kubelets.get(host)?.logPath(pod);
+    return path && existsSync(path) ? readFileSync(path, "utf8") : "";
   }
 
   keep(name: string, run: KubeadmRun): void {

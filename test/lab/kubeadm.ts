@@ -184,11 +184,11 @@ export function runKubeadm(lab: Lab, host: string, kubeadm: string, args: string
   });
 }
 
-/** `kubeadm init --config init.yaml --upload-certs` on the host. */
-export function kubeadmInit(lab: Lab, bins: KubeBinaries, h: KubeadmHost, extraArgs: string[] = []): Promise<KubeadmRun> {
+/** `kubeadm init --config init.yaml --upload-certs` on the host (init.yaml with `cluster`'s additions). */
+export function kubeadmInit(lab: Lab, bins: KubeBinaries, h: KubeadmHost, extraArgs: string[] = [], cluster: ClusterOptions = {}): Promise<KubeadmRun> {
   prepareKubeHost(lab, h.host);
   const config = join(kubeadmDir(lab, h.host), "init.yaml");
-  writeFileSync(config, initConfig(h));
+  writeFileSync(config, initConfig(h, cluster));
   return runKubeadm(lab, h.host, bins.kubeadm, ["init", "--config", config, "--upload-certs", ...extraArgs]);
 }
 
