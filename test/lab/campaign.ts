@@ -231,7 +231,11 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       ends[n] = role ? `joined as ${role}` : run.exit ? `exited ${run.exit.code ?? run.exit.signal}` : "still running";
     }
     const unsettled = nodes.filter((n) => ends[n] === "still running");
-    if (unsettled.length) record({ invariant: "settles-within-bound", detail: `${unsettled.join(", ")} neither joined nor exited within ${BOUNDS.settleMs / 1000} s of healing: ${x.describeAgents()}` });
+    if (unsettled.length) {
+      // Which peers each etcd counts as connected: a voter the leader does not keeps every add refused ("unhealthy cluster").
+      const peers = await x.peerConnections().catch((e: Error) => `unknown (${e.message})`);
+      record({ invariant: "settles-within-bound", detail: `${unsettled.join(", ")} neither joined nor exited within ${BOUNDS.settleMs / 1000} s of healing: ${x.describeAgents()}\npeer connections: ${peers}` });
+    }
     for (const n of nodes) {
       const exit = x.current(n)!.exit;
       if (!exit || x.joined(n)) continue;
@@ -246,6 +250,8 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
   }
   {
     const timelinePath = h?.writeTimeline({ ends, violations: violations.map((v) => v.invariant), lab: lab.events });
+    // A failing seed keeps every log of its run (etcd's above all) beside its timeline.
+    if (violations.length && h) log(`seed ${seed}: logs kept in ${h.keepLogs(`campaign-${seed}-logs`)}`);
     const timeline = h ? [...h.timeline.entries, ...h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))] : [];
     await h?.cleanup().catch(() => undefined);
     lab.destroy();

@@ -492,6 +492,47 @@ export class ClusterHarness {
     this.timeline.add("broker-restart-end");
   }
 
+  /**
+   * What each node's etcd says of its peer connections (its /metrics: etcd_network_active_peers,
+   * etcd_server_is_leader), one clause per node. A voter the leader does not count as connected
+   * keeps every membership change refused with "unhealthy cluster".
+   */
+  async peerConnections(): Promise<string> {
+    const list = await this.etcd(this.nodes.map((n) => n.clientURL), 2_000).memberList();
+    const names = new Map(list.ok ? list.value.members.map((m) => [BigInt(m.id).toString(16), `${m.name || "(not started)"}${m.isLearner ? " (learner)" : ""}`]) : []);
+    const get = this.etcdClientTls ? tlsFetch(this.etcdClientTls) : fetch;
+    const clauses = await Promise.all(
+      this.nodes.map(async (n) => {
+        try {
+          const text = await (await get(`${n.localClientURL}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+          const leader = /^etcd_server_is_leader 1$/m.test(text);
+          const active = [...text.matchAll(/^etcd_network_active_peers\{Local="\w+",Remote="(\w+)"\} (\d+)/gm)].filter((m) => m[2] !== "0").map((m) => names.get(m[1]!) ?? m[1]!);
+          return `${n.name}${leader ? " (leader)" : ""} connected to ${active.join(", ") || "no peer"}`;
+        } catch (e) {
+          return `${n.name}: no metrics (${(e as Error).message})`;
+        }
+      }),
+    );
+    return clauses.join("; ");
+  }
+
+  /** Copies every log under the run's temp dir (etcd's, the agents' state, the join API's) to `test-results/…/<name>/`; returns that dir. */
+  keepLogs(name: string): string {
+    const dest = join(this.broker.runtime === "serve" ? join(RESULTS_DIR, "serve") : RESULTS_DIR, name);
+    rmSync(dest, { recursive: true, force: true });
+    const walk = (dir: string, rel: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(dir, e.name), join(rel, e.name));
+        else if (e.isFile() && /\.log(\.\d+)?$/.test(e.name)) {
+          mkdirSync(join(dest, rel), { recursive: true });
+          copyFileSync(join(dir, e.name), join(dest, rel, e.name));
+        }
+      }
+    };
+    walk(this.dir, "");
+    return dest;
+  }
+
   /** Writes the timeline, with every agent's last step and exit (the etcd logs stay in the temp dir until cleanup). */
   writeTimeline(summary: Record<string, unknown> = {}): string {
     // A run against join-broker serve keeps its timelines apart from the wrangler dev run's.
