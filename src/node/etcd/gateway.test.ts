@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { classifyEtcdError, initialClusterEntries, isGatewayAnswer, isRetryableEtcdError, memberByPeerUrl, parseEndpoints, type EtcdMember } from "./gateway.ts";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { classifyEtcdError, EtcdGateway, initialClusterEntries, isGatewayAnswer, isRetryableEtcdError, memberByPeerUrl, parseEndpoints, type EtcdMember } from "./gateway.ts";
 
 describe("parseEndpoints", () => {
   it("splits, trims, drops trailing slashes and duplicates", () => {
@@ -91,5 +93,50 @@ describe("members", () => {
   it("names unstarted members through the callback and skips those it cannot name", () => {
     expect(initialClusterEntries(members, (m) => (m.id === "2" ? "b" : undefined))).toEqual(["a=http://10.0.0.1:2380", "b=http://10.0.0.2:2380/"]);
     expect(initialClusterEntries(members, () => undefined)).toEqual(["a=http://10.0.0.1:2380"]);
+  });
+});
+
+describe("EtcdGateway: which member it asks", () => {
+  /** Loopback servers answering as etcd's JSON gateway does: each one's answer to member/add, in order. */
+  async function members(answers: Array<"unhealthy" | "added" | "too_many_learners">): Promise<{ urls: string[]; asked: number[]; close: () => void }> {
+    const asked = answers.map(() => 0);
+    const servers = answers.map((answer, i) =>
+      createServer((_req, res) => {
+        asked[i]!++;
+        res.setHeader("content-type", "application/json");
+        if (answer === "added") res.end(JSON.stringify({ header: { cluster_id: "1", member_id: String(i + 1), raft_term: "2" }, member: { ID: "99", peerURLs: ["http://10.0.0.9:2380"], isLearner: true }, members: [] }));
+        else {
+          const message = answer === "unhealthy" ? "etcdserver: unhealthy cluster" : "etcdserver: too many learner members in cluster";
+          res.statusCode = 503;
+          res.end(JSON.stringify({ error: message, message, code: answer === "unhealthy" ? 14 : 9 }));
+        }
+      }),
+    );
+    await Promise.all(servers.map((s) => new Promise<void>((ok) => s.listen(0, "127.0.0.1", ok))));
+    return { urls: servers.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`), asked, close: () => servers.forEach((s) => s.close()) };
+  }
+
+  it("asks the next member when one calls the cluster unhealthy (etcd checks a change against the connections of the member asked)", async () => {
+    const m = await members(["unhealthy", "added"]);
+    try {
+      const added = await new EtcdGateway(m.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true });
+      expect(added).toMatchObject({ ok: true, endpoint: m.urls[1] });
+      expect(m.asked).toEqual([1, 1]);
+    } finally {
+      m.close();
+    }
+  });
+
+  it("answers 'unhealthy' when every member says so, and another member's refusal as it is", async () => {
+    const all = await members(["unhealthy", "unhealthy"]);
+    const mixed = await members(["unhealthy", "too_many_learners"]);
+    try {
+      expect(await new EtcdGateway(all.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true })).toMatchObject({ ok: false, error: { kind: "unhealthy_cluster" } });
+      expect(all.asked).toEqual([1, 1]);
+      expect(await new EtcdGateway(mixed.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true })).toMatchObject({ ok: false, error: { kind: "too_many_learners", endpoint: mixed.urls[1] } });
+    } finally {
+      all.close();
+      mixed.close();
+    }
   });
 });

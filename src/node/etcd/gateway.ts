@@ -248,6 +248,8 @@ export class EtcdGateway {
   async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[], deadline?: number): Promise<EtcdResult<T>> {
     const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
     const unreachable: string[] = [];
+    // The first member that called the cluster unhealthy: the answer when no later one does better.
+    let unhealthy: EtcdError | null = null;
     for (const endpoint of order) {
       const left = deadline === undefined ? this.#timeoutMs : Math.min(this.#timeoutMs, deadline - Date.now());
       if (left <= 0) {
@@ -292,14 +294,19 @@ export class EtcdGateway {
       const message = str(parsed.message) || str(parsed.error) || `HTTP ${res.status}`;
       const grpcCode = typeof parsed.code === "number" ? parsed.code : undefined;
       const kind = classifyEtcdError(message, grpcCode);
-      // A member without a leader or timing out may be the odd one out: ask the next one.
-      if (kind === "unavailable" && endpoint !== order[order.length - 1]) {
+      // A member without a leader or timing out may be the odd one out: ask the next one. So may
+      // one that calls the cluster unhealthy: etcd checks a membership change against the
+      // connections of the member asked (mayAddMember: "local member has not been connected to
+      // majority peers"), so another member, the leader say, may take it.
+      if ((kind === "unavailable" || kind === "unhealthy_cluster") && endpoint !== order[order.length - 1]) {
         unreachable.push(`${endpoint}: ${message}`);
+        if (kind === "unhealthy_cluster") unhealthy ??= { kind, message, httpStatus: res.status, grpcCode, endpoint };
         continue;
       }
       if (!only) this.#preferred = this.endpoints.indexOf(endpoint);
       return { ok: false, error: { kind, message, httpStatus: res.status, grpcCode, endpoint } };
     }
+    if (unhealthy) return { ok: false, error: unhealthy };
     return { ok: false, error: { kind: "unavailable", message: `no etcd endpoint answered ${path}: ${unreachable.join("; ")}`, httpStatus: 0 } };
   }
 }
