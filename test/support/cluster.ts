@@ -516,7 +516,7 @@ export class ClusterHarness {
     return clauses.join("; ");
   }
 
-  /** Copies every log under the run's temp dir (etcd's, the agents' state, the join API's) to `test-results/…/<name>/`; returns that dir. */
+  /** Copies every `*.log` file under the run's temp dir (each etcd's log) to `test-results/…/<name>/`; returns that dir. */
   keepLogs(name: string): string {
     const dest = join(this.broker.runtime === "serve" ? join(RESULTS_DIR, "serve") : RESULTS_DIR, name);
     rmSync(dest, { recursive: true, force: true });
