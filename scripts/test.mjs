@@ -38,7 +38,10 @@ const vitest = (name, projects, files = null) => [
 // The etcd versions the end-to-end tests run on (all, or $E2E_ETCD_VERSIONS), and which files each
 // runs: test/support/etcd-matrix.mjs.
 const etcdVersions = etcdVersionsToRun();
-// The scenarios on join-broker serve run on one etcd version: the primary one when it is in the run.
+// One version's step runs with the broker under join-broker serve (workerd from npm, state on
+// local disk) instead of wrangler dev: the newest other than the primary. Without one, the
+// parallel-join and fault scenarios run on serve as a step of their own.
+const serveVersion = etcdVersions.filter((v) => v !== PRIMARY_ETCD_VERSION).at(-1) ?? null;
 const serveEtcd = etcdVersions.includes(PRIMARY_ETCD_VERSION) ? PRIMARY_ETCD_VERSION : etcdVersions[etcdVersions.length - 1];
 
 const SOURCE_CLI_ETCD_VERSION = "3.4";
@@ -69,22 +72,22 @@ const steps = [
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ...etcdVersions.map((v) => [
-    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm tests)" : " (every file)"}`,
+    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
     // The kubeadm tests are their own step, last.
     [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? ["--exclude", KUBEADM_FILE] : [])],
     // One version's processes run the TypeScript sources (as a checkout with edits does), the
     // others the build (as an installed package does).
-    { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}) },
+    { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}), ...(v === serveVersion ? { JOIN_BROKER_E2E_RUNTIME: "serve" } : {}) },
   ]),
   // The Worker tests' HTTP contract (every route, every bad input) over loopback against serve.
   ["HTTP contract on join-broker serve", vitest("contract-serve", ["contract-serve"])],
-  // The parallel-join and fault scenarios again, with the broker under join-broker serve (workerd
-  // from npm, state on local disk) instead of wrangler dev; on one etcd version.
-  [
-    `end-to-end scenarios on join-broker serve (etcd ${serveEtcd})`,
-    vitest("e2e-serve", ["e2e"], ["test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"]),
-    { JOIN_BROKER_E2E_RUNTIME: "serve", E2E_ETCD_VERSION: serveEtcd },
-  ],
+  ...(serveVersion
+    ? []
+    : [[
+        `end-to-end scenarios on join-broker serve (etcd ${serveEtcd})`,
+        vitest("e2e-serve", ["e2e"], ["test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"]),
+        { JOIN_BROKER_E2E_RUNTIME: "serve", E2E_ETCD_VERSION: serveEtcd },
+      ]]),
   // The unmodified kubeadm on lab hosts (etcd from scripts/kube-versions.json), once the background build is done.
   ...(buildKube
     ? [[`kubeadm on lab hosts (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], [KUBEADM_FILE]), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
@@ -93,7 +96,7 @@ const steps = [
 
 let failedStep = null;
 const timings = [];
-/** Steps started in the background: name → { done: Promise<exit status>, started, log }. */
+/** Steps started in the background: name → { done: Promise<exit status>, started, ended, log, child }. */
 const background = new Map();
 const seconds = (from) => Math.round((Date.now() - from) / 1000);
 
@@ -105,7 +108,7 @@ async function finish(name) {
   console.log(`\n== waiting for: ${name} (started ${seconds(job.started)} s ago; its output: ${job.log})`);
   const status = await job.done;
   console.log(readFileSync(job.log, "utf8").trimEnd());
-  timings.push(`${name}: ${seconds(job.started)} s, of which ${seconds(waitFrom)} s waited for`);
+  timings.push(`${name}: ${Math.round((job.ended - job.started) / 1000)} s, of which ${seconds(waitFrom)} s waited for`);
   if (status !== 0) failedStep = `${name} (exit ${status})`;
   return status === 0;
 }
@@ -120,11 +123,12 @@ for (const [name, [cmd, ...args], env = {}, options = {}] of steps) {
     // Its own process group, so stopping it stops the compilers it started too.
     const child = spawn(cmd, args, { stdio: ["ignore", out, out], env: { ...process.env, ...env }, detached: true });
     closeSync(out);
-    const done = new Promise((resolve) => {
-      child.on("exit", (code, signal) => resolve(code ?? signal));
-      child.on("error", (e) => (appendFileSync(log, `${e}\n`), resolve(1)));
+    const job = { started: Date.now(), ended: 0, log, child };
+    job.done = new Promise((resolve) => {
+      child.on("exit", (code, signal) => ((job.ended = Date.now()), resolve(code ?? signal)));
+      child.on("error", (e) => (appendFileSync(log, `${e}\n`), (job.ended = Date.now()), resolve(1)));
     });
-    background.set(name, { done, started: Date.now(), log, child });
+    background.set(name, job);
     continue;
   }
   console.log(`\n== ${name}: ${shown}`);
