@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runAgent } from "./machine.ts";
+import { runAgent } from "./agent.ts";
 import { parseJoinArgs } from "./join-options.ts";
 import { createReporter } from "./progress.ts";
 import { ServerFailures } from "./retry.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideDataDir, keepReason, type DiskFacts, type Verdict } from "./data-dir-rules.ts";
+import { afterAdd, decideDataDir, keepReason, type DiskFacts, type Verdict } from "./data-dir-rules.ts";
 
 const C = "prod";
 const empty: DiskFacts = { hasData: false, owned: null, joined: false };
@@ -105,5 +105,31 @@ describe("the data-directory rules: moving a removed learner's data aside", () =
     expect(keepReason(ownedBootstrap)).toBe("bootstrapped_here");
     expect(keepReason(ownedVoter)).toBe("was_voter");
     expect(keepReason(ownedLearner)).toBeNull();
+  });
+});
+
+describe("after an add: refuse, or start etcd for the member added", () => {
+  const member = (memberID: string, learner = true, started?: boolean) => ({ cluster: C, memberID, learner, ...(started === undefined ? {} : { started }) });
+
+  it("starts a fresh or resumed learner as it is, and a member that was a voter here as a voter", () => {
+    expect(afterAdd(empty, member("11"))).toEqual({ action: "start", discardOwned: false, voter: false });
+    expect(afterAdd(ownedLearner, member("11"))).toEqual({ action: "start", discardOwned: false, voter: false });
+    expect(afterAdd(ownedVoter, member("11"))).toEqual({ action: "start", discardOwned: false, voter: true });
+    expect(afterAdd(ownedLearner, member("11", false))).toEqual({ action: "start", discardOwned: false, voter: true });
+  });
+
+  it("discards the data of a removed learner when the join API added this node anew", () => {
+    expect(afterAdd(ownedLearner, member("12"))).toEqual({ action: "start", discardOwned: true, voter: false });
+  });
+
+  it("leaves a voter's or a joined node's data to the discard, which refuses it naming the member added", () => {
+    expect(afterAdd(ownedVoter, member("12"))).toEqual({ action: "start", discardOwned: true, voter: false });
+    expect(afterAdd({ ...ownedLearner, joined: true }, member("12"))).toEqual({ action: "start", discardOwned: true, voter: false });
+  });
+
+  it("refuses data that is not this agent's, and a started voter without data", () => {
+    expect(afterAdd(foreign, member("11"))).toEqual({ action: "refuse", rule: "foreign_data" });
+    expect(afterAdd(ownedBootstrap, member("11"))).toEqual({ action: "refuse", rule: "role_changed" });
+    expect(afterAdd(empty, member("11", false, true))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
   });
 });

@@ -3,7 +3,7 @@
  * of what it did to the data dir, the "joined" marker) and what the broker or etcd says, whether
  * etcd starts a `new` cluster, starts on `existing` data (or as a new member of an existing
  * cluster), moves a removed learner's data aside, or refuses. No I/O here: the agent gathers the
- * facts (src/node/agent/machine.ts) and every rule is unit-tested (data-dir-rules.test.ts).
+ * facts (src/node/agent/agent.ts) and every rule is unit-tested (data-dir-rules.test.ts).
  * @module
  */
 import type { Role } from "../../shared/protocol/wire.ts";
@@ -125,4 +125,33 @@ export function decideDataDir(disk: DiskFacts, verdict: Verdict): Decision {
       return keep ? { action: "refuse", rule: keep } : { action: "move-aside" };
     }
   }
+}
+
+/** The join API's answer to an add, as far as the data dir is concerned. */
+export interface AddedMember {
+  cluster: string;
+  memberID: string;
+  learner: boolean;
+  started?: boolean;
+}
+
+export type AfterAdd =
+  | { action: "refuse"; rule: RefusalRule }
+  /**
+   * `discardOwned`: the data dir was made for another member, which etcd removed; its data goes
+   * first (moving it aside refuses a voter's or a joined node's data, naming the member added).
+   * `voter`: the member added is a voter, or one this data dir already served as a voter.
+   */
+  | { action: "start"; discardOwned: boolean; voter: boolean };
+
+/** What follows an add: refuse at once, or start etcd for the member added (after discarding a removed learner's data). */
+export function afterAdd(disk: DiskFacts, added: AddedMember): AfterAdd {
+  const decision = decideDataDir(disk, { kind: "added", ...added });
+  if (decision.action === "refuse" && decision.rule !== "was_voter" && decision.rule !== "marker_says_joined") return { action: "refuse", rule: decision.rule };
+  const owned = disk.owned;
+  return {
+    action: "start",
+    discardOwned: decision.action !== "start" && Boolean(owned?.memberID),
+    voter: added.learner === false || (owned?.memberID === added.memberID && owned.voter === true),
+  };
 }

@@ -7,7 +7,7 @@
  *   So is a joined node's, restarted: the member its marker (or the broker) names.
  * - The bootstrap node's etcd is the only member of its cluster, with this node's peer URL.
  *
- * Pure: the agent asks etcd (machine.ts) and turns a mismatch into a refusal.
+ * Pure: the agent asks etcd (local-etcd.ts) and turns a mismatch into a refusal.
  * @module
  */
 import type { EtcdMember, EtcdStatus } from "../etcd/gateway.ts";

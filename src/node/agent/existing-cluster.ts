@@ -13,6 +13,7 @@
  */
 import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
 
 /** What one controller's etcd said. */
 export type ControllerAnswer =
@@ -50,5 +51,34 @@ export async function askControllers(endpoints: readonly string[], ownClientURL:
       const list = await etcd.memberList();
       return { endpoint, reached: true, clusterID: status.value.header.clusterId, members: list.ok ? list.value.members : null };
     }),
+  );
+}
+
+/** Who is refused, where the cluster was found, and the one command that tells the broker so. */
+export interface RefusedBootstrap {
+  node: string;
+  cluster: string;
+  brokerUrl: string;
+}
+
+/** The refusal of a bootstrap ticket for a cluster that already runs: what was found, and how to adopt it. */
+export function clusterExistsMessage(found: FoundCluster, { node, cluster, brokerUrl }: RefusedBootstrap): string {
+  const known = (found.members ?? []).filter((m) => m.name);
+  const adopt = known.length ? known.map((m) => ` --member ${m.name}=${m.peerURLs[0]}`).join("") : " --member NODE=PEERURL …";
+  return (
+    `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${memberIdHex(found.clusterID)}` +
+    `${found.members ? ` (${found.members.length} member${found.members.length === 1 ? "" : "s"})` : ""}: was the broker's state reset or restored from a backup? ` +
+    `This node will not start a second cluster. If that is cluster ${cluster}, tell the broker so: ` +
+    `'join-broker admin adopt --cluster ${cluster} --broker ${brokerUrl}${adopt}', then run this command again: it joins that cluster.`
+  );
+}
+
+/** The bootstrap goes ahead: who answered, and which endpoints did not (which proves nothing). */
+export function noClusterNote(answers: readonly ControllerAnswer[]): string {
+  const missed = answers.filter((a): a is Extract<ControllerAnswer, { reached: false }> => !a.reached);
+  const asked = answers.length - missed.length;
+  return (
+    `no etcd cluster at the other controllers${asked ? ` (${asked} answered)` : ""}` +
+    `${missed.length ? `; not reached: ${missed.map((a) => `${a.endpoint} (${a.error})`).join(", ")}, which proves nothing, so bootstrapping all the same` : ""}`
   );
 }

@@ -13,7 +13,7 @@ import { etcdFlags } from "../etcd/etcd-process.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
 import { etcdServingFiles, ownClientFiles } from "../pki/pki-dir.ts";
-import type { Role } from "../../shared/protocol/wire.ts";
+import type { Role, TicketView } from "../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "./data-dir-rules.ts";
 import { decideDataDir } from "./data-dir-rules.ts";
@@ -25,6 +25,11 @@ import { LeaseLost } from "./lease.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep } from "./retry.ts";
 import { hasEtcdData, type EtcdOwnership, type StateDir } from "./state-files.ts";
+
+/** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
+export function learnerLimit(view: TicketView): { maxLearners?: number } {
+  return view.maxInFlight !== undefined && view.maxInFlight > 1 ? { maxLearners: view.maxInFlight } : {};
+}
 
 /** What the agent lends its etcd: its record of it, and its words for a refused data dir. */
 export interface LocalEtcdHost {

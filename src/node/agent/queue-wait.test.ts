@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TicketView } from "../../shared/protocol/wire.ts";
-import { runAgent } from "./machine.ts";
+import { runAgent } from "./agent.ts";
 import { parseJoinArgs } from "./join-options.ts";
 import { createReporter } from "./progress.ts";
 import { Writable } from "node:stream";

@@ -1,8 +1,8 @@
 /**
- * `join-broker join`: the node agent (see src/node/agent/machine.ts and docs/agent.md).
+ * `join-broker join`: the node agent (see src/node/agent/agent.ts and docs/agent.md).
  * @module
  */
-import { runAgent } from "../agent/machine.ts";
+import { runAgent } from "../agent/agent.ts";
 import { Stopped } from "../agent/errors.ts";
 import { JOIN_HELP, parseJoinArgs } from "../agent/join-options.ts";
 import { createReporter } from "../agent/progress.ts";

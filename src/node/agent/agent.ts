@@ -1,0 +1,164 @@
+/**
+ * The node agent: the join as a short list of steps, each safe to crash at. Run the same
+ * command again and it resumes from what the broker, etcd and the state dir say.
+ *
+ *   marker? ──yes──▶ (start etcd on its data) ▶ joined                          joined-steps.ts
+ *     │no
+ *   ticket (idempotent POST) ▶ queued (long polls) ▶ admitted                   broker-steps.ts
+ *     admitted ─┬─ role bootstrap ▶ etcd `new` ▶ healthy ──────────────┐        bootstrap-step.ts
+ *               ├─ role join ▶ learner add ▶ etcd `existing` ▶ promote ┤        learner-step.ts
+ *               └─ gate mode ▶ the installer ▶ etcd lists a voter ─────┤        gate.ts
+ *     complete ◀───────────────────────────────────────────────────────┘
+ *     ▶ marker ▶ joined (supervise etcd)                                        joined-steps.ts
+ *   anything else ▶ an exit code, the turn given up                             ending.ts
+ *
+ * The broker alone decides between bootstrap and join; local files never do. etcd is started
+ * with `--initial-cluster-state new` only for the broker's bootstrap ticket, and a data dir this
+ * agent did not fill for this cluster is never started (data-dir-rules.ts). While admitted, a
+ * lease keeper heartbeats; if the broker ends the admission the current step stops: a
+ * revocation refuses (exit 3), an expiry goes back to the queue.
+ *
+ * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
+ * for the next node). Its data can never serve again, so a node that never was a voter moves it
+ * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
+ * @module
+ */
+import { BrokerClient } from "../../shared/client/broker-client.ts";
+import type { NodeSession } from "../../shared/client/node-session.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
+import { UsageError } from "../exit-codes.ts";
+import { withDeadline, type AgentContext } from "./agent-context.ts";
+import { bootstrap, checkNoClusterYet } from "./bootstrap-step.ts";
+import { BrokerSteps } from "./broker-steps.ts";
+import { endRun } from "./ending.ts";
+import { Gate } from "./gate.ts";
+import { JoinApiClient } from "./join-api-client.ts";
+import { JoinApiSteps } from "./join-api-steps.ts";
+import type { AgentOptions } from "./join-options.ts";
+import { alreadyJoined, resumeJoined, serveJoined } from "./joined-steps.ts";
+import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
+import { joinAsLearner } from "./learner-step.ts";
+import { LocalEtcd } from "./local-etcd.ts";
+import { NodeFiles } from "./node-files.ts";
+import { bootstrapCertificates } from "./node-certificates.ts";
+import type { Reporter } from "./progress.ts";
+import { Backoff, sleep, type Random } from "./retry.ts";
+import { StateDir, type JoinedMarker } from "./state-files.ts";
+
+export interface AgentDeps {
+  reporter: Reporter;
+  /** Writes one line to stdout. */
+  print(line: string): void;
+  /** Aborts with `Stopped` on SIGINT/SIGTERM. */
+  stop: AbortSignal;
+  random?: Random;
+}
+
+/** Runs the agent to its end and returns the exit code. */
+export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<number> {
+  const dir = new StateDir(options.stateDir);
+  try {
+    dir.lock();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  try {
+    const random = deps.random ?? Math.random;
+    const broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
+    return await run(agentContext(options, deps, dir, broker, random));
+  } finally {
+    dir.unlock();
+    deps.reporter.close();
+  }
+}
+
+function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir, session: NodeSession, random: Random): AgentContext {
+  const reporter = deps.reporter;
+  const files = new NodeFiles(options, dir);
+  const broker = new BrokerSteps(session, options, reporter, random);
+  const etcd = new LocalEtcd(options, reporter, dir, {
+    owned: () => files.owned,
+    saveOwned: (owned) => files.save({ etcd: owned }),
+    disk: () => files.disk(),
+    refusal: (rule, role, why) => files.refusal(rule, role, why),
+    print: deps.print,
+  });
+  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random);
+  const gate = options.exec ? new Gate(options, reporter, dir) : null;
+  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, stop: deps.stop, print: deps.print };
+}
+
+async function run(ctx: AgentContext): Promise<number> {
+  try {
+    await ctx.gate?.prepare();
+    ctx.files.load();
+    // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
+    void ctx.etcd.know();
+    const marker = ctx.files.dir.readMarker();
+    if (marker) return await resumeJoined(ctx, marker);
+    const o = ctx.options;
+    ctx.reporter.event("start", `joining cluster ${o.cluster} through ${o.brokerUrl} as ${o.node} (${o.peerURL})`, { cluster: o.cluster, peerURL: o.peerURL });
+    const joined = await withDeadline(ctx, (signal) => join(ctx, signal));
+    return await serveJoined(ctx, joined);
+  } catch (e) {
+    return await endRun(ctx, e);
+  }
+}
+
+/** Ticket, queue, admission; back to the queue whenever the admission ends before the join did. */
+async function join(ctx: AgentContext, signal: AbortSignal): Promise<JoinedMarker> {
+  const { broker, files } = ctx;
+  let view = (await broker.resumeTicket(files.ticket, signal)) ?? (await broker.requestTicket(signal));
+  const pause = new Backoff(1_000, 15_000, ctx.random);
+  for (;;) {
+    files.save({ ticket: view.ticket, role: view.role });
+    if (view.state === "queued" || view.state === "admitted") await ctx.etcd.resumeOwn(view.role);
+    if (view.state === "queued") view = await broker.waitInQueue(view, signal);
+    switch (view.state) {
+      case "admitted":
+        try {
+          return await admitted(ctx, view, signal);
+        } catch (e) {
+          if (!(e instanceof LeaseLost)) throw e;
+          ctx.reporter.event("lease", `${e.message}; asking for a ticket again`, { state: e.state });
+        }
+        break;
+      case "joined":
+        return await alreadyJoined(ctx, view, signal);
+      case "revoked":
+        throw new AdmissionRevoked(
+          `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
+        );
+      default:
+        ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, { state: view.state });
+    }
+    await sleep(pause.next(), signal);
+    view = await broker.requestTicket(signal);
+  }
+}
+
+/** Admitted: under a heartbeating lease, the role's steps (or the installer's, in gate mode). */
+async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
+  const r = ctx.reporter;
+  const admission = view.admission;
+  if (!admission) throw new LeaseLost("admitted", "the broker sent an admitted ticket without its admission token");
+  r.event("admitted", `admitted as ${view.role}; lease until ${view.leaseExpiresAt ?? "?"}`, { ticket: view.ticket, role: view.role, jti: view.jti, leaseExpiresAt: view.leaseExpiresAt });
+  const lease = new LeaseKeeper(ctx.session, view.ticket, admission, view.leaseExpiresAt, ctx.random, {
+    onTrouble: (m) => r.failure("broker", m),
+    onHeartbeat: () => r.reachable("broker"),
+  });
+  lease.start();
+  const signal = AbortSignal.any([outer, lease.signal]);
+  try {
+    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r);
+    if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
+    if (ctx.gate) {
+      const voter = await ctx.gate.admitted(view, admission, signal, (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal));
+      await ctx.broker.complete(view, admission, voter.memberID, signal);
+      return ctx.files.writeMarker(view, voter.memberID, voter.clusterID);
+    }
+    return view.role === "bootstrap" ? await bootstrap(ctx, view, admission, signal) : await joinAsLearner(ctx, view, admission, signal);
+  } finally {
+    await lease.stop();
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * How a run ends, against a broker on loopback that records each ticket given up: the exit code
+ * per kind of ending, and that the turn is left at once except where nothing is left to give.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BrokerClient } from "../../shared/client/broker-client.ts";
+import { EXIT, UsageError } from "../exit-codes.ts";
+import { PkiError } from "../pki/x509.ts";
+import type { AgentContext } from "./agent-context.ts";
+import { BrokerSteps } from "./broker-steps.ts";
+import { endRun } from "./ending.ts";
+import { GaveUp, Refusal, Stopped } from "./errors.ts";
+import { JoinApiClient } from "./join-api-client.ts";
+import { JoinApiSteps } from "./join-api-steps.ts";
+import { parseJoinArgs } from "./join-options.ts";
+import { AdmissionRevoked } from "./lease.ts";
+import { LocalEtcd } from "./local-etcd.ts";
+import { NodeFiles } from "./node-files.ts";
+import { createReporter } from "./progress.ts";
+import { StateDir } from "./state-files.ts";
+
+let server: Server;
+let url = "";
+const abandoned: string[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    const ticket = decodeURIComponent(req.url!.split("/").at(-1)!);
+    if (req.method === "DELETE") abandoned.push(ticket);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ ticket, state: "abandoned", role: "join" }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+/** A run's parts with no etcd of its own (no --etcd-bin), holding `ticket`; what it reported, as JSON lines. */
+function context(ticket: string | undefined): { ctx: AgentContext; events: () => { step: string; msg: string }[] } {
+  const root = mkdtempSync(join(tmpdir(), "agent-ending-"));
+  const parsed = parseJoinArgs(
+    ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(root, "state"), "--log-format", "json"],
+    {},
+  );
+  if (parsed.help) throw new Error("unexpected --help");
+  const options = parsed.options;
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(...String(chunk).split("\n").filter(Boolean));
+      done();
+    },
+  }) as unknown as NodeJS.WriteStream;
+  const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
+  const dir = new StateDir(options.stateDir);
+  const files = new NodeFiles(options, dir);
+  files.load();
+  if (ticket) files.save({ ticket });
+  const session = new BrokerClient({ baseUrl: url }).nodeSession("c1", options.token);
+  const broker = new BrokerSteps(session, options, reporter, () => 0.5);
+  const etcd = new LocalEtcd(options, reporter, dir, { owned: () => files.owned, saveOwned: () => {}, disk: () => files.disk(), refusal: (rule) => rule, print: () => {} });
+  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5);
+  const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, gate: null, random: () => 0.5, stop: new AbortController().signal, print: () => {} };
+  return { ctx, events: () => lines.map((l) => JSON.parse(l) as { step: string; msg: string }) };
+}
+
+describe("how a run that did not join ends", () => {
+  it("a refusal exits 3 and gives the turn up at once", async () => {
+    const { ctx, events } = context("tkt_refused");
+    expect(await endRun(ctx, new Refusal("data that is not ours"))).toBe(EXIT.refused);
+    expect(abandoned).toContain("tkt_refused");
+    expect(events().at(-1)).toMatchObject({ step: "refused", msg: "data that is not ours; left the queue (ticket tkt_refused abandoned)" });
+  });
+
+  it("a revoked admission exits 3 with nothing left to give up", async () => {
+    const { ctx } = context("tkt_revoked");
+    expect(await endRun(ctx, new AdmissionRevoked("an admin revoked this node's admission"))).toBe(EXIT.refused);
+    expect(abandoned).not.toContain("tkt_revoked");
+  });
+
+  it("a CA problem is the operator's to fix: a refusal naming --pki-dir", async () => {
+    const { ctx, events } = context(undefined);
+    expect(await endRun(ctx, new PkiError("ca_incomplete", "ca.key without ca.crt"))).toBe(EXIT.refused);
+    expect(events().at(-1)).toMatchObject({ step: "refused", msg: "ca.key without ca.crt (--pki-dir)" });
+  });
+
+  it("giving up exits 4 and leaves the queue", async () => {
+    const { ctx, events } = context("tkt_gave_up");
+    expect(await endRun(ctx, new GaveUp("not joined within --timeout 5 s"))).toBe(EXIT.gaveUp);
+    expect(abandoned).toContain("tkt_gave_up");
+    expect(events().at(-1)?.step).toBe("gave-up");
+  });
+
+  it("a signal keeps the ticket, so that the same command resumes", async () => {
+    const { ctx, events } = context("tkt_stopped");
+    expect(await endRun(ctx, new Stopped("SIGTERM"))).toBe(143);
+    expect(abandoned).not.toContain("tkt_stopped");
+    expect(events().at(-1)).toMatchObject({ step: "stopping", msg: "stopped by SIGTERM. Run the same command again to resume." });
+  });
+
+  it("bad usage found after the broker answered gives the turn up and is thrown on for the command line", async () => {
+    const { ctx } = context("tkt_usage");
+    await expect(endRun(ctx, new UsageError("--peer-url does not match"))).rejects.toThrow(UsageError);
+    expect(abandoned).toContain("tkt_usage");
+  });
+
+  it("anything unexpected exits 1 with its message, and keeps the ticket", async () => {
+    const { ctx, events } = context("tkt_bug");
+    expect(await endRun(ctx, new TypeError("x is undefined"))).toBe(EXIT.failure);
+    expect(abandoned).not.toContain("tkt_bug");
+    expect(events().at(-1)).toMatchObject({ step: "error", msg: "x is undefined" });
+  });
+});

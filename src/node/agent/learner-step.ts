@@ -1,0 +1,51 @@
+/**
+ * Every node but the bootstrap one: the join API adds it as a learner, its etcd starts on the
+ * existing cluster and catches up, the join API promotes it, and the broker hears it is a voter.
+ * What the add means for the data dir is data-dir-rules.ts's `afterAdd`.
+ * @module
+ */
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { AgentContext } from "./agent-context.ts";
+import { afterAdd } from "./data-dir-rules.ts";
+import { Refusal } from "./errors.ts";
+import type { ExpectedEtcd } from "./etcd-identity.ts";
+import { learnerLimit } from "./local-etcd.ts";
+import type { JoinedMarker } from "./state-files.ts";
+
+export async function joinAsLearner(ctx: AgentContext, view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
+  const { reporter: r, files, etcd } = ctx;
+  files.checkDataIsOurs("join");
+  r.event("member-add", `asking the join API (${ctx.options.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
+  const added = await ctx.joinApi.addMember(view, admission, signal);
+  r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
+    memberID: added.memberID,
+    memberIDHex: memberIdHex(added.memberID),
+    learner: added.learner,
+    members: added.initialCluster.length,
+  });
+  const next = afterAdd(files.disk(), { cluster: ctx.options.cluster, memberID: added.memberID, learner: added.learner, started: added.started });
+  if (next.action === "refuse") throw new Refusal(files.refusal(next.rule, "join", memberIdHex(added.memberID)));
+  if (next.discardOwned) {
+    // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
+    // the data was made for is gone. etcd would refuse that data ("permanently removed").
+    await etcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`);
+  }
+  etcd.record({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(next.voter ? { voter: true } : {}), ...learnerLimit(view) });
+  await etcd.start(signal);
+  const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
+  let status = await etcd.wait("serving", signal, own);
+  r.event("etcd-ready", `etcd is serving as ${status.isLearner ? "a learner" : "a voter"} of cluster ${memberIdHex(status.header.clusterId)}`, {
+    clusterID: memberIdHex(status.header.clusterId),
+    memberID: status.header.memberId,
+    learner: status.isLearner,
+  });
+  if (status.isLearner) {
+    r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
+    await ctx.joinApi.promote(view, admission, signal);
+    status = await etcd.wait("voter", signal, own);
+  }
+  r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
+  await ctx.broker.complete(view, admission, status.header.memberId, signal);
+  return files.writeMarker(view, status.header.memberId, status.header.clusterId);
+}
