@@ -10,9 +10,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ClusterHarness } from "../support/cluster.ts";
-import { MULTI_LEARNER_VERSION as VERSION, etcdBinaryFor } from "../support/etcd.ts";
-import { e2eSeed } from "../support/seeded.ts";
+import { startPipelinedCluster, type ClusterHarness } from "../support/cluster.ts";
+import { MULTI_LEARNER_VERSION as VERSION } from "../support/etcd.ts";
 import { expectOneHealthyCluster, expectEveryAdmissionAudited } from "../support/cluster-assertions.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4", "ctrl-5", "ctrl-6"];
@@ -21,13 +20,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = { etcd: VERSION };
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({
-    scenario: "pipelined",
-    seed: e2eSeed("pipelined"),
-    nodes: NODES,
-    etcdBin: await etcdBinaryFor(VERSION),
-    policy: { maxInFlight: MAX_IN_FLIGHT },
-  });
+  h = await startPipelinedCluster("pipelined", NODES, MAX_IN_FLIGHT);
 }, 600_000);
 
 afterAll(async () => {

@@ -10,11 +10,10 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ClusterHarness } from "../support/cluster.ts";
+import { startPipelinedCluster, type ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
-import { MULTI_LEARNER_VERSION as VERSION, etcdBinaryFor } from "../support/etcd.ts";
+import { MULTI_LEARNER_VERSION as VERSION } from "../support/etcd.ts";
 import { installerCommand, installerDataDir, NonVoterWatch } from "../support/gate.ts";
-import { e2eSeed } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2", "ctrl-3", "ctrl-4"];
 const MAX_IN_FLIGHT = 4;
@@ -22,13 +21,7 @@ let h: ClusterHarness;
 const summary: Record<string, unknown> = { etcd: VERSION };
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({
-    scenario: "gate-start-rule",
-    seed: e2eSeed("gate-start-rule"),
-    nodes: NODES,
-    etcdBin: await etcdBinaryFor(VERSION),
-    policy: { maxInFlight: MAX_IN_FLIGHT },
-  });
+  h = await startPipelinedCluster("gate-start-rule", NODES, MAX_IN_FLIGHT);
 }, 600_000);
 
 afterAll(async () => {

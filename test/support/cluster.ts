@@ -17,7 +17,8 @@ import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } 
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import type { Lab } from "../lab/lab.ts";
 import { spawnUntilReady } from "./ready-process.ts";
-import { etcdBinary } from "./etcd.ts";
+import { etcdBinary, etcdBinaryFor, MULTI_LEARNER_VERSION } from "./etcd.ts";
+import { e2eSeed } from "./seeded.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
 import { Timeline } from "./timeline.ts";
@@ -671,4 +672,12 @@ async function startJoinApiProcess(broker: string, cluster: string, etcd: string
     env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) },
   });
   return { url: started.match[1]!, proc: started.proc, output: started.output };
+}
+
+/**
+ * A whole cluster that admits `maxInFlight` nodes at once: on MULTI_LEARNER_VERSION (etcd 3.6 or
+ * later, which allows several learners), seeded by the scenario's name.
+ */
+export async function startPipelinedCluster(scenario: string, nodes: string[], maxInFlight: number): Promise<ClusterHarness> {
+  return ClusterHarness.start({ scenario, seed: e2eSeed(scenario), nodes, etcdBin: await etcdBinaryFor(MULTI_LEARNER_VERSION), policy: { maxInFlight } });
 }
