@@ -24,7 +24,6 @@
  * @module
  */
 import { BrokerClient } from "../../shared/client/broker-client.ts";
-import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { UsageError } from "../exit-codes.ts";
 import { withDeadline, type AgentContext } from "./agent-context.ts";
@@ -63,17 +62,18 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
     throw new UsageError((e as Error).message);
   }
   try {
-    const random = deps.random ?? Math.random;
-    const broker = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
-    return await run(agentContext(options, deps, dir, broker, random));
+    return await run(agentContext(options, deps, dir));
   } finally {
     dir.unlock();
     deps.reporter.close();
   }
 }
 
-function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir, session: NodeSession, random: Random): AgentContext {
-  const reporter = deps.reporter;
+/** The parts of one run, made once, that every step works with. */
+function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): AgentContext {
+  const { reporter, print } = deps;
+  const random = deps.random ?? Math.random;
+  const session = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
   const files = new NodeFiles(options, dir);
   const broker = new BrokerSteps(session, options, reporter, random);
   const etcd = new LocalEtcd(options, reporter, dir, {
@@ -81,11 +81,11 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir, ses
     saveOwned: (owned) => files.save({ etcd: owned }),
     disk: () => files.disk(),
     refusal: (rule, role, why) => files.refusal(rule, role, why),
-    print: deps.print,
+    print,
   });
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;
-  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, stop: deps.stop, print: deps.print };
+  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, stop: deps.stop, print };
 }
 
 async function run(ctx: AgentContext): Promise<number> {
