@@ -48,7 +48,11 @@ export function refusalMessage(at: NodePlace, rule: RefusalRule, role: Role = "j
     case "joined_never_bootstraps":
       return `${at.markerPath} says this node joined cluster ${cluster}, but the broker now asks it to bootstrap: it will not start a second cluster. Check the broker (was its state reset?) and run 'join-broker admin status --cluster ${cluster}'.`;
     case "joined_without_data":
-      return "";
+      // `why`: the member the broker says this node joined as, in hex, when it says.
+      return (
+        `the broker says ${node} already joined cluster ${cluster}${why ? ` as member ${why}` : ""}, but ${dataDir} holds no etcd data. ` +
+        `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. ${howToRejoin(at, why || undefined)}`
+      );
     case "started_voter_without_data":
       return (
         `the join API says this node's member ${why} (${at.peerURL}) is a voter that has run before, but ${dataDir} holds no etcd data ` +
@@ -67,4 +71,9 @@ export function refusalMessage(at: NodePlace, rule: RefusalRule, role: Role = "j
       );
     }
   }
+}
+
+/** The marker of an earlier run says this node joined, but its data is gone: no etcd starts. */
+export function markerWithoutDataMessage(at: NodePlace, memberHex: string): string {
+  return `${at.markerPath} says this node joined cluster ${at.cluster}, but ${at.dataDir} holds no etcd data. This node will not start etcd. ${howToRejoin(at, memberHex)}`;
 }

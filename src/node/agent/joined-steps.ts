@@ -9,7 +9,7 @@ import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { withDeadline, type AgentContext } from "./agent-context.ts";
-import { howToRejoin } from "./data-dir-messages.ts";
+import { markerWithoutDataMessage } from "./data-dir-messages.ts";
 import { decideDataDir } from "./data-dir-rules.ts";
 import { Refusal } from "./errors.ts";
 import { untilAborted } from "./retry.ts";
@@ -30,12 +30,7 @@ export async function alreadyJoined(ctx: AgentContext, view: TicketView, signal:
     return files.writeMarker(view, voter.memberID, voter.clusterID);
   }
   const decision = decideDataDir(files.disk(), { kind: "joined", cluster });
-  if (decision.action === "refuse" && decision.rule === "joined_without_data") {
-    throw new Refusal(
-      `the broker says ${node} already joined cluster ${cluster}${view.memberID ? ` as member ${memberIdHex(view.memberID)}` : ""}, but ${dataDir} holds no etcd data. ` +
-        `This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. ${howToRejoin(files.where(), view.memberID ? memberIdHex(view.memberID) : undefined)}`,
-    );
-  }
+  if (decision.action === "refuse" && decision.rule === "joined_without_data") throw new Refusal(files.refusal(decision.rule, view.role, view.memberID ? memberIdHex(view.memberID) : ""));
   ctx.reporter.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
   if (!files.owned) etcd.record({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "existing", voter: true });
   etcd.markVoter();
@@ -53,9 +48,7 @@ export async function resumeJoined(ctx: AgentContext, marker: JoinedMarker): Pro
   }
   if (!etcd.supervisor) return serveJoined(ctx, marker);
   if (!hasEtcdData(o.dataDir)) {
-    throw new Refusal(
-      `${files.dir.markerPath} says this node joined cluster ${o.cluster}, but ${o.dataDir} holds no etcd data. This node will not start etcd. ${howToRejoin(files.where(), memberIdHex(marker.memberID))}`,
-    );
+    throw new Refusal(markerWithoutDataMessage(files.where(), memberIdHex(marker.memberID)));
   }
   ctx.reporter.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
   if (!files.owned) etcd.record({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
