@@ -1,7 +1,7 @@
 /**
  * The node agent (`join-broker join`) as a real process: its command line, the marker fast path,
  * handing etcd's flags to another supervisor, resuming after it joined, refusing when the broker
- * says it joined but its data is gone (and the recovery its message describes), and refusing to
+ * (or its own marker says) it joined but its data is gone (and the recovery its message describes), and refusing to
  * start etcd data it did not create.
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -123,15 +123,21 @@ describe("against a broker, a join API and real etcd", () => {
     await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1", "ctrl-2"]);
   });
 
-  it("refuses when the broker says it joined but its data is gone, and joins again after the admin's recovery", async () => {
+  it("refuses when its marker, then the broker, says it joined but its data is gone, and joins again after the admin's recovery", async () => {
     const node = h.node("ctrl-2");
     expect((await h.stop("ctrl-2")).code).toBe(0);
+    rmSync(node.dataDir, { recursive: true, force: true });
+    // Its own marker says it joined: no etcd starts on the empty data dir, whatever the broker would say.
+    const markerOnly = h.startAgent("ctrl-2");
+    expect((await markerOnly.exited).code).toBe(3);
+    expect(markerOnly.events.find((e) => e.step === "refused")?.msg).toMatch(/joined\.json says this node joined cluster \S+, but \S+ holds no etcd data\. This node will not start etcd\. To join it again/);
+    expect(markerOnly.events.some((e) => e.step === "etcd-start" || e.step === "ticket")).toBe(false);
     rmSync(node.stateDir, { recursive: true, force: true });
 
     const lost = h.startAgent("ctrl-2");
     expect((await lost.exited).code).toBe(3);
     const refused = lost.events.find((e) => e.step === "refused")!;
-    expect(refused.msg).toContain("already joined");
+    expect(refused.msg).toMatch(/^the broker says ctrl-2 already joined cluster \S+ as member [0-9a-f]+, but \S+ holds no etcd data\./);
     expect(refused.msg).toContain(`join-broker admin forget ctrl-2 --cluster ${h.cluster}`);
     expect(lost.events.some((e) => e.step === "etcd-start")).toBe(false);
     expect(existsSync(join(node.dataDir, "member"))).toBe(false);
