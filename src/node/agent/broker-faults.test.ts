@@ -7,29 +7,15 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAgent } from "./agent.ts";
-import { parseJoinArgs } from "./join-options.ts";
-import { createReporter } from "./progress.ts";
+import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
 import { ServerFailures } from "./retry.ts";
 
 /** Runs the agent (in this process) against the broker at `url`; its JSON progress lines, and its exit code. */
 async function agentAgainst(url: string, dir: string, stop: AbortSignal, random: () => number): Promise<{ code: number; lines: string[] }> {
-  const parsed = parseJoinArgs(
-    ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
-    {},
-  );
-  if (parsed.help) throw new Error("unexpected --help");
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  }) as unknown as NodeJS.WriteStream;
-  const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
-  const code = await runAgent(parsed.options, { reporter, print: () => {}, stop, random });
+  const { reporter, lines } = collectProgress();
+  const code = await runAgent(testAgentOptions(dir, { broker: url }), { reporter, print: () => {}, stop, random });
   return { code, lines };
 }
 

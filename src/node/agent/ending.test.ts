@@ -7,22 +7,20 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { PkiError } from "../pki/x509.ts";
 import type { AgentContext } from "./agent-context.ts";
+import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
 import { BrokerSteps } from "./broker-steps.ts";
 import { endRun } from "./ending.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { JoinApiClient } from "./join-api-client.ts";
 import { JoinApiSteps } from "./join-api-steps.ts";
-import { parseJoinArgs } from "./join-options.ts";
 import { AdmissionRevoked } from "./lease.ts";
 import { LocalEtcd } from "./local-etcd.ts";
 import { NodeFiles } from "./node-files.ts";
-import { createReporter } from "./progress.ts";
 import { StateDir } from "./state-files.ts";
 
 let server: Server;
@@ -44,21 +42,8 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 /** A run's parts with no etcd of its own (no --etcd-bin), holding `ticket`; what it reported, as JSON lines. */
 function context(ticket: string | undefined): { ctx: AgentContext; events: () => { step: string; msg: string }[] } {
-  const root = mkdtempSync(join(tmpdir(), "agent-ending-"));
-  const parsed = parseJoinArgs(
-    ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:1", "--state-dir", join(root, "state"), "--log-format", "json"],
-    {},
-  );
-  if (parsed.help) throw new Error("unexpected --help");
-  const options = parsed.options;
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  }) as unknown as NodeJS.WriteStream;
-  const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream });
+  const options = testAgentOptions(mkdtempSync(join(tmpdir(), "agent-ending-")), { broker: url });
+  const { reporter, events } = collectProgress();
   const dir = new StateDir(options.stateDir);
   const files = new NodeFiles(options, dir);
   files.load();
@@ -68,7 +53,7 @@ function context(ticket: string | undefined): { ctx: AgentContext; events: () =>
   const etcd = new LocalEtcd(options, reporter, dir, { owned: () => files.owned, saveOwned: () => {}, disk: () => files.disk(), refusal: (rule) => rule, print: () => {} });
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5);
   const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, gate: null, random: () => 0.5, stop: new AbortController().signal, print: () => {} };
-  return { ctx, events: () => lines.map((l) => JSON.parse(l) as { step: string; msg: string }) };
+  return { ctx, events };
 }
 
 describe("how a run that did not join ends", () => {

@@ -13,9 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { runAgent } from "./agent.ts";
-import { parseJoinArgs } from "./join-options.ts";
-import { createReporter } from "./progress.ts";
-import { Writable } from "node:stream";
+import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
 
 /** What the scripted broker does with the n-th long poll: hold it, then answer with this view. */
 interface PollAnswer {
@@ -64,14 +62,7 @@ async function runQueued(first: Partial<TicketView>, polls: PollAnswer[]): Promi
   await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), "agent-queue-"));
-  const parsed = parseJoinArgs(
-    ["--broker", url, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", "n1", "--peer-url", BASE.peerURL, "--join-api", "http://127.0.0.1:1", "--state-dir", join(dir, "state"), "--log-format", "json"],
-    {},
-  );
-  if (parsed.help) throw new Error("unexpected --help");
-  const quiet = new Writable({ write: (_c, _e, done) => done() }) as unknown as NodeJS.WriteStream;
-  const reporter = createReporter({ format: "json", node: "n1", verbose: false, stream: quiet });
-  const code = await runAgent(parsed.options, { reporter, print: () => {}, stop: new AbortController().signal, random: () => 0 });
+  const code = await runAgent(testAgentOptions(dir, { broker: url, peerURL: BASE.peerURL }), { reporter: collectProgress().reporter, print: () => {}, stop: new AbortController().signal, random: () => 0 });
   return { code, arrivals: arrivals.filter((a) => a.method === "GET") };
 }
 
