@@ -400,7 +400,9 @@ it.skipIf(skip)(
       process.kill(-recipe.pgid, "SIGKILL");
       h.timeline.add("sigkill", second, { what: "the recipe's process group", pgid: recipe.pgid });
       const crashedAt = Date.parse(crashed.events.at(-1)!.time);
-      const staleManifest = k.kubelets.get(second)!.pods().find((p) => p.name === `etcd-${second}`)?.hash;
+      // What the killed kubeadm wrote, read from disk: the stand-in may not have scanned it yet, and
+      // releasing etcd on that stale manifest would start the removed member on this node's data dir.
+      const staleManifest = k.kubelets.get(second)!.manifestOnDisk("etcd.yaml");
       // Its lease ends and the broker admits the node behind it; then the node starts again.
       await h.waitFor(
         "the broker to admit another node once the lease ended",

@@ -106,6 +106,18 @@ export class KubeletStandIn {
   }
 
   /**
+   * The hash a pod of manifest `file` would have, from the file as it is on disk now (null when
+   * there is none): what the host's installer last wrote, whether or not a scan has seen it yet.
+   */
+  manifestOnDisk(file: string): string | null {
+    try {
+      return manifestHash(readFileSync(join(this.#manifestDir, file), "utf8"));
+    } catch {
+      return null;
+    }
+  }
+
+  /**
    * Holds a pod (by its mirror name, `etcd-cp-2`): it is not started, now or later, until
    * `release`. A process already running is left alone.
    */
@@ -157,7 +169,7 @@ export class KubeletStandIn {
       } catch {
         continue; // removed between the listing and the read
       }
-      const hash = createHash("sha256").update(text).digest("hex").slice(0, 32);
+      const hash = manifestHash(text);
       seen.add(file);
       const current = this.#pods.get(file);
       if (current?.hash === hash) continue;
@@ -336,4 +348,9 @@ function signal(pid: number, sig: NodeJS.Signals): void {
       /* gone */
     }
   }
+}
+
+/** A manifest's identity, as a kubelet's mirror pod names it (`kubernetes.io/config.mirror`). */
+function manifestHash(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 32);
 }
