@@ -19,10 +19,12 @@
 // server keys and certificates there with openssl when they are missing, and etcdctl presents
 // the server certificate (made for clientAuth too). --fail-once-after add|start FILE exits 1 at that
 // point the first time (when FILE does not exist yet), leaving the learner behind.
+// --catch-up MS waits that long between the learner's start (etcd lists it with its name) and the
+// first promote, as a learner that has a large snapshot to receive would.
 //
 // Usage: node etcd-installer.mjs init|join --name N --data-dir D --peer-url P --client-url C
 //          --endpoints URL[,URL…] --etcd-bin PATH --etcdctl PATH [--token T] [--foreground]
-//          [--pki-dir DIR] [--max-learners N]
+//          [--pki-dir DIR] [--max-learners N] [--catch-up MS]
 //          [--fail-once-after add|start --fail-once-file FILE [--fail-once-when FILE2]]
 // (with --fail-once-when it fails only once FILE2 exists, else 2 s after that point)
 import { execFile, execFileSync, spawn } from "node:child_process";
@@ -47,6 +49,7 @@ const { positionals, values: o } = parseArgs({
     "fail-once-file": { type: "string" },
     "fail-once-when": { type: "string" },
     "max-learners": { type: "string" },
+    "catch-up": { type: "string" },
   },
 });
 const mode = positionals[0];
@@ -319,6 +322,15 @@ async function joinCluster() {
   };
   keepEtcdRunning();
   await failOnce("start");
+  if (o["catch-up"]) {
+    await waitUntil("the learner to start", async () => {
+      keepEtcdRunning();
+      const r = await etcdctl(["member", "list"]);
+      return r.ok && !!own(r.value.members)?.name;
+    });
+    say(`learner ${hex(member.ID)} started: catching up for ${o["catch-up"]} ms before the promote`);
+    await sleep(Number(o["catch-up"]));
+  }
   await retry(
     `promoting ${hex(member.ID)}`,
     () => {

@@ -29,6 +29,8 @@ export interface InstallerOptions {
   resetRemoves?: string;
   /** etcd 3.6+: `--max-learners` for the installer's etcd (as kubeadm's etcd.local.extraArgs would set it). */
   maxLearners?: number;
+  /** Milliseconds between the learner's start and its first promote (a learner receiving a large snapshot). */
+  catchUpMs?: number;
 }
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -66,6 +68,7 @@ export async function installerCommand(h: ClusterHarness, node: NodeSpec, option
     ...(h.etcdClientTls ? ["--pki-dir", await installerPkiDir(node)] : []),
     ...(options.foreground ? ["--foreground"] : []),
     ...(options.maxLearners ? ["--max-learners", String(options.maxLearners)] : []),
+    ...(options.catchUpMs ? ["--catch-up", String(options.catchUpMs)] : []),
     ...(options.failOnceAfter ? ["--fail-once-after", options.failOnceAfter, "--fail-once-file", join(node.stateDir, "installer-failed-once")] : []),
     ...(options.failOnceWhen ? ["--fail-once-when", options.failOnceWhen] : []),
   ].map(quote);
