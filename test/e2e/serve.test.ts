@@ -138,6 +138,15 @@ describe("one serve per data directory", () => {
   });
 });
 
+/**
+ * The limit counts in windows of the clock's whole minutes: a burst that crossed into the next
+ * minute would start its count again. Waits for a new minute unless 20 s of this one remain.
+ */
+async function aWholeMinuteWindowAhead(): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 20_000) await new Promise((r) => setTimeout(r, left + 50));
+}
+
 describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, here local)", () => {
   let broker: BrokerProcess;
   // An admin token made of every character serve accepts: each one works in a bearer header.
@@ -152,6 +161,7 @@ describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, h
 
   it("answers 429 after 20 failures a minute from one address, even with a forged cf-connecting-ip; other addresses are not affected", async () => {
     const statuses = [];
+    await aWholeMinuteWindowAhead();
     for (let i = 0; i < 22; i++) statuses.push(await fail({ "x-forwarded-for": "10.9.9.9", "cf-connecting-ip": `192.0.2.${i}` }));
     expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
     expect(statuses.slice(20)).toEqual([429, 429]);
@@ -173,6 +183,7 @@ describe("the failed-authentication limit without --client-ip-header: one limit 
   it("20 failures from one noisy client, whatever address it claims, and every client is answered 429 until the period ends", async () => {
     const enrollment = (await adminCall(broker, "POST", "/v1/admin/clusters/noisy/enrollment-tokens", {})).body.token as string;
     const statuses: number[] = [];
+    await aWholeMinuteWindowAhead();
     for (let i = 0; i < 21; i++) {
       const forged = { "x-forwarded-for": `10.8.8.${i}`, "cf-connecting-ip": `192.0.2.${i}`, "x-real-ip": `198.51.100.${i}` };
       statuses.push(await fetch(`${broker.url}/v1/admin/clusters/noisy`, { headers: { authorization: "Bearer wrong-token", ...forged } }).then((r) => r.status));
