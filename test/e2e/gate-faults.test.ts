@@ -98,7 +98,8 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
   h.startSampling();
   const began = Date.now();
   for (const name of NODES) if (name !== failing) start(name);
-  await new Promise((r) => setTimeout(r, 300));
+  // Once another node holds a ticket, the bootstrap role is taken (the first ticket has it).
+  await h.waitFor("another node's ticket", () => NODES.some((n) => n !== failing && h.current(n)?.events.some((e) => e.step === "ticket")), 60_000);
   start(failing);
   await h.waitFor("every agent to report joined", () => NODES.every((n) => h.joined(n)), 300_000);
   await Promise.all(work);
