@@ -301,7 +301,7 @@ export class ClusterHarness {
       stdout: "",
       otherOutput: [],
       exit: null,
-      exited: new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal }))),
+      exited: exitedWithOutput(proc),
     };
     void run.exited.then((x) => {
       run.exit = x;
@@ -588,6 +588,28 @@ export async function stablePorts(count: number): Promise<number[]> {
   }
   if (picked.size < count) throw new Error(`found only ${picked.size} of ${count} free ports between ${low} and ${high}`);
   return [...picked];
+}
+
+/**
+ * A process's exit, once its output is read too: "exit" can come before the last lines on its
+ * pipes are. A descendant that keeps a pipe open (it inherited it) gets 2 s, not forever. A
+ * process killed by a signal wrote nothing after it, and its descendants (a gate-mode installer
+ * outliving a killed agent) may hold its pipes: its exit counts at once.
+ */
+function exitedWithOutput(proc: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve) =>
+    proc.once("exit", (code, signal) => {
+      if (signal) return resolve({ code, signal });
+      const streams = [proc.stdout, proc.stderr].filter((s) => s !== null && !s.closed);
+      const read = Promise.all(streams.map((s) => new Promise((r) => s!.once("close", r))));
+      let timer: NodeJS.Timeout | undefined;
+      const patience = new Promise((r) => (timer = setTimeout(r, 2_000)));
+      void Promise.race([read, patience]).then(() => {
+        clearTimeout(timer);
+        resolve({ code, signal });
+      });
+    }),
+  );
 }
 
 function canListen(port: number): Promise<boolean> {
