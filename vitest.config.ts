@@ -48,6 +48,8 @@ export default defineConfig({
           environment: "node",
           testTimeout: 180_000,
           hookTimeout: 120_000,
+          // A page's or a process's answer on a loaded machine: 10 s, not vitest's 1 s.
+          expect: { poll: { timeout: 10_000 } },
           fileParallelism: false,
         },
       },
