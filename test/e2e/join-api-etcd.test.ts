@@ -338,8 +338,9 @@ describe("membership: held while etcd settles", () => {
     const promoted = await holds.promote({ node: "hold-1", peerURL: first.peerURL, jti: "adm_h1", token: "t1" });
     expect(promoted.ok && promoted.value).toEqual({ memberID: added.value.memberID, learner: false });
 
-    // Right after a promotion etcd refuses every change until the leader has been connected to
-    // every voter for 5 s: without a hold that is a 503 at once, with one the same add succeeds.
+    // etcd refuses every change until the member asked has been connected to every voter for 5 s,
+    // counted from the new member's connection (its start, a second or two before this): without
+    // a hold that is a 503 at once, with one the same add succeeds.
     const second = await memberAddress("hold-2");
     const request = { node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" };
     const atOnce = await answersAtOnce.addLearner(request);
