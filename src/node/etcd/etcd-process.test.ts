@@ -1,5 +1,8 @@
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { etcdCommandLine, etcdFlags } from "./etcd-process.ts";
+import { etcdCommandLine, etcdFlags, startEtcd } from "./etcd-process.ts";
 
 describe("etcdFlags", () => {
   const input = {
@@ -43,5 +46,41 @@ describe("etcdFlags", () => {
   it("quotes only what a shell would split", () => {
     expect(etcdCommandLine("/usr/bin/etcd", { ...input, dataDir: "/tmp/my dir" })).toContain("'--data-dir=/tmp/my dir'");
     expect(etcdCommandLine("/usr/bin/etcd", input)).toMatch(/^\/usr\/bin\/etcd --name=ctrl-2 /);
+  });
+});
+
+describe("startEtcd's log file", () => {
+  // The process runner, not etcd, is under test: a program that exits while output it started
+  // is still to come through the pipes (a descendant writes it), which 'exit' does not wait for.
+  it("gets every line the process printed, also those that come through the pipes after its exit", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "etcd-process-"));
+    try {
+      const bin = join(dir, "prints-after-exit");
+      writeFileSync(bin, "#!/bin/sh\necho first line\n(sleep 0.3; echo last line) &\nexit 0\n");
+      chmodSync(bin, 0o755);
+      const logFile = join(dir, "etcd.log");
+      const proc = await startEtcd({ bin, name: "n", dataDir: join(dir, "data"), clientURL: "http://127.0.0.1:1", peerURL: "http://127.0.0.1:2", initialCluster: [], initialClusterState: "new", waitFor: "none", logFile });
+      expect(await proc.exited).toBe(0);
+      await expect.poll(() => readFileSync(logFile, "utf8"), { timeout: 5_000 }).toBe("first line\nlast line\n");
+      expect(proc.logTail()).toBe("first line\nlast line");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("that cannot be written costs the file, not the node: the tail kept in memory says so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "etcd-process-"));
+    try {
+      const bin = join(dir, "prints");
+      writeFileSync(bin, "#!/bin/sh\necho a line\n");
+      chmodSync(bin, 0o755);
+      const logFile = join(dir, "no-such-directory", "etcd.log");
+      const proc = await startEtcd({ bin, name: "n", dataDir: join(dir, "data"), clientURL: "http://127.0.0.1:1", peerURL: "http://127.0.0.1:2", initialCluster: [], initialClusterState: "new", waitFor: "none", logFile });
+      expect(await proc.exited).toBe(0);
+      await expect.poll(() => proc.logTail()).toContain(`the etcd log file ${logFile} could not be written: ENOENT`);
+      expect(proc.logTail()).toContain("a line");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

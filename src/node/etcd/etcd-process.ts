@@ -118,7 +118,15 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
   const args = etcdFlags(options);
   let log = "";
   let file: WriteStream | null = null;
-  if (options.logFile) file = createWriteStream(options.logFile, { flags: "a" });
+  if (options.logFile) {
+    file = createWriteStream(options.logFile, { flags: "a" });
+    // A log file that cannot be written (a full disk, say) costs the file, not the node: the
+    // tail kept here still has the last lines.
+    file.once("error", (e) => {
+      file = null;
+      log += `\n[the etcd log file ${options.logFile} could not be written: ${e.message}]\n`;
+    });
+  }
   const child: ChildProcess = spawn(options.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   const spawned = new Promise<void>((ok, fail) => {
     child.once("spawn", () => ok());
@@ -131,12 +139,9 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
   };
   child.stdout!.on("data", onData);
   child.stderr!.on("data", onData);
-  const exited = new Promise<number | string>((resolve) => {
-    child.once("exit", (code, signal) => {
-      file?.end();
-      resolve(code ?? signal ?? "unknown");
-    });
-  });
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+  // Not on "exit": output may still be in the pipes then, and would be written after the end.
+  child.once("close", () => file?.end());
   await spawned;
 
   // With TLS, it is asked as its own node asks it: with the server certificate as the client's.
