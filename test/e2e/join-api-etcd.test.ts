@@ -12,20 +12,24 @@ import { Membership } from "../../src/node/join-api/members.ts";
 import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
 import { admissionStatusFrom } from "../../src/node/join-api/server.ts";
 import { ClusterTrust } from "../../src/shared/verifier/index.ts";
-import { freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
+import { closedEndpoint, freePort, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
 import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
 let dead: string;
+let closeDead: () => Promise<void>;
 
 beforeAll(async () => {
   etcd = await startSingleNodeEtcd({ name: "gw-0" });
-  dead = `http://127.0.0.1:${await freePort()}`;
+  ({ url: dead, close: closeDead } = await closedEndpoint());
   gateway = new EtcdGateway([dead, etcd.first.clientURL], { timeoutMs: 5_000 });
 });
 
-afterAll(async () => etcd?.cleanup());
+afterAll(async () => {
+  await closeDead?.();
+  await etcd?.cleanup();
+});
 
 /** Out of the way first: whatever learner the tests before left (etcd allows one). */
 async function removeLearners(): Promise<void> {
@@ -277,8 +281,8 @@ describe("membership: the broker cannot be reached for the last check", () => {
       if (!l.ok) throw new Error(l.error.message);
       return l.value.members;
     };
-    // The route verified the token; then the broker went away (here: nothing listens on its port).
-    const silent = admissionStatusFrom(new ClusterTrust({ broker: `http://127.0.0.1:${await freePort()}`, cluster: "gone", timeoutMs: 2_000 }));
+    // The route verified the token; then the broker went away (here: its endpoint closes every connection).
+    const silent = admissionStatusFrom(new ClusterTrust({ broker: dead, cluster: "gone", timeoutMs: 2_000 }));
     expect(await silent("t", "adm_t")).toBeNull();
     const cut = new Membership({ gateway, admissionStatus: silent });
     const ids = (await list()).map((m) => m.id).sort();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { ROOT, adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
 import { spawnUntilReady } from "../support/ready-process.ts";
-import { freePort, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
+import { closedEndpoint, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
 const CLUSTER = "join-api-e2e";
@@ -18,6 +18,7 @@ let broker: BrokerProcess;
 let etcd: TestEtcd;
 let gateway: EtcdGateway;
 let enrollment: string;
+let dead: Awaited<ReturnType<typeof closedEndpoint>>;
 let joinApi: { url: string; child: ChildProcess; output: () => string };
 
 interface Admission {
@@ -82,7 +83,7 @@ async function startController(etcdEndpoints: string): Promise<typeof joinApi> {
 beforeAll(async () => {
   [broker, etcd] = await Promise.all([startBroker(), startSingleNodeEtcd({ name: "ctrl-0" })]);
   // A dead endpoint first: every call must fail over to the live one.
-  const dead = `http://127.0.0.1:${await freePort()}`;
+  dead = await closedEndpoint();
   gateway = new EtcdGateway([etcd.first.clientURL]);
   const created = await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/enrollment-tokens`, {});
   expect(created.status).toBe(201);
@@ -91,14 +92,14 @@ beforeAll(async () => {
   expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/adopt`, { members: [{ node: "ctrl-0", peerURL: etcd.first.peerURL }] })).status).toBe(200);
   // Two in flight so that a second node holds a live admission while the first one's learner is pending.
   expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 2, leaseSeconds: 900 })).status).toBe(200);
-  joinApi = await startController(`${dead},${etcd.first.clientURL}`);
+  joinApi = await startController(`${dead.url},${etcd.first.clientURL}`);
 });
 
 afterAll(async () => {
   if (joinApi?.child.exitCode === null) {
     joinApi.child.kill("SIGKILL");
   }
-  await Promise.all([etcd?.cleanup(), broker?.stop()]);
+  await Promise.all([etcd?.cleanup(), broker?.stop(), dead?.close()]);
 });
 
 describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () => {

@@ -46,18 +46,27 @@ export async function etcdUnderTest(): Promise<{ bin: string; version: string; m
   return { bin, version, minor, traits: etcdTraits(minor) };
 }
 
-/** A port that was free on 127.0.0.1 a moment ago (the kernel picked it for a listener on port 0). */
+/** A port that was free on 127.0.0.1 a moment ago, and that this process was never given before. */
 export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const server = createServer();
-    server.unref();
+  const [port] = await freePorts(1);
+  return port!;
+}
+
+/**
+ * An endpoint nothing answers on: it takes each connection and closes it at once. Unlike a port
+ * merely found free, its port stays taken until `close`, so no etcd or server started meanwhile
+ * (in this process or another) can come to answer there.
+ */
+export async function closedEndpoint(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((ok, fail) => {
     server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => (port ? ok(port) : fail(new Error("no port"))));
-    });
+    server.listen(0, "127.0.0.1", () => ok());
   });
+  server.unref();
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((ok) => server.close(() => ok())) };
 }
 
 /** Distinct free ports (held open together while picking, so no two are the same). */
