@@ -14,7 +14,7 @@
  */
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember, type EtcdResult, type MemberAddResult } from "../etcd/gateway.ts";
 import { LearnerRecords } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
@@ -81,6 +81,8 @@ const ADDS_FIRST_MS = 5_000;
 const LEASE_MARGIN_MS = 2_000;
 /** Less time than this before that bound, and etcd is not asked at all. */
 const LEAST_CHANGE_MS = 250;
+/** Longer than a second of any clock: etcd's next second, whatever its clock says now. */
+const NEXT_ID_MS = 1_100;
 
 export class Membership {
   readonly #gateway: EtcdGateway;
@@ -212,7 +214,7 @@ export class Membership {
     const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token }, { deadline });
     if (!saved.ok) return outOfTime(saved.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(saved.error);
 
-    const added = await this.#gateway.memberAdd([peerURL], { learner: true, deadline });
+    const added = await this.#memberAdd(peerURL, deadline);
     if (!added.ok) {
       // Perhaps made anyway: the member then stays with its record, found by the node's next ask
       // or removed by the next node's add once this admission has ended.
@@ -226,12 +228,30 @@ export class Membership {
         return refuse(503, "etcd_unavailable", `etcd reports ${added.error.message} but lists no member with peer URL ${peerURL} yet`, RETRY_AFTER.unavailable);
       }
       if (added.error.kind === "too_many_learners" && pending) return pending;
+      if (added.error.kind === "member_not_found") {
+        return refuse(503, "etcd_error", `etcd: ${added.error.message} (an add names no member: etcd refused the ID it made for ${peerURL}, that of a member removed moments ago)`, RETRY_AFTER.idRemoved);
+      }
       return fromEtcdError(added.error);
     }
     const member = added.value.member;
     this.#remember(input, peerURL, member.id);
     this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false } };
+  }
+
+  /**
+   * etcd makes a new member's ID from its peer URLs and the current second (of etcd's clock), and
+   * refuses an ID it removed, as "member not found": so a peer URL whose learner was removed
+   * within this second cannot be added again until the next. Asked once more a second later
+   * (when the deadline leaves room), it gets another ID.
+   */
+  async #memberAdd(peerURL: string, deadline: number | undefined): Promise<EtcdResult<MemberAddResult>> {
+    const added = await this.#gateway.memberAdd([peerURL], { learner: true, deadline });
+    if (added.ok || added.error.kind !== "member_not_found") return added;
+    if (deadline !== undefined && deadline - Date.now() < NEXT_ID_MS + LEAST_CHANGE_MS) return added;
+    this.#log(`etcd refused the ID it made for ${peerURL} (${added.error.message}): a member with that peer URL was removed within this second; adding it again in ${NEXT_ID_MS} ms`);
+    await new Promise((r) => setTimeout(r, NEXT_ID_MS));
+    return this.#gateway.memberAdd([peerURL], { learner: true, deadline });
   }
 
   async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Promise<Outcome<AddedMember>> {

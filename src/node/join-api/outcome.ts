@@ -56,6 +56,8 @@ export const RETRY_AFTER = {
   unavailable: 2,
   /** The node's heartbeat extends the lease meanwhile (it renews a third of the way in). */
   leaseEnding: 1,
+  /** etcd refused the ID it made for an add, that of a member removed within this second. */
+  idRemoved: 1,
   unknown: 5,
 } as const;
 
