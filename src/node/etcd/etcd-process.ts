@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { finished } from "node:stream";
 import { EtcdGateway } from "./gateway.ts";
 import { tlsFetch } from "./tls-fetch.ts";
 
@@ -90,7 +91,7 @@ export interface EtcdProcess {
   readonly peerURL: string;
   readonly dataDir: string;
   readonly args: readonly string[];
-  /** Resolves with the exit code (or signal name) once the process is gone. */
+  /** Resolves with the exit code (or signal name) once the process is gone and all it printed is read and in the log file. */
   readonly exited: Promise<number | string>;
   running(): boolean;
   /** The last lines etcd printed. */
@@ -139,9 +140,15 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
   };
   child.stdout!.on("data", onData);
   child.stderr!.on("data", onData);
-  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
-  // Not on "exit": output may still be in the pipes then, and would be written after the end.
-  child.once("close", () => file?.end());
+  // "close", not "exit": at exit, output may still be in the pipes (and would come after the end).
+  const exited = new Promise<number | string>((resolve) =>
+    child.once("close", (code, signal) => {
+      const result = code ?? signal ?? "unknown";
+      if (!file) return resolve(result);
+      // Written out, or failed (then the tail says so): either way there is no more to wait for.
+      finished(file.end(), () => resolve(result));
+    }),
+  );
   await spawned;
 
   // With TLS, it is asked as its own node asks it: with the server certificate as the client's.
