@@ -1,44 +1,49 @@
-// Distinct free loopback ports for tests and benchmarks: held open together while picking, so
-// that no two are the same, and never one this process was given before. A port found free is
-// free only for a moment: a member added under it but never started, or one that stopped, leaves
-// it free for the kernel to hand out again, and etcd refuses a peer URL it removed within the
-// same second ("member not found"). Other processes may still be given it; nothing here can say.
+// Free loopback ports for tests and benchmarks, the one way they are picked.
+//
+// Below the kernel's ephemeral range: a port found by listening on port 0 and closing again is
+// the kernel's to hand out to the next listen(0) anywhere (a join API, a restarted wrangler, a
+// workerd), or to a connection, before its etcd binds it or while a test counts on nothing
+// answering there; ports below that range are never handed out that way. Random within it, and
+// never one this process was given before: etcd refuses a peer URL whose member it removed
+// within the same second ("member not found"), so a port reused for a later member would do harm.
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+
+const LOW = 10_000;
 
 /** Every port this process was given. */
 const given = new Set();
 
-/** @returns {Promise<import("node:net").Server>} */
-function listenOnAnyPort() {
-  return new Promise((ok, fail) => {
+function ephemeralLow() {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768; // not Linux: the usual default
+  }
+}
+
+/** @param {number} port @returns {Promise<boolean>} */
+function canListen(port) {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => ok(server));
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 
-/** @param {import("node:net").Server} server */
-function portOf(server) {
-  const a = server.address();
-  return typeof a === "object" && a ? a.port : 0;
-}
-
-/** @param {number} count @returns {Promise<number[]>} */
+/**
+ * `count` distinct loopback ports, free a moment ago, that this process was not given before.
+ * @param {number} count @returns {Promise<number[]>}
+ */
 export async function freePorts(count) {
-  const held = [];
-  const ports = [];
-  try {
-    // Ports given before stay held until the end too, so the kernel offers another each time.
-    for (let tries = 0; ports.length < count; tries++) {
-      if (tries >= count + 1_000) throw new Error(`no ${count} free loopback ports that this process was not given before`);
-      const server = await listenOnAnyPort();
-      held.push(server);
-      const port = portOf(server);
-      if (port !== 0 && !given.has(port)) ports.push(port);
-    }
-  } finally {
-    await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
+  const high = Math.max(LOW + 2_000, ephemeralLow());
+  const picked = [];
+  for (let attempt = 0; picked.length < count; attempt++) {
+    if (attempt >= count * 100) throw new Error(`found only ${picked.length} of ${count} free ports between ${LOW} and ${high}`);
+    const port = LOW + Math.floor(Math.random() * (high - LOW));
+    if (given.has(port) || !(await canListen(port))) continue;
+    given.add(port);
+    picked.push(port);
   }
-  for (const port of ports) given.add(port);
-  return ports;
+  return picked;
 }

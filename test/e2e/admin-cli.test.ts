@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, existsSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePorts } from "../../scripts/ports.mjs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -54,15 +54,6 @@ const introspect = async (cluster: string, token: string) =>
     active: boolean;
     reason?: string;
   };
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 beforeAll(async () => {
   broker = await startBroker();
@@ -406,7 +397,7 @@ describe("join-broker admin: errors", () => {
   });
 
   it("exits 2 on bad usage without sending anything", async () => {
-    const nowhere = `http://127.0.0.1:${await closedPort()}`;
+    const nowhere = `http://127.0.0.1:${(await freePorts(1))[0]}`;
     const conn = ["--cluster", C, "--broker", nowhere, "--admin-token", "t"];
     const cases: [string[], RegExp][] = [
       [[], /Usage: join-broker admin SUBCOMMAND/],
@@ -443,7 +434,7 @@ describe("join-broker admin: errors", () => {
   });
 
   it("exits 1 when the broker cannot be reached, naming the address", async () => {
-    const nowhere = `http://127.0.0.1:${await closedPort()}`;
+    const nowhere = `http://127.0.0.1:${(await freePorts(1))[0]}`;
     const r = await admin(["status", "--cluster", C, "--broker", nowhere, "--admin-token", "t"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`cannot reach the broker at ${nowhere}: ECONNREFUSED`);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEtcd } from "../../src/node/etcd/etcd-process.ts";
 import { freePorts } from "../../scripts/ports.mjs";
 import { adminCall, ROOT } from "../support/broker.ts";
-import { ClusterHarness, hex, stablePorts } from "../support/cluster.ts";
+import { ClusterHarness, hex } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
@@ -162,7 +162,7 @@ describe("against a broker, a join API and real etcd", () => {
     // stray-0 is the first node of a brand-new cluster, so the broker hands it the bootstrap
     // ticket; but its data dir already holds another etcd cluster's data.
     const node = h.node("stray-0");
-    const [peer] = await stablePorts(1);
+    const [peer] = await freePorts(1);
     const foreign = await startEtcd({
       bin: h.etcdBin,
       name: "stray-0",

@@ -17,7 +17,8 @@ import { startJoinApi, type JoinApiServer } from "../../src/node/join-api/server
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles, requestCertificates } from "../../src/node/pki/pki-dir.ts";
 import { certificateFacts, signedBy } from "../../src/node/pki/x509.ts";
 import { adminCall } from "../support/broker.ts";
-import { ClusterHarness, stablePorts } from "../support/cluster.ts";
+import { ClusterHarness } from "../support/cluster.ts";
+import { freePorts } from "../support/etcd.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
@@ -95,7 +96,7 @@ describe("the join API signs only for the admitted identity", () => {
   let admission: { token: string; jti: string };
 
   beforeAll(async () => {
-    const [port] = await stablePorts(1);
+    const [port] = await freePorts(1);
     peerURL = `https://127.0.0.1:${port}`;
     admission = await admit("lone-1", peerURL);
   });
@@ -177,7 +178,7 @@ describe("an expired admission", () => {
   afterAll(() => api?.close());
 
   it("gets nothing signed once its token has expired by the join API's clock", async () => {
-    const [port] = await stablePorts(1);
+    const [port] = await freePorts(1);
     const peerURL = `https://127.0.0.1:${port}`;
     const node = `late-${randomUUID().slice(0, 6)}`;
     // The learner lone-1 left is removed first (its admission was revoked); then this one is admitted.

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Lab } from "../lab/lab.ts";
+import { freePorts } from "../../scripts/ports.mjs";
 import { spawnUntilReady } from "./ready-process.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -59,8 +60,10 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), "join-broker-state-"));
   // stop() keeps the state for a restart; a directory made here goes when the test process ends.
   if (ownsDir) process.once("exit", () => rmSync(persistDir, { recursive: true, force: true }));
-  // On a lab host a fixed port: the issuer is known before it starts.
-  let port = options.port ?? (options.labHost ? 8787 : 0);
+  // On a lab host a fixed port: the issuer is known before it starts. Elsewhere one picked below
+  // the kernel's ephemeral range, not port 0: a restart binds the same port again, and one the
+  // kernel chose could meanwhile be handed to another listen(0).
+  let port = options.port ?? (options.labHost ? 8787 : (await freePorts(1))[0]!);
   let child: ChildProcess | null = null;
   let log = "";
   let lastGroup = 0;

@@ -8,7 +8,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
@@ -17,7 +16,7 @@ import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } 
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import type { Lab } from "../lab/lab.ts";
 import { spawnUntilReady } from "./ready-process.ts";
-import { etcdBinary, etcdBinaryFor, MULTI_LEARNER_VERSION } from "./etcd.ts";
+import { etcdBinary, etcdBinaryFor, freePorts, MULTI_LEARNER_VERSION } from "./etcd.ts";
 import { e2eSeed } from "./seeded.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
@@ -150,7 +149,7 @@ export class ClusterHarness {
     const etcdBin = options.etcdBin ?? (await etcdBinary());
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
     const lab = options.lab;
-    const ports = lab ? [] : await stablePorts(options.nodes.length * 2);
+    const ports = lab ? [] : await freePorts(options.nodes.length * 2);
     const tls = options.etcdTls !== false;
     const scheme = tls ? "https" : "http";
     const nodes: NodeSpec[] = [];
@@ -567,30 +566,6 @@ export class ClusterHarness {
 }
 
 /**
- * Free loopback ports below the kernel's ephemeral range. A port picked by listening on port 0
- * and closing it again can be handed out to the next listen(0) (the join API, a restarted
- * wrangler) before a queued node's etcd binds it; ports below that range are never handed out
- * that way, so each stays free until its etcd starts, however late that is.
- */
-export async function stablePorts(count: number): Promise<number[]> {
-  let ephemeralLow = 32768;
-  try {
-    ephemeralLow = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || ephemeralLow;
-  } catch {
-    /* not Linux: keep the usual default */
-  }
-  const low = 10_000;
-  const high = Math.max(low + 2_000, ephemeralLow);
-  const picked = new Set<number>();
-  for (let attempt = 0; picked.size < count && attempt < count * 100; attempt++) {
-    const port = low + Math.floor(Math.random() * (high - low));
-    if (!picked.has(port) && (await canListen(port))) picked.add(port);
-  }
-  if (picked.size < count) throw new Error(`found only ${picked.size} of ${count} free ports between ${low} and ${high}`);
-  return [...picked];
-}
-
-/**
  * A process's exit, once its output is read too: "exit" can come before the last lines on its
  * pipes are. A descendant that keeps a pipe open (it inherited it) gets 2 s, not forever. A
  * process killed by a signal wrote nothing after it, and its descendants (a gate-mode installer
@@ -610,14 +585,6 @@ function exitedWithOutput(proc: ChildProcess): Promise<{ code: number | null; si
       });
     }),
   );
-}
-
-function canListen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
 }
 
 /** etcd's IDs in hex, as etcd itself prints them. */

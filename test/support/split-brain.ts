@@ -18,8 +18,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, initialClusterEntries, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
-import { ClusterHarness, hex, stablePorts } from "./cluster.ts";
-import { TEST_TIMING, etcdBinary } from "./etcd.ts";
+import { ClusterHarness, hex } from "./cluster.ts";
+import { TEST_TIMING, etcdBinary, freePorts } from "./etcd.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { between, pick, seededRandom } from "./seeded.ts";
 
@@ -278,7 +278,7 @@ export async function runNaive(options: RunOptions): Promise<RunFigures> {
   const schedule = faultSchedule(options.seed, options.names);
   const bin = await etcdBinary();
   const root = mkdtempSync(join(tmpdir(), "join-broker-naive-"));
-  const ports = await stablePorts(options.names.length * 2);
+  const ports = await freePorts(options.names.length * 2);
   const nodes: NaiveNode[] = options.names.map((name, i) => ({
     name,
     peerURL: `http://127.0.0.1:${ports[2 * i]}`,
