@@ -19,6 +19,24 @@ let etcd: TestEtcd;
 let scratch: string;
 let installer: ChildProcess | null = null;
 
+/**
+ * Stops the installer of the test before, with the etcdctl it may be running (its process
+ * group: etcd, started detached, is not in it): an etcdctl left running could still add its
+ * learner after the next test made room.
+ */
+async function stopInstaller(): Promise<void> {
+  const proc = installer;
+  installer = null;
+  if (!proc?.pid || proc.exitCode !== null || proc.signalCode !== null) return;
+  const gone = new Promise((ok) => proc.once("exit", ok));
+  try {
+    process.kill(-proc.pid, "SIGKILL");
+  } catch {
+    proc.kill("SIGKILL");
+  }
+  await gone;
+}
+
 beforeAll(async () => {
   etcd = await startSingleNodeEtcd({ name: "inst-0" });
   scratch = mkdtempSync(join(tmpdir(), "join-broker-installer-"));
@@ -45,7 +63,7 @@ function alive(pid: number): boolean {
 const startedEtcds: number[] = [];
 
 afterAll(async () => {
-  installer?.kill("SIGKILL");
+  await stopInstaller();
   for (const pid of startedEtcds) if (pid > 1 && alive(pid)) process.kill(pid, "SIGKILL");
   await etcd?.cleanup();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
@@ -64,7 +82,7 @@ it("tells etcd's own 'too many learner members' in its retry message when a lear
   installer = spawn(
     process.execPath,
     [INSTALLER, "join", "--name", node.name, "--data-dir", join(scratch, "data"), "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", etcdctl],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" } },
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" }, detached: true },
   );
   let output = "";
   installer.stdout!.on("data", (d) => (output += d));
@@ -74,8 +92,7 @@ it("tells etcd's own 'too many learner members' in its retry message when a lear
 });
 
 it("starts its etcd again when it exits before the member is promoted, as the kubelet restarts kubeadm's static pod", async () => {
-  installer?.kill("SIGKILL");
-  installer = null;
+  await stopInstaller();
   const gateway = new EtcdGateway(etcd.first.clientURL);
   const list = await gateway.memberList();
   if (!list.ok) throw new Error(list.error.message);
@@ -92,12 +109,12 @@ it("starts its etcd again when it exits before the member is promoted, as the ku
   installer = spawn(
     process.execPath,
     [INSTALLER, "join", "--name", node.name, "--data-dir", dataDir, "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", etcdctl],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" } },
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" }, detached: true },
   );
   let output = "";
   installer.stdout!.on("data", (d) => (output += d));
   installer.stderr!.on("data", (d) => (output += d));
-  const exited = new Promise<number | null>((ok) => installer!.once("exit", ok));
+  const exited = new Promise<number | null>((ok) => installer!.once("close", ok));
   await expect.poll(() => output, { timeout: 60_000, interval: 200 }).toMatch(/started etcd \(existing, pid (\d+)\)/);
   const first = Number(/started etcd \(existing, pid (\d+)\)/.exec(output)![1]);
   startedEtcds.push(first);
@@ -113,8 +130,7 @@ it("starts its etcd again when it exits before the member is promoted, as the ku
 });
 
 it("takes 'Peer URLs already exists' after an add whose answer was lost as done, as kubeadm does, and finds its member", async () => {
-  installer?.kill("SIGKILL");
-  installer = null;
+  await stopInstaller();
   const beside = join(dirname(etcd.bin), "etcdctl");
   const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
   // An etcdctl whose first `member add` that goes through has its answer lost (a timeout).
@@ -140,12 +156,12 @@ exec '${etcdctl}' "$@"
   installer = spawn(
     process.execPath,
     [INSTALLER, "join", "--name", node.name, "--data-dir", dataDir, "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", lossy],
-    { stdio: ["ignore", "pipe", "pipe"] },
+    { stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   let output = "";
   installer.stdout!.on("data", (d) => (output += d));
   installer.stderr!.on("data", (d) => (output += d));
-  const code = await new Promise<number | null>((ok) => installer!.once("exit", ok));
+  const code = await new Promise<number | null>((ok) => installer!.once("close", ok));
   const pid = etcdPid(dataDir);
   if (pid) startedEtcds.push(pid);
   expect(existsSync(marker), output).toBe(true);

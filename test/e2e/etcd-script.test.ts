@@ -22,7 +22,8 @@ function run(args: string[], env: Record<string, string> = {}): Promise<{ code: 
     let stderr = "";
     child.stdout.on("data", (c) => (stdout += c));
     child.stderr.on("data", (c) => (stderr += c));
-    child.on("exit", (code) => ok({ code, stdout, stderr }));
+    // "close", not "exit": the last output may still be in the pipes at exit.
+    child.once("close", (code) => ok({ code, stdout, stderr }));
   });
 }
 

@@ -327,7 +327,7 @@ describe("join-broker controller command line", () => {
       let stderr = "";
       child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
       child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-      child.once("exit", (code) => ok({ code, stdout, stderr }));
+      child.once("close", (code) => ok({ code, stdout, stderr }));
     });
 
   it("prints its usage with --help", async () => {

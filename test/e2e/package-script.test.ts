@@ -27,7 +27,7 @@ function ask(version: string): { output: () => string; stdout: () => string; exi
   let err = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (err += d));
-  return { output: () => err, stdout: () => out, exited: new Promise((r) => child.once("exit", (code) => r(code))) };
+  return { output: () => err, stdout: () => out, exited: new Promise((r) => child.once("close", (code) => r(code))) };
 }
 
 it("fetches a Node binary once when two processes ask while a third holds the lock", async () => {

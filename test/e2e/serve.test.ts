@@ -80,7 +80,8 @@ describe("process", () => {
       let out = "";
       proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
       proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
-      const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+      // "close": once its last lines are read too.
+      const exited = new Promise<number | null>((r) => proc.once("close", (code) => r(code)));
       for (let i = 0; i < 600 && !/listening on http:\/\/127\.0\.0\.1:(\d+)/.test(out); i++) await sleep(100);
       const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]);
       const workerd = Number(readFileSync(join(dir, "run", "workerd.pid"), "utf8"));
