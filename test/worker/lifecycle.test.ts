@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { abandon, admin, auditActions, bootstrapped, call, complete, enroll, heartbeat, peer, poll, sleep, ticket } from "./helpers.ts";
+import { advanceTo, pollsHeld } from "./object-seams.ts";
 
 describe("join lifecycle", () => {
   it("admits the first node of a fresh cluster at once, as its bootstrap node", async () => {
@@ -49,7 +50,7 @@ describe("join lifecycle", () => {
     expect(b.body.state).toBe("queued");
     const started = Date.now();
     const held = poll("life-poll", enrollment, b.body.ticket, 20);
-    await sleep(300);
+    await pollsHeld("life-poll");
     await complete("life-poll", a.body.admission, a.body.ticket, "22");
     const r = await held;
     expect(r.body.state).toBe("admitted");
@@ -96,15 +97,17 @@ describe("join lifecycle", () => {
   });
 
   it("extends the lease on heartbeat, never past the admission token's expiry", async () => {
-    const { enrollment } = await bootstrapped("life-hb", { leaseSeconds: 2, admissionTtlSeconds: 10 });
+    const { enrollment } = await bootstrapped("life-hb", { leaseSeconds: 6, admissionTtlSeconds: 10 });
     const a = await ticket("life-hb", enrollment, "a", peer(2));
     const before = Date.parse(a.body.leaseExpiresAt);
-    await sleep(1200);
+    // The object's clock is moved, not slept through: 3 s before the first lease ends...
+    await advanceTo("life-hb", before - 3_000);
     const hb = await heartbeat("life-hb", a.body.admission, a.body.ticket);
     expect(hb.status).toBe(200);
     expect(Date.parse(hb.body.leaseExpiresAt)).toBeGreaterThan(before);
     expect(Date.parse(hb.body.leaseExpiresAt)).toBeLessThanOrEqual(Date.parse(hb.body.admissionExpiresAt));
-    await sleep(1200); // past the first lease: only the heartbeat keeps it alive
+    // ...then past it: only the heartbeat keeps it alive.
+    await advanceTo("life-hb", before + 500);
     expect((await poll("life-hb", enrollment, a.body.ticket)).body.state).toBe("admitted");
     await admin("PUT", "life-hb/policy", { leaseSeconds: 10 });
     const capped = await heartbeat("life-hb", a.body.admission, a.body.ticket);

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { admin, complete, enroll, peer, poll, ticket } from "./helpers.ts";
+import { pollsHeld } from "./object-seams.ts";
 
 describe("a queued ticket's view", () => {
   it("says when joiners wait for the bootstrap node, and names it", async () => {
@@ -42,7 +43,7 @@ describe("a queued ticket's view", () => {
     expect(four.body.waitingFor).toBeUndefined();
     // ctrl-4 holds a 20 s poll; ctrl-2 completes, ctrl-3 is admitted, ctrl-4 is now first.
     const held = poll("qp-move", token, four.body.ticket, 20);
-    await new Promise((r) => setTimeout(r, 200));
+    await pollsHeld("qp-move");
     const started = Date.now();
     await complete("qp-move", two.body.admission, two.body.ticket, "1002");
     const moved = await held;
@@ -66,7 +67,7 @@ describe("a queued ticket's view", () => {
       return r;
     });
     const head = poll("qp-back", token, three.body.ticket, 20);
-    await new Promise((r) => setTimeout(r, 200));
+    await pollsHeld("qp-back", 2);
     // ctrl-2 completes: ctrl-3 is admitted, ctrl-4 becomes first in line, ctrl-5 moves to 2.
     await complete("qp-back", two.body.admission, two.body.ticket, "1002");
     expect((await head).body.state).toBe("admitted");

@@ -4,21 +4,16 @@
  * style of a conformance suite (many requests at once; each round asserts the invariant over the
  * final state and the audit log).
  */
-import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { abandon, admin, bootstrapped, call, complete, enroll, heartbeat, ISSUER, peer, poll, ticket } from "./helpers.ts";
+import { advance, advanceTo, stub } from "./object-seams.ts";
 import type { JoinQueue } from "../../src/broker/queue/join-queue.ts";
 import { admissionClaims } from "../../src/shared/protocol/claims.ts";
 import { importPrivateKey, signAdmission } from "../../src/broker/tokens/keys.ts";
 import { classifyError, OVERLOADED_RETRY_AFTER_SECONDS, TRANSIENT_RETRY_AFTER_SECONDS } from "../../src/broker/app.ts";
 
-const stub = (cluster: string) => env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>;
-/** Moves the cluster object's clock forward. */
-const advance = (cluster: string, ms: number) => runInDurableObject(stub(cluster), (q: JoinQueue) => q.clock.advance(ms));
-/** Sets the cluster object's clock to `ms` (epoch milliseconds), wherever real time has got to. */
-const advanceTo = (cluster: string, ms: number) => runInDurableObject(stub(cluster), (q: JoinQueue) => q.clock.advance(ms - q.clock.now()));
 const introspect = (cluster: string, token: string) => call("POST", `/v1/clusters/${cluster}/admissions/introspect`, { body: { token } });
 const audit = async (cluster: string) => (await admin("GET", `${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string; detail: Record<string, unknown> }[];
 const states = async (cluster: string) => {

@@ -87,6 +87,10 @@ export class JoinQueue extends DurableObject<Env> {
   readonly clock = new Clock();
   /** The cluster index being told of this cluster, while it is. */
   #indexing: Promise<void> | null = null;
+  /** How many long polls (tickets and audit) are held now: tests wait for theirs before the change that answers it. */
+  get heldPolls(): number {
+    return this.#waiters.size;
+  }
   /** When false, only `alarm()` ends leases (tests of the alarm on its own). */
   settleLazily = true;
   /** How long history is kept (policy.ts); tests may shorten it. */

@@ -22,6 +22,13 @@ export class Waiters {
     });
   }
 
+  /** How many waits are held now. */
+  get size(): number {
+    let n = 0;
+    for (const set of this.#byKey.values()) n += set.size;
+    return n;
+  }
+
   notify(keys: Iterable<string>): void {
     for (const key of keys) for (const wake of [...(this.#byKey.get(key) ?? [])]) wake();
   }
