@@ -175,7 +175,7 @@ describe("the console", () => {
     const audit = await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit`);
     expect(audit.body.entries.find((e: any) => e.action === "admission.revoked")).toMatchObject({ subject: second.jti, detail: { reason: "suspected stolen token" } });
     // The page shows the slot passed on: ctrl-2 gone from the queue, ctrl-3 admitted.
-    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ state: "detached", timeout: 5_000 });
+    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ state: "detached", timeout: 15_000 });
     await expect.poll(() => page.locator('#queue tr[data-node="ctrl-3"] td').nth(2).textContent()).toBe("admitted");
     expect(problems).toEqual(noProblems);
   });
@@ -363,7 +363,7 @@ describe("the console", () => {
       expect(current.state).toBe("admitted");
       await complete(cluster, nodes[i].ticket, current.admission!, String(10501334649042878790n + BigInt(i) * 7919n));
     }
-    await page.locator('#queue tr[data-node="ctrl-5"].admitted').waitFor({ timeout: 5_000 });
+    await page.locator('#queue tr[data-node="ctrl-5"].admitted').waitFor({ timeout: 15_000 });
     await expect.poll(() => page.locator("#members tbody tr").count()).toBe(5);
     await expect.poll(() => page.locator("#queue tbody tr").count(), { timeout: 10_000 }).toBe(3);
     await expect.poll(() => page.locator("#timeline g.ticket").count(), { timeout: 10_000 }).toBe(7);
@@ -377,7 +377,7 @@ describe("the console", () => {
     await page.locator("#token-description").fill("wave 2");
     await page.getByRole("button", { name: "Create token" }).click();
     await page.locator("#confirm-ok").click();
-    await page.locator("#new-token").waitFor({ state: "visible", timeout: 5_000 });
+    await page.locator("#new-token").waitFor({ state: "visible", timeout: 15_000 });
     const shown = await page.locator("#new-token-value").inputValue();
     expect(shown).toMatch(/^jbe_/);
     await expect.poll(() => page.locator("#tokens tbody tr").count()).toBe(2);
@@ -396,7 +396,7 @@ describe("the console", () => {
     await page.getByRole("button", { name: "Create token" }).click();
     expect(await page.locator("#confirm").textContent()).toContain("never expires");
     await page.locator("#confirm-ok").click();
-    await page.locator("#new-token").waitFor({ state: "visible", timeout: 5_000 });
+    await page.locator("#new-token").waitFor({ state: "visible", timeout: 15_000 });
     await expect.poll(async () => (await listed()).find((t) => t.description === "forever")?.expiresAt, { timeout: 10_000 }).toBeNull();
     await expect.poll(() => page.locator("#tokens tbody tr").count()).toBe(3);
 

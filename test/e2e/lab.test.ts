@@ -92,12 +92,13 @@ it.skipIf(skip)("latency: a connection to a host's port goes through a proxy tha
     const code = `const t=Date.now();const s=require("net").connect(7000,${JSON.stringify(lab.host("b").ip)});s.on("data",()=>{console.log(Date.now()-t);process.exit(0)});s.on("error",()=>process.exit(1))`;
     return Number(lab.exec("a", process.execPath, ["-e", code]).trim());
   };
-  expect(roundTrip()).toBeLessThan(300);
+  // Below what the delay guarantees (350 ms at least), however loaded the machine.
+  expect(roundTrip()).toBeLessThan(350);
   const id = await lab.delay("b", 7000, 400, 50);
   // b answers as soon as the connection opens: its answer is held once, 400 ms ± 50.
   expect(roundTrip()).toBeGreaterThanOrEqual(350);
   lab.undelay(id);
-  expect(roundTrip()).toBeLessThan(300);
+  expect(roundTrip()).toBeLessThan(350);
 });
 
 it.skipIf(skip)("a link flap takes a host off the bridge and brings it back", async () => {
