@@ -52,35 +52,27 @@ describe("etcdFlags", () => {
 describe("startEtcd's log file", () => {
   // The process runner, not etcd, is under test: a program that exits while output it started
   // is still to come through the pipes (a descendant writes it), which 'exit' does not wait for.
-  it("has every line the process printed once it counts as exited, also those that came through the pipes after its exit", async () => {
+  async function runScript(script: string, logFileIn: (dir: string) => string) {
     const dir = mkdtempSync(join(tmpdir(), "etcd-process-"));
-    try {
-      const bin = join(dir, "prints-after-exit");
-      writeFileSync(bin, "#!/bin/sh\necho first line\n(sleep 0.3; echo last line) &\nexit 0\n");
-      chmodSync(bin, 0o755);
-      const logFile = join(dir, "etcd.log");
-      const proc = await startEtcd({ bin, name: "n", dataDir: join(dir, "data"), clientURL: "http://127.0.0.1:1", peerURL: "http://127.0.0.1:2", initialCluster: [], initialClusterState: "new", waitFor: "none", logFile });
-      expect(await proc.exited).toBe(0);
-      expect(readFileSync(logFile, "utf8")).toBe("first line\nlast line\n");
-      expect(proc.logTail()).toBe("first line\nlast line");
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const bin = join(dir, "script");
+    writeFileSync(bin, `#!/bin/sh\n${script}`);
+    chmodSync(bin, 0o755);
+    const logFile = logFileIn(dir);
+    const proc = await startEtcd({ bin, name: "n", dataDir: join(dir, "data"), clientURL: "http://127.0.0.1:1", peerURL: "http://127.0.0.1:2", initialCluster: [], initialClusterState: "new", waitFor: "none", logFile });
+    return { proc, logFile, [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+
+  it("has every line the process printed once it counts as exited, also those that came through the pipes after its exit", async () => {
+    using run = await runScript("echo first line\n(sleep 0.3; echo last line) &\nexit 0\n", (dir) => join(dir, "etcd.log"));
+    expect(await run.proc.exited).toBe(0);
+    expect(readFileSync(run.logFile, "utf8")).toBe("first line\nlast line\n");
+    expect(run.proc.logTail()).toBe("first line\nlast line");
   });
 
   it("that cannot be written costs the file, not the node: the tail kept in memory says so", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "etcd-process-"));
-    try {
-      const bin = join(dir, "prints");
-      writeFileSync(bin, "#!/bin/sh\necho a line\n");
-      chmodSync(bin, 0o755);
-      const logFile = join(dir, "no-such-directory", "etcd.log");
-      const proc = await startEtcd({ bin, name: "n", dataDir: join(dir, "data"), clientURL: "http://127.0.0.1:1", peerURL: "http://127.0.0.1:2", initialCluster: [], initialClusterState: "new", waitFor: "none", logFile });
-      expect(await proc.exited).toBe(0);
-      expect(proc.logTail()).toContain(`the etcd log file ${logFile} could not be written: ENOENT`);
-      expect(proc.logTail()).toContain("a line");
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    using run = await runScript("echo a line\n", (dir) => join(dir, "no-such-directory", "etcd.log"));
+    expect(await run.proc.exited).toBe(0);
+    expect(run.proc.logTail()).toContain(`the etcd log file ${run.logFile} could not be written: ENOENT`);
+    expect(run.proc.logTail()).toContain("a line");
   });
 });
