@@ -6,11 +6,11 @@
  * that identity; a request contributes its public key and the proof that its sender holds it.
  * @module
  */
-import { readFileSync } from "node:fs";
 import type { CertificateRequests, IssuedCertificates } from "../../shared/protocol/join-api.ts";
-import { pkiFiles } from "../pki/pki-dir.ts";
+import { readCertificateAuthority } from "../pki/pki-dir.ts";
 import { allowedIdentity } from "../pki/identity.ts";
-import { CertificateRequestError, checkCertificateRequest, issueCertificate, loadCertificateAuthority, type CertificateAuthority, type CheckedRequest } from "../pki/x509.ts";
+import { CertificateRequestError, checkCertificateRequest, issueCertificate, type CheckedRequest } from "../pki/x509.ts";
+import type { CertificateAuthority } from "../pki/ca.ts";
 import { refuse, type Outcome } from "./outcome.ts";
 
 export const DEFAULT_CERT_VALID_DAYS = 365;
@@ -24,9 +24,14 @@ export class CertificateSigner {
 
   /** The CA in `DIR/ca.crt` and `DIR/ca.key`. */
   static async fromPkiDir(dir: string, options: { validDays?: number; now?: () => number } = {}): Promise<CertificateSigner> {
-    const files = pkiFiles(dir);
-    const ca = await loadCertificateAuthority(readFileSync(files.ca, "utf8"), readFileSync(files.caKey, "utf8"));
+    const ca = await readCertificateAuthority(dir, (options.now ?? Date.now)());
     return new CertificateSigner(ca, options.validDays ?? DEFAULT_CERT_VALID_DAYS, options.now ?? Date.now);
+  }
+
+  /** The CA, as a log line names it: its subject, key and signature algorithm, and its end. */
+  describe(): string {
+    const { cert, signing } = this.ca;
+    return `${cert.subject} (${signing.key}, signs with ${signing.algorithm}, valid until ${cert.notAfter.toISOString()})`;
   }
 
   /** Checks both requests against the admitted identity; the public keys to sign, or the refusal. */

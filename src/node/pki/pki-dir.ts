@@ -17,13 +17,11 @@ import {
   generateKeyPair,
   issueCertificate,
   keyMatches,
-  loadCertificateAuthority,
-  PkiError,
   signedBy,
-  type CertificateAuthority,
   type CertificateKind,
   type KeyPair,
 } from "./x509.ts";
+import { loadCertificateAuthority, PkiError, type CertificateAuthority } from "./ca.ts";
 import type { NodeIdentity } from "./identity.ts";
 import type { CertificateRequests, IssuedCertificates } from "../../shared/protocol/join-api.ts";
 
@@ -54,12 +52,30 @@ export function pkiFiles(dir: string): PkiFiles {
   };
 }
 
+/**
+ * The CA pair in `dir` (ca.crt, ca.key), checked as usable now (ca.ts); throws PkiError naming
+ * the file and what is wrong with it.
+ */
+export async function readCertificateAuthority(dir: string, now = Date.now()): Promise<CertificateAuthority> {
+  const files = pkiFiles(dir);
+  const read = (file: string): string => {
+    try {
+      return readFileSync(file, "utf8");
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") throw new PkiError("ca_incomplete", `${file} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key`);
+      throw new PkiError("ca_unreadable", `cannot read ${file}: ${code === "EACCES" ? "permission denied" : (e as Error).message}`);
+    }
+  };
+  return await loadCertificateAuthority(read(files.ca), read(files.caKey), { certFile: files.ca, keyFile: files.caKey, now });
+}
+
 /** Loads the CA from `dir`; `create` makes one there when neither file exists. */
 export async function certificateAuthority(dir: string, options: { create?: { commonName: string } } = {}): Promise<{ ca: CertificateAuthority; created: boolean }> {
   const files = pkiFiles(dir);
   const haveCert = existsSync(files.ca);
   const haveKey = existsSync(files.caKey);
-  if (haveCert && haveKey) return { ca: await loadCertificateAuthority(readFileSync(files.ca, "utf8"), readFileSync(files.caKey, "utf8")), created: false };
+  if (haveCert && haveKey) return { ca: await readCertificateAuthority(dir), created: false };
   if (haveCert || haveKey || !options.create) {
     const missing = [haveCert ? null : files.ca, haveKey ? null : files.caKey].filter(Boolean).join(" and ");
     throw new PkiError("ca_incomplete", `${missing} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key${haveCert && !haveKey ? " (a node that only trusts this CA cannot sign for itself)" : ""}`);

@@ -1,7 +1,7 @@
 // Command certcheck judges etcd certificates the way etcd and every Kubernetes component judge
 // them: with Go's crypto/x509. It also makes CAs the way Go tools (kubeadm, cfssl) write them.
 //
-//	certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... LEAF.pem...
+//	certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME] LEAF.pem...
 //
 // Each LEAF must chain to the first certificate in CA.pem, the only root (system roots are never
 // used), through the given intermediates, for TLS servers and for TLS clients both (etcd uses one
@@ -9,6 +9,7 @@
 // verifiers depend on: the leaf's issuer is its parent's subject byte for byte, its authority key
 // identifier is its parent's subject key identifier when the parent has one, and it is no CA
 // itself. With --host, the leaf must also be valid for each NAME (a host name or IP address).
+// With --at (RFC 3339), validity is judged at that time instead of now.
 // One line per leaf on stdout, "ok FILE: …"; the first failure on stderr, "FILE: reason".
 //
 //	certcheck make-ca --out DIR --key rsa2048|rsa3072|rsa4096|p256|p384|p521|ed25519
@@ -51,7 +52,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... LEAF.pem...
+const usage = `usage: certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME] LEAF.pem...
        certcheck make-ca --out DIR --key rsa2048|rsa3072|rsa4096|p256|p384|p521|ed25519
                          [--key-format pkcs1|sec1|pkcs8] [--subject C=DE,O=Acme,CN=etcd-ca]
                          [--days N] [--no-subject-key-id]
@@ -103,8 +104,17 @@ func verifyCommand(args []string, stdout io.Writer) error {
 	var intermediates, hosts listFlag
 	fs.Var(&intermediates, "intermediate", "")
 	fs.Var(&hosts, "host", "")
+	at := fs.String("at", "", "")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	var when time.Time
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339, *at)
+		if err != nil {
+			return usageError{fmt.Sprintf("--at %q: not an RFC 3339 time", *at)}
+		}
+		when = t
 	}
 	if *caFile == "" || fs.NArg() == 0 {
 		return usageError{"verify needs --ca and at least one certificate"}
@@ -130,7 +140,7 @@ func verifyCommand(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		line, err := verifyLeaf(leaf, roots, pool, hosts, byFile)
+		line, err := verifyLeaf(leaf, x509.VerifyOptions{Roots: roots, Intermediates: pool, CurrentTime: when}, hosts, byFile)
 		if err != nil {
 			return fmt.Errorf("%s: %w", leafFile, err)
 		}
@@ -139,7 +149,7 @@ func verifyCommand(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func verifyLeaf(leaf *x509.Certificate, roots, intermediates *x509.CertPool, hosts []string, byFile map[*x509.Certificate]string) (string, error) {
+func verifyLeaf(leaf *x509.Certificate, options x509.VerifyOptions, hosts []string, byFile map[*x509.Certificate]string) (string, error) {
 	if leaf.IsCA {
 		return "", errors.New("is a CA certificate (basicConstraints CA:TRUE), not an end entity's")
 	}
@@ -148,7 +158,8 @@ func verifyLeaf(leaf *x509.Certificate, roots, intermediates *x509.CertPool, hos
 		name string
 		eku  x509.ExtKeyUsage
 	}{{"TLS server", x509.ExtKeyUsageServerAuth}, {"TLS client", x509.ExtKeyUsageClientAuth}} {
-		chains, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{usage.eku}})
+		options.KeyUsages = []x509.ExtKeyUsage{usage.eku}
+		chains, err := leaf.Verify(options)
 		if err != nil {
 			return "", fmt.Errorf("as a %s certificate: %w", usage.name, err)
 		}
