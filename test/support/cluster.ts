@@ -94,6 +94,14 @@ export interface HarnessOptions {
    */
   etcdTls?: boolean;
   /**
+   * The operator's etcd CA as a tool made it (TLS runs), instead of one this harness makes: `dir`
+   * holds ca.crt and ca.key and is the join API's --pki-dir as it is; every node's --pki-dir gets
+   * copies of both (whichever node the broker lets bootstrap signs its own with them), unless
+   * `nodePkiDirs` names a node's own directory, used as it is. `joinApiClient`: the join API's
+   * etcd client certificate (e.g. kubeadm's apiserver-etcd-client), else one signed here.
+   */
+  operatorCa?: { dir: string; nodePkiDirs?: Record<string, string>; joinApiClient?: TlsFiles };
+  /**
    * Run in this lab (test/lab/lab.ts): every node on a host of its own named after it, its etcd
    * on ports 2379/2380 of the host's address; the broker (`join-broker serve`) on host `broker`
    * and the join API on host `join-api`. Agents and the join API run on their host's clock.
@@ -164,7 +172,7 @@ export class ClusterHarness {
         localClientURL: lab ? await lab.reach(clientURL) : clientURL,
         stateDir: join(dir, name),
         dataDir: join(dir, name, "etcd"),
-        pkiDir: join(dir, name, "pki"),
+        pkiDir: options.operatorCa?.nodePkiDirs?.[name] ?? join(dir, name, "pki"),
         ...(lab ? { labHost: name } : {}),
       });
     }
@@ -172,7 +180,7 @@ export class ClusterHarness {
       lab.addHost("broker");
       lab.addHost("join-api");
     }
-    const pki = tls ? await preparePki(dir, nodes) : null;
+    const pki = tls ? await preparePki(dir, nodes, options.operatorCa) : null;
     let broker: BrokerProcess | null = null;
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
@@ -200,7 +208,7 @@ export class ClusterHarness {
 
   /** The operator's etcd CA (ca.crt, ca.key) that the join API signs with, on TLS runs. */
   get pkiCaDir(): string | null {
-    return this.etcdClientTls ? join(this.dir, "pki-ca") : null;
+    return this.etcdClientTls ? (this.options.operatorCa?.dir ?? join(this.dir, "pki-ca")) : null;
   }
 
   /** A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. */
@@ -626,14 +634,16 @@ function processesUnder(dir: string): number[] {
 }
 
 /**
- * An operator's etcd CA, put in every node's --pki-dir (whichever node the broker lets bootstrap
- * finds the pair) and the join API's; client certificates for the join API and the harness.
+ * An operator's etcd CA (made here, or `operatorCa`'s), put in every node's --pki-dir (whichever
+ * node the broker lets bootstrap finds the pair) and the join API's; client certificates for the
+ * join API and the harness.
  */
-async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
-  const caDir = join(dir, "pki-ca");
-  const { ca } = await certificateAuthority(caDir, { create: { commonName: "e2e etcd CA" } });
+async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOptions["operatorCa"]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
+  const caDir = operatorCa?.dir ?? join(dir, "pki-ca");
+  const { ca } = await certificateAuthority(caDir, operatorCa ? {} : { create: { commonName: "e2e etcd CA" } });
   const files = pkiFiles(caDir);
   for (const n of nodes) {
+    if (operatorCa?.nodePkiDirs?.[n.name]) continue;
     mkdirSync(n.pkiDir, { recursive: true, mode: 0o700 });
     copyFileSync(files.ca, join(n.pkiDir, "ca.crt"));
     copyFileSync(files.caKey, join(n.pkiDir, "ca.key"));
@@ -643,7 +653,7 @@ async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs
     await issueOwnCertificates(clientDir, ca, { peer: { node: name, hosts: ["127.0.0.1"] }, server: { node: name, hosts: ["127.0.0.1"] } });
     return ownClientFiles(clientDir);
   };
-  const joinApi = await client("join-api");
+  const joinApi = operatorCa?.joinApiClient ?? (await client("join-api"));
   return {
     joinApiArgs: ["--pki-dir", caDir, "--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!],
     client: await client("e2e-harness"),

@@ -166,7 +166,7 @@ export async function loadCertificateAuthority(certPem: string, keyPem: string, 
   const pkcs8 = privateKey.export({ type: "pkcs8", format: "der" });
   const signingKey = await subtle.importKey("pkcs8", pkcs8, signing.importAlgorithm, false, ["sign"]);
   const ski = cert.getExtension(x509.SubjectKeyIdentifierExtension);
-  return { cert, certPem: cert.toString("pem"), signingKey, privateKey, signing, subject, subjectKeyId: ski?.keyId ?? null };
+  return { cert, certPem: `${cert.toString("pem")}\n`, signingKey, privateKey, signing, subject, subjectKeyId: ski?.keyId ?? null };
 }
 
 function keyUsageNames(flags: number): string {

@@ -7,6 +7,7 @@
  *   server.crt  server.key    etcd's client port, and the node's own etcd client identity
  * @module
  */
+import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../atomic-file.ts";
@@ -139,7 +140,7 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
     keys,
     save(dir, issued) {
       const files = pkiFiles(dir);
-      if (existsSync(files.caKey) && existsSync(files.ca) && readFileSync(files.ca, "utf8").trim() !== issued.ca.trim()) {
+      if (existsSync(files.caKey) && existsSync(files.ca) && !holdsCertificate(files.ca, issued.ca)) {
         throw new PkiError("certificate_mismatch", `the join API signed with another CA than the one in ${files.ca} (beside ${files.caKey}): each cluster has one etcd CA`);
       }
       mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -148,9 +149,19 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
       writeFileAtomic(files.serverKey, keys.server.keyPem);
       writeFileAtomic(files.peerCert, issued.peer);
       writeFileAtomic(files.serverCert, issued.server);
-      writeFileAtomic(files.ca, issued.ca);
+      // The operator's CA certificate (kubeadm's, say) stays as it is when it is this one.
+      if (!holdsCertificate(files.ca, issued.ca)) writeFileAtomic(files.ca, issued.ca);
     },
   };
+}
+
+/** Whether `file` exists and its (first) certificate is the one in `pem`, however either is laid out. */
+function holdsCertificate(file: string, pem: string): boolean {
+  try {
+    return new X509Certificate(readFileSync(file)).raw.equals(new X509Certificate(pem).raw);
+  } catch {
+    return false;
+  }
 }
 
 /** The files etcd is started with (etcdFlags' `tls`). */
