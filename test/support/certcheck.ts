@@ -4,7 +4,7 @@
  * source version with the project's Go module and Go's build cache). Also its `make-ca`: a CA the
  * way Go tools (kubeadm, cfssl) write one.
  *
- *   certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME] LEAF.pem...
+ *   certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME] [--usage both|server|client] LEAF.pem...
  *   certcheck make-ca --out DIR --key rsa2048|rsa4096|p256|p384|p521|ed25519 [--key-format pkcs1|sec1|pkcs8] [--subject …]
  */
 import { spawnSync } from "node:child_process";
@@ -60,9 +60,9 @@ function asFile(pemOrPath: string, dir: () => string, name: string): string {
 
 /**
  * Go's verdict on `leaves` (PEM text or files) under `ca` (the only root): each must chain for TLS
- * servers and clients both, issuer and key identifiers as stored (see certcheck's doc comment).
+ * servers and clients both (or `usage`'s), issuer and key identifiers as stored (see certcheck's doc comment).
  */
-export function goVerify(ca: string, leaves: string[], options: { hosts?: string[]; intermediates?: string[]; at?: number } = {}): CertcheckResult {
+export function goVerify(ca: string, leaves: string[], options: { hosts?: string[]; intermediates?: string[]; at?: number; usage?: "both" | "server" | "client" } = {}): CertcheckResult {
   let tmp: string | null = null;
   const dir = () => (tmp ??= mkdtempSync(join(tmpdir(), "join-broker-certcheck-")));
   try {
@@ -70,6 +70,7 @@ export function goVerify(ca: string, leaves: string[], options: { hosts?: string
     for (const [i, f] of (options.intermediates ?? []).entries()) args.push("--intermediate", asFile(f, dir, `intermediate-${i}.pem`));
     for (const h of options.hosts ?? []) args.push("--host", h);
     if (options.at !== undefined) args.push("--at", new Date(options.at).toISOString());
+    if (options.usage) args.push("--usage", options.usage);
     args.push(...leaves.map((l, i) => asFile(l, dir, `leaf-${i}.pem`)));
     return certcheck(args);
   } finally {

@@ -1,11 +1,13 @@
 // Command certcheck judges etcd certificates the way etcd and every Kubernetes component judge
 // them: with Go's crypto/x509. It also makes CAs the way Go tools (kubeadm, cfssl) write them.
 //
-//	certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME] LEAF.pem...
+//	certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME]
+//	                 [--usage both|server|client] LEAF.pem...
 //
 // Each LEAF must chain to the first certificate in CA.pem, the only root (system roots are never
 // used), through the given intermediates, for TLS servers and for TLS clients both (etcd uses one
-// certificate for either end of its peer connections). Beyond x509.Verify it checks what other
+// certificate for either end of its peer connections; --usage client for a client's only, such
+// as kube-apiserver's). Beyond x509.Verify it checks what other
 // verifiers depend on: the leaf's issuer is its parent's subject byte for byte, its authority key
 // identifier is its parent's subject key identifier when the parent has one, and it is no CA
 // itself. With --host, the leaf must also be valid for each NAME (a host name or IP address).
@@ -52,7 +54,8 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME] LEAF.pem...
+const usage = `usage: certcheck verify --ca CA.pem [--intermediate FILE]... [--host NAME]... [--at TIME]
+                        [--usage both|server|client] LEAF.pem...
        certcheck make-ca --out DIR --key rsa2048|rsa3072|rsa4096|p256|p384|p521|ed25519
                          [--key-format pkcs1|sec1|pkcs8] [--subject C=DE,O=Acme,CN=etcd-ca]
                          [--days N] [--no-subject-key-id]
@@ -105,6 +108,7 @@ func verifyCommand(args []string, stdout io.Writer) error {
 	fs.Var(&intermediates, "intermediate", "")
 	fs.Var(&hosts, "host", "")
 	at := fs.String("at", "", "")
+	use := fs.String("usage", "both", "")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -115,6 +119,14 @@ func verifyCommand(args []string, stdout io.Writer) error {
 			return usageError{fmt.Sprintf("--at %q: not an RFC 3339 time", *at)}
 		}
 		when = t
+	}
+	usages := map[string][]x509.ExtKeyUsage{
+		"both":   {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		"server": {x509.ExtKeyUsageServerAuth},
+		"client": {x509.ExtKeyUsageClientAuth},
+	}[*use]
+	if usages == nil {
+		return usageError{fmt.Sprintf("--usage %q: both, server or client", *use)}
 	}
 	if *caFile == "" || fs.NArg() == 0 {
 		return usageError{"verify needs --ca and at least one certificate"}
@@ -140,7 +152,7 @@ func verifyCommand(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		line, err := verifyLeaf(leaf, x509.VerifyOptions{Roots: roots, Intermediates: pool, CurrentTime: when}, hosts, byFile)
+		line, err := verifyLeaf(leaf, x509.VerifyOptions{Roots: roots, Intermediates: pool, CurrentTime: when}, usages, hosts, byFile)
 		if err != nil {
 			return fmt.Errorf("%s: %w", leafFile, err)
 		}
@@ -149,19 +161,16 @@ func verifyCommand(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func verifyLeaf(leaf *x509.Certificate, options x509.VerifyOptions, hosts []string, byFile map[*x509.Certificate]string) (string, error) {
+func verifyLeaf(leaf *x509.Certificate, options x509.VerifyOptions, usages []x509.ExtKeyUsage, hosts []string, byFile map[*x509.Certificate]string) (string, error) {
 	if leaf.IsCA {
 		return "", errors.New("is a CA certificate (basicConstraints CA:TRUE), not an end entity's")
 	}
 	var chain []*x509.Certificate
-	for _, usage := range []struct {
-		name string
-		eku  x509.ExtKeyUsage
-	}{{"TLS server", x509.ExtKeyUsageServerAuth}, {"TLS client", x509.ExtKeyUsageClientAuth}} {
-		options.KeyUsages = []x509.ExtKeyUsage{usage.eku}
+	for _, eku := range usages {
+		options.KeyUsages = []x509.ExtKeyUsage{eku}
 		chains, err := leaf.Verify(options)
 		if err != nil {
-			return "", fmt.Errorf("as a %s certificate: %w", usage.name, err)
+			return "", fmt.Errorf("as a TLS %s certificate: %w", map[x509.ExtKeyUsage]string{x509.ExtKeyUsageServerAuth: "server", x509.ExtKeyUsageClientAuth: "client"}[eku], err)
 		}
 		chain = chains[0]
 	}

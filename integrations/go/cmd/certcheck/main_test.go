@@ -52,6 +52,7 @@ func loadCA(t *testing.T, dir string) (*x509.Certificate, crypto.Signer) {
 type leafOptions struct {
 	issuer         []byte // raw issuer instead of the CA's subject
 	authorityKeyID []byte
+	clientOnly     bool
 }
 
 func writeLeaf(t *testing.T, dir string, ca *x509.Certificate, caKey crypto.Signer, o leafOptions) string {
@@ -65,6 +66,9 @@ func writeLeaf(t *testing.T, dir string, ca *x509.Certificate, caKey crypto.Sign
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	if o.clientOnly {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
 	parent := ca
 	if o.issuer != nil {
@@ -162,6 +166,15 @@ func TestRefusesWhatOtherVerifiersCannotChain(t *testing.T) {
 	leaf = writeLeaf(t, dir, ca, key, leafOptions{authorityKeyID: []byte{1, 2, 3, 4}})
 	if code, out := certcheck(t, "verify", "--ca", caFile, leaf); code != 1 || !strings.Contains(out, "authority key identifier") {
 		t.Fatalf("another AKI: %d %s", code, out)
+	}
+
+	// A client's certificate (kube-apiserver's for etcd) is no server's: judged as a client's only.
+	leaf = writeLeaf(t, dir, ca, key, leafOptions{clientOnly: true})
+	if code, out := certcheck(t, "verify", "--ca", caFile, leaf); code != 1 || !strings.Contains(out, "as a TLS server certificate") {
+		t.Fatalf("client only, both usages: %d %s", code, out)
+	}
+	if code, out := certcheck(t, "verify", "--ca", caFile, "--usage", "client", leaf); code != 0 {
+		t.Fatalf("client only, --usage client: %d %s", code, out)
 	}
 
 	// A CA certificate is no leaf; no arguments is bad usage.
