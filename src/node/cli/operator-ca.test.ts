@@ -89,7 +89,7 @@ function caWith(dir: string, extensions: string[], keyArgs = ["-newkey", "ec", "
 
 describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
   for (const broken of BROKEN) {
-    it(`exits 3 at once for ${broken.name}, naming the file and what is wrong`, async () => {
+    it(`exits 3 at once for ${broken.name}, naming the file and what is wrong`, { timeout: 30_000 }, async () => {
       const state = tempDir();
       const pki = tempDir();
       broken.make(pki);
@@ -111,7 +111,7 @@ describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
     });
   }
 
-  it("refuses half a pair too", async () => {
+  it("refuses half a pair too", { timeout: 30_000 }, async () => {
     const pki = tempDir();
     makeOperatorCa("openssl-p384-sec1", pki);
     rmSync(join(pki, "ca.crt"));
@@ -126,7 +126,7 @@ describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
 
 describe("join-broker controller --pki-dir with a CA it cannot sign with", () => {
   for (const broken of BROKEN) {
-    it(`exits 2 before it listens for ${broken.name}, naming the file and what is wrong`, async () => {
+    it(`exits 2 before it listens for ${broken.name}, naming the file and what is wrong`, { timeout: 30_000 }, async () => {
       const pki = tempDir();
       broken.make(pki);
       const r = await cli("controller", "--etcd", "https://127.0.0.1:9", "--broker", "http://127.0.0.1:9", "--cluster", "c1", "--listen", "127.0.0.1:0", "--pki-dir", pki);
@@ -136,7 +136,7 @@ describe("join-broker controller --pki-dir with a CA it cannot sign with", () =>
     });
   }
 
-  it("signs with a good one, and says which", async () => {
+  it("signs with a good one, and says which", { timeout: 30_000 }, async () => {
     const pki = tempDir();
     makeOperatorCa("openssl-rsa2048-pkcs1", pki);
     expect(readFileSync(join(pki, "ca.key"), "utf8")).toMatch(/^-----BEGIN RSA PRIVATE KEY-----/);

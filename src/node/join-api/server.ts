@@ -10,7 +10,8 @@ import { ClusterTrust, revocationListStatus } from "../../shared/verifier/index.
 import { createJoinApi } from "./endpoints.ts";
 import { Membership, type MembershipOptions } from "./members.ts";
 import { CertificateSigner } from "./signer.ts";
-import { tlsFetch, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { TlsHandshakeError, tlsFetch, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -46,6 +47,27 @@ export interface JoinApiServer {
 }
 
 /**
+ * The join API's requests to etcd, each certificate refused in a handshake logged once (again
+ * after a request got through), in words that name the file (tls-fetch.ts).
+ */
+function loggingHandshakes(inner: typeof fetch, log: (line: string) => void): typeof fetch {
+  const logged = new Set<string>();
+  return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+    try {
+      const res = await inner(input, init);
+      logged.clear();
+      return res;
+    } catch (e) {
+      if (e instanceof TlsHandshakeError && !logged.has(e.message)) {
+        logged.add(e.message);
+        log(`TLS handshake with etcd failed: ${e.message}${e.expiry ? " (a certificate outside its validity period: check the clocks)" : ""}`);
+      }
+      throw e;
+    }
+  }) as typeof fetch;
+}
+
+/**
  * The broker's answer on an admission: its introspection or, when the broker cannot be reached
  * and the offline mode is opted in, its revocation list if recent enough (the verifier's rule).
  * null when neither can tell: the join API then changes nothing.
@@ -64,7 +86,7 @@ export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeco
 
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
-  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
+  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs, ...(options.etcdTls ? { fetch: loggingHandshakes(tlsFetch(options.etcdTls), log) } : {}) });
   const signer = options.pkiDir ? await CertificateSigner.fromPkiDir(options.pkiDir, { validDays: options.certValidDays, now: options.now }) : undefined;
   if (signer) log(`signing joiners' etcd certificates with the CA in ${options.pkiDir}: ${signer.describe()}`);
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
@@ -88,6 +110,10 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     log,
     verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
   });
+
+  // etcd asked once at start: a certificate it refuses (--etcd-cert) or cannot be verified
+  // (--etcd-cacert) is in the log now, not first in a joining node's 503.
+  void gateway.status().then((s) => log(s.ok ? `etcd answers at ${s.endpoint} (cluster ${memberIdHex(s.value.header.clusterId)})` : `etcd does not answer yet: ${s.error.message}`));
 
   let refresher: ReturnType<typeof setInterval> | null = null;
   if (fallback) {

@@ -43,7 +43,8 @@ const openssl = (dir: string, ...args: string[]) => execFileSync("openssl", args
 
 describe("every kind of CA an operator has", () => {
   for (const kind of OPERATOR_CA_KINDS) {
-    it(`${kind.name}: ${kind.description}`, async () => {
+    // RSA 4096 key generation alone can take seconds on a loaded machine.
+    it(`${kind.name}: ${kind.description}`, { timeout: 60_000 }, async () => {
       const dir = tempDir();
       const { cert } = makeOperatorCa(kind, dir);
       expect(readFileSync(pkiFiles(dir).caKey, "utf8")).toMatch(new RegExp(`^-----BEGIN ${kind.keyLabel}-----`));
@@ -169,7 +170,7 @@ describe("a CA that cannot sign what etcd accepts is refused, naming the file an
     expect(await refusal(dir)).toEqual({ code: "ca_unreadable", message: expect.stringMatching(new RegExp(`^${certFile} is not a PEM certificate`)) });
   });
 
-  it("a key that is not the certificate's", async () => {
+  it("a key that is not the certificate's", { timeout: 30_000 }, async () => {
     const dir = tempDir();
     makeOperatorCa("openssl-rsa2048-pkcs1", dir);
     const other = tempDir();
@@ -209,7 +210,7 @@ describe("a CA that cannot sign what etcd accepts is refused, naming the file an
     expect(await refusal(dir, end - 60_000)).toBeNull();
   });
 
-  it("a key of another kind: RSA below 2048 bits, P-521, Ed448, RSA-PSS", async () => {
+  it("a key of another kind: RSA below 2048 bits, P-521, Ed448, RSA-PSS", { timeout: 30_000 }, async () => {
     const cases: [string[], string][] = [
       [["-newkey", "rsa:1024"], "holds an RSA 1024 key"],
       [["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"], "holds an ECDSA key on curve secp521r1"],
