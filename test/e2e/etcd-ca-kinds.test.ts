@@ -7,7 +7,8 @@
  * crypto/x509 (certcheck), as etcd and Kubernetes judge it, and etcd's own acceptance is the
  * cluster forming. kubeadm's own CA directory: kubeadm-ca.test.ts.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -73,4 +74,36 @@ describe("a cluster on the operator's etcd CA", () => {
       }
     });
   }
+});
+
+describe("a bootstrap node whose own certificates etcd refuses", () => {
+  it("an operator CA constrained to other addresses (name constraints, 10.0.0.0/8): the agent reports etcd's refusal within 10 s and exits 3, not waiting for its lease", async () => {
+    const caDir = mkdtempSync(join(tmpdir(), "join-broker-ca-constrained-"));
+    dirs.push(caDir);
+    // A CA that may sign only for 10.0.0.0/8 and *.example.internal, made by openssl; the node runs on 127.0.0.1.
+    writeFileSync(join(caDir, "ca.cnf"), ["[req]", "distinguished_name = dn", "x509_extensions = ext", "[dn]", "[ext]", "basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign,cRLSign", "subjectKeyIdentifier = hash", "nameConstraints = critical,permitted;IP:10.0.0.0/255.0.0.0,permitted;DNS:example.internal", ""].join("\n"));
+    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/O=Acme etcd/CN=etcd-ca", "-config", "ca.cnf"], { cwd: caDir, stdio: ["ignore", "pipe", "pipe"] });
+    const h = await ClusterHarness.start({ scenario: "ca-constrained", seed, nodes: ["ctrl-0"], broker: { runtime: "serve" }, operatorCa: { dir: caDir } });
+    try {
+      const run = h.startAgent("ctrl-0");
+      await h.waitFor("ctrl-0 to start etcd", () => run.events.some((e) => e.step === "etcd-start"), 60_000);
+      const started = Date.now();
+      await h.waitFor("ctrl-0 to report what etcd refused", () => run.events.some((e) => e.step === "etcd-tls"), 10_000);
+      await h.waitFor("ctrl-0 to give up", () => run.exit !== null, 30_000);
+      expect(run.exit?.code, h.describeAgents()).toBe(3);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      const pki = h.node("ctrl-0").pkiDir;
+      const tls = run.events.filter((e) => e.step === "etcd-tls").map((e) => e.msg);
+      // Go's words (etcd's log) and OpenSSL's (this node's own request): neither lets 127.0.0.1 pass the constraints.
+      expect(tls).toContainEqual(expect.stringMatching(new RegExp(`^etcd rejected the certificate of 127\\.0\\.0\\.1:\\d+ on its client port, which must be signed by the CA in ${pki}/ca\\.crt \\(this node's own is ${pki}/server\\.crt\\): etcd's words: ".*x509: .*127\\.0\\.0\\.1.*"$`)));
+      expect(tls).toContainEqual(expect.stringMatching(new RegExp(`^this node's own request to its etcd at ${h.node("ctrl-0").clientURL} failed the TLS handshake: `)));
+      expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/^certificates are refused, so this start cannot succeed: .*left the queue \(ticket \S+ abandoned\)$/);
+      // Go refuses the same certificates it would refuse anywhere.
+      const files = pkiFiles(pki);
+      expect(goVerify(files.ca, [files.serverCert]).output).toMatch(/not permitted|not authorized/);
+    } finally {
+      h.writeTimeline({ kind: "constrained" });
+      await h.cleanup();
+    }
+  });
 });

@@ -76,6 +76,8 @@ describe("tlsFetch", () => {
     // OpenSSL 3 names TLS 1.2 alerts "ssl/tls alert …" (etcd 3.4).
     expect(tlsHandshakeError(Object.assign(new Error("x"), { code: "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE" }), "h:1", { cert: "/c.crt" })?.message).toBe("h:1 refused the client certificate /c.crt (TLS alert: bad certificate)");
     expect(tlsHandshakeError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), "h:1", {})).toBeNull();
+    // A verification failure Node has no name for (a CA's name constraints).
+    expect(tlsHandshakeError(Object.assign(new Error("permitted subtree violation"), { code: "UNSPECIFIED" }), "h:1", { ca: "/ca.crt" })?.message).toBe("the certificate of h:1 does not verify against /ca.crt: permitted subtree violation (UNSPECIFIED)");
 
     // This side cannot verify the endpoint's certificate against another CA.
     const theirs = { ca: join(dir, "other-ca.crt"), cert: file("client.crt"), key: file("client.key") };

@@ -54,8 +54,11 @@ export class TlsHandshakeError extends Error {
   }
 }
 
-/** OpenSSL's verification failures, as Node names them (the endpoint's certificate, judged here). */
-const VERIFY_FAILURES = /^(UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_(CA|PURPOSE)|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH|ERR_TLS_CERT_ALTNAME_INVALID|ERROR_IN_CERT_|.*_SUBTREE_VIOLATION|SUBJECT_ISSUER_MISMATCH|AKID_)/;
+/**
+ * OpenSSL's verification failures, as Node names them (the endpoint's certificate, judged here);
+ * those Node has no name for are UNSPECIFIED (a name constraint's "permitted subtree violation").
+ */
+const VERIFY_FAILURES = /^(UNSPECIFIED$|UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_(CA|PURPOSE)|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH|ERR_TLS_CERT_ALTNAME_INVALID|ERROR_IN_CERT_|.*_SUBTREE_VIOLATION|SUBJECT_ISSUER_MISMATCH|AKID_)/;
 /** The alerts an endpoint sends when it refuses the certificate presented to it. */
 const CERTIFICATE_ALERTS = /^ERR_SSL_(SSLV3|TLSV1|TLSV13|SSL\/TLS)_ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_REQUIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|CERTIFICATE_EXPIRED)$/;
 
