@@ -83,7 +83,7 @@ describe("a bootstrap node whose own certificates etcd refuses", () => {
     // A CA that may sign only for 10.0.0.0/8 and *.example.internal, made by openssl; the node runs on 127.0.0.1.
     writeFileSync(join(caDir, "ca.cnf"), ["[req]", "distinguished_name = dn", "x509_extensions = ext", "[dn]", "[ext]", "basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign,cRLSign", "subjectKeyIdentifier = hash", "nameConstraints = critical,permitted;IP:10.0.0.0/255.0.0.0,permitted;DNS:example.internal", ""].join("\n"));
     execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/O=Acme etcd/CN=etcd-ca", "-config", "ca.cnf"], { cwd: caDir, stdio: ["ignore", "pipe", "pipe"] });
-    const h = await ClusterHarness.start({ scenario: "ca-constrained", seed, nodes: ["ctrl-0"], broker: { runtime: "serve" }, operatorCa: { dir: caDir } });
+    const h = await ClusterHarness.start({ scenario: "ca-constrained", seed, nodes: ["ctrl-0"], broker: { runtime: "serve" }, operatorCa: { dir: caDir, refused: true } });
     try {
       const run = h.startAgent("ctrl-0");
       await h.waitFor("ctrl-0 to start etcd", () => run.events.some((e) => e.step === "etcd-start"), 60_000);

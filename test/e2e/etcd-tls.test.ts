@@ -194,6 +194,9 @@ describe("the join API signs only for the admitted identity", () => {
     const { ca, peer, server } = r.body.certificates as { ca: string; peer: string; server: string };
     expect(ca.trim()).toBe(readFileSync(join(h.pkiCaDir!, "ca.crt"), "utf8").trim());
     expect(await signedBy(peer, ca)).toBe(true);
+    // As etcd will judge them (Go's crypto/x509): for TLS servers and clients, each for its hosts.
+    expect(goVerify(ca, [peer], { hosts: ["127.0.0.1"] }).output).toMatch(/^ok .*CN=lone-1/);
+    expect(goVerify(ca, [server], { hosts: ["127.0.0.1", "localhost"] }).output).toMatch(/^ok .*CN=lone-1/);
     expect(certificateFacts(peer)).toMatchObject({ commonName: "lone-1", hosts: ["127.0.0.1"] });
     expect(certificateFacts(server)).toMatchObject({ commonName: "lone-1", hosts: ["127.0.0.1", "localhost"] });
     // A year by default.

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../../src/node/pki/pki-dir.ts";
+import { goVerify } from "./certcheck.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import type { Lab } from "../lab/lab.ts";
 import { spawnUntilReady } from "./ready-process.ts";
@@ -99,8 +100,10 @@ export interface HarnessOptions {
    * copies of both (whichever node the broker lets bootstrap signs its own with them), unless
    * `nodePkiDirs` names a node's own directory, used as it is. `joinApiClient`: the join API's
    * etcd client certificate (e.g. kubeadm's apiserver-etcd-client), else one signed here.
+   * `refused`: the test expects etcd to refuse what this CA signs (the harness's own client
+   * certificates are then not judged first).
    */
-  operatorCa?: { dir: string; nodePkiDirs?: Record<string, string>; joinApiClient?: TlsFiles };
+  operatorCa?: { dir: string; nodePkiDirs?: Record<string, string>; joinApiClient?: TlsFiles; refused?: boolean };
   /**
    * Run in this lab (test/lab/lab.ts): every node on a host of its own named after it, its etcd
    * on ports 2379/2380 of the host's address; the broker (`join-broker serve`) on host `broker`
@@ -654,9 +657,16 @@ async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOp
     return ownClientFiles(clientDir);
   };
   const joinApi = operatorCa?.joinApiClient ?? (await client("join-api"));
+  const harness = await client("e2e-harness");
+  // In the tests, what the harness signed is judged as etcd will judge it (Go's crypto/x509)
+  // before etcd does (the demo and the benchmarks, which use this harness too, need no Go).
+  if (process.env.VITEST && !operatorCa?.refused) {
+    const verdict = goVerify(files.ca, [harness.cert!, ...(operatorCa?.joinApiClient ? [] : [joinApi.cert!])]);
+    if (!verdict.ok) throw new Error(`Go's crypto/x509 refuses the certificates the harness signed with ${files.ca}: ${verdict.output}`);
+  }
   return {
     joinApiArgs: ["--pki-dir", caDir, "--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!],
-    client: await client("e2e-harness"),
+    client: harness,
   };
 }
 
