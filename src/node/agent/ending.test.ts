@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
-import { PkiError } from "../pki/ca.ts";
+import { PkiError } from "../pki/x509.ts";
 import type { AgentContext } from "./agent-context.ts";
 import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
 import { BrokerSteps } from "./broker-steps.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { EXIT, UsageError } from "../exit-codes.ts";
-import { PkiError } from "../pki/ca.ts";
+import { PkiError } from "../pki/x509.ts";
 import type { AgentContext } from "./agent-context.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { AdmissionRevoked } from "./lease.ts";

@@ -14,6 +14,9 @@ import { X509Certificate as NodeCertificate, createPrivateKey, randomBytes, sign
 import { loadCertificateAuthority, type CertificateAuthority } from "./ca.ts";
 import { bitString, certificateParts, sequence } from "./der.ts";
 
+// The CA (loading it, its checks and its errors) lives in ca.ts; what signs with it is here.
+export { loadCertificateAuthority, PkiError, type CertificateAuthority } from "./ca.ts";
+
 // The global Web Crypto (Node's webcrypto), whose key type is the one the library takes.
 const provider = crypto;
 const subtle = provider.subtle;
