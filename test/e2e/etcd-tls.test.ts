@@ -116,8 +116,7 @@ describe("a join API whose certificates etcd refuses says so, naming the file", 
     const other = mkdtempSync(join(tmpdir(), "join-broker-other-ca-"));
     try {
       makeOperatorCa("openssl-p256-sec1", other);
-      const { certificateAuthority: load } = await import("../../src/node/pki/pki-dir.ts");
-      const { ca } = await load(other);
+      const { ca } = await certificateAuthority(other);
       await issueOwnCertificates(other, ca, { peer: { node: "join-api", hosts: ["127.0.0.1"] }, server: { node: "join-api", hosts: ["127.0.0.1"] } });
       const cases = [
         { tls: { ...h.etcdClientTls!, cert: pkiFiles(other).serverCert, key: pkiFiles(other).serverKey }, words: `refused the client certificate ${pkiFiles(other).serverCert} (TLS alert: ` },
