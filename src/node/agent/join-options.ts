@@ -9,7 +9,7 @@ import { defineCommand, parseCommand, type FlagSpec, type Values } from "../cli/
 import { UsageError } from "../exit-codes.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { tlsFilesFromFlags, type TlsFiles } from "../etcd/tls-fetch.ts";
-import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem, reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 
 export type LogFormat = "text" | "json";
 
@@ -221,6 +221,8 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const token = fromEnv.has("token") ? readToken(undefined, str("token-file"), str("token")) : readToken(str("token"), str("token-file"), undefined);
   const node = str("node") ?? hostname().split(".")[0];
   if (!isNodeName(node)) throw new UsageError(`--node ${JSON.stringify(node)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
+  const reserved = reservedNodeNameProblem(node);
+  if (reserved) throw new UsageError(`--node: ${reserved}`);
 
   const peerURL = peerUrl("--peer-url", required("peer-url"));
   const listenPeerURL = peerUrl("--listen-peer-url", str("listen-peer-url") ?? peerURL);

@@ -7,7 +7,7 @@
  */
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { NODE_PATTERN, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+import { NODE_PATTERN, peerUrlProblem, reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 import { AdmissionError, verifyAdmission, type VerifyAdmissionOptions } from "../../shared/verifier/index.ts";
 import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
@@ -20,7 +20,13 @@ import { joinProblem, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode,
 
 export const MAX_BODY_BYTES = 16 * 1024;
 
-const NodeName = z.string().regex(NODE_PATTERN, "node must start with a letter or digit and use A-Z a-z 0-9 . _ -, at most 63 characters");
+const NodeName = z
+  .string()
+  .regex(NODE_PATTERN, "node must start with a letter or digit and use A-Z a-z 0-9 . _ -, at most 63 characters")
+  .superRefine((v, ctx) => {
+    const why = reservedNodeNameProblem(v);
+    if (why) ctx.addIssue({ code: "custom", message: why });
+  });
 const PeerAddress = z
   .string()
   .max(512)
