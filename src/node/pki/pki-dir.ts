@@ -3,8 +3,8 @@
  * key; the node's own peer and server certificates with their keys, made on the node.
  *
  *   ca.crt  ca.key            the cluster's etcd CA (ca.key only where it was made or put)
- *   peer.crt  peer.key        etcd's peer port, both ends
- *   server.crt  server.key    etcd's client port, and the node's own etcd client identity
+ *   peer.crt  peer.key        etcd's peer port, both ends, and the node's own etcd client identity
+ *   server.crt  server.key    etcd's client port (serverAuth only)
  * @module
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
@@ -102,8 +102,8 @@ export async function issueOwnCertificates(dir: string, ca: CertificateAuthority
   const pending = await requestCertificates(identity);
   const issued: IssuedCertificates = {
     ca: ca.certPem,
-    peer: await issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS),
-    server: await issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS),
+    peer: await issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS, Date.now(), { kind: "peer" }),
+    server: await issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS, Date.now(), { kind: "server" }),
   };
   pending.save(dir, issued);
 }
@@ -111,7 +111,7 @@ export async function issueOwnCertificates(dir: string, ca: CertificateAuthority
 /** Fresh keys and their certificate requests; `save` writes them with the certificates signed for them. */
 export interface PendingCertificates {
   requests: CertificateRequests;
-  keys: Record<CertificateKind, KeyPair>;
+  keys: Record<Exclude<CertificateKind, "client">, KeyPair>;
   save(dir: string, issued: IssuedCertificates): void;
 }
 
@@ -143,8 +143,12 @@ export function etcdServingFiles(dir: string): { caFile: string; certFile: strin
   return { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
 }
 
-/** The node's own etcd client credentials: its server certificate is also a client's. */
+/**
+ * The node's own etcd client credentials: its peer certificate, the one of its two that carries
+ * clientAuth. No etcd user has a node's name, so with etcd's auth on it is a client without a
+ * role: it reads the member list and status, and nothing else.
+ */
 export function ownClientFiles(dir: string): { ca: string; cert: string; key: string } {
   const f = pkiFiles(dir);
-  return { ca: f.ca, cert: f.serverCert, key: f.serverKey };
+  return { ca: f.ca, cert: f.peerCert, key: f.peerKey };
 }

@@ -1,15 +1,22 @@
 /**
  * The certificates of an etcd cluster run with TLS on every port: a CA, and per node a peer
- * certificate (the peer port, both ends of each connection) and a server certificate (the client
- * port, and the node's own client identity). Keys are ECDSA P-256, made where they are used.
+ * certificate (the peer port, both ends of each connection, and the node's own client identity,
+ * to which etcd with auth on grants nothing but its member list and status) and a server
+ * certificate (the client port only: it cannot be presented as a client); on request, a client
+ * certificate for the node's API server (`kube-apiserver`, etcd's user of that name). The keys
+ * this package makes are ECDSA P-256; a request may bring ECDSA P-256 or P-384, or RSA of 2048 to
+ * 8192 bits (what Go's TLS, and so etcd, takes), and nothing else.
  *
  * What a certificate names is decided here from the identity the caller vouches for, never copied
- * from a request: a certificate request only proves that its sender holds the key.
+ * from a request: a certificate request only proves that its sender holds the key. The checks
+ * are the Go signer's too (integrations/go/joinhandler), held to the same vectors
+ * (integrations/vectors/signer-vectors.json).
  * @module
  */
 import "reflect-metadata"; // @peculiar/x509's dependency injection needs the Reflect metadata API.
 import * as x509 from "@peculiar/x509";
 import { isIP } from "node:net";
+import { canonicalIpv6, ipv6Groups } from "../../shared/protocol/peer-url.ts";
 import { randomBytes } from "node:crypto";
 
 // The global Web Crypto (Node's webcrypto), whose key type is the one the library takes.
@@ -23,7 +30,16 @@ const ALGORITHM = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as con
 /** A certificate is valid from a little before it is made, so a node whose clock is behind accepts it. */
 const BACKDATE_MS = 5 * 60_000;
 
-export type CertificateKind = "peer" | "server";
+export type CertificateKind = "peer" | "server" | "client";
+
+/** The etcd user (and common name) of the API servers' client certificates. */
+export const API_SERVER_USER = "kube-apiserver";
+/** The keys a request may bring, in words for refusals. */
+export const ACCEPTED_KEYS = "ECDSA P-256 or P-384, or RSA of 2048 to 8192 bits";
+/** A request naming more subject alternative names than this is refused before they are compared. */
+export const MAX_REQUESTED_NAMES = 16;
+const RSA_BITS = { min: 2048, max: 8192 } as const;
+const ACCEPTED_HASHES: ReadonlySet<string> = new Set(["SHA-256", "SHA-384", "SHA-512"]);
 
 /** Why a certificate request was not signed; `code` is stable. */
 export class CertificateRequestError extends Error {
@@ -129,42 +145,153 @@ export async function createCertificateRequest(pair: KeyPair, identity: Certific
 /** A request whose signature holds and whose names are all allowed: its key and the hosts it asked for. */
 export interface CheckedRequest {
   publicKey: CryptoKey;
+  /** The request's SubjectPublicKeyInfo, DER, to tell one key from another. */
+  spki: ArrayBuffer;
+  /** RSA keys also get keyEncipherment (TLS 1.2's RSA key exchange). */
+  rsa: boolean;
+  /** What it asked for within what is allowed: canonical (lower case; IPv6 as RFC 5952 writes it), each once. */
   hosts: string[];
 }
 
-/** Checks a request against the names allowed; throws CertificateRequestError when it fails. */
+/**
+ * Checks a request against the names allowed; throws CertificateRequestError when it fails. In
+ * this order, as the Go signer does: a PEM PKCS#10 request, signed with SHA-256/384/512, with a
+ * key of ACCEPTED_KEYS, whose signature holds; at most MAX_REQUESTED_NAMES subject alternative
+ * names; every common name the allowed one; every name a DNS name or IP address that is allowed
+ * (an IPv4-mapped IPv6 address never is).
+ */
 export async function checkCertificateRequest(pem: string, kind: CertificateKind, allowed: CertificateIdentity): Promise<CheckedRequest> {
+  const bad = (why: string) => new CertificateRequestError("invalid_csr", `the ${kind} certificate request ${why}`);
   let csr: x509.Pkcs10CertificateRequest;
+  let names: { type: string; value: string }[];
   try {
     csr = new x509.Pkcs10CertificateRequest(pem);
+    names = requestedNames(csr);
   } catch (e) {
-    throw new CertificateRequestError("invalid_csr", `the ${kind} certificate request is not a PEM PKCS#10 request: ${(e as Error).message}`);
+    throw bad(`is not a PEM PKCS#10 request: ${(e as Error).message}`);
   }
+  const signature = csr.signatureAlgorithm as { name?: string; hash?: { name?: string } };
+  if (!ACCEPTED_HASHES.has(signature.hash?.name ?? "") || !["ECDSA", "RSASSA-PKCS1-v1_5", "RSA-PSS"].includes(signature.name ?? "")) {
+    throw bad(`is signed with ${describeAlgorithm(signature)}: only ECDSA or RSA signatures over SHA-256, SHA-384 or SHA-512 are accepted`);
+  }
+  const key = keyKind(csr.publicKey.algorithm as { name?: string; namedCurve?: string; modulusLength?: number });
+  if (!key.ok) throw bad(`has ${key.what}; accepted are ${ACCEPTED_KEYS}`);
   let publicKey: CryptoKey;
   try {
-    publicKey = await csr.publicKey.export(provider);
+    publicKey = await csr.publicKey.export(key.rsa ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } : csr.publicKey.algorithm, ["verify"], provider);
     if (!(await csr.verify(provider))) throw new Error("its signature does not verify");
   } catch (e) {
-    throw new CertificateRequestError("invalid_csr", `the ${kind} certificate request is unusable (ECDSA P-256 keys only): ${(e as Error).message}`);
+    throw bad(`is unusable: ${(e as Error).message}`);
   }
-  const names = csr.subjectName.getField("CN");
-  if (names.some((cn) => cn !== allowed.node)) {
-    throw new CertificateRequestError("csr_name_not_allowed", `the ${kind} certificate request names ${names.join(", ")}; this admission is for node ${allowed.node}`);
+  if (names.length > MAX_REQUESTED_NAMES) throw bad(`names ${names.length} subject alternative names; at most ${MAX_REQUESTED_NAMES} are read`);
+  const common = csr.subjectName.getField("CN");
+  if (common.some((cn) => cn !== allowed.node)) {
+    throw new CertificateRequestError(
+      "csr_name_not_allowed",
+      `the ${kind} certificate request names ${common.join(", ")}; this admission is for ${kind === "client" ? "the API server's client certificate, common name" : "node"} ${allowed.node}`,
+    );
   }
-  const hosts = requestedHosts(csr);
-  const others = hosts.filter((h) => !allowed.hosts.some((a) => sameHost(a, h)));
-  if (others.length) {
-    throw new CertificateRequestError("csr_name_not_allowed", `the ${kind} certificate request asks for ${others.join(", ")}; this admission allows only ${allowed.hosts.join(", ")}`);
+  const hosts: string[] = [];
+  for (const name of names) {
+    const host = allowedName(name, allowed.hosts);
+    if (host === null) {
+      const what = name.type === "ip" && isMappedIpv4(name.value) ? `${name.value} (an IPv4-mapped IPv6 address)` : name.type === "ip" || name.type === "dns" ? name.value : `${name.type} ${name.value}`;
+      throw new CertificateRequestError(
+        "csr_name_not_allowed",
+        `the ${kind} certificate request asks for ${what}; this admission allows ${allowed.hosts.length ? `only ${allowed.hosts.join(", ")}` : "no subject alternative name in it"}`,
+      );
+    }
+    if (!hosts.includes(host)) hosts.push(host);
   }
-  return { publicKey, hosts };
+  return { publicKey, spki: csr.publicKey.rawData, rsa: key.rsa, hosts };
 }
 
-/** A certificate for `identity` on `publicKey`, signed by the CA; for TLS servers and clients both. */
-export async function issueCertificate(ca: CertificateAuthority, publicKey: CryptoKey, identity: CertificateIdentity, validDays: number, now = Date.now()): Promise<string> {
+/** Whether two checked requests bring the same key (each certificate of a node has its own). */
+export function sameKey(a: CheckedRequest, b: CheckedRequest): boolean {
+  return Buffer.from(a.spki).equals(Buffer.from(b.spki));
+}
+
+type KeyKind = { ok: true; rsa: boolean } | { ok: false; what: string };
+
+function keyKind(alg: { name?: string; namedCurve?: string; modulusLength?: number }): KeyKind {
+  if (alg.name === "ECDSA" && (alg.namedCurve === "P-256" || alg.namedCurve === "P-384")) return { ok: true, rsa: false };
+  if (alg.name === "ECDSA") return { ok: false, what: `an ECDSA key on curve ${alg.namedCurve ?? "?"}` };
+  if (alg.name === "RSASSA-PKCS1-v1_5") {
+    const bits = alg.modulusLength ?? 0;
+    return bits >= RSA_BITS.min && bits <= RSA_BITS.max ? { ok: true, rsa: true } : { ok: false, what: `an RSA key of ${bits} bits` };
+  }
+  if (alg.name === "RSA-PSS") return { ok: false, what: "an RSA-PSS key (id-RSASSA-PSS)" };
+  if (alg.name === "Ed25519" || alg.name === "Ed448") return { ok: false, what: `an ${alg.name} key` };
+  // Curves the library does not name (P-224, brainpool…) come back as the bare id-ecPublicKey OID.
+  if (alg.name === "1.2.840.10045.2.1") return { ok: false, what: "an ECDSA key on another curve than P-256 or P-384" };
+  return { ok: false, what: `a key of type ${alg.name ?? "?"}` };
+}
+
+function describeAlgorithm(a: { name?: string; hash?: { name?: string } }): string {
+  return a.hash?.name ? `${a.name} with ${a.hash.name}` : (a.name ?? "an unknown algorithm");
+}
+
+/** The allowed host this requested name is (canonical), or null. A DNS name matches only DNS names, an address only addresses. */
+function allowedName(name: { type: string; value: string }, allowed: readonly string[]): string | null {
+  if (name.type === "dns") {
+    const host = name.value.toLowerCase();
+    return allowed.some((a) => !isIP(bareHost(a)) && bareHost(a).toLowerCase() === host) ? host : null;
+  }
+  if (name.type === "ip") {
+    const host = canonicalIp(name.value);
+    if (host === null || isMappedIpv4(name.value)) return null;
+    return allowed.some((a) => isIP(bareHost(a)) !== 0 && canonicalIp(bareHost(a)) === host) ? host : null;
+  }
+  return null;
+}
+
+/** An IP address as Go prints it (net.IP.String): a dotted quad, or IPv6 as RFC 5952 writes it. */
+function canonicalIp(text: string): string | null {
+  if (isIP(text) === 4) return text;
+  return isIP(text) === 6 ? canonicalIpv6(text) : null;
+}
+
+function isMappedIpv4(text: string): boolean {
+  const g = isIP(text) === 6 ? ipv6Groups(text) : null;
+  return g !== null && g.slice(0, 5).every((n) => n === 0) && g[5] === 0xffff;
+}
+
+/** What a certificate of each kind may be used for (extended key usage). */
+export const KIND_USAGES: Readonly<Record<CertificateKind, readonly string[]>> = {
+  // etcd presents the peer certificate at both ends of a peer connection; the node also uses it
+  // as its own client identity (no etcd user has a node's name, so etcd grants it no right).
+  peer: [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth],
+  // The client port's: it cannot be presented as a client.
+  server: [x509.ExtendedKeyUsage.serverAuth],
+  client: [x509.ExtendedKeyUsage.clientAuth],
+};
+
+/** A fresh serial number: 16 random bytes, positive, no leading zero byte (hex, as the certificate carries it). */
+export function newSerial(): string {
+  const bytes = randomBytes(16);
+  bytes[0] = (bytes[0]! & 0x7f) | 0x01;
+  return bytes.toString("hex");
+}
+
+/**
+ * A certificate of `kind` for `identity` on `publicKey`, signed by the CA: CN = the identity's
+ * node (for `client`, the API server's user, with the node as OU), the identity's hosts as
+ * subject alternative names, not a CA, the kind's usages; keyEncipherment for RSA keys only.
+ */
+export async function issueCertificate(
+  ca: CertificateAuthority,
+  publicKey: CryptoKey,
+  identity: CertificateIdentity,
+  validDays: number,
+  now = Date.now(),
+  options: { kind?: CertificateKind; serial?: string; rsa?: boolean } = {},
+): Promise<string> {
+  const kind = options.kind ?? "peer";
   const notAfter = Math.min(now + validDays * 86_400_000, ca.cert.notAfter.getTime());
+  const usage = x509.KeyUsageFlags.digitalSignature | (options.rsa ? x509.KeyUsageFlags.keyEncipherment : 0);
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
-    subject: [{ CN: [identity.node] }],
+    serialNumber: options.serial ?? newSerial(),
+    subject: kind === "client" ? [{ CN: [API_SERVER_USER] }, { OU: [identity.node] }] : [{ CN: [identity.node] }],
     issuer: ca.cert.subjectName.toString(),
     notBefore: new Date(now - BACKDATE_MS),
     notAfter: new Date(notAfter),
@@ -173,9 +300,9 @@ export async function issueCertificate(ca: CertificateAuthority, publicKey: Cryp
     signingAlgorithm: ALGORITHM,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(identity.hosts.map(generalName)),
+      new x509.KeyUsagesExtension(usage, true),
+      new x509.ExtendedKeyUsageExtension([...KIND_USAGES[kind]]),
+      ...(identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(identity.hosts.map(generalName))] : []),
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
     ],
@@ -223,8 +350,10 @@ export async function keyMatches(certPem: string, keyPem: string): Promise<boole
   }
 }
 
-function requestedHosts(csr: x509.Pkcs10CertificateRequest): string[] {
-  return namesOf(csr.extensions.find((e): e is x509.SubjectAlternativeNameExtension => e instanceof x509.SubjectAlternativeNameExtension) ?? null);
+/** Every subject alternative name of the request, of every type, as asked. */
+function requestedNames(csr: x509.Pkcs10CertificateRequest): { type: string; value: string }[] {
+  const san = csr.extensions.find((e): e is x509.SubjectAlternativeNameExtension => e instanceof x509.SubjectAlternativeNameExtension);
+  return san ? san.names.items.map((n) => ({ type: n.type, value: n.value })) : [];
 }
 
 function namesOf(san: x509.SubjectAlternativeNameExtension | null): string[] {
@@ -240,13 +369,6 @@ function bareHost(host: string): string {
   return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
 }
 
-function sameHost(a: string, b: string): boolean {
-  return bareHost(a).toLowerCase() === bareHost(b).toLowerCase();
-}
-
 function serial(): string {
-  // Positive and unique: 16 random bytes with the top bit clear.
-  const bytes = randomBytes(16);
-  bytes[0]! &= 0x7f;
-  return bytes.toString("hex");
+  return newSerial();
 }
