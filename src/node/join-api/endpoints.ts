@@ -16,7 +16,7 @@ import { noSigner, type CertificateSigner } from "./signer.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
 import { problemCodeForField } from "../../shared/protocol/problem.ts";
-import { joinProblem, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
+import { joinProblem, refuse, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
 
@@ -89,6 +89,13 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       return send(c, added);
     }
     if (!checked || !options.signer) return send(c, added);
+    // A second set for the same member only while it has not run (its node crashed before our
+    // answer and asks again with fresh keys): a member that has started holds its certificates,
+    // and a voter never gets more.
+    if (added.value.started || !added.value.learner) {
+      log(`refused node ${node}'s certificate requests: member ${added.value.memberID} has started`);
+      return send(c, refuse(409, "certificates_not_reissued", `member ${added.value.memberID} of node ${node} has started: its certificates were signed before it ran, and none are signed for a member that has (to replace them, remove the member and join again)`));
+    }
     const certificates = await options.signer.issue(checked);
     log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
     return c.json({ ...added.value, certificates }, 200);
