@@ -278,14 +278,13 @@ type CheckedRequest struct {
 var acceptedSignatures = []x509.SignatureAlgorithm{
 	x509.ECDSAWithSHA256, x509.ECDSAWithSHA384, x509.ECDSAWithSHA512,
 	x509.SHA256WithRSA, x509.SHA384WithRSA, x509.SHA512WithRSA,
-	x509.SHA256WithRSAPSS, x509.SHA384WithRSAPSS, x509.SHA512WithRSAPSS,
 }
 
 var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
 var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
 
 // CheckRequest parses one request and checks it, in the TypeScript signer's order: a PEM PKCS#10
-// request, signed over SHA-256/384/512, with a key of AcceptedKeys, whose signature holds (the
+// request, signed (ECDSA or RSA PKCS#1 v1.5) over SHA-256/384/512, with a key of AcceptedKeys, whose signature holds (the
 // sender holds the key); at most MaxRequestedNames subject alternative names; every common name
 // `node`; every name a DNS name or an IP address among `allowed` (an IPv4-mapped IPv6 address
 // never is). It returns its key and the hosts it asked for.
@@ -306,7 +305,7 @@ func CheckRequest(kind, pemText, node string, allowed []string) (CheckedRequest,
 		return CheckedRequest{}, bad("is not a PEM PKCS#10 request: %v", err)
 	}
 	if !slices.Contains(acceptedSignatures, csr.SignatureAlgorithm) {
-		return CheckedRequest{}, bad("is signed with %v: only ECDSA or RSA signatures over SHA-256, SHA-384 or SHA-512 are accepted", csr.SignatureAlgorithm)
+		return CheckedRequest{}, bad("is signed with %v: only ECDSA or RSA PKCS#1 v1.5 signatures over SHA-256, SHA-384 or SHA-512 are accepted", csr.SignatureAlgorithm)
 	}
 	if what := keyProblem(csr.PublicKey); what != "" {
 		return CheckedRequest{}, bad("has %s; accepted are %s", what, AcceptedKeys)

@@ -17,7 +17,7 @@ import "reflect-metadata"; // @peculiar/x509's dependency injection needs the Re
 import * as x509 from "@peculiar/x509";
 import { isIP } from "node:net";
 import { canonicalIpv6, ipv6Groups } from "../../shared/protocol/peer-url.ts";
-import { randomBytes } from "node:crypto";
+import { createPublicKey, randomBytes } from "node:crypto";
 
 // The global Web Crypto (Node's webcrypto), whose key type is the one the library takes.
 const provider = crypto;
@@ -155,7 +155,8 @@ export interface CheckedRequest {
 
 /**
  * Checks a request against the names allowed; throws CertificateRequestError when it fails. In
- * this order, as the Go signer does: a PEM PKCS#10 request, signed with SHA-256/384/512, with a
+ * this order, as the Go signer does: a PEM PKCS#10 request, signed (ECDSA or RSA PKCS#1 v1.5) over
+ * SHA-256/384/512, with a
  * key of ACCEPTED_KEYS, whose signature holds; at most MAX_REQUESTED_NAMES subject alternative
  * names; every common name the allowed one; every name a DNS name or IP address that is allowed
  * (an IPv4-mapped IPv6 address never is).
@@ -171,10 +172,10 @@ export async function checkCertificateRequest(pem: string, kind: CertificateKind
     throw bad(`is not a PEM PKCS#10 request: ${(e as Error).message}`);
   }
   const signature = csr.signatureAlgorithm as { name?: string; hash?: { name?: string } };
-  if (!ACCEPTED_HASHES.has(signature.hash?.name ?? "") || !["ECDSA", "RSASSA-PKCS1-v1_5", "RSA-PSS"].includes(signature.name ?? "")) {
-    throw bad(`is signed with ${describeAlgorithm(signature)}: only ECDSA or RSA signatures over SHA-256, SHA-384 or SHA-512 are accepted`);
+  if (!ACCEPTED_HASHES.has(signature.hash?.name ?? "") || !["ECDSA", "RSASSA-PKCS1-v1_5"].includes(signature.name ?? "")) {
+    throw bad(`is signed with ${describeAlgorithm(signature)}: only ECDSA or RSA PKCS#1 v1.5 signatures over SHA-256, SHA-384 or SHA-512 are accepted`);
   }
-  const key = keyKind(csr.publicKey.algorithm as { name?: string; namedCurve?: string; modulusLength?: number });
+  const key = keyKind(csr.publicKey.algorithm as { name?: string; namedCurve?: string }, csr.publicKey.rawData);
   if (!key.ok) throw bad(`has ${key.what}; accepted are ${ACCEPTED_KEYS}`);
   let publicKey: CryptoKey;
   try {
@@ -213,11 +214,17 @@ export function sameKey(a: CheckedRequest, b: CheckedRequest): boolean {
 
 type KeyKind = { ok: true; rsa: boolean } | { ok: false; what: string };
 
-function keyKind(alg: { name?: string; namedCurve?: string; modulusLength?: number }): KeyKind {
+function keyKind(alg: { name?: string; namedCurve?: string }, spki: ArrayBuffer): KeyKind {
   if (alg.name === "ECDSA" && (alg.namedCurve === "P-256" || alg.namedCurve === "P-384")) return { ok: true, rsa: false };
   if (alg.name === "ECDSA") return { ok: false, what: `an ECDSA key on curve ${alg.namedCurve ?? "?"}` };
   if (alg.name === "RSASSA-PKCS1-v1_5") {
-    const bits = alg.modulusLength ?? 0;
+    // The modulus's exact length (the library rounds it to whole bytes).
+    let bits = 0;
+    try {
+      bits = createPublicKey({ key: Buffer.from(spki), format: "der", type: "spki" }).asymmetricKeyDetails?.modulusLength ?? 0;
+    } catch {
+      return { ok: false, what: "an RSA key that cannot be read" };
+    }
     return bits >= RSA_BITS.min && bits <= RSA_BITS.max ? { ok: true, rsa: true } : { ok: false, what: `an RSA key of ${bits} bits` };
   }
   if (alg.name === "RSA-PSS") return { ok: false, what: "an RSA-PSS key (id-RSASSA-PSS)" };
@@ -302,7 +309,8 @@ export async function issueCertificate(
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(usage, true),
       new x509.ExtendedKeyUsageExtension([...KIND_USAGES[kind]]),
-      ...(identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(identity.hosts.map(generalName))] : []),
+      // DNS names before addresses, as Go's x509 writes them: both signers issue the same names in the same order.
+      ...(identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(sortedNames(identity.hosts).map(generalName))] : []),
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
     ],
@@ -359,6 +367,10 @@ function requestedNames(csr: x509.Pkcs10CertificateRequest): { type: string; val
 function namesOf(san: x509.SubjectAlternativeNameExtension | null): string[] {
   if (!san) return [];
   return san.names.items.map((n) => n.value);
+}
+
+function sortedNames(hosts: readonly string[]): string[] {
+  return [...hosts.filter((h) => !isIP(bareHost(h))), ...hosts.filter((h) => isIP(bareHost(h)))];
 }
 
 function generalName(host: string): { type: "ip" | "dns"; value: string } {
