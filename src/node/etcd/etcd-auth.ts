@@ -1,0 +1,65 @@
+/**
+ * Turns etcd's auth on, as the bootstrap node does before it reports its cluster ready: `root`
+ * (the CA key's holders: the join API) with every right, `kube-apiserver` (the API servers'
+ * client certificates) with read-write on every key but this project's records, and no user
+ * for anyone else. From then on a node's own certificates (their CN is the node's name, which
+ * no user has: the reserved names keep `root` and `kube-apiserver` out of reach) can neither
+ * change the membership nor read or write a key; only the join API, signed in as `root`, adds,
+ * promotes and removes members.
+ *
+ * Every step is safe to run again (an agent restarted halfway through finishes it). etcd 3.4 has
+ * no auth status call: signing in tells (a token, "not enabled", or a wrong password).
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { API_SERVER_USER, RECORDS_PREFIX, ROOT_USER } from "../pki/etcd-identities.ts";
+import type { EtcdGateway, EtcdResult } from "./gateway.ts";
+
+/** etcd's answer when what is created exists already: the step is done. */
+const ALREADY = /already exist/i;
+
+/** The key ranges the API servers' role may read and write: everything below and above the records. */
+export function apiServerRanges(): { key: Buffer; rangeEnd: Buffer }[] {
+  const records = Buffer.from(RECORDS_PREFIX);
+  const after = Buffer.from(records);
+  after[after.length - 1] = after[after.length - 1]! + 1; // "/join-broker0": the first key past the prefix
+  return [
+    { key: Buffer.from([0]), rangeEnd: records },
+    { key: after, rangeEnd: Buffer.from([0]) }, // range_end "\0": every key from `key` on
+  ];
+}
+
+/**
+ * Turns auth on unless it is on already. `gateway` carries root's credentials (and a client
+ * certificate without a common name, which the JSON gateway wants once auth is on). Resolves
+ * with whether this call turned it on; etcd's refusal otherwise (a root whose password is not
+ * the one derived from this CA key: someone else set etcd's auth up).
+ */
+export async function ensureEtcdAuth(gateway: EtcdGateway, rootPassword: string): Promise<EtcdResult<{ turnedOn: boolean }>> {
+  const signed = await gateway.signIn();
+  if (!signed.ok) return signed;
+  if (signed.value) return { ok: true, value: { turnedOn: false }, endpoint: signed.endpoint };
+  const steps: [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>][] = [
+    ["user/add", { name: ROOT_USER, password: rootPassword }],
+    ["user/grant", { user: ROOT_USER, role: ROOT_USER }],
+    ["role/add", { name: API_SERVER_USER }],
+    ...apiServerRanges().map((r): [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>] => [
+      "role/grant",
+      { name: API_SERVER_USER, perm: { permType: "READWRITE", key: r.key.toString("base64"), range_end: r.rangeEnd.toString("base64") } },
+    ]),
+    // A password nobody knows: this user signs in by its client certificate only (etcd 3.4 has no password-less users).
+    ["user/add", { name: API_SERVER_USER, password: randomBytes(32).toString("base64url") }],
+    ["user/grant", { user: API_SERVER_USER, role: API_SERVER_USER }],
+    ["enable", {}],
+  ];
+  let endpoint = "";
+  for (const [path, body] of steps) {
+    const done = await gateway.auth(path, body);
+    if (!done.ok && !ALREADY.test(done.error.message)) return done;
+    if (done.ok) endpoint = done.endpoint;
+  }
+  // Signed in from now on: the calls that follow go as root.
+  const again = await gateway.signIn();
+  if (!again.ok) return again;
+  return { ok: true, value: { turnedOn: true }, endpoint };
+}
