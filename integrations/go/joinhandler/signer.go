@@ -191,14 +191,15 @@ type Kind string
 const (
 	// KindPeer is etcd's peer port at both ends, and the node's own client identity.
 	KindPeer Kind = "peer"
-	// KindServer is etcd's client port only: it cannot be presented as a client.
+	// KindServer is etcd's client port, and the client etcd's own JSON gateway presents to the
+	// gRPC server behind it (so it needs clientAuth too).
 	KindServer Kind = "server"
 )
 
 // KindUsages are the extended key usages of each kind.
 var KindUsages = map[Kind][]x509.ExtKeyUsage{
 	KindPeer:   {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	KindServer: {x509.ExtKeyUsageServerAuth},
+	KindServer: {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 }
 
 // NewSerial is a fresh serial number: 16 random bytes, positive, without a leading zero byte.

@@ -135,10 +135,7 @@ func TestSharedSignerVectors(t *testing.T) {
 			if cert.Subject.CommonName != node || cert.SerialNumber.Cmp(serial) != 0 || cert.IsCA || !cert.BasicConstraintsValid {
 				t.Errorf("CN %q serial %v CA %v", cert.Subject.CommonName, cert.SerialNumber, cert.IsCA)
 			}
-			wantEKU := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-			if c.Kind == "peer" {
-				wantEKU = append(wantEKU, x509.ExtKeyUsageClientAuth)
-			}
+			wantEKU := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 			if !slices.Equal(cert.ExtKeyUsage, wantEKU) {
 				t.Errorf("extended key usage %v, want %v", cert.ExtKeyUsage, wantEKU)
 			}

@@ -4,10 +4,12 @@
  *
  *   ca.crt  ca.key            the cluster's etcd CA (ca.key only where it was made or put)
  *   peer.crt  peer.key        etcd's peer port, both ends, and the node's own etcd client identity
- *   server.crt  server.key    etcd's client port (serverAuth only)
+ *   server.crt  server.key    etcd's client port (and the client its JSON gateway presents)
+ *   crl.der                   the certificates etcd refuses (DER, as every etcd version reads
+ *                             it), kept current by the agent from the join API's list
  * @module
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../atomic-file.ts";
 import {
@@ -18,6 +20,8 @@ import {
   issueCertificate,
   keyMatches,
   loadCertificateAuthority,
+  normalSerial,
+  readRevocationList,
   PkiError,
   signedBy,
   type CertificateAuthority,
@@ -41,6 +45,7 @@ export interface PkiFiles {
   peerKey: string;
   serverCert: string;
   serverKey: string;
+  crl: string;
 }
 
 export function pkiFiles(dir: string): PkiFiles {
@@ -51,6 +56,7 @@ export function pkiFiles(dir: string): PkiFiles {
     peerKey: join(dir, "peer.key"),
     serverCert: join(dir, "server.crt"),
     serverKey: join(dir, "server.key"),
+    crl: join(dir, "crl.der"),
   };
 }
 
@@ -74,12 +80,14 @@ export async function certificateAuthority(dir: string, options: { create?: { co
 
 /**
  * Whether the node's certificates in `dir` are there, belong to their keys, chain to `ca.crt`,
- * name exactly this identity and last at least another week: then nothing is asked or signed.
+ * name exactly this identity, last at least another week and are not on the revocation list
+ * (its member was removed): then nothing is asked or signed.
  */
 export async function haveUsableCertificates(dir: string, identity: NodeIdentity, now = Date.now()): Promise<boolean> {
   const files = pkiFiles(dir);
   if (![files.ca, files.peerCert, files.peerKey, files.serverCert, files.serverKey].every((f) => existsSync(f))) return false;
   const caPem = readFileSync(files.ca, "utf8");
+  const revoked = existsSync(files.crl) ? await readRevocationList(new Uint8Array(readFileSync(files.crl)), caPem).then((l) => l.serials, () => []) : [];
   for (const kind of ["peer", "server"] as const) {
     const certPem = readFileSync(kind === "peer" ? files.peerCert : files.serverCert, "utf8");
     const keyPem = readFileSync(kind === "peer" ? files.peerKey : files.serverKey, "utf8");
@@ -89,6 +97,7 @@ export async function haveUsableCertificates(dir: string, identity: NodeIdentity
     } catch {
       return false;
     }
+    if (revoked.includes(normalSerial(facts.serial))) return false;
     const want = identity[kind];
     const sameHosts = facts.hosts.length === want.hosts.length && want.hosts.every((h) => facts.hosts.includes(h));
     if (facts.commonName !== want.node || !sameHosts || facts.notAfter - now < RENEW_BEFORE_MS) return false;
@@ -138,17 +147,32 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
 }
 
 /** The files etcd is started with (etcdFlags' `tls`). */
-export function etcdServingFiles(dir: string): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string } {
+export function etcdServingFiles(dir: string): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string; crlFile: string } {
   const f = pkiFiles(dir);
-  return { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
+  return { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey, crlFile: f.crl };
 }
 
 /**
- * The node's own etcd client credentials: its peer certificate, the one of its two that carries
- * clientAuth. No etcd user has a node's name, so with etcd's auth on it is a client without a
- * role: it reads the member list and status, and nothing else.
+ * The node's own etcd client credentials: its peer certificate. No etcd user has a node's name,
+ * so with etcd's auth on it is a client without a role: it reads the member list and status
+ * (over gRPC), and nothing else.
  */
 export function ownClientFiles(dir: string): { ca: string; cert: string; key: string } {
   const f = pkiFiles(dir);
   return { ca: f.ca, cert: f.peerCert, key: f.peerKey };
+}
+
+/**
+ * Moves the node's own keys and certificates aside (never deletes them): its member was removed,
+ * so they are on the revocation list, and the next add asks for new ones.
+ */
+export function setOwnCertificatesAside(dir: string, suffix: string): string[] {
+  const f = pkiFiles(dir);
+  const moved: string[] = [];
+  for (const path of [f.peerCert, f.serverCert, f.peerKey, f.serverKey]) {
+    if (!existsSync(path)) continue;
+    renameSync(path, `${path}.${suffix}`);
+    moved.push(path);
+  }
+  return moved;
 }

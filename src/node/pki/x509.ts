@@ -1,9 +1,10 @@
 /**
  * The certificates of an etcd cluster run with TLS on every port: a CA, and per node a peer
- * certificate (the peer port, both ends of each connection, and the node's own client identity,
- * to which etcd with auth on grants nothing but its member list and status) and a server
- * certificate (the client port only: it cannot be presented as a client); on request, a client
- * certificate for the node's API server (`kube-apiserver`, etcd's user of that name). The keys
+ * certificate (the peer port, both ends of each connection, and the node's own client identity)
+ * and a server certificate (the client port, and the client etcd's own JSON gateway presents to
+ * the gRPC server behind it). Both name the node, which no etcd user is: with etcd's auth on
+ * they get nothing but the member list and status. On request, a client certificate for the
+ * node's API server (`kube-apiserver`, etcd's user of that name). The keys
  * this package makes are ECDSA P-256; a request may bring ECDSA P-256 or P-384, or RSA of 2048 to
  * 8192 bits (what Go's TLS, and so etcd, takes), and nothing else.
  *
@@ -268,8 +269,10 @@ export const KIND_USAGES: Readonly<Record<CertificateKind, readonly string[]>> =
   // etcd presents the peer certificate at both ends of a peer connection; the node also uses it
   // as its own client identity (no etcd user has a node's name, so etcd grants it no right).
   peer: [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth],
-  // The client port's: it cannot be presented as a client.
-  server: [x509.ExtendedKeyUsage.serverAuth],
+  // The client port's, and a client's too: etcd's own JSON gateway presents it when it calls the
+  // gRPC server behind it (3.4 has no --client-cert-file to give it another), so it must carry
+  // clientAuth. As a client it names the node, which no etcd user is: no right.
+  server: [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth],
   client: [x509.ExtendedKeyUsage.clientAuth],
 };
 
@@ -291,14 +294,14 @@ export async function issueCertificate(
   identity: CertificateIdentity,
   validDays: number,
   now = Date.now(),
-  options: { kind?: CertificateKind; serial?: string; rsa?: boolean } = {},
+  options: { kind?: CertificateKind | "anonymous"; serial?: string; rsa?: boolean } = {},
 ): Promise<string> {
   const kind = options.kind ?? "peer";
   const notAfter = Math.min(now + validDays * 86_400_000, ca.cert.notAfter.getTime());
   const usage = x509.KeyUsageFlags.digitalSignature | (options.rsa ? x509.KeyUsageFlags.keyEncipherment : 0);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: options.serial ?? newSerial(),
-    subject: kind === "client" ? [{ CN: [API_SERVER_USER] }, { OU: [identity.node] }] : [{ CN: [identity.node] }],
+    subject: subjectOf(kind, identity.node),
     issuer: ca.cert.subjectName.toString(),
     notBefore: new Date(now - BACKDATE_MS),
     notAfter: new Date(notAfter),
@@ -308,7 +311,7 @@ export async function issueCertificate(
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(usage, true),
-      new x509.ExtendedKeyUsageExtension([...KIND_USAGES[kind]]),
+      new x509.ExtendedKeyUsageExtension([...(kind === "anonymous" ? KIND_USAGES.client : KIND_USAGES[kind])]),
       // DNS names before addresses, as Go's x509 writes them: both signers issue the same names in the same order.
       ...(identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(sortedNames(identity.hosts).map(generalName))] : []),
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
@@ -321,6 +324,8 @@ export async function issueCertificate(
 /** What a certificate says about itself, for checks before it is used. */
 export interface CertificateFacts {
   commonName: string;
+  /** Hex, as the certificate carries it. */
+  serial: string;
   hosts: string[];
   notAfter: number;
   issuer: string;
@@ -330,6 +335,7 @@ export function certificateFacts(pem: string): CertificateFacts {
   const cert = new x509.X509Certificate(pem);
   return {
     commonName: cert.subjectName.getField("CN")[0] ?? "",
+    serial: cert.serialNumber,
     hosts: namesOf(cert.getExtension(x509.SubjectAlternativeNameExtension)),
     notAfter: cert.notAfter.getTime(),
     issuer: cert.issuer,
@@ -369,6 +375,17 @@ function namesOf(san: x509.SubjectAlternativeNameExtension | null): string[] {
   return san.names.items.map((n) => n.value);
 }
 
+/**
+ * A node's certificates name it as their CN; the API server's client certificate names its etcd
+ * user, with the node as OU; an anonymous client certificate (a CA key holder's own etcd client,
+ * etcd-identities.ts) names no user at all.
+ */
+function subjectOf(kind: CertificateKind | "anonymous", node: string): x509.JsonName {
+  if (kind === "client") return [{ CN: [API_SERVER_USER] }, { OU: [node] }];
+  if (kind === "anonymous") return [{ O: ["etcd-join-broker"] }, { OU: [node] }];
+  return [{ CN: [node] }];
+}
+
 function sortedNames(hosts: readonly string[]): string[] {
   return [...hosts.filter((h) => !isIP(bareHost(h))), ...hosts.filter((h) => isIP(bareHost(h)))];
 }
@@ -383,4 +400,67 @@ function bareHost(host: string): string {
 
 function serial(): string {
   return newSerial();
+}
+
+/** A certificate revocation list as etcd reads it (`--client-crl-file`, `--peer-crl-file`): DER. */
+export interface RevocationList {
+  der: Uint8Array;
+  /** Its CRL number: a newer list has a higher one. */
+  number: bigint;
+  /** The serials it lists (hex, lower case, as newSerial writes them). */
+  serials: string[];
+  thisUpdate: number;
+}
+
+const CRL_NUMBER = "2.5.29.20";
+
+/**
+ * A revocation list of these serials, signed by the CA. DER: etcd 3.6 and later read only that
+ * (x509.ParseRevocationList); 3.4 and 3.5 take DER or PEM. etcd reads the serials and nothing
+ * else (not the signature, not the dates): the agent checks the signature before it writes one.
+ */
+export async function createRevocationList(ca: CertificateAuthority, entries: readonly { serial: string; revokedAt: number }[], number: bigint, now = Date.now()): Promise<RevocationList> {
+  const crl = await x509.X509CrlGenerator.create({
+    issuer: ca.cert.subjectName.toString(),
+    thisUpdate: new Date(now),
+    nextUpdate: new Date(now + 7 * 86_400_000),
+    entries: entries.map((e) => ({ serialNumber: e.serial.toLowerCase(), revocationDate: new Date(e.revokedAt) })),
+    signingKey: ca.signingKey,
+    signingAlgorithm: ALGORITHM,
+    extensions: [await x509.AuthorityKeyIdentifierExtension.create(ca.cert), new x509.Extension(CRL_NUMBER, false, derInteger(number))],
+  });
+  return { der: new Uint8Array(crl.rawData), number, serials: entries.map((e) => e.serial.toLowerCase()), thisUpdate: now };
+}
+
+/** A revocation list this CA signed (DER or PEM); throws when it is not one. */
+export async function readRevocationList(data: Uint8Array | string, caPem: string): Promise<RevocationList> {
+  const crl = new x509.X509Crl(typeof data === "string" ? data : new Uint8Array(data));
+  const ca = new x509.X509Certificate(caPem);
+  if (!(await crl.verify({ publicKey: await ca.publicKey.export(provider) }, provider))) throw new Error(`the revocation list is not signed by the CA ${ca.subject}`);
+  const numberExt = crl.getExtension(CRL_NUMBER);
+  return {
+    der: new Uint8Array(crl.rawData),
+    number: numberExt ? readDerInteger(new Uint8Array(numberExt.value)) : -1n,
+    serials: crl.entries.map((e) => normalSerial(e.serialNumber)),
+    thisUpdate: crl.thisUpdate.getTime(),
+  };
+}
+
+/** A serial as hex without leading zero bytes, lower case: the number etcd compares. */
+export function normalSerial(hex: string): string {
+  const s = hex.toLowerCase().replace(/^(00)+/, "");
+  return s === "" ? "00" : s;
+}
+
+function derInteger(n: bigint): Uint8Array {
+  let hex = n.toString(16);
+  if (hex.length % 2) hex = `0${hex}`;
+  let bytes = Buffer.from(hex, "hex");
+  if (bytes[0]! & 0x80) bytes = Buffer.concat([Buffer.from([0]), bytes]);
+  return new Uint8Array([0x02, bytes.length, ...bytes]);
+}
+
+function readDerInteger(der: Uint8Array): bigint {
+  if (der[0] !== 0x02 || der[1]! > 0x7f) throw new Error("the CRL number is not a short DER INTEGER");
+  return BigInt(`0x${Buffer.from(der.subarray(2, 2 + der[1]!)).toString("hex") || "0"}`);
 }
