@@ -13,6 +13,7 @@ import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
 import type { Membership } from "./members.ts";
 import { noSigner, type CertificateSigner } from "./signer.ts";
+import type { CertificateLedger } from "./ledger.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
 import { problemCodeForField } from "../../shared/protocol/problem.ts";
@@ -45,6 +46,8 @@ export interface JoinApiOptions {
   verify: Omit<VerifyAdmissionOptions, "node" | "peerURL" | "role">;
   /** Signs joiners' etcd certificates (`--pki-dir`); without it, an add that sends requests is refused. */
   signer?: CertificateSigner;
+  /** Keeps the revocation list that `GET /v1beta1/etcd/crl` serves (with `signer`). */
+  ledger?: CertificateLedger;
   log?: (line: string) => void;
 }
 
@@ -83,7 +86,8 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       checked = outcome.value;
     }
-    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token });
+    const entries = checked ? Object.values(checked.serials).map((serial) => ({ serial, notAfter: checked.notAfter, jti: verified.value.jti })) : undefined;
+    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token, certificates: entries });
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
@@ -134,6 +138,18 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     return null;
   };
 
+  // The certificates every etcd of the cluster must refuse, signed by its CA (DER, as etcd reads
+  // it): each node's agent fetches it every few seconds. Public: serial numbers are no secret.
+  app.get("/v1beta1/etcd/crl", (c) => {
+    if (!options.ledger) return problemResponse(c, joinProblem(422, "certificates_unavailable", "this join API holds no etcd CA (--pki-dir), so it keeps no revocation list"));
+    const list = options.ledger.current;
+    if (!list) return problemResponse(c, joinProblem(503, "etcd_unavailable", "no revocation list yet: etcd has not answered this join API's first look at its records"), RETRY_AFTER.unavailable);
+    c.header("content-type", "application/pkix-crl");
+    c.header("cache-control", "no-store");
+    c.header("x-crl-number", list.number.toString());
+    return c.body(list.der as Uint8Array<ArrayBuffer>, 200);
+  });
+
   app.get("/healthz", async (c) => {
     const health = await options.gateway.clusterHealth();
     const body = { status: health.healthy ? "ok" : "degraded", etcd: health };
@@ -142,6 +158,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
   });
 
   app.all("/v1beta1/etcd/members", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }));
+  app.all("/v1beta1/etcd/crl", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use GET`), undefined, { allow: "GET" }));
   app.all("/v1beta1/etcd/members/promote", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }));
   app.notFound((c) => problemResponse(c, joinProblem(404, "not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((e, c) => {

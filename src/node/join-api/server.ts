@@ -10,7 +10,12 @@ import { ClusterTrust, revocationListStatus } from "../../shared/verifier/index.
 import { createJoinApi } from "./endpoints.ts";
 import { Membership, type MembershipOptions } from "./members.ts";
 import { CertificateSigner } from "./signer.ts";
-import { tlsFetch, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { CertificateLedger } from "./ledger.ts";
+import { tlsFetch, tlsFetchFromMemory, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { readFileSync } from "node:fs";
+import { pkiFiles } from "../pki/pki-dir.ts";
+import { loadCertificateAuthority, type CertificateAuthority } from "../pki/x509.ts";
+import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../pki/etcd-identities.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -64,8 +69,18 @@ export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeco
 
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
-  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls) } : {}) });
-  const signer = options.pkiDir ? await CertificateSigner.fromPkiDir(options.pkiDir, { validDays: options.certValidDays, now: options.now }) : undefined;
+  // With the CA (--pki-dir) the join API is etcd's root: it signs in with root's password
+  // (derived from the CA key) and, unless given a client certificate, presents one of its own
+  // without a common name, which etcd's JSON gateway wants once auth is on.
+  const ca = options.pkiDir ? await loadCa(options.pkiDir) : null;
+  const ownClient = ca && !options.etcdTls?.cert ? await ownClientCertificate(ca.ca) : null;
+  const fetchForEtcd = options.etcdTls?.cert || !ownClient ? (options.etcdTls ? tlsFetch(options.etcdTls) : undefined) : ownClient.fetch;
+  const gateway = new EtcdGateway(options.etcd, {
+    timeoutMs: options.etcdTimeoutMs,
+    ...(fetchForEtcd ? { fetch: fetchForEtcd } : {}),
+    ...(ca ? { credentials: { user: ROOT_USER, password: etcdRootPassword(ca.keyPem) } } : {}),
+  });
+  const signer = ca ? CertificateSigner.fromAuthority(ca.ca, { validDays: options.certValidDays, now: options.now }) : undefined;
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
   // The first node to join should not wait for the keys; not awaited, so a broker that is down
   // does not delay the start (the first token then fetches them, and reports what fails).
@@ -80,10 +95,12 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
     admissionStatus: admissionStatusFrom(trust, fallback),
   });
+  const ledger = ca ? new CertificateLedger({ gateway, membership, ca: ca.ca, admissionStatus: admissionStatusFrom(trust, fallback), log }) : undefined;
   const app = createJoinApi({
     membership,
     gateway,
     signer,
+    ledger,
     log,
     verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
   });
@@ -94,6 +111,15 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     await refresh();
     refresher = setInterval(refresh, Math.max(1, fallback.maxAgeSeconds / 2) * 1000);
     refresher.unref();
+  }
+
+  if (ca) {
+    void gateway.signIn().then((signed) => {
+      if (!signed.ok) log(`cannot sign in to etcd as ${ROOT_USER}: ${signed.error.message}`);
+      else if (signed.value) log(`signed in to etcd as ${ROOT_USER}`);
+      else log("etcd's auth is off: every certificate of this CA is a full etcd client there, a joiner's too (clusters bootstrapped by this release turn it on; see docs/security.md)");
+    });
+    ledger!.start();
   }
 
   const server = await new Promise<ReturnType<typeof serve>>((ok, fail) => {
@@ -109,9 +135,28 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     close: () =>
       new Promise<void>((ok) => {
         if (refresher) clearInterval(refresher);
+        ownClient?.stop();
+        void ledger?.stop();
         server.close(() => ok());
         // Idle keep-alive connections would hold close() open.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       }),
   };
+}
+
+async function loadCa(dir: string): Promise<{ ca: CertificateAuthority; keyPem: string }> {
+  const files = pkiFiles(dir);
+  const keyPem = readFileSync(files.caKey, "utf8");
+  return { ca: await loadCertificateAuthority(readFileSync(files.ca, "utf8"), keyPem), keyPem };
+}
+
+/** A client certificate without a common name, made in memory and renewed a day before it ends. */
+async function ownClientCertificate(ca: CertificateAuthority): Promise<{ fetch: typeof fetch; stop(): void }> {
+  let current = await anonymousClientCertificate(ca, "join API");
+  const renew = setInterval(() => {
+    if (current.notAfter - Date.now() > 86_400_000) return;
+    void anonymousClientCertificate(ca, "join API").then((c) => (current = c));
+  }, 3_600_000);
+  renew.unref();
+  return { fetch: tlsFetchFromMemory(() => ({ ca: ca.certPem, cert: current.cert, key: current.key })), stop: () => clearInterval(renew) };
 }
