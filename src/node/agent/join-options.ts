@@ -185,6 +185,7 @@ const RESERVED_ETCD_FLAGS = [
 /** Set by the agent with --pki-dir. */
 const RESERVED_TLS_FLAGS = [
   "cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth",
+  "client-crl-file", "peer-crl-file",
 ];
 
 export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };

@@ -11,8 +11,9 @@ import { writeFileAtomic } from "../atomic-file.ts";
 import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
+import { grpcReads, type EtcdReads } from "../etcd/grpc-reads.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
-import { etcdServingFiles, ownClientFiles } from "../pki/pki-dir.ts";
+import { etcdServingFiles, ownClientFiles, setOwnCertificatesAside } from "../pki/pki-dir.ts";
 import type { Role, TicketView } from "../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "./data-dir-rules.ts";
@@ -39,11 +40,16 @@ export interface LocalEtcdHost {
   refusal(rule: RefusalRule, role: Role, why: string): string;
   /** Prints etcd's flags on stdout (--print-etcd-flags). */
   print(line: string): void;
+  /** etcd was started (or handed its flags). */
+  started?(): void;
 }
 
 export class LocalEtcd {
-  /** Asks this node's etcd, as this node (its client certificate with --pki-dir). */
-  readonly gateway: EtcdGateway;
+  /**
+   * Asks this node's etcd, as this node: with --pki-dir over gRPC with its peer certificate
+   * (etcd's JSON gateway, with auth on, answers no client certificate), else the JSON gateway.
+   */
+  readonly gateway: EtcdReads;
   /** null without --etcd-bin: another supervisor runs etcd with the flags the agent writes. */
   readonly supervisor: EtcdSupervisor | null;
   readonly #o: AgentOptions;
@@ -61,7 +67,13 @@ export class LocalEtcd {
     this.#r = reporter;
     this.#dir = dir;
     this.#host = host;
-    this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, ...(options.pkiDir ? { fetch: tlsFetch(ownClientFiles(options.pkiDir)) } : {}) });
+    if (options.pkiDir) {
+      const files = ownClientFiles(options.pkiDir);
+      const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: tlsFetch(files) });
+      this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), { timeoutMs: 3_000 });
+    } else {
+      this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
+    }
     this.supervisor = options.etcdBin
       ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
           onUnexpectedExit: (how, again) => reporter.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
@@ -106,7 +118,7 @@ export class LocalEtcd {
    * scratch. Only for a node that never was a voter and did not bootstrap, as its state files
    * tell: a learner holds nothing the cluster lacks. Anything else is refused (exit 3).
    */
-  async discardLearnerData(why: string): Promise<void> {
+  async discardLearnerData(why: string, options: { keepCertificates?: boolean } = {}): Promise<void> {
     const { dataDir } = this.#o;
     const decision = decideDataDir(this.#host.disk(), { kind: "removed" });
     if (decision.action === "refuse") throw new Refusal(this.#host.refusal(decision.rule, "join", why));
@@ -115,10 +127,16 @@ export class LocalEtcd {
     if (!this.supervisor) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
     await this.supervisor.stop();
     await this.supervisor.stopLeftovers();
+    const at = Date.now();
     if (existsSync(dataDir)) {
-      const aside = `${dataDir}.removed-${Date.now()}`;
+      const aside = `${dataDir}.removed-${at}`;
       renameSync(dataDir, aside);
       this.#r.event("etcd-exit", `${why}: moved the removed learner's data to ${aside}; etcd starts fresh once the join API adds this node again`, { aside });
+    }
+    // Its certificates went with its member (the join API revoked them): the next add asks for new ones.
+    if (this.#o.pkiDir && !options.keepCertificates) {
+      const moved = setOwnCertificatesAside(this.#o.pkiDir, `removed-${at}`);
+      if (moved.length) this.#r.event("pki", `moved the removed learner's keys and certificates aside (*.removed-${at}): the next add asks for new ones`, { moved: moved.length });
     }
     this.#host.saveOwned(undefined);
     this.supervisor.startOver();
@@ -146,6 +164,7 @@ export class LocalEtcd {
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
     await this.know();
     await this.supervisor.start(this.#args());
+    this.#host.started?.();
   }
 
   record(fields: Omit<EtcdOwnership, "cluster" | "node" | "at">): void {
@@ -164,7 +183,7 @@ export class LocalEtcd {
       initialCluster: owned.initialCluster,
       initialClusterState: owned.initialClusterState,
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir) } : {}),
+      ...(o.pkiDir ? { tls: servingFiles(o.pkiDir) } : {}),
       // Ours first: a --max-learners among --etcd-arg comes later and wins.
       extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
     });
@@ -214,6 +233,7 @@ export class LocalEtcd {
       this.#r.event("etcd-start", `waiting for etcd to be started with the flags in ${this.#dir.etcdFlagsPath} (client URL ${this.#o.clientURL})`);
       return;
     }
+    this.#host.started?.();
     if (this.supervisor.running) return;
     if (this.supervisor.failure) throw this.gaveUp(this.supervisor.failure);
     this.#r.event("etcd-start", `starting etcd (${this.#host.owned()!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {
@@ -274,4 +294,15 @@ export class LocalEtcd {
         `${own ? ` (${own})` : ""}. Stop that etcd (or fix --client-url) and run this command again.`,
     );
   }
+}
+
+/**
+ * The files etcd is started with; the revocation list only once it exists: etcd refuses every
+ * connection when the file it was told to read is missing.
+ */
+function servingFiles(pkiDir: string): ReturnType<typeof etcdServingFiles> | Omit<ReturnType<typeof etcdServingFiles>, "crlFile"> {
+  const files = etcdServingFiles(pkiDir);
+  if (existsSync(files.crlFile)) return files;
+  const { crlFile: _none, ...rest } = files;
+  return rest;
 }

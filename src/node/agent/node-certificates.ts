@@ -9,14 +9,17 @@ import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, req
 import { Refusal } from "./errors.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
+import type { RevocationListKeeper } from "./revocation-list.ts";
 
 /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
-export async function bootstrapCertificates(o: AgentOptions, r: Reporter): Promise<void> {
+export async function bootstrapCertificates(o: AgentOptions, r: Reporter, crl: RevocationListKeeper | null): Promise<void> {
   const dir = o.pkiDir;
   if (!dir) return;
   const identity = requestedIdentity(o.node, o.peerURL, o.clientURL);
   const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${o.cluster} etcd CA` } });
   if (created) r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
+  // Before etcd first starts: the list it reads (empty; the join API's, once there is one).
+  await crl?.ensureOwn(ca);
   if (await haveUsableCertificates(dir, identity)) return;
   await issueOwnCertificates(dir, ca, identity);
   r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
