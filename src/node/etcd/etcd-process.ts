@@ -8,6 +8,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { finished } from "node:stream";
 import { EtcdGateway } from "./gateway.ts";
 import { tlsFetch } from "./tls-fetch.ts";
+import { grpcReads, type EtcdReads } from "./grpc-reads.ts";
 
 export interface EtcdFlagsInput {
   name: string;
@@ -154,9 +155,11 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
   );
   await spawned;
 
-  // With TLS, it is asked as its own node asks it: with the peer certificate as the client's.
-  const tls = options.tls ? { fetch: tlsFetch({ ca: options.tls.caFile, cert: options.tls.peerCertFile, key: options.tls.peerKeyFile }) } : {};
-  const gateway = new EtcdGateway(options.clientURL, { timeoutMs: 2_000, ...tls });
+  // With TLS, it is asked as its own node asks it: over gRPC, with the peer certificate as the
+  // client's (with etcd's auth on, the JSON gateway answers no certificate).
+  const files = options.tls ? { ca: options.tls.caFile, cert: options.tls.peerCertFile, key: options.tls.peerKeyFile } : null;
+  const plain = new EtcdGateway(options.clientURL, { timeoutMs: 2_000, ...(files ? { fetch: tlsFetch(files) } : {}) });
+  const gateway: EtcdReads = files ? grpcReads(options.clientURL, files, (e) => plain.health(e), { timeoutMs: 2_000 }) : plain;
   const tail = (lines = 30) => log.split("\n").filter(Boolean).slice(-lines).join("\n");
   const running = () => child.exitCode === null && child.signalCode === null;
 
