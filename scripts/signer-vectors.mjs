@@ -117,6 +117,15 @@ try {
     { name: "17 names", kind: "server", csr: csr({ san: many(17, "IP:127.0.0.1") }), expect: invalid },
     { name: "60 copies of the peer host", kind: "peer", csr: csr({ san: many(60, "IP:10.0.0.11") }), expect: invalid },
     { name: "no names on the server certificate (it gets the peer host)", kind: "server", csr: csr(), expect: ok(["10.0.0.11"]) },
+    // The API server's client certificate (asked for beside the other two): CN kube-apiserver or none, no names.
+    { name: "the API server's client certificate", kind: "client", csr: csr({ subject: "/CN=kube-apiserver" }), expect: ok([]) },
+    { name: "a client certificate without a common name", kind: "client", csr: csr({ subject: "/O=anything" }), expect: ok([]) },
+    { name: "a client certificate in RSA 2048", kind: "client", csr: csr({ keyFile: key("rsa:2048"), subject: "/CN=kube-apiserver" }), expect: ok([]) },
+    { name: "a client certificate naming the node", kind: "client", csr: csr({ subject: `/CN=${NODE}` }), expect: notAllowed },
+    { name: "a client certificate naming root", kind: "client", csr: csr({ subject: "/CN=root" }), expect: notAllowed },
+    { name: "a client certificate with an address", kind: "client", csr: csr({ subject: "/CN=kube-apiserver", san: "IP:127.0.0.1" }), expect: notAllowed },
+    { name: "a client certificate with RSA 1024", kind: "client", csr: csr({ keyFile: key("rsa:1024"), subject: "/CN=kube-apiserver" }), expect: invalid },
+    { name: "a client certificate with the peer's key", kind: "client", csr: csr({ keyFile: goodPeerKey, subject: "/CN=kube-apiserver" }), expect: invalid },
     // Other admissions: an IPv6 and a DNS peer URL.
     { name: "an IPv6 peer host written in full", kind: "peer", peerURL: "https://[fd00::11]:2380", csr: csr({ san: "IP:fd00:0:0:0:0:0:0:11" }), good: "own", expect: ok(["fd00::11"]) },
     { name: "a DNS peer host in mixed case", kind: "peer", peerURL: "https://ctrl-1.example:2380", csr: csr({ san: "DNS:CTRL-1.Example" }), good: "own", expect: ok(["ctrl-1.example"]) },
@@ -136,7 +145,7 @@ try {
 
   const file = {
     description:
-      "Certificate request vectors for the join API's signers, made by scripts/signer-vectors.mjs with openssl. Check each case as a join API does: the admission is `admission` (or the case's `node` and `peerURL`); the requests are the case's `csr` as its `kind` and the `good` request of the other kind (the case's own `good` when it has one). `expect` is the refusal's HTTP status and code, or `ok` with the subject alternative names the issued certificate of that kind carries (canonical, each once, DNS names before addresses as Go writes them; a request naming none gets the admitted peer host).",
+      "Certificate request vectors for the join API's signers, made by scripts/signer-vectors.mjs with openssl. Check each case as a join API does: the admission is `admission` (or the case's `node` and `peerURL`); the requests are the `good` peer and server requests (the case's own `good` when it has one) with the case's `csr` as its `kind` (`peer`, `server`, or `client`: the API server's client certificate, asked for beside them). `expect` is the refusal's HTTP status and code, or `ok` with the subject alternative names the issued certificate of that kind carries (canonical, each once, DNS names before addresses as Go writes them; a request naming none gets the admitted peer host).",
     generatedAt: new Date().toISOString(),
     admission: { node: NODE, peerURL: PEER_URL },
     good,

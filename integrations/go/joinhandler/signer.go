@@ -30,6 +30,8 @@ import (
 type CertificateRequests struct {
 	Peer   string `json:"peer"`
 	Server string `json:"server"`
+	// Client, optional: the node's API server's client certificate (etcd user kube-apiserver).
+	Client string `json:"client,omitempty"`
 }
 
 // Certificates are what the join API signed for them, with the CA certificate. Never a key.
@@ -37,6 +39,7 @@ type Certificates struct {
 	CA     string `json:"ca"`
 	Peer   string `json:"peer"`
 	Server string `json:"server"`
+	Client string `json:"client,omitempty"`
 }
 
 // CSRError is a refusal of certificate requests: Code is "invalid_csr" (400) or
@@ -74,8 +77,14 @@ type Checked struct {
 	PeerKey, ServerKey    crypto.PublicKey
 	PeerSerial            *big.Int
 	ServerSerial          *big.Int
-	IssuedAt, NotAfter    time.Time
+	// ClientKey is set when the requests had Client.
+	ClientKey          crypto.PublicKey
+	ClientSerial       *big.Int
+	IssuedAt, NotAfter time.Time
 }
+
+// APIServerUser is the etcd user (and common name) of the API servers' client certificates.
+const APIServerUser = "kube-apiserver"
 
 // MaxRequestedNames bounds the subject alternative names a request may carry.
 const MaxRequestedNames = 16
@@ -138,8 +147,20 @@ func (s *CASigner) Check(claims *admission.Claims, csrs CertificateRequests) (Ch
 	if err != nil {
 		return Checked{}, err
 	}
-	if bytes.Equal(peer.SPKI, server.SPKI) {
-		return Checked{}, &CSRError{"invalid_csr", errors.New("the peer and server certificate requests bring the same key: each certificate has a key of its own")}
+	spkis := [][]byte{peer.SPKI, server.SPKI}
+	var client CheckedRequest
+	if csrs.Client != "" {
+		if client, err = CheckRequest("client", csrs.Client, APIServerUser, nil); err != nil {
+			return Checked{}, err
+		}
+		spkis = append(spkis, client.SPKI)
+	}
+	for i := range spkis {
+		for j := i + 1; j < len(spkis); j++ {
+			if bytes.Equal(spkis[i], spkis[j]) {
+				return Checked{}, &CSRError{"invalid_csr", errors.New("two of the certificate requests bring the same key: each certificate has a key of its own")}
+			}
+		}
 	}
 	asked := server.Hosts
 	if len(asked) == 0 {
@@ -152,6 +173,12 @@ func (s *CASigner) Check(claims *admission.Claims, csrs CertificateRequests) (Ch
 	}
 	if c.ServerSerial, err = NewSerial(); err != nil {
 		return Checked{}, err
+	}
+	if client.Key != nil {
+		c.ClientKey = client.Key
+		if c.ClientSerial, err = NewSerial(); err != nil {
+			return Checked{}, err
+		}
 	}
 	return c, nil
 }
@@ -168,7 +195,13 @@ func (s *CASigner) Issue(c Checked) (Certificates, error) {
 	if err != nil {
 		return Certificates{}, err
 	}
-	return Certificates{CA: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.CA.Raw})), Peer: peer, Server: server}, nil
+	certs := Certificates{CA: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.CA.Raw})), Peer: peer, Server: server}
+	if c.ClientKey != nil {
+		if certs.Client, err = s.sign(KindClient, c.Node, nil, c.ClientKey, c.ClientSerial, c.IssuedAt, c.NotAfter); err != nil {
+			return Certificates{}, err
+		}
+	}
+	return certs, nil
 }
 
 func (s *CASigner) now() time.Time {
@@ -194,12 +227,15 @@ const (
 	// KindServer is etcd's client port, and the client etcd's own JSON gateway presents to the
 	// gRPC server behind it (so it needs clientAuth too).
 	KindServer Kind = "server"
+	// KindClient is the node's API server's client certificate: CN = kube-apiserver, OU = the node.
+	KindClient Kind = "client"
 )
 
 // KindUsages are the extended key usages of each kind.
 var KindUsages = map[Kind][]x509.ExtKeyUsage{
 	KindPeer:   {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	KindServer: {x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	KindClient: {x509.ExtKeyUsageClientAuth},
 }
 
 // NewSerial is a fresh serial number: 16 random bytes, positive, without a leading zero byte.
@@ -226,7 +262,7 @@ func (s *CASigner) sign(kind Kind, node string, hosts []string, key crypto.Publi
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: node},
+		Subject:               subjectOf(kind, node),
 		NotBefore:             issuedAt.Add(-5 * time.Minute),
 		NotAfter:              notAfter,
 		BasicConstraintsValid: true,
@@ -247,6 +283,15 @@ func (s *CASigner) sign(kind Kind, node string, hosts []string, key crypto.Publi
 		return "", err
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), nil
+}
+
+// subjectOf names the node as a node certificate's CN; the API server's client certificate names
+// its etcd user, with the node as OU.
+func subjectOf(kind Kind, node string) pkix.Name {
+	if kind == KindClient {
+		return pkix.Name{CommonName: APIServerUser, OrganizationalUnit: []string{node}}
+	}
+	return pkix.Name{CommonName: node}
 }
 
 // subjectKeyID is RFC 5280's method 1, as the TypeScript signer makes it: the SHA-1 of the
@@ -337,7 +382,11 @@ func CheckRequest(kind, pemText, node string, allowed []string) (CheckedRequest,
 			if n.mapped {
 				what += " (an IPv4-mapped IPv6 address)"
 			}
-			return CheckedRequest{}, &CSRError{"csr_name_not_allowed", fmt.Errorf("the %s certificate request asks for %s; this admission allows only %s", kind, what, strings.Join(allowed, ", "))}
+			allows := "only " + strings.Join(allowed, ", ")
+			if len(allowed) == 0 {
+				allows = "no subject alternative name in it"
+			}
+			return CheckedRequest{}, &CSRError{"csr_name_not_allowed", fmt.Errorf("the %s certificate request asks for %s; this admission allows %s", kind, what, allows)}
 		}
 		if !slices.Contains(hosts, host) {
 			hosts = append(hosts, host)

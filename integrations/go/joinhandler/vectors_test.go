@@ -90,10 +90,13 @@ func TestSharedSignerVectors(t *testing.T) {
 				good = *c.Good
 			}
 			csrs := joinhandler.CertificateRequests{Peer: good.Peer, Server: good.Server}
-			if c.Kind == "peer" {
+			switch c.Kind {
+			case "peer":
 				csrs.Peer = c.CSR
-			} else {
+			case "server":
 				csrs.Server = c.CSR
+			default:
+				csrs.Client = c.CSR
 			}
 			checked, err := signer.Check(&admission.Claims{Subject: node, PeerURL: peerURL}, csrs)
 			if !c.Expect.OK {
@@ -114,8 +117,11 @@ func TestSharedSignerVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			text, serial := issued.Peer, checked.PeerSerial
-			if c.Kind == "server" {
+			switch c.Kind {
+			case "server":
 				text, serial = issued.Server, checked.ServerSerial
+			case "client":
+				text, serial = issued.Client, checked.ClientSerial
 			}
 			block, _ := pem.Decode([]byte(text))
 			cert, err := x509.ParseCertificate(block.Bytes)
@@ -132,10 +138,16 @@ func TestSharedSignerVectors(t *testing.T) {
 			if !slices.Equal(hosts, c.Expect.Hosts) {
 				t.Errorf("names %v, want %v", hosts, c.Expect.Hosts)
 			}
-			if cert.Subject.CommonName != node || cert.SerialNumber.Cmp(serial) != 0 || cert.IsCA || !cert.BasicConstraintsValid {
+			wantCN, wantEKU := node, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+			if c.Kind == "client" {
+				wantCN, wantEKU = joinhandler.APIServerUser, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+				if !slices.Equal(cert.Subject.OrganizationalUnit, []string{node}) {
+					t.Errorf("OU %v, want %s", cert.Subject.OrganizationalUnit, node)
+				}
+			}
+			if cert.Subject.CommonName != wantCN || cert.SerialNumber.Cmp(serial) != 0 || cert.IsCA || !cert.BasicConstraintsValid {
 				t.Errorf("CN %q serial %v CA %v", cert.Subject.CommonName, cert.SerialNumber, cert.IsCA)
 			}
-			wantEKU := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 			if !slices.Equal(cert.ExtKeyUsage, wantEKU) {
 				t.Errorf("extended key usage %v, want %v", cert.ExtKeyUsage, wantEKU)
 			}

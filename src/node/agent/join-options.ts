@@ -50,6 +50,11 @@ export interface AgentOptions {
    * node's keys and certificates, and on the node that made or was given it, the CA key. null: plain http.
    */
   pkiDir: string | null;
+  /**
+   * With --pki-dir: also the client certificate this node's API server reaches etcd with
+   * (`apiserver-etcd-client.crt`: etcd user kube-apiserver).
+   */
+  apiServerClient: boolean;
   /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
   service: boolean;
   logFormat: LogFormat;
@@ -86,7 +91,13 @@ Node and etcd:
                         The bootstrap node uses DIR/ca.crt and DIR/ca.key (PEM) when present,
                         else creates them, and signs its own certificates; a joiner sends
                         certificate requests with its add and the join API signs them for
-                        exactly its admission (peer.crt, server.crt, ca.crt land here)
+                        exactly its admission (peer.crt, server.crt, ca.crt land here). The
+                        bootstrap node turns etcd's auth on: these certificates get no right but
+                        the member list and status; crl.der (kept current) lists revoked ones
+  --apiserver-etcd-client
+                        with --pki-dir: also get the client certificate this node's kube-apiserver
+                        reaches etcd with (DIR/apiserver-etcd-client.crt and .key; etcd user
+                        kube-apiserver: read and write every key but /join-broker/)
   --listen-peer-url URL address etcd listens on for peers (default: the peer URL)
   --etcd-arg ARG        one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100
   --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
@@ -161,6 +172,7 @@ export const JOIN_FLAGS = {
   "data-dir": "DIR",
   "client-url": "URL",
   "pki-dir": "DIR",
+  "apiserver-etcd-client": true,
   "etcd-bin": "PATH",
   "etcd-arg": { value: "ARG", repeat: true },
   "print-etcd-flags": true,
@@ -238,6 +250,8 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const pkiDirText = str("pki-dir");
   if (pkiDirText !== undefined && exec !== null) throw new UsageError("--pki-dir does not go with --exec: in gate mode the installer runs etcd with its own certificates (give the agent --etcd-cacert, --etcd-cert and --etcd-key)");
   const pkiDir = pkiDirText === undefined ? null : resolve(pkiDirText);
+  const apiServerClient = values["apiserver-etcd-client"] === true;
+  if (apiServerClient && !pkiDir) throw new UsageError("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
   const clientURL = peerUrl("--client-url", str("client-url") ?? (pkiDir ? "https://127.0.0.1:2379" : "http://127.0.0.1:2379"));
   if (pkiDir) {
     for (const [flag, url] of [["--peer-url", peerURL], ["--listen-peer-url", listenPeerURL], ["--client-url", clientURL]] as const) {
@@ -291,6 +305,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       controllers: gate.endpoints ?? [],
       etcdTls: gate.tls,
       pkiDir,
+      apiServerClient,
       service: values.service === true,
       logFormat,
       verbose: values.verbose === true,

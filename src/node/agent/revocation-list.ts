@@ -154,7 +154,7 @@ export class RevocationListKeeper {
 export function ownSerials(pkiDir: string): string[] {
   const files = pkiFiles(pkiDir);
   const out: string[] = [];
-  for (const path of [files.peerCert, files.serverCert]) {
+  for (const path of [files.peerCert, files.serverCert, files.apiServerCert]) {
     try {
       out.push(normalSerial(certificateFacts(readFileSync(path, "utf8")).serial));
     } catch {

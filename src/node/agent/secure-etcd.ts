@@ -6,7 +6,7 @@
  * API signs for joiners name no user with any right.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { ensureEtcdAuth } from "../etcd/etcd-auth.ts";
 import { EtcdGateway, type EtcdResult } from "../etcd/gateway.ts";
 import { tlsFetchFromMemory } from "../etcd/tls-fetch.ts";
@@ -33,7 +33,7 @@ export async function secureBootstrapEtcd(o: AgentOptions, r: Reporter, memberID
     fetch: tlsFetchFromMemory(() => ({ ca: ca.certPem, cert: own.cert, key: own.key })),
     credentials: { user: ROOT_USER, password: etcdRootPassword(readFileSync(files.caKey, "utf8")) },
   });
-  const certificates = [files.peerCert, files.serverCert].map((path) => {
+  const certificates = [files.peerCert, files.serverCert, ...(existsSync(files.apiServerCert) ? [files.apiServerCert] : [])].map((path) => {
     const facts = certificateFacts(readFileSync(path, "utf8"));
     return { serial: normalSerial(facts.serial), notAfter: facts.notAfter };
   });

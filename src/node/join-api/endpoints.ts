@@ -36,7 +36,7 @@ const PeerAddress = z
     if (why) ctx.addIssue({ code: "custom", message: `peerAddress ${why}` });
   });
 const Csr = z.string().min(1).max(4096);
-export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress, csrs: z.strictObject({ peer: Csr, server: Csr }).optional() });
+export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress, csrs: z.strictObject({ peer: Csr, server: Csr, client: Csr.optional() }).optional() });
 export const PromoteRequest = z.strictObject({ node: NodeName });
 
 export interface JoinApiOptions {

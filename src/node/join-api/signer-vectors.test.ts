@@ -18,7 +18,7 @@ interface Requests {
 }
 interface Case {
   name: string;
-  kind: "peer" | "server";
+  kind: "peer" | "server" | "client";
   node?: string;
   peerURL?: string;
   csr: string;
@@ -40,7 +40,7 @@ describe("the shared signer vectors", () => {
   it("cover every outcome and both kinds", () => {
     const outcomes = new Set(file.cases.map((c) => (c.expect.ok ? "ok" : c.expect.code)));
     expect([...outcomes].sort()).toEqual(["csr_name_not_allowed", "invalid_csr", "ok"]);
-    expect(new Set(file.cases.map((c) => c.kind))).toEqual(new Set(["peer", "server"]));
+    expect(new Set(file.cases.map((c) => c.kind))).toEqual(new Set(["peer", "server", "client"]));
     expect(file.cases.length).toBeGreaterThan(40);
   });
 
@@ -55,13 +55,14 @@ describe("the shared signer vectors", () => {
     }
     if (!checked.ok) throw new Error(`expected it signed, got ${checked.status} ${checked.code}: ${checked.detail}`);
     const issued = await signer.issue(checked.value);
-    const cert = new x509.X509Certificate(issued[c.kind]);
+    const cert = new x509.X509Certificate(issued[c.kind]!);
     const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
     expect(san?.names.items.map((n) => n.value) ?? []).toEqual(c.expect.hosts);
-    expect(cert.subjectName.getField("CN")).toEqual([node]);
+    expect(cert.subjectName.getField("CN")).toEqual(c.kind === "client" ? ["kube-apiserver"] : [node]);
+    if (c.kind === "client") expect(cert.subjectName.getField("OU")).toEqual([node]);
     expect(cert.serialNumber).toBe(checked.value.serials[c.kind]);
     expect(cert.getExtension(x509.BasicConstraintsExtension)).toMatchObject({ ca: false, critical: true });
-    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual(["1.3.6.1.5.5.7.3.1", "1.3.6.1.5.5.7.3.2"]);
+    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual(c.kind === "client" ? ["1.3.6.1.5.5.7.3.2"] : ["1.3.6.1.5.5.7.3.1", "1.3.6.1.5.5.7.3.2"]);
     const rsa = (cert.publicKey.algorithm as { name: string }).name.startsWith("RSA");
     expect(cert.getExtension(x509.KeyUsagesExtension)?.usages).toBe(x509.KeyUsageFlags.digitalSignature | (rsa ? x509.KeyUsageFlags.keyEncipherment : 0));
     expect(cert.getExtension(x509.SubjectKeyIdentifierExtension)).toBeTruthy();

@@ -2,8 +2,10 @@
  * The join API as the only issuer of joiners' etcd certificates. It signs a node's requests only
  * for the identity its verified admission names: common name = the node, the peer certificate
  * for the admitted peer URL's host, the server certificate for that host and loopback (etcd
- * serves clients on the node's own address and on 127.0.0.1). The certificates are built from
- * that identity; a request contributes its public key and the proof that its sender holds it.
+ * serves clients on the node's own address and on 127.0.0.1); on request, the client
+ * certificate of the node's API server (CN = kube-apiserver, OU = the node, no names). The
+ * certificates are built from that identity; a request contributes its public key and the
+ * proof that its sender holds it.
  *
  * Their serial numbers are chosen when the requests are checked, before etcd is touched, so that
  * the learner's record, written before the add, already names them: every join API instance can
@@ -17,6 +19,7 @@ import { reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 import { pkiFiles } from "../pki/pki-dir.ts";
 import { allowedIdentity } from "../pki/identity.ts";
 import {
+  API_SERVER_USER,
   CertificateRequestError,
   checkCertificateRequest,
   issueCertificate,
@@ -57,12 +60,15 @@ export class CertificateSigner {
     try {
       const peer = await checkCertificateRequest(csrs.peer, "peer", allowed.peer);
       const server = await checkCertificateRequest(csrs.server, "server", allowed.server);
-      if (sameKey(peer, server)) {
-        return refuse(400, "invalid_csr", "the peer and server certificate requests bring the same key: each certificate has a key of its own");
+      const client = csrs.client === undefined ? undefined : await checkCertificateRequest(csrs.client, "client", { node: API_SERVER_USER, hosts: [] });
+      const keys = [peer, server, ...(client ? [client] : [])];
+      if (keys.some((a, i) => keys.some((b, j) => j > i && sameKey(a, b)))) {
+        return refuse(400, "invalid_csr", "two of the certificate requests bring the same key: each certificate has a key of its own");
       }
       const issuedAt = this.now();
       const notAfter = Math.min(issuedAt + this.validDays * 86_400_000, this.ca.cert.notAfter.getTime());
-      return { ok: true, value: { node, peerURL, peer, server, serials: { peer: newSerial(), server: newSerial() }, issuedAt, notAfter } };
+      const serials = { peer: newSerial(), server: newSerial(), ...(client ? { client: newSerial() } : {}) };
+      return { ok: true, value: { node, peerURL, peer, server, ...(client ? { client } : {}), serials, issuedAt, notAfter } };
     } catch (e) {
       if (!(e instanceof CertificateRequestError)) throw e;
       return refuse(e.code === "invalid_csr" ? 400 : 422, e.code, e.message);
@@ -86,6 +92,9 @@ export class CertificateSigner {
         serial: checked.serials.server,
         rsa: checked.server.rsa,
       }),
+      ...(checked.client && checked.serials.client
+        ? { client: await issueCertificate(this.ca, checked.client.publicKey, { node: checked.node, hosts: [] }, days, checked.issuedAt, { kind: "client", serial: checked.serials.client, rsa: checked.client.rsa }) }
+        : {}),
     };
   }
 }
@@ -95,8 +104,10 @@ export interface CheckedRequests {
   peerURL: string;
   peer: CheckedRequest;
   server: CheckedRequest;
+  /** The API server's client certificate, when asked for. */
+  client?: CheckedRequest;
   /** The serial number each certificate will carry (hex). */
-  serials: { peer: string; server: string };
+  serials: { peer: string; server: string; client?: string };
   /** When they are dated (ms; the signer's clock), and when they end. */
   issuedAt: number;
   notAfter: number;

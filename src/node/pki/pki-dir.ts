@@ -5,6 +5,8 @@
  *   ca.crt  ca.key            the cluster's etcd CA (ca.key only where it was made or put)
  *   peer.crt  peer.key        etcd's peer port, both ends, and the node's own etcd client identity
  *   server.crt  server.key    etcd's client port (and the client its JSON gateway presents)
+ *   apiserver-etcd-client.crt .key   with --apiserver-etcd-client: kube-apiserver's client
+ *                             certificate (etcd user kube-apiserver)
  *   crl.der                   the certificates etcd refuses (DER, as every etcd version reads
  *                             it), kept current by the agent from the join API's list
  * @module
@@ -45,6 +47,8 @@ export interface PkiFiles {
   peerKey: string;
   serverCert: string;
   serverKey: string;
+  apiServerCert: string;
+  apiServerKey: string;
   crl: string;
 }
 
@@ -56,6 +60,8 @@ export function pkiFiles(dir: string): PkiFiles {
     peerKey: join(dir, "peer.key"),
     serverCert: join(dir, "server.crt"),
     serverKey: join(dir, "server.key"),
+    apiServerCert: join(dir, "apiserver-etcd-client.crt"),
+    apiServerKey: join(dir, "apiserver-etcd-client.key"),
     crl: join(dir, "crl.der"),
   };
 }
@@ -85,12 +91,13 @@ export async function certificateAuthority(dir: string, options: { create?: { co
  */
 export async function haveUsableCertificates(dir: string, identity: NodeIdentity, now = Date.now()): Promise<boolean> {
   const files = pkiFiles(dir);
-  if (![files.ca, files.peerCert, files.peerKey, files.serverCert, files.serverKey].every((f) => existsSync(f))) return false;
+  const kinds = (["peer", "server", "client"] as const).filter((k) => identity[k]);
+  if (![files.ca, ...kinds.flatMap((k) => [certFile(files, k), keyFile(files, k)])].every((f) => existsSync(f))) return false;
   const caPem = readFileSync(files.ca, "utf8");
   const revoked = existsSync(files.crl) ? await readRevocationList(new Uint8Array(readFileSync(files.crl)), caPem).then((l) => l.serials, () => []) : [];
-  for (const kind of ["peer", "server"] as const) {
-    const certPem = readFileSync(kind === "peer" ? files.peerCert : files.serverCert, "utf8");
-    const keyPem = readFileSync(kind === "peer" ? files.peerKey : files.serverKey, "utf8");
+  for (const kind of kinds) {
+    const certPem = readFileSync(certFile(files, kind), "utf8");
+    const keyPem = readFileSync(keyFile(files, kind), "utf8");
     let facts;
     try {
       facts = certificateFacts(certPem);
@@ -98,7 +105,7 @@ export async function haveUsableCertificates(dir: string, identity: NodeIdentity
       return false;
     }
     if (revoked.includes(normalSerial(facts.serial))) return false;
-    const want = identity[kind];
+    const want = identity[kind]!;
     const sameHosts = facts.hosts.length === want.hosts.length && want.hosts.every((h) => facts.hosts.includes(h));
     if (facts.commonName !== want.node || !sameHosts || facts.notAfter - now < RENEW_BEFORE_MS) return false;
     if (!(await keyMatches(certPem, keyPem)) || !(await signedBy(certPem, caPem))) return false;
@@ -113,20 +120,35 @@ export async function issueOwnCertificates(dir: string, ca: CertificateAuthority
     ca: ca.certPem,
     peer: await issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS, Date.now(), { kind: "peer" }),
     server: await issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS, Date.now(), { kind: "server" }),
+    ...(pending.keys.client
+      ? { client: await issueCertificate(ca, pending.keys.client.keys.publicKey, { node: identity.peer.node, hosts: [] }, NODE_CERT_VALID_DAYS, Date.now(), { kind: "client" }) }
+      : {}),
   };
   pending.save(dir, issued);
+}
+
+function certFile(files: PkiFiles, kind: CertificateKind): string {
+  return kind === "peer" ? files.peerCert : kind === "server" ? files.serverCert : files.apiServerCert;
+}
+
+function keyFile(files: PkiFiles, kind: CertificateKind): string {
+  return kind === "peer" ? files.peerKey : kind === "server" ? files.serverKey : files.apiServerKey;
 }
 
 /** Fresh keys and their certificate requests; `save` writes them with the certificates signed for them. */
 export interface PendingCertificates {
   requests: CertificateRequests;
-  keys: Record<Exclude<CertificateKind, "client">, KeyPair>;
+  keys: Record<Exclude<CertificateKind, "client">, KeyPair> & { client?: KeyPair };
   save(dir: string, issued: IssuedCertificates): void;
 }
 
 export async function requestCertificates(identity: NodeIdentity): Promise<PendingCertificates> {
-  const keys = { peer: await generateKeyPair(), server: await generateKeyPair() };
-  const requests = { peer: await createCertificateRequest(keys.peer, identity.peer), server: await createCertificateRequest(keys.server, identity.server) };
+  const keys = { peer: await generateKeyPair(), server: await generateKeyPair(), ...(identity.client ? { client: await generateKeyPair() } : {}) };
+  const requests = {
+    peer: await createCertificateRequest(keys.peer, identity.peer),
+    server: await createCertificateRequest(keys.server, identity.server),
+    ...(identity.client && keys.client ? { client: await createCertificateRequest(keys.client, identity.client) } : {}),
+  };
   return {
     requests,
     keys,
@@ -139,8 +161,10 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
       // Keys before their certificates: a certificate is never on disk without its own key.
       writeFileAtomic(files.peerKey, keys.peer.keyPem);
       writeFileAtomic(files.serverKey, keys.server.keyPem);
+      if (keys.client) writeFileAtomic(files.apiServerKey, keys.client.keyPem);
       writeFileAtomic(files.peerCert, issued.peer);
       writeFileAtomic(files.serverCert, issued.server);
+      if (keys.client && issued.client) writeFileAtomic(files.apiServerCert, issued.client);
       writeFileAtomic(files.ca, issued.ca);
     },
   };
@@ -169,7 +193,7 @@ export function ownClientFiles(dir: string): { ca: string; cert: string; key: st
 export function setOwnCertificatesAside(dir: string, suffix: string): string[] {
   const f = pkiFiles(dir);
   const moved: string[] = [];
-  for (const path of [f.peerCert, f.serverCert, f.peerKey, f.serverKey]) {
+  for (const path of [f.peerCert, f.serverCert, f.apiServerCert, f.peerKey, f.serverKey, f.apiServerKey]) {
     if (!existsSync(path)) continue;
     renameSync(path, `${path}.${suffix}`);
     moved.push(path);

@@ -138,7 +138,7 @@ export async function createCertificateRequest(pair: KeyPair, identity: Certific
     name: [{ CN: [identity.node] }],
     keys: pair.keys,
     signingAlgorithm: ALGORITHM,
-    extensions: [new x509.SubjectAlternativeNameExtension(identity.hosts.map(generalName))],
+    extensions: identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(identity.hosts.map(generalName))] : [],
   });
   return csr.toString("pem");
 }
