@@ -49,6 +49,9 @@ const SOURCE_CLI_ETCD_VERSION = "3.4";
 const buildKube = etcdVersions.includes(PRIMARY_ETCD_VERSION) && extra.length === 0;
 const KUBE_STEP = `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver (in the background)`;
 const KUBEADM_FILE = "test/e2e/lab-kubeadm.test.ts";
+// The real kube-apiserver on the agent's etcd (auth on): it needs the same build.
+const APISERVER_FILE = "test/e2e/apiserver-etcd.test.ts";
+const KUBE_FILES = [KUBEADM_FILE, APISERVER_FILE];
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
@@ -72,9 +75,9 @@ const steps = [
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ...etcdVersions.map((v) => [
-    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
+    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm and kube-apiserver tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
     // The kubeadm tests are their own step, last.
-    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? ["--exclude", KUBEADM_FILE] : [])],
+    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? KUBE_FILES.flatMap((f) => ["--exclude", f]) : [])],
     // One version's processes run the TypeScript sources (as a checkout with edits does), the
     // others the build (as an installed package does).
     { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}), ...(v === serveVersion ? { JOIN_BROKER_E2E_RUNTIME: "serve" } : {}) },
@@ -90,7 +93,7 @@ const steps = [
       ]]),
   // The unmodified kubeadm on lab hosts (etcd from scripts/kube-versions.json), once the background build is done.
   ...(buildKube
-    ? [[`kubeadm on lab hosts (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], [KUBEADM_FILE]), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
+    ? [[`kubeadm on lab hosts, and kube-apiserver on the agent's etcd (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBE_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
     : []),
 ];
 

@@ -44,6 +44,13 @@ export interface LocalEtcdHost {
   started?(): void;
 }
 
+/**
+ * With --pki-dir (etcd's auth on): etcd compacts its own history every 5 minutes, what
+ * kube-apiserver does by default, because from etcd 3.5.35 and 3.6.16 on only root may compact
+ * and kube-apiserver's user is not root. An --etcd-arg given later wins.
+ */
+const SELF_COMPACTION = ["--auto-compaction-mode=periodic", "--auto-compaction-retention=5m"];
+
 export class LocalEtcd {
   /**
    * Asks this node's etcd, as this node: with --pki-dir over gRPC with its peer certificate
@@ -185,7 +192,7 @@ export class LocalEtcd {
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
       ...(o.pkiDir ? { tls: servingFiles(o.pkiDir) } : {}),
       // Ours first: a --max-learners among --etcd-arg comes later and wins.
-      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
+      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...(o.pkiDir ? SELF_COMPACTION : []), ...o.etcdArgs],
     });
   }
 
