@@ -306,6 +306,8 @@ describe("revocation reaches every etcd", () => {
   }
 
   it("a member removed from etcd: its certificates are refused on the client and the peer port of every etcd within 30 s", async () => {
+    // Every node's etcd reads the list, on both ports.
+    for (const n of h.nodes) expect(readFileSync(join(n.stateDir, "etcd-flags.txt"), "utf8")).toContain(`--client-crl-file=${pkiFiles(n.pkiDir).crl}\n--peer-crl-file=`);
     // Accepted everywhere first.
     for (const n of h.nodes) {
       expect(await probe(`${n.clientURL}/health`, peerFiles(voter.pkiDir))).toBe(200);

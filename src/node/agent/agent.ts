@@ -88,6 +88,7 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): Ag
     print,
     // From etcd's first start on, the list it reads is kept current while the agent runs.
     started: () => crl?.start(),
+    beforeStart: async () => crl?.ensurePlaceholder(),
   });
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;

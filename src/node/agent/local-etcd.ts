@@ -42,6 +42,8 @@ export interface LocalEtcdHost {
   print(line: string): void;
   /** etcd was started (or handed its flags). */
   started?(): void;
+  /** Right before etcd starts: the revocation list file it will read is there. */
+  beforeStart?(): Promise<void>;
 }
 
 /**
@@ -170,6 +172,7 @@ export class LocalEtcd {
     if (this.supervisor.failure) throw this.gaveUp(this.supervisor.failure);
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
     await this.know();
+    await this.#host.beforeStart?.();
     await this.supervisor.start(this.#args());
     this.#host.started?.();
   }
@@ -228,6 +231,7 @@ export class LocalEtcd {
   /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */
   async start(signal: AbortSignal): Promise<void> {
     await this.know();
+    await this.#host.beforeStart?.();
     const args = this.#args();
     const text = `${args.join("\n")}\n`;
     if (text !== this.#printedFlags) {

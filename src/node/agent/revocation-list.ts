@@ -14,7 +14,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../atomic-file.ts";
 import { pkiFiles } from "../pki/pki-dir.ts";
-import { certificateFacts, createRevocationList, normalSerial, readRevocationList, type CertificateAuthority, type RevocationList } from "../pki/x509.ts";
+import { certificateFacts, createCertificateAuthority, createRevocationList, normalSerial, readRevocationList, type CertificateAuthority, type RevocationList } from "../pki/x509.ts";
 import type { Reporter } from "./progress.ts";
 
 /** How often the agent asks the join API for the list. */
@@ -100,7 +100,11 @@ export class RevocationListKeeper {
     return null;
   }
 
-  /** Before a joiner's etcd first starts: the join API's list (a few tries); without one, etcd starts without a list and says so. */
+  /**
+   * Before a joiner's etcd first starts: the join API's list (a few tries). Without one, an
+   * empty placeholder, so that etcd starts reading the file (it reads it for every connection):
+   * the join API's list replaces it as soon as it answers, with no restart.
+   */
   async ensureBeforeStart(signal: AbortSignal): Promise<void> {
     let problem: string | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -109,7 +113,21 @@ export class RevocationListKeeper {
       await new Promise((r) => setTimeout(r, 1_000));
     }
     if (existsSync(this.file)) return;
-    this.#r.event("pki", `${problem}: etcd starts without a revocation list, so it refuses no certificate a join API revoked until it is restarted with one`, { problem });
+    await this.ensurePlaceholder();
+    this.#r.event("pki", `${problem}: etcd starts with an empty revocation list until the join API's arrives (it is asked every ${CRL_REFRESH_MS / 1000} s)`, { problem });
+  }
+
+  /**
+   * An empty list where there is none (an etcd started by a release before these lists, say):
+   * etcd refuses every connection when the file it is told to read is missing, and reads only
+   * the serials (this one is signed by a key of its own, which the agent never takes for the
+   * CA's: the join API's list replaces it).
+   */
+  async ensurePlaceholder(): Promise<void> {
+    if (existsSync(this.file)) return;
+    const { ca } = await createCertificateAuthority("empty revocation list until the join API's arrives", 1);
+    const list = await createRevocationList(ca, [], -1n);
+    writeFileAtomic(this.file, Buffer.from(list.der));
   }
 
   /** Every 5 s until stopped. */

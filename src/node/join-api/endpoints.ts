@@ -140,8 +140,10 @@ export function createJoinApi(options: JoinApiOptions): Hono {
 
   // The certificates every etcd of the cluster must refuse, signed by its CA (DER, as etcd reads
   // it): each node's agent fetches it every few seconds. Public: serial numbers are no secret.
-  app.get("/v1beta1/etcd/crl", (c) => {
+  app.get("/v1beta1/etcd/crl", async (c) => {
     if (!options.ledger) return problemResponse(c, joinProblem(422, "certificates_unavailable", "this join API holds no etcd CA (--pki-dir), so it keeps no revocation list"));
+    // None yet (this instance just started, or etcd did not answer it): a sweep now, for up to 3 s.
+    if (!options.ledger.current) await Promise.race([options.ledger.sweep(), new Promise((r) => setTimeout(r, 3_000))]);
     const list = options.ledger.current;
     if (!list) return problemResponse(c, joinProblem(503, "etcd_unavailable", "no revocation list yet: etcd has not answered this join API's first look at its records"), RETRY_AFTER.unavailable);
     c.header("content-type", "application/pkix-crl");

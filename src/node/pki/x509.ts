@@ -453,6 +453,7 @@ export function normalSerial(hex: string): string {
 }
 
 function derInteger(n: bigint): Uint8Array {
+  if (n < 0n) return new Uint8Array([0x02, 0x01, 0xff]); // -1: a placeholder's, lower than any list's
   let hex = n.toString(16);
   if (hex.length % 2) hex = `0${hex}`;
   let bytes = Buffer.from(hex, "hex");
@@ -462,5 +463,7 @@ function derInteger(n: bigint): Uint8Array {
 
 function readDerInteger(der: Uint8Array): bigint {
   if (der[0] !== 0x02 || der[1]! > 0x7f) throw new Error("the CRL number is not a short DER INTEGER");
-  return BigInt(`0x${Buffer.from(der.subarray(2, 2 + der[1]!)).toString("hex") || "0"}`);
+  const bytes = der.subarray(2, 2 + der[1]!);
+  const value = BigInt(`0x${Buffer.from(bytes).toString("hex") || "0"}`);
+  return bytes[0]! & 0x80 ? value - (1n << BigInt(bytes.length * 8)) : value;
 }
