@@ -48,10 +48,9 @@ const SOURCE_CLI_ETCD_VERSION = "3.4";
 
 const buildKube = etcdVersions.includes(PRIMARY_ETCD_VERSION) && extra.length === 0;
 const KUBE_STEP = `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver (in the background)`;
-const KUBEADM_FILE = "test/e2e/lab-kubeadm.test.ts";
-// The real kube-apiserver on the agent's etcd (auth on): it needs the same build.
-const APISERVER_FILE = "test/e2e/apiserver-etcd.test.ts";
-const KUBE_FILES = [KUBEADM_FILE, APISERVER_FILE];
+// The files that need the Kubernetes build: kubeadm on lab hosts, kubeadm's etcd CA directory under
+// the agent and the join API, and the real kube-apiserver on the agent's etcd (auth on).
+const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test.ts", "test/e2e/apiserver-etcd.test.ts"];
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
@@ -60,7 +59,7 @@ const steps = [
   // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
   ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
   // kubeadm and kube-apiserver, built from k8s.io/kubernetes once per machine (scripts/kube.mjs),
-  // for test/e2e/lab-kubeadm.test.ts. Cold, that is ~14 minutes of both cores: it runs beside the
+  // for test/e2e/lab-kubeadm.test.ts and kubeadm-ca.test.ts. Cold, that is ~14 minutes of both cores: it runs beside the
   // steps below at the lowest CPU and I/O priority, taking only the time they leave idle, and the
   // kubeadm tests run last, after waiting for it.
   ...(buildKube ? [[KUBE_STEP, ["nice", "-n", "19", "ionice", "-c", "3", "node", "scripts/kube.mjs", "list"], {}, { background: true }]] : []),
@@ -77,7 +76,7 @@ const steps = [
   ...etcdVersions.map((v) => [
     `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm and kube-apiserver tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
     // The kubeadm tests are their own step, last.
-    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? KUBE_FILES.flatMap((f) => ["--exclude", f]) : [])],
+    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? KUBEADM_FILES.flatMap((f) => ["--exclude", f]) : [])],
     // One version's processes run the TypeScript sources (as a checkout with edits does), the
     // others the build (as an installed package does).
     { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}), ...(v === serveVersion ? { JOIN_BROKER_E2E_RUNTIME: "serve" } : {}) },
@@ -93,7 +92,7 @@ const steps = [
       ]]),
   // The unmodified kubeadm on lab hosts (etcd from scripts/kube-versions.json), once the background build is done.
   ...(buildKube
-    ? [[`kubeadm on lab hosts, and kube-apiserver on the agent's etcd (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBE_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
+    ? [[`kubeadm on lab hosts, its etcd CA directory under the agent and the join API, and kube-apiserver on the agent's etcd (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBEADM_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
     : []),
 ];
 

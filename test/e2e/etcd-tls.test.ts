@@ -6,7 +6,7 @@
  * as a process (the harness's) and, for expiry, in this process with its clock moved.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeJwt } from "jose";
@@ -16,6 +16,8 @@ import { memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
 import { startJoinApi, type JoinApiServer } from "../../src/node/join-api/server.ts";
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles, requestCertificates } from "../../src/node/pki/pki-dir.ts";
 import { certificateFacts, signedBy } from "../../src/node/pki/x509.ts";
+import { goVerify } from "../support/certcheck.ts";
+import { makeOperatorCa } from "../support/operator-cas.ts";
 import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { freePorts } from "../support/etcd.ts";
@@ -26,7 +28,7 @@ const seed = e2eSeed("etcd-tls");
 let h: ClusterHarness;
 
 beforeAll(async () => {
-  h = await ClusterHarness.start({ scenario: "etcd-tls", seed, nodes: ["ctrl-0", "ctrl-1"], broker: { runtime: "serve" }, faultProxy: true });
+  h = await ClusterHarness.start({ scenario: "etcd-tls", seed, nodes: ["ctrl-0", "ctrl-1", "ctrl-2"], broker: { runtime: "serve" }, faultProxy: true });
   h.startAgent("ctrl-0");
   await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 120_000);
 }, 180_000);
@@ -52,6 +54,21 @@ async function add(joinApiUrl: string, token: string, body: unknown): Promise<{ 
   const res = await fetch(`${joinApiUrl}/v1beta1/etcd/members`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : {}, text };
+}
+
+/** Waits (bounded) for the broker to admit: a slot frees once an earlier admission is gone (revoked, say). */
+async function admitWhenFree(node: string, peerURL: string): Promise<{ token: string; jti: string }> {
+  const deadline = Date.now() + 60_000;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      return await admit(node, peerURL);
+    } catch (e) {
+      last = (e as Error).message;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  throw new Error(`no admission within 60 s: ${last}`);
 }
 
 async function memberCount(): Promise<number> {
@@ -89,6 +106,47 @@ describe("etcd's ports want a certificate from the cluster's CA", () => {
     expect(facts.commonName).toBe("ctrl-0");
     expect(facts.hosts).toEqual(["127.0.0.1"]);
     expect(readdirSync(dir).sort()).toEqual(["ca.crt", "ca.key", "crl.der", "peer.crt", "peer.key", "server.crt", "server.key"]);
+    // Judged as etcd's peers and clients judge them: Go's crypto/x509, the CA the only root.
+    const files = pkiFiles(dir);
+    expect(goVerify(files.ca, [files.peerCert, files.serverCert], { hosts: ["127.0.0.1"] }).output).toMatch(/^ok .*peer\.crt: CN=ctrl-0/);
+  });
+});
+
+describe("a join API whose certificates etcd refuses says so, naming the file", () => {
+  it("--etcd-cert from another CA, --etcd-cacert of another CA: logged at start and in the 503 a joining node gets, not a generic timeout", async () => {
+    const other = mkdtempSync(join(tmpdir(), "join-broker-other-ca-"));
+    try {
+      makeOperatorCa("openssl-p256-sec1", other);
+      const { ca } = await certificateAuthority(other);
+      await issueOwnCertificates(other, ca, { peer: { node: "join-api", hosts: ["127.0.0.1"] }, server: { node: "join-api", hosts: ["127.0.0.1"] } });
+      const cases = [
+        { tls: { ...h.etcdClientTls!, cert: pkiFiles(other).serverCert, key: pkiFiles(other).serverKey }, words: `refused the client certificate ${pkiFiles(other).serverCert} (TLS alert: ` },
+        { tls: { ...h.etcdClientTls!, ca: pkiFiles(other).ca }, words: `does not verify against ${pkiFiles(other).ca}: ` },
+      ];
+      for (const { tls, words } of cases) {
+        const logged: string[] = [];
+        const api = await startJoinApi({ etcd: h.node("ctrl-0").clientURL, etcdTls: tls, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0, holdSeconds: 0, log: (l) => logged.push(l) });
+        try {
+          await expect.poll(() => logged.find((l) => l.startsWith("TLS handshake with etcd failed: ")) ?? "", { timeout: 10_000 }).toContain(words);
+          expect(logged.find((l) => l.startsWith("etcd does not answer yet: "))).toContain(words);
+          const [port] = await freePorts(1);
+          const admission = await admitWhenFree(`tls-${port}`, `https://127.0.0.1:${port}`);
+          try {
+            const r = await add(api.url, admission.token, { node: `tls-${port}`, peerAddress: `https://127.0.0.1:${port}` });
+            expect(r.status, r.text).toBe(503);
+            expect(r.body.detail).toContain(words);
+          } finally {
+            await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admission.jti}/revoke`, { reason: "test done" });
+          }
+          // One line per distinct failure, however many requests met it.
+          expect(logged.filter((l) => l.startsWith("TLS handshake with etcd failed: "))).toHaveLength(1);
+        } finally {
+          await api.close();
+        }
+      }
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 });
 
@@ -136,6 +194,9 @@ describe("the join API signs only for the admitted identity", () => {
     const { ca, peer, server } = r.body.certificates as { ca: string; peer: string; server: string };
     expect(ca.trim()).toBe(readFileSync(join(h.pkiCaDir!, "ca.crt"), "utf8").trim());
     expect(await signedBy(peer, ca)).toBe(true);
+    // As etcd will judge them (Go's crypto/x509): for TLS servers and clients, each for its hosts.
+    expect(goVerify(ca, [peer], { hosts: ["127.0.0.1"] }).output).toMatch(/^ok .*CN=lone-1/);
+    expect(goVerify(ca, [server], { hosts: ["127.0.0.1", "localhost"] }).output).toMatch(/^ok .*CN=lone-1/);
     expect(certificateFacts(peer)).toMatchObject({ commonName: "lone-1", hosts: ["127.0.0.1"] });
     // DNS names before addresses, as Go writes them.
     expect(certificateFacts(server)).toMatchObject({ commonName: "lone-1", hosts: ["localhost", "127.0.0.1"] });
@@ -206,20 +267,49 @@ describe("an expired admission", () => {
     }
   });
 
-  /** Waits (bounded) for the broker to admit: a slot frees once lone-1's revoked admission is gone. */
-  async function admitWhenFree(node: string, peerURL: string): Promise<{ token: string; jti: string }> {
-    const deadline = Date.now() + 60_000;
-    let last = "";
-    while (Date.now() < deadline) {
-      try {
-        return await admit(node, peerURL);
-      } catch (e) {
-        last = (e as Error).message;
-        await new Promise((r) => setTimeout(r, 500));
+});
+
+describe("a joiner whose certificates the cluster refuses", () => {
+  it("a join API that signs with another CA than the cluster's: the joiner says what etcd refused within 10 s and exits 3, not waiting for its lease", async () => {
+    // The joiner's --pki-dir as a joiner's is: no CA of its own, the join API's CA certificate comes with its certificates.
+    const node = h.node("ctrl-2");
+    rmSync(node.pkiDir, { recursive: true, force: true });
+    const wrongCa = mkdtempSync(join(tmpdir(), "join-broker-wrong-ca-"));
+    makeOperatorCa("openssl-rsa2048-pkcs1", wrongCa);
+    const wrongApi = await startJoinApi({ etcd: h.nodes.map((n) => n.clientURL), etcdTls: h.etcdClientTls!, pkiDir: wrongCa, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0 });
+    try {
+      const args = h.agentArgs(node);
+      args[args.indexOf("--join-api") + 1] = wrongApi.url;
+      const run = h.startAgent("ctrl-2", { args });
+      await h.waitFor("ctrl-2 to start etcd", () => run.events.some((e) => e.step === "etcd-start"), 120_000);
+      const started = Date.now();
+      await h.waitFor("ctrl-2 to report what etcd refused", () => run.events.some((e) => e.step === "etcd-tls"), 10_000);
+      await h.waitFor("ctrl-2 to give up", () => run.exit !== null, 40_000);
+      expect(run.exit?.code, h.describeAgents()).toBe(3);
+      expect(Date.now() - started).toBeLessThan(40_000);
+      // The peer, etcd's words and the file it checked against.
+      const tls = run.events.filter((e) => e.step === "etcd-tls").map((e) => e.msg);
+      const ctrl0 = h.node("ctrl-0").peerURL;
+      expect(tls).toContainEqual(expect.stringMatching(new RegExp(`^etcd could not verify the certificate of its peer ${ctrl0}/members against ${node.pkiDir}/ca\\.crt: etcd's words: ".*x509: certificate signed by unknown authority"$`)));
+      // When ctrl-0 dialled this etcd meanwhile, the other end too: it refused this node's peer
+      // certificate (etcd 3.4 does not say which port a connection came to).
+      for (const line of tls.filter((l) => l.includes("refused etcd's certificate"))) {
+        expect(line).toMatch(new RegExp(`^127\\.0\\.0\\.1:\\d+ refused etcd's certificate (${node.pkiDir}/server\\.crt or )?${node.pkiDir}/peer\\.crt on its (peer port|client or peer port \\(etcd 3\\.4 does not say which\\)): etcd's words: "remote error: tls: bad certificate"$`));
       }
+      const refused = run.events.find((e) => e.step === "refused")!;
+      expect(refused.msg).toMatch(/^certificates are refused, so this start cannot succeed: /);
+      expect(refused.msg).toContain(`etcd could not verify the certificate of its peer ${ctrl0}/members`);
+      expect(refused.msg).toContain(`etcd checks both ports against ${node.pkiDir}/ca.crt`);
+      expect(refused.msg).toMatch(/left the queue \(ticket \S+ abandoned\)/);
+    } finally {
+      await wrongApi.close();
+      rmSync(wrongCa, { recursive: true, force: true });
+      // Its learner goes, so that the next joiner has the slot.
+      const list = await h.etcd(h.node("ctrl-0").clientURL).memberList();
+      const learner = list.ok ? memberByPeerUrl(list.value.members, node.peerURL) : undefined;
+      if (learner) expect((await h.etcd(h.node("ctrl-0").clientURL).memberRemove(learner.id)).ok).toBe(true);
     }
-    throw new Error(`no admission within 60 s: ${last}`);
-  }
+  });
 });
 
 describe("a joiner on TLS", () => {
@@ -253,7 +343,7 @@ describe("a joiner on TLS", () => {
     expect(final.ids.get("ctrl-1")).toBe(added);
     expect(h.joinApi.output().match(/added learner [0-9a-f]+ for node ctrl-1 /g)).toHaveLength(1);
     // Fresh keys: the certificate it runs with is for the key of its second request, not the first.
-    const sent = again.events.find((e) => e.step === "pki");
+    const sent = again.events.find((e) => e.step === "pki" && e.msg.startsWith("the join API signed"));
     expect(sent?.msg).toContain("signed");
     const { keyMatches } = await import("../../src/node/pki/x509.ts");
     const firstKeyCert = readFileSync(pkiFiles(node.pkiDir).peerCert, "utf8");

@@ -14,6 +14,7 @@ import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
 import { certificateAuthority, pkiFiles } from "../../src/node/pki/pki-dir.ts";
 import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../../src/node/pki/etcd-identities.ts";
+import { goVerify } from "./certcheck.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import type { Lab } from "../lab/lab.ts";
 import { spawnUntilReady } from "./ready-process.ts";
@@ -95,6 +96,16 @@ export interface HarnessOptions {
    */
   etcdTls?: boolean;
   /**
+   * The operator's etcd CA as a tool made it (TLS runs), instead of one this harness makes: `dir`
+   * holds ca.crt and ca.key and is the join API's --pki-dir as it is; every node's --pki-dir gets
+   * copies of both (whichever node the broker lets bootstrap signs its own with them), unless
+   * `nodePkiDirs` names a node's own directory, used as it is. `joinApiClient`: the join API's
+   * etcd client certificate (e.g. kubeadm's apiserver-etcd-client), else one signed here.
+   * `refused`: the test expects etcd to refuse what this CA signs (the harness's own client
+   * certificates are then not judged first).
+   */
+  operatorCa?: { dir: string; nodePkiDirs?: Record<string, string>; joinApiClient?: TlsFiles; refused?: boolean };
+  /**
    * Run in this lab (test/lab/lab.ts): every node on a host of its own named after it, its etcd
    * on ports 2379/2380 of the host's address; the broker (`join-broker serve`) on host `broker`
    * and the join API on host `join-api`. Agents and the join API run on their host's clock.
@@ -165,7 +176,7 @@ export class ClusterHarness {
         localClientURL: lab ? await lab.reach(clientURL) : clientURL,
         stateDir: join(dir, name),
         dataDir: join(dir, name, "etcd"),
-        pkiDir: join(dir, name, "pki"),
+        pkiDir: options.operatorCa?.nodePkiDirs?.[name] ?? join(dir, name, "pki"),
         ...(lab ? { labHost: name } : {}),
       });
     }
@@ -173,7 +184,7 @@ export class ClusterHarness {
       lab.addHost("broker");
       lab.addHost("join-api");
     }
-    const pki = tls ? await preparePki(dir, nodes) : null;
+    const pki = tls ? await preparePki(dir, nodes, options.operatorCa) : null;
     let broker: BrokerProcess | null = null;
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
@@ -201,7 +212,7 @@ export class ClusterHarness {
 
   /** The operator's etcd CA (ca.crt, ca.key) that the join API signs with, on TLS runs. */
   get pkiCaDir(): string | null {
-    return this.etcdClientTls ? join(this.dir, "pki-ca") : null;
+    return this.etcdClientTls ? (this.options.operatorCa?.dir ?? join(this.dir, "pki-ca")) : null;
   }
 
   /**
@@ -636,16 +647,18 @@ function processesUnder(dir: string): number[] {
 }
 
 /**
- * An operator's etcd CA, put in every node's --pki-dir (whichever node the broker lets bootstrap
- * finds the pair) and the join API's (which makes its own etcd client certificate from it); a
- * client certificate without a common name for the harness, which signs in as root, as the join
- * API does, once the bootstrap node has turned etcd's auth on.
+ * An operator's etcd CA (made here, or `operatorCa`'s), put in every node's --pki-dir (whichever
+ * node the broker lets bootstrap finds the pair) and the join API's (which makes its own etcd
+ * client certificate from it, unless `operatorCa` names one); a client certificate without a
+ * common name for the harness, which signs in as root, as the join API does, once the bootstrap
+ * node has turned etcd's auth on.
  */
-async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
-  const caDir = join(dir, "pki-ca");
-  const { ca } = await certificateAuthority(caDir, { create: { commonName: "e2e etcd CA" } });
+async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOptions["operatorCa"]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
+  const caDir = operatorCa?.dir ?? join(dir, "pki-ca");
+  const { ca } = await certificateAuthority(caDir, operatorCa ? {} : { create: { commonName: "e2e etcd CA" } });
   const files = pkiFiles(caDir);
   for (const n of nodes) {
+    if (operatorCa?.nodePkiDirs?.[n.name]) continue;
     mkdirSync(n.pkiDir, { recursive: true, mode: 0o700 });
     copyFileSync(files.ca, join(n.pkiDir, "ca.crt"));
     copyFileSync(files.caKey, join(n.pkiDir, "ca.key"));
@@ -653,11 +666,18 @@ async function preparePki(dir: string, nodes: NodeSpec[]): Promise<{ joinApiArgs
   const clientDir = join(dir, "pki-e2e-harness");
   mkdirSync(clientDir, { recursive: true, mode: 0o700 });
   const own = await anonymousClientCertificate(ca, "e2e-harness", Date.now());
-  const client = { ca: join(clientDir, "ca.crt"), cert: join(clientDir, "client.crt"), key: join(clientDir, "client.key") };
-  writeFileSync(client.ca, ca.certPem);
-  writeFileSync(client.cert, own.cert);
-  writeFileSync(client.key, own.key, { mode: 0o600 });
-  return { joinApiArgs: ["--pki-dir", caDir], client };
+  const harness = { ca: join(clientDir, "ca.crt"), cert: join(clientDir, "client.crt"), key: join(clientDir, "client.key") };
+  writeFileSync(harness.ca, ca.certPem);
+  writeFileSync(harness.cert, own.cert);
+  writeFileSync(harness.key, own.key, { mode: 0o600 });
+  // In the tests, what the harness signed is judged as etcd will judge it (Go's crypto/x509)
+  // before etcd does (the demo and the benchmarks, which use this harness too, need no Go).
+  if (process.env.VITEST && !operatorCa?.refused) {
+    const verdict = goVerify(files.ca, [harness.cert], { usage: "client" });
+    if (!verdict.ok) throw new Error(`Go's crypto/x509 refuses the certificates the harness signed with ${files.ca}: ${verdict.output}`);
+  }
+  const joinApi = operatorCa?.joinApiClient;
+  return { joinApiArgs: ["--pki-dir", caDir, ...(joinApi ? ["--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!] : [])], client: harness };
 }
 
 async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = [], lab?: Lab): Promise<{ url: string; proc: ChildProcess; output: () => string }> {

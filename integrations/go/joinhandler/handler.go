@@ -5,7 +5,7 @@
 // before the etcd call; the refusals become problem+json answers with the verifier's codes, and
 // the not-now ones 503 with Retry-After instead of 500. The etcd side is the Members interface,
 // which a real join API implements with go.etcd.io/etcd/client/v3 (MemberAddAsLearner, and on
-// "Peer URLs already exists" the existing member). With etcd on TLS, a Signer (CASigner) signs
+// "Peer URLs already exists" the existing member). With etcd on TLS, a Signer (CASigner, LoadCA) signs
 // the node's certificate requests for exactly its admission: checked before the add, issued after.
 package joinhandler
 

@@ -40,7 +40,7 @@ import { joinAsLearner } from "./learner-step.ts";
 import { LocalEtcd } from "./local-etcd.ts";
 import { RevocationListKeeper } from "./revocation-list.ts";
 import { NodeFiles } from "./node-files.ts";
-import { bootstrapCertificates } from "./node-certificates.ts";
+import { bootstrapCertificates, checkOperatorCa } from "./node-certificates.ts";
 import type { Reporter } from "./progress.ts";
 import { Backoff, sleep, type Random } from "./retry.ts";
 import { StateDir, type JoinedMarker } from "./state-files.ts";
@@ -105,6 +105,7 @@ async function run(ctx: AgentContext): Promise<number> {
     if (marker) return await resumeJoined(ctx, marker);
     const o = ctx.options;
     ctx.reporter.event("start", `joining cluster ${o.cluster} through ${o.brokerUrl} as ${o.node} (${o.peerURL})`, { cluster: o.cluster, peerURL: o.peerURL });
+    await checkOperatorCa(o, ctx.reporter);
     const joined = await withDeadline(ctx, (signal) => join(ctx, signal));
     return await serveJoined(ctx, joined);
   } catch (e) {

@@ -204,6 +204,34 @@ export class EtcdSupervisor {
     }
   }
 
+  /** Where in etcd's log the current (or last) etcd started writing. */
+  get logStart(): number {
+    return this.#logStart;
+  }
+
+  /**
+   * What etcd's log holds from byte `offset` on (at most SCAN_BYTES, the newest), and where it
+   * ends: for reading it as it grows. A log rotated meanwhile is read from its start.
+   */
+  logFrom(offset: number): { text: string; end: number } {
+    const path = this.dir.etcdLogPath;
+    if (!existsSync(path)) return { text: "", end: 0 };
+    const fd = openSync(path, "r");
+    try {
+      const size = fstatSync(fd).size;
+      const from = size < offset ? 0 : Math.max(offset, size - SCAN_BYTES);
+      if (size <= from) return { text: "", end: size };
+      const buf = Buffer.alloc(size - from);
+      readSync(fd, buf, 0, buf.length, from);
+      // Up to the last complete line: the rest is read next time.
+      const text = buf.toString("utf8");
+      const lastNewline = text.lastIndexOf("\n");
+      return lastNewline < 0 ? { text: "", end: from } : { text: text.slice(0, lastNewline + 1), end: from + Buffer.byteLength(text.slice(0, lastNewline + 1)) };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** The last `bytes` of etcd's log. */
   logTail(bytes = 4096): string {
     const path = this.dir.etcdLogPath;

@@ -88,7 +88,9 @@ Node and etcd:
                         https://127.0.0.1:2379 with --pki-dir)
   --pki-dir DIR         etcd with TLS on its client and peer ports and client-certificate auth on
                         both (https:// URLs). This node's keys are made here and never leave it.
-                        The bootstrap node uses DIR/ca.crt and DIR/ca.key (PEM) when present,
+                        The bootstrap node uses DIR/ca.crt and DIR/ca.key (PEM, as kubeadm, k0s,
+                        openssl or Go tools wrote them: RSA 2048-4096, ECDSA P-256/P-384 or
+                        Ed25519; checked at start, exit 3 naming what is wrong) when present,
                         else creates them, and signs its own certificates; a joiner sends
                         certificate requests with its add and the join API signs them for
                         exactly its admission (peer.crt, server.crt, ca.crt land here). The

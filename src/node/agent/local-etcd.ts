@@ -10,10 +10,10 @@ import { existsSync, renameSync } from "node:fs";
 import { writeFileAtomic } from "../atomic-file.ts";
 import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
-import { tlsFetch } from "../etcd/tls-fetch.ts";
+import { TlsHandshakeError, tlsFetch } from "../etcd/tls-fetch.ts";
 import { grpcReads, type EtcdReads } from "../etcd/grpc-reads.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
-import { etcdServingFiles, ownClientFiles, setOwnCertificatesAside } from "../pki/pki-dir.ts";
+import { etcdServingFiles, ownClientFiles, pkiFiles, setOwnCertificatesAside } from "../pki/pki-dir.ts";
 import type { Role, TicketView } from "../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "./data-dir-rules.ts";
@@ -25,6 +25,7 @@ import type { AgentOptions } from "./join-options.ts";
 import { LeaseLost } from "./lease.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep } from "./retry.ts";
+import { TlsWatch } from "./tls-watch.ts";
 import { hasEtcdData, type EtcdOwnership, type StateDir } from "./state-files.ts";
 
 /** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
@@ -65,6 +66,8 @@ export class LocalEtcd {
   readonly #r: Reporter;
   readonly #dir: StateDir;
   readonly #host: LocalEtcdHost;
+  /** With --pki-dir: etcd's certificate refusals, reported and judged while the agent waits. */
+  readonly #tls: TlsWatch | null;
   #printedFlags = "";
   /** The etcd binary's entry in the version table, once asked (null without --etcd-bin, or when it cannot be told). */
   #traits: EtcdTraits | null = null;
@@ -76,19 +79,32 @@ export class LocalEtcd {
     this.#r = reporter;
     this.#dir = dir;
     this.#host = host;
-    if (options.pkiDir) {
-      const files = ownClientFiles(options.pkiDir);
-      const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: tlsFetch(files) });
-      this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), { timeoutMs: 3_000 });
-    } else {
-      this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
-    }
     this.supervisor = options.etcdBin
       ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
           onUnexpectedExit: (how, again) => reporter.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
           onLeftoverStopped: (pid) => reporter.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
         })
       : null;
+    this.#tls = options.pkiDir ? new TlsWatch(pkiFiles(options.pkiDir), reporter, this.supervisor, options.clientURL) : null;
+    if (options.pkiDir) {
+      const files = ownClientFiles(options.pkiDir);
+      const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: this.#watched(tlsFetch(files)) });
+      this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), { timeoutMs: 3_000, onHandshakeError: (e) => this.#tls?.refusedOwn(e) });
+    } else {
+      this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
+    }
+  }
+
+  /** This node's requests to its etcd, each certificate refusal told to the TLS watch. */
+  #watched(inner: typeof fetch): typeof fetch {
+    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      try {
+        return await inner(input, init);
+      } catch (e) {
+        if (e instanceof TlsHandshakeError) this.#tls?.refusedOwn(e);
+        throw e;
+      }
+    }) as typeof fetch;
   }
 
   /** Another etcd answered on the client URL: its word says nothing about this node's etcd. */
@@ -265,6 +281,9 @@ export class LocalEtcd {
     for (;;) {
       await this.check();
       const s = await this.gateway.status(this.#o.clientURL);
+      // Certificate refusals etcd logged or this request met: reported now; a hopeless start ends here.
+      if (s.ok) this.#tls?.answered();
+      this.#tls?.check();
       if (s.ok && expected && !(await this.#isOwn(expected, s.value))) {
         last = "not sure yet which etcd answers";
       } else if (s.ok) {

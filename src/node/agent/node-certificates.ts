@@ -5,11 +5,32 @@
  */
 import type { MemberAdded } from "../../shared/protocol/join-api.ts";
 import { requestedIdentity } from "../pki/identity.ts";
-import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
+import { existsSync } from "node:fs";
+import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pkiFiles, readCertificateAuthority, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
 import { Refusal } from "./errors.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
 import type { RevocationListKeeper } from "./revocation-list.ts";
+
+/**
+ * Before anything is asked of the broker: a CA pair the operator put in --pki-dir must be one this
+ * node can sign its certificates with, should the broker let it bootstrap. A pair that cannot
+ * (ca.ts says why, naming the file) is refused now (PkiError, exit 3), not once the node holds
+ * the cluster's bootstrap ticket. A directory with neither file, or only the CA certificate (a
+ * joiner's), has nothing to check yet.
+ */
+export async function checkOperatorCa(o: AgentOptions, r: Reporter): Promise<void> {
+  const dir = o.pkiDir;
+  if (!dir) return;
+  const files = pkiFiles(dir);
+  if (!existsSync(files.caKey)) return;
+  const ca = await readCertificateAuthority(dir);
+  r.event("pki", `the etcd CA in ${dir} (${ca.cert.subject}; ${ca.signing.key}, signs with ${ca.signing.algorithm}; valid until ${ca.cert.notAfter.toISOString()}) can sign this node's certificates`, {
+    dir,
+    key: ca.signing.key,
+    notAfter: ca.cert.notAfter.toISOString(),
+  });
+}
 
 /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
 export async function bootstrapCertificates(o: AgentOptions, r: Reporter, crl: RevocationListKeeper | null): Promise<void> {

@@ -25,6 +25,7 @@ export type Step =
   | "etcd-ready"
   | "member-started"
   | "etcd-exit"
+  | "etcd-tls"
   | "promote"
   | "promoted"
   | "complete"

@@ -13,6 +13,8 @@ import { EXIT, UsageError } from "../exit-codes.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { tlsFilesFromFlags } from "../etcd/tls-fetch.ts";
+import { PkiError } from "../pki/ca.ts";
+import { readCertificateAuthority } from "../pki/pki-dir.ts";
 
 export const CONTROLLER_USAGE = `Usage: join-broker controller --etcd URL[,URL…] --broker URL --cluster NAME --listen HOST:PORT
          [--pki-dir DIR --etcd-cacert FILE --etcd-cert FILE --etcd-key FILE]
@@ -49,7 +51,10 @@ Flags:
                                 node's certificate requests (sent with its add) are signed for exactly
                                 its admitted identity (CN = node, peer SAN = the admitted peer host,
                                 server SAN = that host and loopback); the answer carries the
-                                certificates and the CA certificate, never a key
+                                certificates and the CA certificate, never a key. The CA as kubeadm,
+                                k0s, openssl or Go tools wrote it: an RSA 2048–4096, ECDSA P-256/P-384
+                                or Ed25519 key, PKCS#1, SEC1 or PKCS#8 (kubeadm: /etc/kubernetes/pki/etcd,
+                                k0s: /var/lib/k0s/pki/etcd)
   --cert-days DAYS              how long a signed certificate lasts (default 365)
   --etcd-cacert FILE            CA bundle for https etcd endpoints
   --etcd-cert FILE              this join API's client certificate for etcd (with --etcd-key)
@@ -60,7 +65,8 @@ Flags:
                                 (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
   -h, --help                    this text
 
-Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage.
+Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage (also a
+--pki-dir CA that cannot sign what etcd accepts: the message names the file and the reason).
 `;
 
 export const CONTROLLER_FLAGS = {
@@ -125,6 +131,12 @@ export async function run(argv: string[]): Promise<number> {
   const pkiDir = values["pki-dir"] as string | undefined;
   if (pkiDir !== undefined) {
     for (const file of ["ca.crt", "ca.key"]) if (!existsSync(join(pkiDir, file))) throw new UsageError(`--pki-dir ${pkiDir} has no ${file}: it holds the cluster's etcd CA as ca.crt and ca.key (PEM)`);
+    // A CA that cannot sign what etcd accepts is refused now, naming the file and the reason.
+    try {
+      await readCertificateAuthority(pkiDir);
+    } catch (e) {
+      throw e instanceof PkiError ? new UsageError(`--pki-dir: ${e.message}`) : e;
+    }
   }
   const etcdTls = tlsFilesFromFlags((name) => values[name] as string | undefined, { mustExist: true }) ?? undefined;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { etcdError } from "./etcd-log.ts";
+import { etcdError, etcdTlsRejections } from "./etcd-log.ts";
 
 const line = (o: Record<string, unknown>) => JSON.stringify({ ts: "2026-01-01T00:00:00Z", caller: "x.go:1", ...o });
 
@@ -18,5 +18,26 @@ describe("etcd's own reason for stopping", () => {
     expect(etcdError([line({ level: "error", msg: "failed to publish", error: "timeout" }), line({ level: "info", msg: "stopping" })].join("\n"))).toBe("failed to publish: timeout");
     expect(etcdError(line({ level: "info", msg: "ready" }))).toBeNull();
     expect(etcdError('{"level":"fatal","msg":"cut in ha')).toBeNull();
+  });
+});
+
+describe("the certificate refusals etcd logs", () => {
+  // Lines as etcd 3.4 and 3.6 wrote them (a node whose certificates another CA signed).
+  const v34 = '{"level":"warn","ts":"2026-12-06T03:12:53.563Z","caller":"embed/config_logging.go:287","msg":"rejected connection","remote-addr":"127.0.0.1:57748","server-name":"","error":"tls: failed to verify client certificate: x509: certificate signed by unknown authority"}';
+  const v36 = '{"level":"warn","ts":"2026-12-06T03:12:58.317433Z","caller":"embed/config_logging.go:194","msg":"rejected connection on client endpoint","remote-addr":"127.0.0.1:40130","server-name":"","error":"tls: failed to verify certificate: x509: certificate signed by unknown authority"}';
+  const peerRefusedUs = '{"level":"warn","ts":"2026-12-06T03:13:22.578997Z","caller":"embed/config_logging.go:194","msg":"rejected connection on peer endpoint","remote-addr":"127.0.0.1:50382","server-name":"","error":"remote error: tls: bad certificate"}';
+  const outgoing = '{"level":"warn","ts":"2026-12-06T03:13:22.578853Z","caller":"etcdserver/cluster_util.go:86","msg":"failed to get cluster response","address":"https://127.0.0.1:24016/members","error":"Get \\"https://127.0.0.1:24016/members\\": tls: failed to verify certificate: x509: certificate signed by unknown authority"}';
+  const noise = '{"level":"warn","ts":"2026-12-06T03:13:00.948773Z","caller":"embed/config_logging.go:194","msg":"rejected connection on client endpoint","remote-addr":"127.0.0.1:40160","server-name":"","error":"local error: tls: bad record MAC"}';
+  const expired = '{"level":"warn","ts":"2026-12-06T03:13:00Z","msg":"rejected connection on peer endpoint","remote-addr":"10.0.0.5:41000","error":"tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-06T03:13:00Z is before 2026-12-06T03:20:00Z"}';
+
+  it("says where, who, and etcd's words; other TLS errors and other lines are not certificate refusals", () => {
+    const found = etcdTlsRejections([v34, v36, peerRefusedUs, outgoing, noise, expired, line({ level: "info", msg: "ready" }), '{"level":"warn","msg":"rejected conn'].join("\n"));
+    expect(found).toEqual([
+      { at: "client or peer port", remote: "127.0.0.1:57748", error: "tls: failed to verify client certificate: x509: certificate signed by unknown authority", refusedBy: "etcd", expiry: false, ts: "2026-12-06T03:12:53.563Z" },
+      { at: "client port", remote: "127.0.0.1:40130", error: "tls: failed to verify certificate: x509: certificate signed by unknown authority", refusedBy: "etcd", expiry: false, ts: "2026-12-06T03:12:58.317433Z" },
+      { at: "peer port", remote: "127.0.0.1:50382", error: "remote error: tls: bad certificate", refusedBy: "remote", expiry: false, ts: "2026-12-06T03:13:22.578997Z" },
+      { at: "a peer", remote: "https://127.0.0.1:24016/members", error: 'Get "https://127.0.0.1:24016/members": tls: failed to verify certificate: x509: certificate signed by unknown authority', refusedBy: "etcd", expiry: false, ts: "2026-12-06T03:13:22.578853Z" },
+      expect.objectContaining({ at: "peer port", remote: "10.0.0.5:41000", expiry: true }),
+    ]);
   });
 });

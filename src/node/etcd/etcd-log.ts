@@ -39,3 +39,54 @@ function shorten(text: string, maxChars: number): string {
   const tail = Math.floor(maxChars / 3);
   return `${text.slice(0, maxChars - tail - 1)}…${text.slice(-tail)}`;
 }
+
+/**
+ * A TLS handshake that etcd logged as failed over a certificate: on its client or peer port
+ * ("rejected connection …"; etcd 3.4 does not say which port), or on a connection it made to a
+ * peer (e.g. "failed to get cluster response" while a new member fetches the member list).
+ */
+export interface EtcdTlsRejection {
+  at: "client port" | "peer port" | "client or peer port" | "a peer";
+  /** The other end: its address (host:port), or the URL etcd asked. */
+  remote: string;
+  /** etcd's words. */
+  error: string;
+  /** "etcd": etcd refused the other end's certificate; "remote": the other end refused etcd's ("remote error: tls: …"). */
+  refusedBy: "etcd" | "remote";
+  /** Refused for a validity period (a clock may be wrong), not for who signed it or what it names. */
+  expiry: boolean;
+  /** etcd's timestamp, as logged. */
+  ts: string;
+}
+
+/** Errors about a certificate, in Go's words (crypto/tls, crypto/x509) as etcd logs them. */
+const CERTIFICATE_ERROR = /x509: |tls: failed to verify|tls: client didn't provide a certificate|tls: certificate required|remote error: tls: (bad certificate|unknown certificate authority|certificate required|unsupported certificate|revoked certificate|unknown certificate|expired certificate)/;
+const EXPIRY = /certificate has expired or is not yet valid|expired certificate/;
+
+/** Every certificate refusal in these lines of etcd's log (zap JSON), oldest first. */
+export function etcdTlsRejections(log: string): EtcdTlsRejection[] {
+  const out: EtcdTlsRejection[] = [];
+  for (const line of log.split("\n")) {
+    if (!line.startsWith("{") || !CERTIFICATE_ERROR.test(line)) continue;
+    let e: Record<string, unknown>;
+    try {
+      e = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const error = typeof e.error === "string" ? e.error : "";
+    const msg = typeof e.msg === "string" ? e.msg : "";
+    if (!CERTIFICATE_ERROR.test(error)) continue;
+    const refusedBy = /remote error: tls:/.test(error) ? "remote" : "etcd";
+    const ts = typeof e.ts === "string" ? e.ts : "";
+    const expiry = EXPIRY.test(error);
+    if (msg.startsWith("rejected connection")) {
+      const at = msg.includes("client endpoint") ? "client port" : msg.includes("peer endpoint") ? "peer port" : "client or peer port";
+      out.push({ at, remote: String(e["remote-addr"] ?? "?"), error, refusedBy, expiry, ts });
+    } else {
+      const remote = e.address ?? e["remote-peer-urls"] ?? e["remote-peer-id"] ?? e.url ?? "?";
+      out.push({ at: "a peer", remote: Array.isArray(remote) ? remote.join(",") : String(remote), error, refusedBy, expiry, ts });
+    }
+  }
+  return out;
+}

@@ -422,6 +422,8 @@ export class EtcdGateway {
 function describeFetchError(e: unknown): string {
   if (e instanceof Error) {
     if (e.name === "TimeoutError" || e.name === "AbortError") return "timed out";
+    // A certificate that failed the handshake, in words that name the file (tls-fetch.ts).
+    if (e.name === "TlsHandshakeError") return e.message;
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     return cause?.code ?? cause?.message ?? e.message;
   }

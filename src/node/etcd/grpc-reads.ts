@@ -12,7 +12,7 @@
 import { connect, type ClientHttp2Session } from "node:http2";
 import { readFileSync } from "node:fs";
 import { classifyEtcdError, type EtcdError, type EtcdMember, type EtcdResult, type EtcdStatus, type MemberListResult, type ResponseHeader } from "./gateway.ts";
-import type { TlsFiles } from "./tls-fetch.ts";
+import { tlsHandshakeError, type TlsFiles, type TlsHandshakeError } from "./tls-fetch.ts";
 
 export class EtcdGrpcReads {
   readonly endpoint: string;
@@ -21,10 +21,13 @@ export class EtcdGrpcReads {
   #session: ClientHttp2Session | null = null;
   #sessionFor = "";
 
-  constructor(endpoint: string, files: TlsFiles, options: { timeoutMs?: number } = {}) {
+  readonly #onHandshakeError: ((e: TlsHandshakeError) => void) | undefined;
+
+  constructor(endpoint: string, files: TlsFiles, options: { timeoutMs?: number; onHandshakeError?: (e: TlsHandshakeError) => void } = {}) {
     this.endpoint = new URL(endpoint).origin;
     this.#files = files;
     this.#timeoutMs = options.timeoutMs ?? 3_000;
+    this.#onHandshakeError = options.onHandshakeError;
   }
 
   async status(): Promise<EtcdResult<EtcdStatus>> {
@@ -113,6 +116,12 @@ export class EtcdGrpcReads {
       req.on("error", (e) => {
         clearTimeout(timer);
         this.close();
+        // A certificate refused in the handshake, in the words tls-fetch.ts gives it (naming the file).
+        const handshake = tlsHandshakeError(e, new URL(this.endpoint).host, this.#files);
+        if (handshake) {
+          this.#onHandshakeError?.(handshake);
+          return fail(handshake.message);
+        }
         fail(`${this.endpoint}: ${(e as NodeJS.ErrnoException).code ?? e.message}`);
       });
       req.on("close", () => {
@@ -194,7 +203,7 @@ export interface EtcdReads {
 }
 
 /** Status and member list over gRPC (a node's certificate is a client etcd can name there), health from etcd's /health. */
-export function grpcReads(endpoint: string, files: TlsFiles, health: (endpoint: string) => Promise<boolean>, options: { timeoutMs?: number } = {}): EtcdReads {
+export function grpcReads(endpoint: string, files: TlsFiles, health: (endpoint: string) => Promise<boolean>, options: { timeoutMs?: number; onHandshakeError?: (e: TlsHandshakeError) => void } = {}): EtcdReads {
   const reads = new EtcdGrpcReads(endpoint, files, options);
   return {
     status: () => reads.status(),

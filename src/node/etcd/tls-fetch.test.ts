@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway } from "./gateway.ts";
-import { tlsFetch } from "./tls-fetch.ts";
+import { execFileSync } from "node:child_process";
+import { tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
 
 const TLS = resolve(import.meta.dirname, "../../../test/fixtures/tls");
 const file = (name: string) => join(TLS, name);
@@ -54,5 +55,37 @@ describe("tlsFetch", () => {
     expect(!before.ok && before.error.message).toMatch(/cannot read etcd's TLS files/);
     for (const name of ["ca.crt", "client.crt", "client.key"]) copyFileSync(file(name), join(dir, name));
     expect((await gateway.memberList()).ok).toBe(true);
+  });
+
+  it("words a certificate refused on either side with the file it came from, never as a bare code", async () => {
+    // Another CA, made by openssl.
+    const dir = mkdtempSync(join(tmpdir(), "jb-tls-other-"));
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "other-ca.key", "-out", "other-ca.crt", "-days", "2", "-subj", "/CN=another CA");
+    const host = new URL(url).host;
+
+    // The endpoint refuses the client certificate: etcd (Go's crypto/tls) says so with an alert,
+    // which Node reports by its code (a Node server would only hang up; e2e tests meet etcd's).
+    const alert = Object.assign(new Error("error:0A000418:SSL routines::tlsv1 alert unknown ca"), { code: "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA" });
+    expect(tlsHandshakeError(alert, "127.0.0.1:2379", { ca: "/pki/ca.crt", cert: "/pki/server.crt" })).toMatchObject({
+      side: "ours",
+      expiry: false,
+      message: "127.0.0.1:2379 refused the client certificate /pki/server.crt (TLS alert: unknown CA)",
+    });
+    expect(tlsHandshakeError(Object.assign(new Error("x"), { code: "ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED" }), "h:1", {})?.expiry).toBe(true);
+    // OpenSSL 3 names TLS 1.2 alerts "ssl/tls alert …" (etcd 3.4).
+    expect(tlsHandshakeError(Object.assign(new Error("x"), { code: "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE" }), "h:1", { cert: "/c.crt" })?.message).toBe("h:1 refused the client certificate /c.crt (TLS alert: bad certificate)");
+    expect(tlsHandshakeError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), "h:1", {})).toBeNull();
+    // A verification failure Node has no name for (a CA's name constraints).
+    expect(tlsHandshakeError(Object.assign(new Error("permitted subtree violation"), { code: "UNSPECIFIED" }), "h:1", { ca: "/ca.crt" })?.message).toBe("the certificate of h:1 does not verify against /ca.crt: permitted subtree violation (UNSPECIFIED)");
+
+    // This side cannot verify the endpoint's certificate against another CA.
+    const theirs = { ca: join(dir, "other-ca.crt"), cert: file("client.crt"), key: file("client.key") };
+    const unverified = await tlsFetch(theirs)(`${url}/v3/cluster/member/list`, { method: "POST", body: "{}" }).then(() => null, (e: unknown) => e);
+    expect(unverified).toMatchObject({ side: "theirs", code: expect.stringMatching(/VERIFY|ISSUER|SELF_SIGNED/), message: expect.stringContaining(`the certificate of ${host} does not verify against ${join(dir, "other-ca.crt")}: `) });
+
+    // The gateway passes the words on (the join API's 503 detail, the agent's waiting line).
+    const list = await new EtcdGateway(url, { timeoutMs: 3_000, fetch: tlsFetch(theirs) }).memberList();
+    expect(!list.ok && list.error.message).toContain(`${url}: the certificate of ${host} does not verify against ${join(dir, "other-ca.crt")}`);
   });
 });

@@ -34,6 +34,53 @@ export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "et
   return Object.keys(files).length ? files : null;
 }
 
+/**
+ * A TLS handshake with etcd that failed over a certificate, in words that name the file: `theirs`,
+ * this side could not verify the endpoint's certificate against the CA bundle (`--etcd-cacert`,
+ * ca.crt); `ours`, the endpoint refused the client certificate presented (`--etcd-cert`,
+ * server.crt). `expiry`: the reason is a certificate's validity period (a clock may be wrong),
+ * not who signed it. Anything else (a refused connection, a reset) stays what it was.
+ */
+export class TlsHandshakeError extends Error {
+  override readonly name = "TlsHandshakeError";
+  constructor(
+    readonly side: "theirs" | "ours",
+    /** Node's code for it, e.g. UNABLE_TO_VERIFY_LEAF_SIGNATURE, ERR_SSL_TLSV1_ALERT_UNKNOWN_CA. */
+    readonly code: string,
+    readonly expiry: boolean,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * OpenSSL's verification failures, as Node names them (the endpoint's certificate, judged here);
+ * those Node has no name for are UNSPECIFIED (a name constraint's "permitted subtree violation").
+ */
+const VERIFY_FAILURES = /^(UNSPECIFIED$|UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_(CA|PURPOSE)|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH|ERR_TLS_CERT_ALTNAME_INVALID|ERROR_IN_CERT_|.*_SUBTREE_VIOLATION|SUBJECT_ISSUER_MISMATCH|AKID_)/;
+/** The alerts an endpoint sends when it refuses the certificate presented to it. */
+const CERTIFICATE_ALERTS = /^ERR_SSL_(SSLV3|TLSV1|TLSV13|SSL\/TLS)_ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_REQUIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|CERTIFICATE_EXPIRED)$/;
+
+/** The TLS failure `e` (from node:https) as a TlsHandshakeError, or null when it is none. */
+export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): TlsHandshakeError | null {
+  const err = e as { code?: unknown; reason?: unknown; message?: unknown };
+  const code = typeof err?.code === "string" ? err.code : "";
+  if (VERIFY_FAILURES.test(code)) {
+    const expiry = code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID";
+    const against = files.ca ? ` against ${files.ca}` : " against the system's CAs";
+    // Node's advice about system CAs does not apply to etcd's own CA.
+    const reason = String(err.message).replace(/; if the root CA is installed locally.*$/, "");
+    return new TlsHandshakeError("theirs", code, expiry, `the certificate of ${host} does not verify${against}: ${reason} (${code})`);
+  }
+  if (CERTIFICATE_ALERTS.test(code)) {
+    const alert = code.replace(/^.*_ALERT_/, "").toLowerCase().replace(/_/g, " ").replace("unknown ca", "unknown CA");
+    const presented = files.cert ? `the client certificate ${files.cert}` : "this client, which presented no certificate,";
+    return new TlsHandshakeError("ours", code, code.endsWith("CERTIFICATE_EXPIRED"), `${host} refused ${presented} (TLS alert: ${alert})`);
+  }
+  return null;
+}
+
 export interface KeptCopy {
   /** A directory of the caller's own (created 0700) where the last working set of files is kept. */
   dir: string;
@@ -84,14 +131,14 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
     }
     return agent;
   };
-  return fetchWithAgent(currentAgent);
+  return fetchWithAgent(currentAgent, files);
 }
 
 /**
  * A fetch that presents these in-memory PEMs (asked for on every request, so that a caller can
  * renew them): a client whose certificate is made in memory and never written to disk.
  */
-export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }): typeof fetch {
+export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }, names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" }): typeof fetch {
   let agentFor = "";
   let agent: Agent | null = null;
   return fetchWithAgent(() => {
@@ -103,10 +150,11 @@ export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string;
       agentFor = id;
     }
     return agent;
-  });
+  }, names);
 }
 
-function fetchWithAgent(currentAgent: () => Agent): typeof fetch {
+/** A fetch over `currentAgent`'s TLS; `files` name its certificates in handshake failures. */
+function fetchWithAgent(currentAgent: () => Agent, files: TlsFiles): typeof fetch {
   const fetchWithTls = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
@@ -137,7 +185,7 @@ function fetchWithAgent(currentAgent: () => Agent): typeof fetch {
       const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
       if (signal?.aborted) onAbort();
       else signal?.addEventListener("abort", onAbort, { once: true });
-      req.on("error", (e) => reject(Object.assign(new Error(e.message), { cause: e })));
+      req.on("error", (e) => reject(tlsHandshakeError(e, url.host, files) ?? Object.assign(new Error(e.message), { cause: e })));
       req.on("close", () => signal?.removeEventListener("abort", onAbort));
       req.end(body);
     });

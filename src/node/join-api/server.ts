@@ -11,10 +11,11 @@ import { createJoinApi } from "./endpoints.ts";
 import { Membership, type MembershipOptions } from "./members.ts";
 import { CertificateSigner } from "./signer.ts";
 import { CertificateLedger } from "./ledger.ts";
-import { tlsFetch, tlsFetchFromMemory, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { TlsHandshakeError, tlsFetch, tlsFetchFromMemory, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { readFileSync } from "node:fs";
-import { pkiFiles } from "../pki/pki-dir.ts";
-import { loadCertificateAuthority, type CertificateAuthority } from "../pki/x509.ts";
+import { pkiFiles, readCertificateAuthority } from "../pki/pki-dir.ts";
+import type { CertificateAuthority } from "../pki/ca.ts";
 import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../pki/etcd-identities.ts";
 
 export interface JoinApiServerOptions {
@@ -51,6 +52,27 @@ export interface JoinApiServer {
 }
 
 /**
+ * The join API's requests to etcd, each certificate refused in a handshake logged once (again
+ * after a request got through), in words that name the file (tls-fetch.ts).
+ */
+function loggingHandshakes(inner: typeof fetch, log: (line: string) => void): typeof fetch {
+  const logged = new Set<string>();
+  return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+    try {
+      const res = await inner(input, init);
+      logged.clear();
+      return res;
+    } catch (e) {
+      if (e instanceof TlsHandshakeError && !logged.has(e.message)) {
+        logged.add(e.message);
+        log(`TLS handshake with etcd failed: ${e.message}${e.expiry ? " (a certificate outside its validity period: check the clocks)" : ""}`);
+      }
+      throw e;
+    }
+  }) as typeof fetch;
+}
+
+/**
  * The broker's answer on an admission: its introspection or, when the broker cannot be reached
  * and the offline mode is opted in, its revocation list if recent enough (the verifier's rule).
  * null when neither can tell: the join API then changes nothing.
@@ -70,17 +92,20 @@ export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeco
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
   // With the CA (--pki-dir) the join API is etcd's root: it signs in with root's password
-  // (derived from the CA key) and, unless given a client certificate, presents one of its own
-  // without a common name, which etcd's JSON gateway wants once auth is on.
-  const ca = options.pkiDir ? await loadCa(options.pkiDir) : null;
-  const ownClient = ca && !options.etcdTls?.cert ? await ownClientCertificate(ca.ca) : null;
-  const fetchForEtcd = options.etcdTls?.cert || !ownClient ? (options.etcdTls ? tlsFetch(options.etcdTls) : undefined) : ownClient.fetch;
+  // (derived from the CA key) and presents a client certificate of its own without a common
+  // name, which etcd's JSON gateway wants once auth is on; one given with --etcd-cert is used
+  // until the gateway refuses it for the user it names.
+  const ca = options.pkiDir ? await readCertificateAuthority(options.pkiDir, (options.now ?? Date.now)()) : null;
+  const ownClient = ca ? await ownClientCertificate(ca) : null;
+  const given = options.etcdTls ? loggingHandshakes(tlsFetch(options.etcdTls), log) : undefined;
+  const fetchForEtcd = ownClient ? (options.etcdTls?.cert && given ? untilNamedRefused(given, ownClient.fetch, options.etcdTls.cert, log) : ownClient.fetch) : given;
   const gateway = new EtcdGateway(options.etcd, {
     timeoutMs: options.etcdTimeoutMs,
     ...(fetchForEtcd ? { fetch: fetchForEtcd } : {}),
-    ...(ca ? { credentials: { user: ROOT_USER, password: etcdRootPassword(ca.keyPem) } } : {}),
+    ...(ca && options.pkiDir ? { credentials: { user: ROOT_USER, password: etcdRootPassword(readFileSync(pkiFiles(options.pkiDir).caKey, "utf8")) } } : {}),
   });
-  const signer = ca ? CertificateSigner.fromAuthority(ca.ca, { validDays: options.certValidDays, now: options.now }) : undefined;
+  const signer = ca ? CertificateSigner.fromAuthority(ca, { validDays: options.certValidDays, now: options.now }) : undefined;
+  if (signer) log(`signing joiners' etcd certificates with the CA in ${options.pkiDir}: ${signer.describe()}`);
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
   // The first node to join should not wait for the keys; not awaited, so a broker that is down
   // does not delay the start (the first token then fetches them, and reports what fails).
@@ -95,7 +120,7 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
     admissionStatus: admissionStatusFrom(trust, fallback),
   });
-  const ledger = ca ? new CertificateLedger({ gateway, membership, ca: ca.ca, admissionStatus: admissionStatusFrom(trust, fallback), log }) : undefined;
+  const ledger = ca ? new CertificateLedger({ gateway, membership, ca, admissionStatus: admissionStatusFrom(trust, fallback), log }) : undefined;
   const app = createJoinApi({
     membership,
     gateway,
@@ -104,6 +129,10 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     log,
     verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
   });
+
+  // etcd asked once at start: a certificate it refuses (--etcd-cert) or cannot be verified
+  // (--etcd-cacert) is in the log now, not first in a joining node's 503.
+  void gateway.status().then((s) => log(s.ok ? `etcd answers at ${s.endpoint} (cluster ${memberIdHex(s.value.header.clusterId)})` : `etcd does not answer yet: ${s.error.message}`));
 
   let refresher: ReturnType<typeof setInterval> | null = null;
   if (fallback) {
@@ -144,10 +173,20 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
   };
 }
 
-async function loadCa(dir: string): Promise<{ ca: CertificateAuthority; keyPem: string }> {
-  const files = pkiFiles(dir);
-  const keyPem = readFileSync(files.caKey, "utf8");
-  return { ca: await loadCertificateAuthority(readFileSync(files.ca, "utf8"), keyPem), keyPem };
+/**
+ * The client certificate given (--etcd-cert) until etcd's JSON gateway refuses it because it
+ * names a user (auth on, which the bootstrap node turned on): then, for good, the join API's
+ * own, which names none. Said once.
+ */
+function untilNamedRefused(given: typeof fetch, own: typeof fetch, certFile: string, log: (line: string) => void): typeof fetch {
+  let current = given;
+  return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+    const res = await current(input, init);
+    if (current === own || res.status !== 400 || !(await res.clone().text()).includes("CommonName of client sending a request against gateway")) return res;
+    log(`etcd's auth is on and its JSON gateway refuses ${certFile}, which names a user (its common name): using a client certificate of this join API's own, without one, made from the CA in --pki-dir`);
+    current = own;
+    return own(input, init);
+  }) as typeof fetch;
 }
 
 /** A client certificate without a common name, made in memory and renewed a day before it ends. */

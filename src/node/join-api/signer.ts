@@ -13,22 +13,12 @@
  * revocation list once that admission or member ends (ledger.ts).
  * @module
  */
-import { readFileSync } from "node:fs";
 import type { CertificateRequests, IssuedCertificates } from "../../shared/protocol/join-api.ts";
 import { reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
-import { pkiFiles } from "../pki/pki-dir.ts";
+import { readCertificateAuthority } from "../pki/pki-dir.ts";
 import { allowedIdentity } from "../pki/identity.ts";
-import {
-  API_SERVER_USER,
-  CertificateRequestError,
-  checkCertificateRequest,
-  issueCertificate,
-  loadCertificateAuthority,
-  newSerial,
-  sameKey,
-  type CertificateAuthority,
-  type CheckedRequest,
-} from "../pki/x509.ts";
+import { API_SERVER_USER, CertificateRequestError, checkCertificateRequest, issueCertificate, newSerial, sameKey, type CheckedRequest } from "../pki/x509.ts";
+import type { CertificateAuthority } from "../pki/ca.ts";
 import { refuse, type Outcome } from "./outcome.ts";
 
 export const DEFAULT_CERT_VALID_DAYS = 365;
@@ -42,8 +32,7 @@ export class CertificateSigner {
 
   /** The CA in `DIR/ca.crt` and `DIR/ca.key`. */
   static async fromPkiDir(dir: string, options: { validDays?: number; now?: () => number } = {}): Promise<CertificateSigner> {
-    const files = pkiFiles(dir);
-    const ca = await loadCertificateAuthority(readFileSync(files.ca, "utf8"), readFileSync(files.caKey, "utf8"));
+    const ca = await readCertificateAuthority(dir, (options.now ?? Date.now)());
     return new CertificateSigner(ca, options.validDays ?? DEFAULT_CERT_VALID_DAYS, options.now ?? Date.now);
   }
 
@@ -51,7 +40,13 @@ export class CertificateSigner {
     return new CertificateSigner(ca, options.validDays ?? DEFAULT_CERT_VALID_DAYS, options.now ?? Date.now);
   }
 
-  /** Checks both requests against the admitted identity; the public keys to sign and their serials, or the refusal. */
+  /** The CA, as a log line names it: its subject, key and signature algorithm, and its end. */
+  describe(): string {
+    const { cert, signing } = this.ca;
+    return `${cert.subject} (${signing.key}, signs with ${signing.algorithm}, valid until ${cert.notAfter.toISOString()})`;
+  }
+
+  /** Checks the requests against the admitted identity; the public keys to sign and their serials, or the refusal. */
   async check(csrs: CertificateRequests, node: string, peerURL: string): Promise<Outcome<CheckedRequests>> {
     // The broker issues no ticket for a reserved name; a token that names one anyway gets nothing.
     const reserved = reservedNodeNameProblem(node);

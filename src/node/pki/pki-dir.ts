@@ -11,6 +11,7 @@
  *                             it), kept current by the agent from the join API's list
  * @module
  */
+import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../atomic-file.ts";
@@ -21,15 +22,13 @@ import {
   generateKeyPair,
   issueCertificate,
   keyMatches,
-  loadCertificateAuthority,
   normalSerial,
   readRevocationList,
-  PkiError,
   signedBy,
-  type CertificateAuthority,
   type CertificateKind,
   type KeyPair,
 } from "./x509.ts";
+import { loadCertificateAuthority, PkiError, type CertificateAuthority } from "./ca.ts";
 import type { NodeIdentity } from "./identity.ts";
 import type { CertificateRequests, IssuedCertificates } from "../../shared/protocol/join-api.ts";
 
@@ -66,12 +65,30 @@ export function pkiFiles(dir: string): PkiFiles {
   };
 }
 
+/**
+ * The CA pair in `dir` (ca.crt, ca.key), checked as usable now (ca.ts); throws PkiError naming
+ * the file and what is wrong with it.
+ */
+export async function readCertificateAuthority(dir: string, now = Date.now()): Promise<CertificateAuthority> {
+  const files = pkiFiles(dir);
+  const read = (file: string): string => {
+    try {
+      return readFileSync(file, "utf8");
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") throw new PkiError("ca_incomplete", `${file} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key`);
+      throw new PkiError("ca_unreadable", `cannot read ${file}: ${code === "EACCES" ? "permission denied" : (e as Error).message}`);
+    }
+  };
+  return await loadCertificateAuthority(read(files.ca), read(files.caKey), { certFile: files.ca, keyFile: files.caKey, now });
+}
+
 /** Loads the CA from `dir`; `create` makes one there when neither file exists. */
 export async function certificateAuthority(dir: string, options: { create?: { commonName: string } } = {}): Promise<{ ca: CertificateAuthority; created: boolean }> {
   const files = pkiFiles(dir);
   const haveCert = existsSync(files.ca);
   const haveKey = existsSync(files.caKey);
-  if (haveCert && haveKey) return { ca: await loadCertificateAuthority(readFileSync(files.ca, "utf8"), readFileSync(files.caKey, "utf8")), created: false };
+  if (haveCert && haveKey) return { ca: await readCertificateAuthority(dir), created: false };
   if (haveCert || haveKey || !options.create) {
     const missing = [haveCert ? null : files.ca, haveKey ? null : files.caKey].filter(Boolean).join(" and ");
     throw new PkiError("ca_incomplete", `${missing} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key${haveCert && !haveKey ? " (a node that only trusts this CA cannot sign for itself)" : ""}`);
@@ -154,7 +171,7 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
     keys,
     save(dir, issued) {
       const files = pkiFiles(dir);
-      if (existsSync(files.caKey) && existsSync(files.ca) && readFileSync(files.ca, "utf8").trim() !== issued.ca.trim()) {
+      if (existsSync(files.caKey) && existsSync(files.ca) && !holdsCertificate(files.ca, issued.ca)) {
         throw new PkiError("certificate_mismatch", `the join API signed with another CA than the one in ${files.ca} (beside ${files.caKey}): each cluster has one etcd CA`);
       }
       mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -165,9 +182,19 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
       writeFileAtomic(files.peerCert, issued.peer);
       writeFileAtomic(files.serverCert, issued.server);
       if (keys.client && issued.client) writeFileAtomic(files.apiServerCert, issued.client);
-      writeFileAtomic(files.ca, issued.ca);
+      // The operator's CA certificate (kubeadm's, say) stays as it is when it is this one.
+      if (!holdsCertificate(files.ca, issued.ca)) writeFileAtomic(files.ca, issued.ca);
     },
   };
+}
+
+/** Whether `file` exists and its (first) certificate is the one in `pem`, however either is laid out. */
+function holdsCertificate(file: string, pem: string): boolean {
+  try {
+    return new X509Certificate(readFileSync(file)).raw.equals(new X509Certificate(pem).raw);
+  } catch {
+    return false;
+  }
 }
 
 /** The files etcd is started with (etcdFlags' `tls`). */

@@ -18,7 +18,12 @@ import "reflect-metadata"; // @peculiar/x509's dependency injection needs the Re
 import * as x509 from "@peculiar/x509";
 import { isIP } from "node:net";
 import { canonicalIpv6, ipv6Groups } from "../../shared/protocol/peer-url.ts";
-import { createPublicKey, randomBytes } from "node:crypto";
+import { X509Certificate as NodeCertificate, createPrivateKey, createPublicKey, randomBytes, sign } from "node:crypto";
+import { loadCertificateAuthority, type CertificateAuthority } from "./ca.ts";
+import { bitString, certificateParts, children, sequence } from "./der.ts";
+
+// The CA (loading it, its checks and its errors) lives in ca.ts; what signs with it is here.
+export { loadCertificateAuthority, PkiError, type CertificateAuthority } from "./ca.ts";
 
 // The global Web Crypto (Node's webcrypto), whose key type is the one the library takes.
 const provider = crypto;
@@ -53,27 +58,10 @@ export class CertificateRequestError extends Error {
   }
 }
 
-/** Why a PKI directory cannot be used; `code` is stable. */
-export class PkiError extends Error {
-  override readonly name = "PkiError";
-  constructor(
-    readonly code: "ca_incomplete" | "ca_unreadable" | "certificate_mismatch",
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export interface KeyPair {
   /** PKCS#8 PEM. */
   keyPem: string;
   keys: CryptoKeyPair;
-}
-
-export interface CertificateAuthority {
-  certPem: string;
-  cert: x509.X509Certificate;
-  signingKey: CryptoKey;
 }
 
 /** The identity a certificate is made for. */
@@ -90,7 +78,7 @@ export async function generateKeyPair(): Promise<KeyPair> {
   return { keys, keyPem: x509.PemConverter.encode(pkcs8, "PRIVATE KEY") };
 }
 
-/** A new self-signed CA for one cluster's etcd. */
+/** A new self-signed CA for one cluster's etcd (ECDSA P-256, made here). */
 export async function createCertificateAuthority(commonName: string, validDays: number, now = Date.now()): Promise<{ ca: CertificateAuthority; keyPem: string }> {
   const pair = await generateKeyPair();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -106,30 +94,7 @@ export async function createCertificateAuthority(commonName: string, validDays: 
       await x509.SubjectKeyIdentifierExtension.create(pair.keys.publicKey),
     ],
   });
-  return { ca: { cert, certPem: cert.toString("pem"), signingKey: pair.keys.privateKey }, keyPem: pair.keyPem };
-}
-
-/** A CA from its PEM files' contents. */
-export async function loadCertificateAuthority(certPem: string, keyPem: string): Promise<CertificateAuthority> {
-  let cert: x509.X509Certificate;
-  let signingKey: CryptoKey;
-  try {
-    cert = new x509.X509Certificate(certPem);
-    const der = x509.PemConverter.decodeFirst(keyPem);
-    signingKey = await subtle.importKey("pkcs8", der, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
-  } catch (e) {
-    throw new PkiError("ca_unreadable", `the CA certificate or key is not a PEM ECDSA P-256 pair (PKCS#8 key): ${(e as Error).message}`);
-  }
-  const basic = cert.getExtension(x509.BasicConstraintsExtension);
-  if (!basic?.ca) throw new PkiError("ca_unreadable", `the certificate ${cert.subject} is not a CA (basic constraints)`);
-  // The key must be the certificate's: sign something and verify it with the certificate's key.
-  const probe = new TextEncoder().encode("join-broker ca check");
-  const signature = await subtle.sign({ name: "ECDSA", hash: "SHA-256" }, signingKey, probe);
-  const publicKey = await cert.publicKey.export({ name: "ECDSA", namedCurve: "P-256" }, ["verify"], provider);
-  if (!(await subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, signature, probe))) {
-    throw new PkiError("ca_unreadable", `the CA key does not belong to the CA certificate ${cert.subject}`);
-  }
-  return { cert, certPem: cert.toString("pem"), signingKey };
+  return { ca: await loadCertificateAuthority(cert.toString("pem"), pair.keyPem, { now }), keyPem: pair.keyPem };
 }
 
 /** A certificate request for this key, naming the identity it asks for. */
@@ -284,9 +249,12 @@ export function newSerial(): string {
 }
 
 /**
- * A certificate of `kind` for `identity` on `publicKey`, signed by the CA: CN = the identity's
- * node (for `client`, the API server's user, with the node as OU), the identity's hosts as
- * subject alternative names, not a CA, the kind's usages; keyEncipherment for RSA keys only.
+ * A certificate of `kind` for `identity` on `publicKey`, signed by the CA with the algorithm its
+ * key calls for: CN = the identity's node (for `client`, the API server's user, with the node as
+ * OU), the identity's hosts as subject alternative names, not a CA, the kind's usages;
+ * keyEncipherment for RSA keys only. Its issuer is the CA's subject byte for byte and its
+ * authority key identifier the CA's subject key identifier (none when the CA has none, as Go's
+ * crypto/x509 does): Go finds a certificate's parent by those bytes, not by what they spell.
  */
 export async function issueCertificate(
   ca: CertificateAuthority,
@@ -302,23 +270,33 @@ export async function issueCertificate(
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: options.serial ?? newSerial(),
     subject: subjectOf(kind, identity.node),
-    issuer: ca.cert.subjectName.toString(),
+    // Re-encoded by the library (an openssl UTF8String may become a PrintableString): the stored bytes replace it below.
+    issuer: ca.cert.subjectName,
     notBefore: new Date(now - BACKDATE_MS),
     notAfter: new Date(notAfter),
     publicKey,
     signingKey: ca.signingKey,
-    signingAlgorithm: ALGORITHM,
+    signingAlgorithm: ca.signing.signingAlgorithm,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(usage, true),
       new x509.ExtendedKeyUsageExtension([...(kind === "anonymous" ? KIND_USAGES.client : KIND_USAGES[kind])]),
       // DNS names before addresses, as Go's x509 writes them: both signers issue the same names in the same order.
       ...(identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(sortedNames(identity.hosts).map(generalName))] : []),
-      await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
+      ...(ca.subjectKeyId ? [new x509.AuthorityKeyIdentifierExtension(ca.subjectKeyId)] : []),
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
     ],
   });
-  return cert.toString("pem");
+  return withIssuerOf(ca, new Uint8Array(cert.rawData));
+}
+
+/** The certificate with the CA's subject bytes as its issuer, signed again over that. */
+function withIssuerOf(ca: CertificateAuthority, der: Uint8Array): string {
+  const { tbsFields, signatureAlgorithm, issuer } = certificateParts(der);
+  const tbs = sequence(tbsFields.map((field) => (field === issuer ? ca.subject : field)));
+  // DER signatures, as X.509 stores them (ECDSA's r and s as a SEQUENCE of INTEGERs).
+  const signature = sign(ca.signing.hash, tbs, { key: ca.privateKey, dsaEncoding: "der" });
+  return x509.PemConverter.encode(sequence([tbs, signatureAlgorithm, bitString(signature)]).buffer as ArrayBuffer, "CERTIFICATE");
 }
 
 /** What a certificate says about itself, for checks before it is used. */
@@ -342,23 +320,29 @@ export function certificateFacts(pem: string): CertificateFacts {
   };
 }
 
-/** Whether `pem` was signed by this CA certificate. */
+/**
+ * Whether `pem` chains to this CA certificate as Go's crypto/x509 (etcd) sees it: its issuer is
+ * the CA's subject byte for byte, its authority key identifier is the CA's subject key identifier
+ * when the CA has one, and the CA's key verifies its signature.
+ */
 export async function signedBy(pem: string, caPem: string): Promise<boolean> {
   try {
-    return await new x509.X509Certificate(pem).verify({ publicKey: new x509.X509Certificate(caPem), signatureOnly: true }, provider);
+    const cert = new NodeCertificate(pem);
+    const ca = new NodeCertificate(caPem);
+    if (!Buffer.from(certificateParts(cert.raw).issuer).equals(certificateParts(ca.raw).subject)) return false;
+    const ski = new x509.X509Certificate(caPem).getExtension(x509.SubjectKeyIdentifierExtension)?.keyId;
+    const aki = new x509.X509Certificate(pem).getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId;
+    if (ski && aki !== ski) return false;
+    return cert.verify(ca.publicKey);
   } catch {
     return false;
   }
 }
 
-/** Whether the certificate and the key (PKCS#8 PEM) belong together. */
+/** Whether the certificate and the key (PEM) belong together. */
 export async function keyMatches(certPem: string, keyPem: string): Promise<boolean> {
   try {
-    const key = await subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(keyPem), { name: "ECDSA", namedCurve: "P-256" }, true, ["sign"]);
-    const jwk = (await subtle.exportKey("jwk", key)) as { x?: string; y?: string };
-    const pub = await new x509.X509Certificate(certPem).publicKey.export({ name: "ECDSA", namedCurve: "P-256" }, ["verify"], provider);
-    const pubJwk = (await subtle.exportKey("jwk", pub)) as { x?: string; y?: string };
-    return jwk.x === pubJwk.x && jwk.y === pubJwk.y;
+    return new NodeCertificate(certPem).checkPrivateKey(createPrivateKey(keyPem));
   } catch {
     return false;
   }
@@ -426,10 +410,21 @@ export async function createRevocationList(ca: CertificateAuthority, entries: re
     nextUpdate: new Date(now + 7 * 86_400_000),
     entries: entries.map((e) => ({ serialNumber: e.serial.toLowerCase(), revocationDate: new Date(e.revokedAt) })),
     signingKey: ca.signingKey,
-    signingAlgorithm: ALGORITHM,
-    extensions: [await x509.AuthorityKeyIdentifierExtension.create(ca.cert), new x509.Extension(CRL_NUMBER, false, derInteger(number))],
+    signingAlgorithm: ca.signing.signingAlgorithm,
+    extensions: [...(ca.subjectKeyId ? [new x509.AuthorityKeyIdentifierExtension(ca.subjectKeyId)] : []), new x509.Extension(CRL_NUMBER, false, derInteger(number))],
   });
-  return { der: new Uint8Array(crl.rawData), number, serials: entries.map((e) => e.serial.toLowerCase()), thisUpdate: now };
+  return { der: crlWithIssuerOf(ca, new Uint8Array(crl.rawData)), number, serials: entries.map((e) => e.serial.toLowerCase()), thisUpdate: now };
+}
+
+/** The list with the CA's subject bytes as its issuer, signed again over that (as withIssuerOf does for certificates). */
+function crlWithIssuerOf(ca: CertificateAuthority, der: Uint8Array): Uint8Array {
+  const [tbs, signatureAlgorithm] = children(der);
+  if (!tbs || !signatureAlgorithm) throw new Error("DER: not a revocation list");
+  const fields = children(tbs);
+  const issuerAt = fields[0]?.[0] === 0x02 ? 2 : 1; // after the (v2) version and the signature algorithm
+  const signed = sequence(fields.map((field, i) => (i === issuerAt ? ca.subject : field)));
+  const signature = sign(ca.signing.hash, signed, { key: ca.privateKey, dsaEncoding: "der" });
+  return sequence([signed, signatureAlgorithm, bitString(signature)]);
 }
 
 /** A revocation list this CA signed (DER or PEM); throws when it is not one. */
