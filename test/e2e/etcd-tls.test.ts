@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import { memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
 import { startJoinApi, type JoinApiServer } from "../../src/node/join-api/server.ts";
+import { etcdRootPassword } from "../../src/node/pki/etcd-identities.ts";
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles, requestCertificates } from "../../src/node/pki/pki-dir.ts";
 import { certificateFacts, signedBy } from "../../src/node/pki/x509.ts";
 import { goVerify } from "../support/certcheck.ts";
@@ -276,7 +277,9 @@ describe("a joiner whose certificates the cluster refuses", () => {
     rmSync(node.pkiDir, { recursive: true, force: true });
     const wrongCa = mkdtempSync(join(tmpdir(), "join-broker-wrong-ca-"));
     makeOperatorCa("openssl-rsa2048-pkcs1", wrongCa);
-    const wrongApi = await startJoinApi({ etcd: h.nodes.map((n) => n.clientURL), etcdTls: h.etcdClientTls!, pkiDir: wrongCa, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0 });
+    // It signs in to etcd as the cluster's root (the password of the cluster's CA key): only its signing CA is wrong.
+    const root = { user: "root", password: etcdRootPassword(readFileSync(join(h.pkiCaDir!, "ca.key"), "utf8")) };
+    const wrongApi = await startJoinApi({ etcd: h.nodes.map((n) => n.clientURL), etcdTls: h.etcdClientTls!, etcdCredentials: root, pkiDir: wrongCa, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0 });
     try {
       const args = h.agentArgs(node);
       args[args.indexOf("--join-api") + 1] = wrongApi.url;

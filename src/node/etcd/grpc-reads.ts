@@ -20,6 +20,7 @@ export class EtcdGrpcReads {
   readonly #timeoutMs: number;
   #session: ClientHttp2Session | null = null;
   #sessionFor = "";
+  #sessionError: Error | null = null;
 
   readonly #onHandshakeError: ((e: TlsHandshakeError) => void) | undefined;
 
@@ -77,7 +78,9 @@ export class EtcdGrpcReads {
     if (this.#session && !this.#session.closed && !this.#session.destroyed && id === this.#sessionFor) return this.#session;
     this.#session?.destroy();
     const session = connect(this.endpoint, { ca, cert, key });
-    session.on("error", () => {}); // a failed session fails its request; the next call makes another
+    // A failed session fails its request (whose error then says less: the TLS failure is the session's); the next call makes another.
+    session.on("error", (e) => (this.#sessionError = e));
+    this.#sessionError = null;
     session.unref();
     this.#session = session;
     this.#sessionFor = id;
@@ -113,19 +116,27 @@ export class EtcdGrpcReads {
       req.on("response", take);
       req.on("trailers", take);
       req.on("data", (c: Buffer) => chunks.push(c));
+      let errored = false;
       req.on("error", (e) => {
+        errored = true;
         clearTimeout(timer);
-        this.close();
-        // A certificate refused in the handshake, in the words tls-fetch.ts gives it (naming the file).
-        const handshake = tlsHandshakeError(e, new URL(this.endpoint).host, this.#files);
-        if (handshake) {
-          this.#onHandshakeError?.(handshake);
-          return fail(handshake.message);
-        }
-        fail(`${this.endpoint}: ${(e as NodeJS.ErrnoException).code ?? e.message}`);
+        // The session's own error (a TLS failure) may come a moment after the stream's.
+        setImmediate(() => {
+          const sessionError = this.#sessionError;
+          this.close();
+          // A certificate refused in the handshake, in the words tls-fetch.ts gives it (naming the file).
+          const host = new URL(this.endpoint).host;
+          const handshake = (sessionError ? tlsHandshakeError(sessionError, host, this.#files) : null) ?? tlsHandshakeError(e, host, this.#files);
+          if (handshake) {
+            this.#onHandshakeError?.(handshake);
+            return fail(handshake.message);
+          }
+          fail(`${this.endpoint}: ${(sessionError as NodeJS.ErrnoException | null)?.code ?? (e as NodeJS.ErrnoException).code ?? e.message}`);
+        });
       });
       req.on("close", () => {
         clearTimeout(timer);
+        if (errored) return;
         if (status === undefined) return fail(`${this.endpoint}: the stream ended without a gRPC status`);
         if (status !== "0") return fail(message || `gRPC status ${status}`, Number(status));
         const body = Buffer.concat(chunks);

@@ -39,6 +39,8 @@ export interface JoinApiServerOptions {
   certValidDays?: number;
   /** The join API's own client credentials for https etcd endpoints. */
   etcdTls?: TlsFiles;
+  /** Sign in to etcd with these instead of root's password derived from the CA key in `pkiDir`. */
+  etcdCredentials?: { user: string; password: string };
   log?: (line: string) => void;
   /** The clock tokens are checked and certificates dated by (ms since epoch); default Date.now. */
   now?: () => number;
@@ -102,7 +104,11 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
   const gateway = new EtcdGateway(options.etcd, {
     timeoutMs: options.etcdTimeoutMs,
     ...(fetchForEtcd ? { fetch: fetchForEtcd } : {}),
-    ...(ca && options.pkiDir ? { credentials: { user: ROOT_USER, password: etcdRootPassword(readFileSync(pkiFiles(options.pkiDir).caKey, "utf8")) } } : {}),
+    ...(options.etcdCredentials
+      ? { credentials: options.etcdCredentials }
+      : ca && options.pkiDir
+        ? { credentials: { user: ROOT_USER, password: etcdRootPassword(readFileSync(pkiFiles(options.pkiDir).caKey, "utf8")) } }
+        : {}),
   });
   const signer = ca ? CertificateSigner.fromAuthority(ca, { validDays: options.certValidDays, now: options.now }) : undefined;
   if (signer) log(`signing joiners' etcd certificates with the CA in ${options.pkiDir}: ${signer.describe()}`);
