@@ -60,7 +60,7 @@ it.skipIf(skip)("kubeadm's etcd CA directory, unchanged: the bootstrap node sign
     expect(h.current("ctrl-0")!.events.find((e) => e.step === "pki")?.msg).toMatch(new RegExp(`^the etcd CA in ${etcdDir} \\(CN=etcd-ca; RSA 2048, signs with sha256WithRSAEncryption; valid until `));
 
     // The bootstrap node's certificates sit beside kubeadm's CA, in kubeadm's file names.
-    expect(readdirSync(etcdDir).sort()).toEqual(["ca.crt", "ca.key", "peer.crt", "peer.key", "server.crt", "server.key"]);
+    expect(readdirSync(etcdDir).sort()).toEqual(["ca.crt", "ca.key", "crl.der", "peer.crt", "peer.key", "server.crt", "server.key"]);
     const caFile = join(etcdDir, "ca.crt");
     for (const node of ["ctrl-0", "ctrl-1"]) {
       const files = pkiFiles(h.node(node).pkiDir);
@@ -71,6 +71,9 @@ it.skipIf(skip)("kubeadm's etcd CA directory, unchanged: the bootstrap node sign
     // kube-apiserver's client certificate, made by kubeadm: etcd took it from the join API (ctrl-1 was added with it).
     expect(goVerify(caFile, [apiserverClient.cert], { usage: "client" }).output).toMatch(/^ok .*CN=kube-apiserver-etcd-client/);
     expect(h.joinApi.output()).toMatch(/added learner [0-9a-f]+ for node ctrl-1 /);
+    // Once the bootstrap node turned etcd's auth on, the gateway refused that certificate (it names a
+    // user etcd does not have): the join API went on with its own, which names none.
+    expect(h.joinApi.output()).toMatch(/refuses \S+apiserver-etcd-client\.crt, which names a user .*: using a client certificate of this join API's own/);
     // kubeadm's CA as kubeadm wrote it.
     expect(readFileSync(join(etcdDir, "ca.crt")).equals(before.cert)).toBe(true);
     expect(readFileSync(join(etcdDir, "ca.key")).equals(before.key)).toBe(true);
