@@ -262,7 +262,7 @@ export async function issueCertificate(
   identity: CertificateIdentity,
   validDays: number,
   now = Date.now(),
-  options: { kind?: CertificateKind | "anonymous"; serial?: string; rsa?: boolean } = {},
+  options: { kind?: CertificateKind | "anonymous" | "root"; serial?: string; rsa?: boolean } = {},
 ): Promise<string> {
   const kind = options.kind ?? "peer";
   const notAfter = Math.min(now + validDays * 86_400_000, ca.cert.notAfter.getTime());
@@ -280,7 +280,7 @@ export async function issueCertificate(
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(usage, true),
-      new x509.ExtendedKeyUsageExtension([...(kind === "anonymous" ? KIND_USAGES.client : KIND_USAGES[kind])]),
+      new x509.ExtendedKeyUsageExtension([...(kind === "anonymous" || kind === "root" ? KIND_USAGES.client : KIND_USAGES[kind])]),
       // DNS names before addresses, as Go's x509 writes them: both signers issue the same names in the same order.
       ...(identity.hosts.length ? [new x509.SubjectAlternativeNameExtension(sortedNames(identity.hosts).map(generalName))] : []),
       ...(ca.subjectKeyId ? [new x509.AuthorityKeyIdentifierExtension(ca.subjectKeyId)] : []),
@@ -364,8 +364,9 @@ function namesOf(san: x509.SubjectAlternativeNameExtension | null): string[] {
  * user, with the node as OU; an anonymous client certificate (a CA key holder's own etcd client,
  * etcd-identities.ts) names no user at all.
  */
-function subjectOf(kind: CertificateKind | "anonymous", node: string): x509.JsonName {
+function subjectOf(kind: CertificateKind | "anonymous" | "root", node: string): x509.JsonName {
   if (kind === "client") return [{ CN: [API_SERVER_USER] }, { OU: [node] }];
+  if (kind === "root") return [{ CN: ["root"] }, { OU: [node] }];
   if (kind === "anonymous") return [{ O: ["etcd-join-broker"] }, { OU: [node] }];
   return [{ CN: [node] }];
 }
