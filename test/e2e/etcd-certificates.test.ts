@@ -14,15 +14,17 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
+import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
+import { startJoinApi } from "../../src/node/join-api/server.ts";
+import { etcdRootPassword } from "../../src/node/pki/etcd-identities.ts";
 import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
 import { requestedIdentity } from "../../src/node/pki/identity.ts";
-import { etcdServingFiles, ownClientFiles, pkiFiles, requestCertificates } from "../../src/node/pki/pki-dir.ts";
+import { certificateAuthority, etcdServingFiles, pkiFiles, requestCertificates } from "../../src/node/pki/pki-dir.ts";
 import { certificateFacts, normalSerial, readRevocationList } from "../../src/node/pki/x509.ts";
 import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
-import { ensureTool, freePorts } from "../support/etcd.ts";
+import { ensureTool, freePorts, startSingleNodeEtcd } from "../support/etcd.ts";
 import { ROOT } from "../support/broker.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
@@ -355,4 +357,27 @@ describe("revocation reaches every etcd", () => {
     // The nodes that joined through the agent are untouched.
     for (const node of h.nodes) expect(await probe(`${node.clientURL}/health`, peerFiles(h.node("ctrl-1").pkiDir))).toBe(200);
   }, 90_000);
+});
+
+describe("a cluster bootstrapped before etcd's auth was turned on", () => {
+  it("a join API started with --enable-etcd-auth turns it on; a client without a user then gets nothing, root everything", async () => {
+    const etcd = await startSingleNodeEtcd({ bin: h.etcdBin });
+    const caDir = mkdtempSync(join(tmpdir(), "join-broker-enable-auth-"));
+    const logged: string[] = [];
+    await certificateAuthority(caDir, { create: { commonName: "enable-auth CA" } });
+    const api = await startJoinApi({ etcd: etcd.first.clientURL, pkiDir: caDir, enableEtcdAuth: true, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0, log: (l) => logged.push(l) });
+    try {
+      await expect.poll(() => logged.find((l) => l.startsWith("turned etcd's auth on")) ?? "", { timeout: 20_000 }).toContain("--enable-etcd-auth");
+      const anyone = new EtcdGateway(etcd.first.clientURL);
+      const put = await anyone.put("/registry/after", "1");
+      expect(put.ok ? "written" : put.error.kind).toMatch(/unauthenticated|permission_denied/);
+      const root = new EtcdGateway(etcd.first.clientURL, { credentials: { user: "root", password: etcdRootPassword(readFileSync(pkiFiles(caDir).caKey, "utf8")) } });
+      expect((await root.put("/registry/after", "1")).ok).toBe(true);
+      // The join API keeps its revocation list on it.
+      await expect.poll(async () => (await fetch(`${api.url}/v1beta1/etcd/crl`)).status, { timeout: 15_000 }).toBe(200);
+    } finally {
+      await api.close();
+      await etcd.cleanup();
+    }
+  });
 });

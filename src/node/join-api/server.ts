@@ -17,6 +17,7 @@ import { readFileSync } from "node:fs";
 import { pkiFiles, readCertificateAuthority } from "../pki/pki-dir.ts";
 import type { CertificateAuthority } from "../pki/ca.ts";
 import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../pki/etcd-identities.ts";
+import { ensureEtcdAuth } from "../etcd/etcd-auth.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -39,6 +40,8 @@ export interface JoinApiServerOptions {
   certValidDays?: number;
   /** The join API's own client credentials for https etcd endpoints. */
   etcdTls?: TlsFiles;
+  /** With `pkiDir`: turn etcd's auth on at start when it is off (etcd-auth.ts). */
+  enableEtcdAuth?: boolean;
   /** Sign in to etcd with these instead of root's password derived from the CA key in `pkiDir`. */
   etcdCredentials?: { user: string; password: string };
   log?: (line: string) => void;
@@ -148,11 +151,16 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     refresher.unref();
   }
 
-  if (ca) {
-    void gateway.signIn().then((signed) => {
-      if (!signed.ok) log(`cannot sign in to etcd as ${ROOT_USER}: ${signed.error.message}`);
-      else if (signed.value) log(`signed in to etcd as ${ROOT_USER}`);
-      else log("etcd's auth is off: every certificate of this CA is a full etcd client there, a joiner's too (clusters bootstrapped by this release turn it on; see docs/security.md)");
+  if (ca && options.pkiDir) {
+    const rootPassword = etcdRootPassword(readFileSync(pkiFiles(options.pkiDir).caKey, "utf8"));
+    void gateway.signIn().then(async (signed) => {
+      if (!signed.ok) return log(`cannot sign in to etcd as ${ROOT_USER}: ${signed.error.message}`);
+      if (signed.value) return log(`signed in to etcd as ${ROOT_USER}`);
+      if (!options.enableEtcdAuth) {
+        return log("etcd's auth is off: every certificate of this CA is a full etcd client there, a joiner's too (clusters bootstrapped by this release turn it on; --enable-etcd-auth turns it on here; see docs/operations.md)");
+      }
+      const on = await ensureEtcdAuth(gateway, rootPassword);
+      log(on.ok ? "turned etcd's auth on (--enable-etcd-auth): root (this join API) alone changes the membership; kube-apiserver reads and writes every key but /join-broker/; node certificates get nothing but the member list and status" : `could not turn etcd's auth on: ${on.error.message}`);
     });
     ledger!.start();
   }
