@@ -94,7 +94,7 @@ const AcceptedKeys = "ECDSA P-256 or P-384, or RSA of 2048 to 8192 bits"
 
 // ReservedNodeNames are refused without case, as by the broker (src/shared/protocol/identifiers.ts):
 // etcd takes a certificate's common name as the user, and root is its superuser.
-var ReservedNodeNames = []string{"root", "guest", "kube-apiserver", "join-broker"}
+var ReservedNodeNames = []string{"root", "guest", "kube-apiserver", "kube-apiserver-etcd-client", "apiserver-etcd-client", "join-broker"}
 
 // ReservedNodeName says whether no certificate may name this node.
 func ReservedNodeName(node string) bool {

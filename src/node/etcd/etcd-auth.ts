@@ -1,8 +1,8 @@
 /**
  * Turns etcd's auth on, as the bootstrap node does before it reports its cluster ready: `root`
- * (the CA key's holders: the join API) with every right, `kube-apiserver` (the API servers'
- * client certificates) with read-write on every key but this project's records, and no user
- * for anyone else. From then on a node's own certificates (their CN is the node's name, which
+ * (the CA key's holders: the join API) with every right, the role `kube-apiserver` (read-write on
+ * every key but this project's records) for the users of the API servers' client certificates
+ * (ours, kubeadm's and k0s's common names), and no user for anyone else. From then on a node's own certificates (their CN is the node's name, which
  * no user has: the reserved names keep `root` and `kube-apiserver` out of reach) can neither
  * change the membership nor read or write a key; only the join API, signed in as `root`, adds,
  * promotes and removes members.
@@ -12,7 +12,7 @@
  * @module
  */
 import { randomBytes } from "node:crypto";
-import { API_SERVER_USER, RECORDS_PREFIX, ROOT_USER } from "../pki/etcd-identities.ts";
+import { API_SERVER_USER, API_SERVER_USERS, RECORDS_PREFIX, ROOT_USER } from "../pki/etcd-identities.ts";
 import type { EtcdGateway, EtcdResult } from "./gateway.ts";
 
 /** etcd's answer when what is created exists already: the step is done. */
@@ -47,9 +47,11 @@ export async function ensureEtcdAuth(gateway: EtcdGateway, rootPassword: string)
       "role/grant",
       { name: API_SERVER_USER, perm: { permType: "READWRITE", key: r.key.toString("base64"), range_end: r.rangeEnd.toString("base64") } },
     ]),
-    // A password nobody knows: this user signs in by its client certificate only (etcd 3.4 has no password-less users).
-    ["user/add", { name: API_SERVER_USER, password: randomBytes(32).toString("base64url") }],
-    ["user/grant", { user: API_SERVER_USER, role: API_SERVER_USER }],
+    // Passwords nobody knows: these users sign in by their client certificates only (etcd 3.4 has no password-less users).
+    ...API_SERVER_USERS.flatMap((user): [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>][] => [
+      ["user/add", { name: user, password: randomBytes(32).toString("base64url") }],
+      ["user/grant", { user, role: API_SERVER_USER }],
+    ]),
     ["enable", {}],
   ];
   let endpoint = "";

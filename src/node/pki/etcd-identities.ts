@@ -15,6 +15,13 @@ import { API_SERVER_USER, generateKeyPair, issueCertificate, type CertificateAut
 
 export const ROOT_USER = "root";
 export { API_SERVER_USER };
+/**
+ * The etcd users with the API servers' role: this project's certificate, and the common names
+ * of the client certificates kubeadm (`apiserver-etcd-client.crt`) and k0s give their API
+ * servers, so that an API server keeps its installer's certificate on a cluster made with that
+ * installer's CA. None can be a node's name (identifiers.ts).
+ */
+export const API_SERVER_USERS: readonly string[] = [API_SERVER_USER, "kube-apiserver-etcd-client", "apiserver-etcd-client"];
 /** The keys the API servers' role does not reach: this project's records (learners, certificates, revocations). */
 export const RECORDS_PREFIX = "/join-broker/";
 
