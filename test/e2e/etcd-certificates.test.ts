@@ -24,7 +24,7 @@ import { certificateAuthority, etcdServingFiles, pkiFiles, requestCertificates }
 import { certificateFacts, normalSerial, readRevocationList } from "../../src/node/pki/x509.ts";
 import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
-import { ensureTool, freePorts, startSingleNodeEtcd } from "../support/etcd.ts";
+import { ensureTool, etcdUnderTest, freePorts, startSingleNodeEtcd } from "../support/etcd.ts";
 import { ROOT } from "../support/broker.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
@@ -35,7 +35,10 @@ let h: ClusterHarness;
 let etcdctlBin: string;
 const manual: EtcdProcess[] = [];
 
+let minor: string;
+
 beforeAll(async () => {
+  minor = (await etcdUnderTest()).minor;
   h = await ClusterHarness.start({ scenario: "etcd-certificates", seed, nodes: ["ctrl-0", "ctrl-1"], broker: { runtime: "serve" } });
   // The etcdctl of the etcd under test (3.5+ are built with theirs), else Debian's.
   const beside = join(dirname(h.etcdBin), "etcdctl");
@@ -186,10 +189,17 @@ describe("a joiner's certificates", () => {
           expect(t.ok, `${which} certificate, ${what}: ${t.out}`).toBe(false);
           expect(t.out, `${which} certificate, ${what}`).toMatch(denied);
         }
-        // What it keeps: the member list and the status (etcd answers these to any client it can name).
+        // What it keeps: the member list and the status (etcd answers these to any client it can name),
+        // leases (with no key), and on 3.4 compaction (3.4 checks no right for it).
         const list = await etcdctl(files, ctrl0.clientURL, ["member", "list"]);
         expect(list.ok, list.out).toBe(true);
         expect(list.out).toContain("ctrl-1");
+        expect((await etcdctl(files, ctrl0.clientURL, ["endpoint", "status"])).ok).toBe(true);
+        const lease = await etcdctl(files, ctrl0.clientURL, ["lease", "grant", "5"]);
+        expect(lease.ok, lease.out).toBe(true);
+        const compact = await etcdctl(files, ctrl0.clientURL, ["compaction", "1"]);
+        if (minor === "3.4") expect(compact.out).toMatch(/compacted revision 1|required revision has been compacted/);
+        else expect(compact.out).toMatch(denied);
         // The JSON gateway refuses a client certificate that names a user it would ignore.
         const gateway = await tlsFetch(files)(`${ctrl0.clientURL}/v3/cluster/member/add`, { method: "POST", body: JSON.stringify({ peerURLs: [`https://127.0.0.1:${freePeer}`], isLearner: true }) });
         expect(gateway.status).toBe(400);
