@@ -141,7 +141,7 @@ async function startManualEtcd(n: ManualNode, initialCluster: string[]): Promise
     peerURL: n.peerURL,
     initialCluster,
     initialClusterState: "existing",
-    tls: etcdServingFiles(n.pkiDir),
+    tls: etcdServingFiles(n.pkiDir, { revocationList: true }),
     waitFor: "none",
     logFile: join(n.pkiDir, "etcd.log"),
   });

@@ -209,7 +209,7 @@ export class LocalEtcd {
       initialCluster: owned.initialCluster,
       initialClusterState: owned.initialClusterState,
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      ...(o.pkiDir ? { tls: servingFiles(o.pkiDir) } : {}),
+      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir, { revocationList: true }) } : {}),
       // Ours first: a --max-learners among --etcd-arg comes later and wins.
       extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...(o.pkiDir ? SELF_COMPACTION : []), ...o.etcdArgs],
     });
@@ -324,15 +324,4 @@ export class LocalEtcd {
         `${own ? ` (${own})` : ""}. Stop that etcd (or fix --client-url) and run this command again.`,
     );
   }
-}
-
-/**
- * The files etcd is started with; the revocation list only once it exists: etcd refuses every
- * connection when the file it was told to read is missing.
- */
-function servingFiles(pkiDir: string): ReturnType<typeof etcdServingFiles> | Omit<ReturnType<typeof etcdServingFiles>, "crlFile"> {
-  const files = etcdServingFiles(pkiDir);
-  if (existsSync(files.crlFile)) return files;
-  const { crlFile: _none, ...rest } = files;
-  return rest;
 }

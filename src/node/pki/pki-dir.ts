@@ -197,10 +197,14 @@ function holdsCertificate(file: string, pem: string): boolean {
   }
 }
 
-/** The files etcd is started with (etcdFlags' `tls`). */
-export function etcdServingFiles(dir: string): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string; crlFile: string } {
+/**
+ * The files etcd is started with (etcdFlags' `tls`); the revocation list only when asked for
+ * and there: etcd refuses every connection when the list it was told to read is missing.
+ */
+export function etcdServingFiles(dir: string, options: { revocationList?: boolean } = {}): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string; crlFile?: string } {
   const f = pkiFiles(dir);
-  return { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey, crlFile: f.crl };
+  const files = { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
+  return options.revocationList && existsSync(f.crl) ? { ...files, crlFile: f.crl } : files;
 }
 
 /**
