@@ -101,11 +101,14 @@ export class RevocationListKeeper {
   }
 
   /**
-   * Before a joiner's etcd first starts: the join API's list (a few tries). Without one, an
+   * Before a joiner's etcd first starts: the list fetched before its add, or the join API's now
+   * (a few tries). Without one, an
    * empty placeholder, so that etcd starts reading the file (it reads it for every connection):
    * the join API's list replaces it as soon as it answers, with no restart.
    */
   async ensureBeforeStart(signal: AbortSignal): Promise<void> {
+    // Fetched right before the add (a new learner's own certificates are on no list): no wait here.
+    if (await this.load()) return;
     let problem: string | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {
       problem = await this.refresh(signal);
