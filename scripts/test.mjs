@@ -48,8 +48,9 @@ const SOURCE_CLI_ETCD_VERSION = "3.4";
 
 const buildKube = etcdVersions.includes(PRIMARY_ETCD_VERSION) && extra.length === 0;
 const KUBE_STEP = `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver (in the background)`;
-// The files that need the Kubernetes build: kubeadm on lab hosts, and kubeadm's etcd CA directory under the agent and the join API.
-const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test.ts"];
+// The files that need the Kubernetes build: kubeadm on lab hosts, kubeadm's etcd CA directory under
+// the agent and the join API, and the real kube-apiserver on the agent's etcd (auth on).
+const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test.ts", "test/e2e/apiserver-etcd.test.ts"];
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
@@ -73,7 +74,7 @@ const steps = [
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ...etcdVersions.map((v) => [
-    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
+    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm and kube-apiserver tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
     // The kubeadm tests are their own step, last.
     [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? KUBEADM_FILES.flatMap((f) => ["--exclude", f]) : [])],
     // One version's processes run the TypeScript sources (as a checkout with edits does), the
@@ -91,7 +92,7 @@ const steps = [
       ]]),
   // The unmodified kubeadm on lab hosts (etcd from scripts/kube-versions.json), once the background build is done.
   ...(buildKube
-    ? [[`kubeadm on lab hosts, and its etcd CA directory under the agent and the join API (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBEADM_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
+    ? [[`kubeadm on lab hosts, its etcd CA directory under the agent and the join API, and kube-apiserver on the agent's etcd (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBEADM_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
     : []),
 ];
 

@@ -74,6 +74,8 @@ describe("join flags", () => {
     const set = (flag: string, value: string) => REQUIRED.map((a, i) => (REQUIRED[i - 1] === flag ? value : a));
     expect(usageError(set("--cluster", "Prod"))).toContain("not a valid cluster name");
     expect(usageError(set("--node", "ctrl_1!"))).toContain("not a valid node name");
+    expect(usageError(set("--node", "root"))).toContain('node name "root" is reserved');
+    expect(usageError(set("--node", "KUBE-APISERVER"))).toContain("is reserved");
     expect(usageError(set("--peer-url", "https://10.0.0.4"))).toContain("must name a port");
     expect(usageError(set("--peer-url", "https://10.0.0.4:2380/path"))).toContain("must not have a path");
     // The broker's and the join API's strict parser: other spellings of an address are refused here already.

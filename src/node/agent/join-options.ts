@@ -9,7 +9,7 @@ import { defineCommand, parseCommand, type FlagSpec, type Values } from "../cli/
 import { UsageError } from "../exit-codes.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { tlsFilesFromFlags, type TlsFiles } from "../etcd/tls-fetch.ts";
-import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem, reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 
 export type LogFormat = "text" | "json";
 
@@ -50,6 +50,11 @@ export interface AgentOptions {
    * node's keys and certificates, and on the node that made or was given it, the CA key. null: plain http.
    */
   pkiDir: string | null;
+  /**
+   * With --pki-dir: also the client certificate this node's API server reaches etcd with
+   * (`apiserver-etcd-client.crt`: etcd user kube-apiserver).
+   */
+  apiServerClient: boolean;
   /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
   service: boolean;
   logFormat: LogFormat;
@@ -88,7 +93,13 @@ Node and etcd:
                         Ed25519; checked at start, exit 3 naming what is wrong) when present,
                         else creates them, and signs its own certificates; a joiner sends
                         certificate requests with its add and the join API signs them for
-                        exactly its admission (peer.crt, server.crt, ca.crt land here)
+                        exactly its admission (peer.crt, server.crt, ca.crt land here). The
+                        bootstrap node turns etcd's auth on: these certificates get no right but
+                        the member list and status; crl.der (kept current) lists revoked ones
+  --apiserver-etcd-client
+                        with --pki-dir: also get the client certificate this node's kube-apiserver
+                        reaches etcd with (DIR/apiserver-etcd-client.crt and .key; etcd user
+                        kube-apiserver: read and write every key but /join-broker/)
   --listen-peer-url URL address etcd listens on for peers (default: the peer URL)
   --etcd-arg ARG        one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100
   --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
@@ -163,6 +174,7 @@ export const JOIN_FLAGS = {
   "data-dir": "DIR",
   "client-url": "URL",
   "pki-dir": "DIR",
+  "apiserver-etcd-client": true,
   "etcd-bin": "PATH",
   "etcd-arg": { value: "ARG", repeat: true },
   "print-etcd-flags": true,
@@ -187,6 +199,7 @@ const RESERVED_ETCD_FLAGS = [
 /** Set by the agent with --pki-dir. */
 const RESERVED_TLS_FLAGS = [
   "cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth",
+  "client-crl-file", "peer-crl-file",
 ];
 
 export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
@@ -223,6 +236,8 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const token = fromEnv.has("token") ? readToken(undefined, str("token-file"), str("token")) : readToken(str("token"), str("token-file"), undefined);
   const node = str("node") ?? hostname().split(".")[0];
   if (!isNodeName(node)) throw new UsageError(`--node ${JSON.stringify(node)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
+  const reserved = reservedNodeNameProblem(node);
+  if (reserved) throw new UsageError(`--node: ${reserved}`);
 
   const peerURL = peerUrl("--peer-url", required("peer-url"));
   const listenPeerURL = peerUrl("--listen-peer-url", str("listen-peer-url") ?? peerURL);
@@ -237,6 +252,8 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const pkiDirText = str("pki-dir");
   if (pkiDirText !== undefined && exec !== null) throw new UsageError("--pki-dir does not go with --exec: in gate mode the installer runs etcd with its own certificates (give the agent --etcd-cacert, --etcd-cert and --etcd-key)");
   const pkiDir = pkiDirText === undefined ? null : resolve(pkiDirText);
+  const apiServerClient = values["apiserver-etcd-client"] === true;
+  if (apiServerClient && !pkiDir) throw new UsageError("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
   const clientURL = peerUrl("--client-url", str("client-url") ?? (pkiDir ? "https://127.0.0.1:2379" : "http://127.0.0.1:2379"));
   if (pkiDir) {
     for (const [flag, url] of [["--peer-url", peerURL], ["--listen-peer-url", listenPeerURL], ["--client-url", clientURL]] as const) {
@@ -290,6 +307,7 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       controllers: gate.endpoints ?? [],
       etcdTls: gate.tls,
       pkiDir,
+      apiServerClient,
       service: values.service === true,
       logFormat,
       verbose: values.verbose === true,

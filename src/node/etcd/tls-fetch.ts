@@ -131,6 +131,30 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
     }
     return agent;
   };
+  return fetchWithAgent(currentAgent, files);
+}
+
+/**
+ * A fetch that presents these in-memory PEMs (asked for on every request, so that a caller can
+ * renew them): a client whose certificate is made in memory and never written to disk.
+ */
+export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }, names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" }): typeof fetch {
+  let agentFor = "";
+  let agent: Agent | null = null;
+  return fetchWithAgent(() => {
+    const m = material();
+    const id = [m.ca, m.cert, m.key].join("\0");
+    if (!agent || id !== agentFor) {
+      agent?.destroy();
+      agent = new Agent({ keepAlive: true, ca: m.ca, cert: m.cert, key: m.key });
+      agentFor = id;
+    }
+    return agent;
+  }, names);
+}
+
+/** A fetch over `currentAgent`'s TLS; `files` name its certificates in handshake failures. */
+function fetchWithAgent(currentAgent: () => Agent, files: TlsFiles): typeof fetch {
   const fetchWithTls = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);

@@ -3,12 +3,17 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import { CLUSTER_PATTERN, NODE_PATTERN, peerUrlProblem } from "./identifiers.ts";
+import { CLUSTER_PATTERN, NODE_PATTERN, peerUrlProblem, reservedNodeNameProblem } from "./identifiers.ts";
 import { NODE_GLOB, peerHostPatternProblem } from "./token-scope.ts";
 import { POLICY_LIMITS } from "./wire.ts";
 
 export const ClusterName = z.string().regex(CLUSTER_PATTERN, "cluster must be a DNS label: a-z, 0-9 and '-', at most 63 characters").openapi({ example: "prod-eu" });
 export const NodeName = z.string().regex(NODE_PATTERN, "node must start with a letter or digit and use A-Z a-z 0-9 . _ -, at most 63 characters").openapi({ example: "ctrl-1" });
+/** A node name a ticket may be issued for: well-formed and not reserved (identifiers.ts). */
+export const AdmissibleNodeName = NodeName.superRefine((v, ctx) => {
+  const why = reservedNodeNameProblem(v);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
 export const PeerUrl = z
   .string()
   .max(512)
@@ -26,7 +31,7 @@ export const TicketParams = ClusterParams.extend({ ticket: TicketId.openapi({ pa
 
 export const TicketRequest = z
   .strictObject({
-    node: NodeName,
+    node: AdmissibleNodeName,
     peerURL: PeerUrl,
     exclusiveUntilStarted: z.boolean().optional().openapi({
       description:
