@@ -135,6 +135,28 @@ export class BrokerSteps {
     return false;
   }
 
+  /**
+   * Tells the broker that this node gives up its admission leaving member `memberID` in etcd
+   * (it could not remove it): the broker ends the ticket and pauses the cluster for an operator.
+   * A few tries, 30 s at most (the agent is on its way out); true when the broker took note.
+   */
+  async reportStuck(view: TicketView, admission: string, memberID: string, detail: string): Promise<boolean> {
+    const until = AbortSignal.timeout(30_000);
+    for (let attempt = 0; !until.aborted; attempt++) {
+      const res = await this.#broker.memberStuck(view.ticket, admission, memberID, detail, until).catch(() => null);
+      if (res?.status === 200) {
+        this.#r.event("stuck", `told the broker that member ${memberIdHex(memberID)} is left in etcd for an operator: it paused the cluster`, { memberID });
+        return true;
+      }
+      if (res && res.status < 500 && res.status !== 429) {
+        this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} left for an operator: ${describeAnswer(res)}`);
+        return false;
+      }
+      await sleep(Math.min(1_000 * 2 ** attempt, 5_000), until).catch(() => undefined);
+    }
+    return false;
+  }
+
   async complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {
     this.#r.event("complete", `reporting member ${memberIdHex(memberID)} to the broker`, { memberID });
     const res = await this.retry("completing", () => this.#broker.complete(view.ticket, admission, memberID, signal), signal);
