@@ -126,7 +126,16 @@ export class BrokerSteps {
    * node only waits longer.
    */
   async reportStarted(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<boolean> {
-    const res = await this.#broker.memberStarted(view.ticket, admission, memberID, signal);
+    let res: Awaited<ReturnType<NodeSession["memberStarted"]>>;
+    try {
+      res = await this.#broker.memberStarted(view.ticket, admission, memberID, signal);
+    } catch (e) {
+      // A broker out of reach (a connection it closed, say) is asked again at the next poll: the
+      // join goes on meanwhile, only the next node waits longer. The admission's end is not.
+      if (signal.aborted) throw e;
+      this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} started: ${e instanceof Error ? e.message : String(e)}`);
+      return false;
+    }
     if (res.status === 200) {
       this.#r.event("member-started", `told the broker that member ${memberIdHex(memberID)} started: the next node may be admitted`, { memberID });
       return true;

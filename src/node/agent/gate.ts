@@ -234,12 +234,19 @@ export class Gate {
     if (command?.running) this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
     // Also what a failed COMMAND left in its process group: none of it is to be trusted now.
     await command?.stop("SIGTERM", STOP_GRACE_MS);
+    const why = `${this.#label} ${describeExit(command?.exit ?? { code: null, signal: "SIGTERM" })} before this node was a voter`;
+    let removal: Awaited<ReturnType<Gate["removeOwnNonVoter"]>>;
     try {
-      await this.removeOwnNonVoter(admission.aborted ? undefined : admission, reportStuck);
-    } finally {
-      // The member is gone, or the operator's now: either way the installer starts afresh next time.
-      if (this.#role === "join" && command) await this.#cleanup(`${this.#label} ${describeExit(command.exit ?? { code: null, signal: "SIGTERM" })} before this node was a voter`);
+      removal = await this.removeOwnNonVoter(admission.aborted ? undefined : admission, reportStuck);
+    } catch (stuck) {
+      // Left to an operator, but a member that never was a voter: the installer starts afresh next time.
+      if (this.#role === "join" && command) await this.#cleanup(why);
+      throw stuck;
     }
+    // Only once etcd confirmed no member of this node's: a node that became a voter meanwhile (its
+    // installer failed after the promotion) keeps its data, and one etcd could not tell about
+    // is cleaned up by the next start, once etcd can.
+    if (this.#role === "join" && command && (removal === "absent" || removal === "removed")) await this.#cleanup(why);
   }
 
   /** Runs --cleanup (if given) and waits for it, at most a minute; its output goes to stderr. */
