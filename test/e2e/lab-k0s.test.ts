@@ -51,9 +51,9 @@ for (const version of K0S_VERSIONS) {
   const release = k0sPin(version).release;
 
   // The two runs of a version side by side, each on a lab of its own: most of either is k0s's
-  // 2-minute etcd health check on the failing joiner.
-  describe.concurrent(`k0s ${release}`, () => {
-    it.skipIf(skip)(
+  // 2-minute etcd health check on the failing joiner. The versions one after the other.
+  describe(`k0s ${release}`, () => {
+    it.skipIf(skip).concurrent(
       "without the broker: the failed joiner, restarted, " + (version === "1.28" ? "starts a cluster of its own (more than one cluster ID)" : "finds its learner in the way, and so does every other joiner"),
       async ({ expect }) => {
         const r = await seedWithoutBroker(bins as K0sBinaries, { log: log(`${version} without the broker`) });
@@ -78,7 +78,7 @@ for (const version of K0S_VERSIONS) {
       900_000,
     );
 
-    it.skipIf(skip)(
+    it.skipIf(skip).concurrent(
       "through the broker with docs/k0s.md's unit: one cluster ID, four started voters and no stale member, the failed joiner removed, cleaned up and joined on its restart",
       async ({ expect }) => {
         const r = await seedThroughBroker(bins as K0sBinaries, { log: log(`${version} through the broker`) });
