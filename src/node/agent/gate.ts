@@ -285,12 +285,14 @@ export class Gate {
     const deadline = Date.now() + this.#o.removalTimeoutSeconds * 1000;
     let lastNote = Date.now();
     let last: Extract<Removal, { problem: string }> | null = null;
+    let rescueTried = false;
     try {
       for (let attempt = 0; heldUntil ? !heldUntil.aborted : attempt < REMOVAL_ATTEMPTS; attempt++) {
         const removal = await this.#removeOnce();
         if ("done" in removal) return removal.done;
         last = removal;
-        if (heldUntil && removal.own && !removal.own.isLearner && !removal.own.started && !this.#rescue) await this.#startRescue(removal.own);
+        // Once per attempt to give the admission up: an etcd that cannot run now will not later.
+        if (heldUntil && removal.own && !removal.own.isLearner && !removal.own.started && !rescueTried) rescueTried = await this.#startRescue(removal.own);
         if (heldUntil && Date.now() >= deadline) await this.#stuck(removal, reportStuck);
         if (heldUntil && Date.now() - lastNote > 10_000) {
           lastNote = Date.now();
@@ -335,24 +337,27 @@ export class Gate {
     );
   }
 
-  /** Runs the unstarted voter's etcd so that the cluster has its quorum back (--rescue-etcd). */
-  async #startRescue(own: EtcdMember): Promise<void> {
+  /**
+   * Runs the unstarted voter's etcd so that the cluster has its quorum back (--rescue-etcd).
+   * False when it is to be tried again (etcd's member list could not be read for it).
+   */
+  async #startRescue(own: EtcdMember): Promise<boolean> {
     const files = this.#o.rescue;
-    if (!files) return;
+    if (!files) return true;
     const missing = rescueFilesMissing(files);
     if (missing) {
       this.#r.event("rescue", `cannot run member ${memberIdHex(own.id)}'s etcd to restore quorum: ${missing}`);
-      this.#rescue = null;
-      return;
+      return true;
     }
     const list = await this.#etcd.memberList();
-    if (!list.ok) return; // asked again at the next attempt
+    if (!list.ok) return false;
     try {
       this.#rescue = await QuorumRescue.start(files, { name: this.#o.node, own, members: list.value.members, listenPeerURL: this.#o.listenPeerURL, dataDir: join(this.#dir.path, "rescue-etcd"), logFile: join(this.#dir.path, "rescue-etcd.log") });
-      this.#r.event("rescue", `etcd cannot remove unstarted voter ${memberIdHex(own.id)} (without it the cluster has no quorum): running its etcd (pid ${this.#rescue.process.pid}) until quorum is back, then removing it`, { memberID: own.id, pid: this.#rescue.process.pid });
+      this.#r.event("rescue", `etcd cannot remove unstarted voter ${memberIdHex(own.id)} (a voter that never ran: a small cluster has no quorum without it): running its etcd (pid ${this.#rescue.process.pid}) until quorum is back, then removing it`, { memberID: own.id, pid: this.#rescue.process.pid });
     } catch (e) {
       this.#r.event("rescue", `could not run member ${memberIdHex(own.id)}'s etcd to restore quorum: ${e instanceof Error ? e.message : String(e)}`);
     }
+    return true;
   }
 
   async #stopRescue(): Promise<void> {
