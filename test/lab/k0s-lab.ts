@@ -578,6 +578,11 @@ export class BrokeredK0sLab {
 /** The scenario's hosts: the first is the leader when there is no broker to pick one. */
 export const K0S_HOSTS = ["k0s-1", "k0s-2", "k0s-3", "k0s-4"];
 
+/** What `eventually` does not wait out: the run cannot get there by itself. */
+export class NeedsOperator extends Error {
+  override readonly name = "NeedsOperator";
+}
+
 /** Waits for what is eventually true (polled every second); the last problem goes into the error. */
 export async function eventually<T>(what: string, attempt: () => T | null | Promise<T | null>, budgetMs: number): Promise<T> {
   const deadline = Date.now() + budgetMs;
@@ -587,6 +592,7 @@ export async function eventually<T>(what: string, attempt: () => T | null | Prom
       const v = await attempt();
       if (v !== null) return v;
     } catch (e) {
+      if (e instanceof NeedsOperator) throw new Error(`${what}: ${e.message}`);
       last = e;
     }
     if (Date.now() > deadline) throw new Error(`${what}: not within ${Math.round(budgetMs / 1000)} s${last ? ` (last: ${String(last)})` : ""}`);
@@ -700,6 +706,9 @@ export async function seedThroughBroker(bins: K0sBinaries, options: { name?: str
     await eventually(
       "four started voters of one cluster in every host's view, nothing else, and every agent's word that its node joined",
       () => {
+        // A cluster left to an operator does not get there by itself: say so at once.
+        const stuck = K0S_HOSTS.flatMap((h) => (b.h.runs.get(h) ?? []).flatMap((r) => r.events.filter((e) => e.step === "stuck")));
+        if (stuck.length) throw new NeedsOperator(`a node left its member to an operator: ${stuck.map((e) => `${e.node}: ${e.msg}`).join("; ")}`);
         if (!K0S_HOSTS.every((h) => b.h.current(h)?.events.some((e) => e.step === "joined"))) return null;
         const views = Object.fromEntries(K0S_HOSTS.map((h) => [h, b.k.members(h)]));
         return done(views) && new Set(K0S_HOSTS.map((h) => views[h]!.header.cluster_id)).size === 1 ? true : null;
