@@ -72,18 +72,23 @@ export function k0sCacheDir() {
   return join(projectCacheDir(), "k0s");
 }
 
+/** Where the development machines keep the archives, for a checkout that is not beside them (a clean clone in /tmp, say). */
+const MACHINE_SOURCE_DIR = "/work/shared/k0s";
+
 /**
  * The directory holding the k0s source archives: $JOIN_BROKER_K0S_SOURCE, else the first
  * `shared/k0s` beside this checkout or one of its parents (a checkout at /work/main or
- * /work/wt/<name> finds /work/shared/k0s). Null when there is none.
+ * /work/wt/<name> finds /work/shared/k0s), else the machine's /work/shared/k0s. Null when there
+ * is none.
  */
 export function k0sSourceDir() {
   if (process.env.JOIN_BROKER_K0S_SOURCE) return resolve(process.env.JOIN_BROKER_K0S_SOURCE);
   for (let dir = ROOT; ; dir = dirname(dir)) {
     const candidate = join(dirname(dir), "shared", "k0s");
     if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) return null;
+    if (dirname(dir) === dir) break;
   }
+  return existsSync(MACHINE_SOURCE_DIR) ? MACHINE_SOURCE_DIR : null;
 }
 
 /** The patch directory of a variant: integrations/k0s/<version>/<variant>/. */
