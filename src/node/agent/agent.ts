@@ -161,7 +161,13 @@ async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal)
     if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.crl);
     if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
     if (ctx.gate) {
-      const voter = await ctx.gate.admitted(view, admission, signal, (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal));
+      const voter = await ctx.gate.admitted(
+        view,
+        admission,
+        signal,
+        (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal),
+        (memberID, detail) => ctx.broker.reportStuck(view, admission, memberID, detail),
+      );
       await ctx.broker.complete(view, admission, voter.memberID, signal);
       return ctx.files.writeMarker(view, voter.memberID, voter.clusterID);
     }

@@ -6,6 +6,7 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { join, resolve } from "node:path";
 import { UsageError } from "../exit-codes.ts";
 import { request as httpRequest } from "node:http";
@@ -15,6 +16,12 @@ export interface TlsFiles {
   ca?: string;
   cert?: string;
   key?: string;
+  /**
+   * The name etcd's server certificate is checked against (and sent as SNI) instead of the
+   * endpoint's host: k0s's and k3s's etcd certificates name only localhost and 127.0.0.1, yet
+   * are reached at the node's address. Not a file; it goes with them.
+   */
+  serverName?: string;
 }
 
 /**
@@ -22,7 +29,7 @@ export interface TlsFiles {
  * together; null when none is given. `mustExist` checks them now; without it they are read when
  * etcd is asked (a joining installer may write them only while it joins).
  */
-export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
+export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key" | "etcd-server-name") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
   const files: TlsFiles = {};
   for (const [name, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
     const path = flag(name);
@@ -31,6 +38,11 @@ export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "et
     files[field] = resolve(path);
   }
   if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
+  const serverName = flag("etcd-server-name");
+  if (serverName !== undefined) {
+    if (!DNS_NAME.test(serverName) && !isIP(serverName)) throw new UsageError(`--etcd-server-name ${JSON.stringify(serverName)} is not a DNS name or an IP address`);
+    files.serverName = serverName;
+  }
   return Object.keys(files).length ? files : null;
 }
 
@@ -80,6 +92,8 @@ export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): Tl
   }
   return null;
 }
+/** A DNS name (labels of letters, digits and '-', dot-separated), which a certificate's SAN can name (as it can an IP address). */
+const DNS_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 export interface KeptCopy {
   /** A directory of the caller's own (created 0700) where the last working set of files is kept. */
@@ -170,7 +184,9 @@ function fetchWithAgent(currentAgent: () => Agent, files: TlsFiles): typeof fetc
       new Headers(init.headers).forEach((value, name) => (headers[name] = value));
       const body = typeof init.body === "string" ? init.body : undefined;
       if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-      const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...(secure ? { agent } : {}) }, (res) => {
+      // With a server name, etcd's certificate is checked against it, not the endpoint's address.
+      const tls = secure ? { agent, ...(files.serverName ? { servername: files.serverName } : {}) } : {};
+      const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...tls }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);

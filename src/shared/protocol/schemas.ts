@@ -42,6 +42,10 @@ export const TicketRequest = z
   .openapi("TicketRequest");
 export const CompleteRequest = z.strictObject({ memberID: MemberId }).openapi("CompleteRequest");
 export const StartedRequest = z.strictObject({ memberID: MemberId }).openapi("StartedRequest");
+/** `POST …/tickets/{ticket}/stuck`: the member this node's attempt left in etcd and could not remove, and why. */
+export const StuckRequest = z
+  .strictObject({ memberID: MemberId, detail: z.string().min(1).max(2000) })
+  .openapi("StuckRequest", { description: "The etcd member (decimal ID) this node's failed attempt left and could not remove, and what stood in the way (etcd's answer, the command that removes it)." });
 /**
  * A number in a query string: decimal digits only, as the contract writes them. No sign, exponent,
  * `0x`/`0o`/`0b` prefix, blanks, leading zeros or empty value, all of which `Number()` would accept.
