@@ -149,7 +149,7 @@ const builds = [
   { id: "kube", title: `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver, etcd ${kubePin().etcd}`, cmd: nodeCmd("scripts/kube.mjs", "list"), lane: "go", nice: 19, idleIo: true },
 ];
 
-const e2eNeeds = [...new Set([...matrixProjects.flatMap((p) => p.needs), ...(contractSelected ? ["cli"] : []), ...fileBuilds(selected ? e2eFiles : ["test/e2e/single-executable.test.ts"]), ...unplacedVersions.flatMap((v) => ["cli", etcdJob(v)])])];
+const e2eNeeds = [...new Set([...matrixProjects.flatMap((p) => p.needs), ...(contractSelected ? ["cli"] : []), ...fileBuilds(selected ? e2eFiles : ["test/e2e/single-executable.test.ts"]), ...unplacedVersions.flatMap((v) => ["cli", "certcheck", etcdJob(v)])])];
 const e2eRunProjects = [...matrixProjects.map((p) => p.name), ...(contractSelected ? ["contract-serve"] : [])];
 const e2eFilesOf = (projects) => (selected ? e2eFiles.filter((f) => projects.some((p) => projectRuns(p, f))) : []);
 const contractFiles = selected ? byProject("worker").filter((f) => CONTRACT_FILES.includes(f)) : [];
@@ -214,7 +214,7 @@ const checks = quick
         title: `the named end-to-end files on etcd ${v}`,
         ...vitest(`e2e-${v}-named`, ["e2e"], unplaced, { E2E_ETCD_VERSION: v }),
         lane: "e2e",
-        needs: ["cli", etcdJob(v), ...fileBuilds(unplaced)],
+        needs: ["cli", "certcheck", etcdJob(v), ...fileBuilds(unplaced)],
         nice: 0,
         tests: true,
       })),
