@@ -143,28 +143,28 @@ export class Gate {
       }
       const command = this.#start({ role: view.role, admission, ticket: view.ticket });
       let exitedOkAt: number | null = null;
-      let lastNote = Date.now();
+      let lastNote = performance.now();
       for (;;) {
         const voter = await this.findVoter();
         if (voter) return voter;
         // The member has a name now: the broker may admit the next node beside this one.
         // A refused report is asked again, but not at every poll.
-        if (this.#started && !reported && Date.now() >= nextReport) {
+        if (this.#started && !reported && performance.now() >= nextReport) {
           reported = await reportStarted(this.#started);
-          nextReport = Date.now() + REPORT_RETRY_MS;
+          nextReport = performance.now() + REPORT_RETRY_MS;
         }
         const exit = command.exit;
         if (exit && (exit.code !== 0 || exit.signal)) {
           throw new CommandFailed(`${this.#label} ${describeExit(exit)} before this node was a voter`);
         }
         if (exit) {
-          exitedOkAt ??= Date.now();
-          if (Date.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
+          exitedOkAt ??= performance.now();
+          if (performance.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
             throw new CommandFailed(`${this.#label} exited with status 0, but etcd (${this.#etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${EXITED_OK_GRACE_MS / 1000} s later`);
           }
         }
-        if (Date.now() - lastNote > 10_000) {
-          lastNote = Date.now();
+        if (performance.now() - lastNote > 10_000) {
+          lastNote = performance.now();
           this.#r.retry(`waiting for etcd to list ${this.#o.peerURL} as a started voter (${this.#seen || "not a member yet"})`);
         }
         await Promise.race([sleep(POLL_MS, signal), command.exited]);
@@ -205,12 +205,12 @@ export class Gate {
    * still in the way. Without one, it tries a few times and says so when it could not.
    */
   async removeOwnNonVoter(heldUntil?: AbortSignal): Promise<void> {
-    let lastNote = Date.now();
+    let lastNote = performance.now();
     for (let attempt = 0; heldUntil ? !heldUntil.aborted : attempt < REMOVAL_ATTEMPTS; attempt++) {
       const problem = await this.#removeOnce();
       if (problem === null) return;
-      if (heldUntil && Date.now() - lastNote > 10_000) {
-        lastNote = Date.now();
+      if (heldUntil && performance.now() - lastNote > 10_000) {
+        lastNote = performance.now();
         this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${problem})`);
       } else this.#r.retry(problem);
       // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
