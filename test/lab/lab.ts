@@ -37,13 +37,18 @@ const SLOTS = 256;
 const SUBNET_CLAIMS = "lab-subnets";
 const MOUNT_POINTS_LOCK = "lab-mount-points";
 let labsInProcess = 0;
+/** The slots of this process's labs: a claim is a process's, and one process may run several labs at once. */
+const slotsInProcess = new Set<number>();
 
 /** A subnet slot no live lab on the machine holds, claimed for this process; a random start spreads concurrent claimants. */
 function claimSlot(): number {
   const start = Math.floor(Math.random() * SLOTS);
   for (let i = 0; i < SLOTS; i++) {
     const slot = (start + i) % SLOTS;
-    if (claim(SUBNET_CLAIMS, slot)) return slot;
+    if (!slotsInProcess.has(slot) && claim(SUBNET_CLAIMS, slot)) {
+      slotsInProcess.add(slot);
+      return slot;
+    }
   }
   throw new Error(`every lab subnet (${LAB_NET}.0.0/16, ${SLOTS} of them) is held by a running lab`);
 }
@@ -543,6 +548,7 @@ export class Lab {
       .filter((ns) => ns.startsWith(this.prefix));
     removeNamespaces(mine);
     rmSync(this.dir, { recursive: true, force: true });
+    slotsInProcess.delete(this.slot);
     release(SUBNET_CLAIMS, this.slot);
     // Under the lock that `privatePath` makes them under: no lab can start using one in between.
     withMachineLock(MOUNT_POINTS_LOCK, () => {
