@@ -2,9 +2,11 @@
 // src/shared: both), checked:
 // each runtime's code type-checked on its own with only that runtime's types, then
 // dependency-cruiser's rules (.dependency-cruiser.cjs): no cycles, neither side imports the other,
-// the shared contract imports neither. Exits non-zero on the first failure.
-import { spawnSync } from "node:child_process";
+// the shared contract imports neither. The checks run as many at once as there are cores, each
+// one's output printed whole when it ends; exits non-zero when any failed.
+import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 
 const require = createRequire(import.meta.url);
@@ -18,11 +20,30 @@ const checks = [
   ["console script (browser DOM types only)", [tsc, "--noEmit", "-p", "tsconfig.console.json"]],
   ["dependency rules (dependency-cruiser)", [depcruise, "src", "--config", ".dependency-cruiser.cjs", "--output-type", "err"]],
 ];
-for (const [name, args] of checks) {
-  console.log(`-- ${name}`);
-  const r = spawnSync(process.execPath, args, { stdio: "inherit" });
-  if (r.status !== 0) {
-    console.error(`boundaries: ${name} failed`);
-    process.exit(1);
-  }
+/** Runs one check; resolves with its exit status and everything it printed. */
+function run([name, args]) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("error", (e) => resolve({ name, status: 1, out: `${out}${e.message}\n` }));
+    child.on("close", (status) => resolve({ name, status: status ?? 1, out }));
+  });
 }
+
+const queue = [...checks];
+let failed = 0;
+await Promise.all(
+  Array.from({ length: Math.min(availableParallelism(), queue.length) }, async () => {
+    for (let check = queue.shift(); check; check = queue.shift()) {
+      const { name, status, out } = await run(check);
+      process.stdout.write(`-- ${name}\n${out}`);
+      if (status !== 0) {
+        console.error(`boundaries: ${name} failed`);
+        failed++;
+      }
+    }
+  }),
+);
+process.exit(failed ? 1 : 0);

@@ -4,7 +4,7 @@
 // (bin/built-cli.mjs checks it before bin/join-broker runs the build). esbuild and workerd stay
 // external: both locate their native binaries from their own package directories.
 import { build } from "esbuild";
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BUILD_DIR, ENTRY, MANIFEST, fileHash } from "../bin/built-cli.mjs";
@@ -16,7 +16,7 @@ export function cliBundleOptions(root = ROOT) {
   return { absWorkingDir: root, bundle: true, platform: "node", logLevel: "warning", legalComments: "none" };
 }
 
-/** Builds into `root/dir` (replacing an earlier build at once, never half-written); returns the manifest. */
+/** Builds into `root/dir` (never half-written: replacing an earlier build file by file, its manifest last); returns the manifest. */
 export async function buildCli({ root = ROOT, dir = BUILD_DIR } = {}) {
   const target = join(root, dir);
   const staging = `${target}.tmp-${process.pid}`;
@@ -42,14 +42,19 @@ export async function buildCli({ root = ROOT, dir = BUILD_DIR } = {}) {
   }
   const manifest = { entry: ENTRY, builtAt: new Date().toISOString(), sources };
   writeFileSync(join(staging, MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
-  const old = `${target}.old-${process.pid}`;
-  try {
-    renameSync(target, old);
-  } catch {
-    /* no earlier build */
+  if (!existsSync(target)) {
+    renameSync(staging, target);
+    return manifest;
   }
-  renameSync(staging, target);
-  rmSync(old, { recursive: true, force: true });
+  // Over an earlier build, file by file (each an atomic rename), its manifest last, then what it
+  // no longer has: a CLI started meanwhile (tests run it while `npm pack`'s prepare builds it
+  // again) never finds the directory missing, nor a file its own build had (the same sources
+  // build the same files).
+  const built = readdirSync(staging);
+  for (const f of built) if (f !== MANIFEST) renameSync(join(staging, f), join(target, f));
+  renameSync(join(staging, MANIFEST), join(target, MANIFEST));
+  for (const f of readdirSync(target)) if (!built.includes(f)) rmSync(join(target, f), { recursive: true, force: true });
+  rmSync(staging, { recursive: true, force: true });
   return manifest;
 }
 

@@ -13,12 +13,15 @@
 // the same version) and postject's package, fetched with `npm pack` once per machine into
 // $XDG_CACHE_HOME or ~/.cache, under etcd-join-broker/ (a lock makes a second process wait, and a
 // file appears by an atomic rename, so a half-written one is never used).
+// The files themselves are kept there too, under release/<version>-<hash of the bundle and the
+// Node version>/ (the newest three): the same sources on the same Node make the same files, so a
+// second build of them is a copy.
 // `serve` is not in the file: it bundles the broker with esbuild and runs workerd, native binaries
 // of their own packages; the file answers it with a pointer to the npm package.
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -179,31 +182,18 @@ async function buildInto(root, target, version, nodeVersion, binaries, inject) {
     const main = join(work, "join-broker.cjs");
     await bundle(root, main, nodeVersion);
     writeFileSync(join(work, PACKAGE_JSON_ASSET), `${JSON.stringify({ name: "etcd-join-broker", version })}\n`);
-    const blob = join(work, "sea.blob");
-    const config = {
-      main,
-      output: blob,
-      disableExperimentalSEAWarning: true,
-      // Code caches and snapshots are made by this machine's V8 for this machine's architecture.
-      useSnapshot: false,
-      useCodeCache: false,
-      assets: { [PACKAGE_JSON_ASSET]: join(work, PACKAGE_JSON_ASSET) },
-    };
-    writeFileSync(join(work, "sea-config.json"), JSON.stringify(config));
-    // The blob's format belongs to the Node version that reads it: make it with that same binary.
-    execFileSync(binaries[process.arch], ["--experimental-sea-config", join(work, "sea-config.json")], { stdio: ["ignore", "pipe", "pipe"] }); // its output is in the error when it fails
-    const blobData = readFileSync(blob);
-    const sums = [];
-    for (const arch of ARCHES) {
-      const name = releaseFileName(version, arch);
-      const out = join(staging, name);
-      copyFileSync(binaries[arch], out);
-      chmodSync(out, 0o755);
-      await quietly(() => inject(out, "NODE_SEA_BLOB", blobData, { sentinelFuse: SEA_FUSE }));
-      if (elfMachine(out) !== ELF_MACHINE[arch]) throw new Error(`${name} is not a linux-${arch} ELF file`);
-      sums.push(`${createHash("sha256").update(readFileSync(out)).digest("hex")}  ${name}\n`);
+    // The same bundle on the same Node makes the same files: made once per machine, then copied.
+    const key = createHash("sha256").update(readFileSync(main)).update(readFileSync(join(work, PACKAGE_JSON_ASSET))).update(`${nodeVersion} ${POSTJECT_VERSION} ${ARCHES}`).digest("hex").slice(0, 16);
+    const cached = join(packageCacheDir(), "release", `${version}-${key}`);
+    const names = [...ARCHES.map((arch) => releaseFileName(version, arch)), "SHA256SUMS"];
+    if (names.every((n) => existsSync(join(cached, n)))) {
+      for (const n of names) copyFileSync(join(cached, n), join(staging, n));
+      utimesSync(cached, new Date(), new Date()); // the newest are kept
+      log(`[package] the files of this bundle were made before: copied from ${cached}`);
+    } else {
+      await makeFiles(work, staging, version, binaries, inject);
+      keep(staging, cached, names);
     }
-    writeFileSync(join(staging, "SHA256SUMS"), sums.join(""));
     rmSync(work, { recursive: true, force: true });
     const old = `${target}.old-${process.pid}`;
     rmSync(old, { recursive: true, force: true });
@@ -215,6 +205,58 @@ async function buildInto(root, target, version, nodeVersion, binaries, inject) {
     throw e;
   }
   return { version, nodeVersion, files: ARCHES.map((arch) => join(target, releaseFileName(version, arch))), sums: join(target, "SHA256SUMS") };
+}
+
+/** How many bundles' files the cache keeps (each about 250 MB): the newest. */
+const CACHED_RELEASES = 3;
+
+/** Copies the made files into the cache (appearing at once, by a rename), then drops all but the newest few. */
+function keep(staging, cached, names) {
+  const dir = dirname(cached);
+  const tmp = `${cached}.tmp-${process.pid}`;
+  try {
+    mkdirSync(tmp, { recursive: true });
+    for (const n of names) copyFileSync(join(staging, n), join(tmp, n));
+    renameSync(tmp, cached);
+  } catch {
+    // Another process cached the same files meanwhile, or the cache cannot be written: the build stands.
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const entries = readdirSync(dir)
+    .filter((e) => !e.includes(".tmp-"))
+    .map((e) => ({ path: join(dir, e), mtime: statSync(join(dir, e)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const e of entries.slice(CACHED_RELEASES)) rmSync(e.path, { recursive: true, force: true });
+}
+
+/** The blob made from the bundle in `work`, injected into a copy of each platform's Node binary, and SHA256SUMS, in `staging`. */
+async function makeFiles(work, staging, version, binaries, inject) {
+  const main = join(work, "join-broker.cjs");
+  const blob = join(work, "sea.blob");
+  const config = {
+    main,
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    // Code caches and snapshots are made by this machine's V8 for this machine's architecture.
+    useSnapshot: false,
+    useCodeCache: false,
+    assets: { [PACKAGE_JSON_ASSET]: join(work, PACKAGE_JSON_ASSET) },
+  };
+  writeFileSync(join(work, "sea-config.json"), JSON.stringify(config));
+  // The blob's format belongs to the Node version that reads it: make it with that same binary.
+  execFileSync(binaries[process.arch], ["--experimental-sea-config", join(work, "sea-config.json")], { stdio: ["ignore", "pipe", "pipe"] }); // its output is in the error when it fails
+  const blobData = readFileSync(blob);
+  const sums = [];
+  for (const arch of ARCHES) {
+    const name = releaseFileName(version, arch);
+    const out = join(staging, name);
+    copyFileSync(binaries[arch], out);
+    chmodSync(out, 0o755);
+    await quietly(() => inject(out, "NODE_SEA_BLOB", blobData, { sentinelFuse: SEA_FUSE }));
+    if (elfMachine(out) !== ELF_MACHINE[arch]) throw new Error(`${name} is not a linux-${arch} ELF file`);
+    sums.push(`${createHash("sha256").update(readFileSync(out)).digest("hex")}  ${name}\n`);
+  }
+  writeFileSync(join(staging, "SHA256SUMS"), sums.join(""));
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

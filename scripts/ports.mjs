@@ -6,8 +6,12 @@
 // answering there; ports below that range are never handed out that way. Random within it, and
 // never one this process was given before: etcd refuses a peer URL whose member it removed
 // within the same second ("member not found"), so a port reused for a later member would do harm.
+// And claimed machine-wide (scripts/claims.mjs) until this process ends: test files run at once,
+// each in a process of its own, and a port one of them picked is not bound until its etcd starts,
+// so being free a moment ago does not keep another process from picking it meanwhile.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { claim, release } from "./claims.mjs";
 
 const LOW = 10_000;
 
@@ -32,7 +36,8 @@ function canListen(port) {
 }
 
 /**
- * `count` distinct loopback ports, free a moment ago, that this process was not given before.
+ * `count` distinct loopback ports, free a moment ago, that this process was not given before and
+ * no other live process on the machine was given by this function.
  * @param {number} count @returns {Promise<number[]>}
  */
 export async function freePorts(count) {
@@ -41,7 +46,11 @@ export async function freePorts(count) {
   for (let attempt = 0; picked.length < count; attempt++) {
     if (attempt >= count * 100) throw new Error(`found only ${picked.length} of ${count} free ports between ${LOW} and ${high}`);
     const port = LOW + Math.floor(Math.random() * (high - LOW));
-    if (given.has(port) || !(await canListen(port))) continue;
+    if (given.has(port) || !claim("ports", port)) continue;
+    if (!(await canListen(port))) {
+      release("ports", port);
+      continue;
+    }
     given.add(port);
     picked.push(port);
   }

@@ -1,191 +1,448 @@
-// `npm test`: make sure the external tools are there, then run every suite once and close with
-// one summary line ("N passed, N failed").
+// `npm test [-- FILE|FILTER… | -t NAME]`: every check and suite, or just the named test files
+// after only the builds they need; `npm run test:quick` (this script with --quick): types,
+// boundaries, unit and workerd tests, no builds. Ends with a table of its steps (start, seconds,
+// tests passed and failed), the 20 slowest tests, and one line "N passed, N failed".
+//
+// A small scheduler. Each task (a build that provisions something, or a check) runs in a lane,
+// one task at a time per lane in the order listed, once every build it needs is done; lanes run
+// side by side. The builds (etcd, Kubernetes, the single executable files; each cached per
+// machine under ~/.cache/etcd-join-broker by its script) start at once, and each step waits only
+// for what it uses. Priorities: the end-to-end tests (which wait on etcd far more than they
+// compute) at the normal one, the CPU-bound checks and the builds the tests wait for below them,
+// the long Kubernetes build and the model check lowest (nice 19, idle I/O), taking what is left.
+// Every task's output is printed as it comes, each line tagged with the task, and kept in
+// test-results/<task>.log; a failed task does not stop the others (those needing a failed build
+// do not run). docs/testing.md explains the choices and the numbers.
 import { spawn } from "node:child_process";
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { ensureTool } from "./tools.mjs";
+import { etcdPin } from "./etcd.mjs";
 import { kubePin } from "./kube.mjs";
 import { K0S_VERSIONS, k0sPin } from "./k0s.mjs";
-import { ETCD_MATRIX, PRIMARY_ETCD_VERSION, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
+import { failures, fileDurations, projectTotals, readReport, recordDurations, slowestFiles, slowestTests, sortKeys } from "./test-report.mjs";
+import { etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
+import { CONTRACT_FILES, OWN_STEP_FILES, e2eProjects, etcdJob, fileBuilds, projectRuns, suiteOf } from "../test/support/test-plan.mjs";
 
-process.env.ETCD_BIN = ensureTool("etcd");
-process.env.SPIN_BIN = ensureTool("spin");
-process.env.ETCDCTL_BIN = ensureTool("etcdctl");
-process.env.CHROMIUM_BIN = ensureTool("chromium");
-process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
-process.env.PROMTOOL_BIN = ensureTool("promtool");
-process.env.QEMU_AARCH64_BIN = ensureTool("qemu-aarch64-static");
-// The lab (test/lab/, docs/lab.md): nftables for partitions and loss, libfaketime for skewed clocks.
-process.env.NFT_BIN = ensureTool("nft");
-process.env.FAKETIME_BIN = ensureTool("faketime");
-ensureTool("openssl");
+const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+process.chdir(ROOT);
+const RESULTS = "test-results";
+const REPORTER = "./scripts/test-report.mjs";
+
+// ------------------------------------------------------------------------------ what to run
+
+const USAGE = `Usage: npm test [-- FILE|DIR|PART-OF-A-PATH… [-t NAME] [other vitest flags]]
+       npm run test:quick
+
+  npm test                 every check and suite (what CI runs), builds first in the background
+  npm test -- FILE…        just those test files, after only the builds they need; an end-to-end
+                           file runs on the etcd versions whose list holds it
+  npm run test:quick       type check, boundaries, unit and workerd tests: no builds, no tools
+
+Environment: E2E_ETCD_VERSIONS=3.5,3.7 (only those versions), E2E_WORKERS=N (end-to-end files at
+once, default 4), KEEP_E2E_DIR=1, E2E_SEED=N. docs/testing.md has the whole of it.`;
+
+const argv = process.argv.slice(2);
+if (argv.includes("--help") || argv.includes("-h")) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const quick = argv[0] === "--quick";
+const { files, vitestArgs } = parseArguments(quick ? argv.slice(1) : argv);
+const selected = files !== null;
+
+/**
+ * Test files named (or matched, as vitest matches a filter: a path or part of one) by the
+ * arguments, and the arguments passed to vitest as they are (flags, and `-t`'s value).
+ */
+function parseArguments(args) {
+  const all = testFiles();
+  const matched = new Set();
+  const passed = [];
+  let anyFilter = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg.startsWith("-")) {
+      passed.push(arg);
+      if (["-t", "--testNamePattern"].includes(arg) && i + 1 < args.length) passed.push(args[++i]);
+      continue;
+    }
+    anyFilter = true;
+    const path = relative(ROOT, resolve(arg));
+    const hits = existsSync(arg) && statSync(arg).isDirectory() ? all.filter((f) => f.startsWith(`${path}/`)) : all.filter((f) => f === path || f.includes(arg));
+    if (hits.length === 0) fail(`no test file matches ${arg}`);
+    for (const f of hits) matched.add(f);
+  }
+  return { files: anyFilter ? [...matched].sort() : null, vitestArgs: passed };
+}
+
+/** Every test file of the suites (vitest.config.ts's include patterns), relative to the repository. */
+function testFiles() {
+  const out = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) walk(path);
+      else if (suiteOf(path)) out.push(path);
+    }
+  };
+  walk("src");
+  walk("test");
+  return out.sort();
+}
+
+function fail(message) {
+  console.error(`npm test: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+const byProject = (suite) => (files ?? []).filter((f) => suiteOf(f) === suite);
+const inProcessProjects = quick || !selected ? ["unit", "worker"] : ["unit", "worker"].filter((p) => byProject(p).length);
+const e2eFiles = byProject("e2e");
+const contractSelected = !quick && (!selected || byProject("worker").some((f) => CONTRACT_FILES.includes(f)));
+
+// The e2e projects of this run (test/support/test-plan.mjs), and the ones that are steps of their own.
+const allProjects = quick ? [] : e2eProjects();
+const versionsChosen = !!process.env.E2E_ETCD_VERSIONS;
+const runs = (p) => !selected || e2eFiles.some((f) => projectRuns(p, f));
+const ownStep = (p) => p.include.every((f) => OWN_STEP_FILES.includes(f));
+const matrixProjects = allProjects.filter((p) => !ownStep(p) && runs(p));
+const ownStepProjects = allProjects.filter((p) => ownStep(p) && runs(p));
+// Named files no chosen version's list holds: with E2E_ETCD_VERSIONS given, they run on each of those versions anyway.
+const unplaced = e2eFiles.filter((f) => !OWN_STEP_FILES.includes(f) && !allProjects.some((p) => projectRuns(p, f)));
+if (unplaced.length && !versionsChosen) fail(`no etcd version's list runs ${unplaced.join(", ")} (test/support/etcd-matrix.mjs)`);
+const unplacedVersions = unplaced.length ? etcdVersionsToRun() : [];
+
+// ------------------------------------------------------------------------------ the tasks
+
+const nodeCmd = (script, ...args) => [process.execPath, script, ...args];
+const vitest = (id, projects, extraFiles, env = {}) => ({
+  cmd: [
+    join(ROOT, "node_modules/.bin/vitest"), "run",
+    ...projects.flatMap((p) => ["--project", p]),
+    "--reporter=default", `--reporter=${REPORTER}`, "--reporter=json", `--outputFile.json=${RESULTS}/${id}.json`,
+    ...vitestArgs,
+    ...extraFiles.map((f) => join(ROOT, f)),
+  ],
+  env: { ...env, JOIN_BROKER_TEST_REPORT: `${RESULTS}/${id}.report.json` },
+  report: `${RESULTS}/${id}.report.json`,
+});
+
+/** The builds: what some check needs, provisioned (and cached per machine) by its script. */
+const builds = [
+  { id: "cli", title: "the CLI build (dist/cli)", cmd: nodeCmd("scripts/build-cli.mjs"), lane: "cli" },
+  // The tests' judge of certificates (Go's crypto/x509, as etcd judges them): a small Go build,
+  // first, since the unit tests use it too.
+  { id: "certcheck", title: "certcheck (integrations/go/cmd/certcheck)", cmd: nodeCmd("scripts/build-certcheck.mjs"), lane: "go" },
+  // Debian's 3.4 is only checked (or installed); 3.5 and later are built from Go modules once per
+  // machine, the primary version first: most files run on it.
+  ...["3.6", "3.7", "3.5", "3.4"].map((v) => ({
+    id: etcdJob(v),
+    title: etcdPin(v).source === "debian" ? `etcd ${v} (Debian's ${etcdPin(v).package})` : `etcd ${etcdPin(v).release} (from its Go modules)`,
+    cmd: nodeCmd("scripts/etcd.mjs", "path", v),
+    lane: "go",
+  })),
+  // The single executable files (dist/release) for test/e2e/single-executable.test.ts and agent-units.
+  { id: "package", title: "the single executable files (dist/release)", cmd: nodeCmd("scripts/package.mjs"), lane: "package" },
+  // kubeadm and kube-apiserver (and the etcd that kubeadm deploys), for the kubeadm step. Cold,
+  // minutes of both cores: at the lowest CPU and I/O priority, taking what the tests leave idle.
+  { id: "kube", title: `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver, etcd ${kubePin().etcd}`, cmd: nodeCmd("scripts/kube.mjs", "list"), lane: "go", nice: 19, idleIo: true },
+  // k0s 1.28 and 1.36 from the source archives beside the repository (6 to 10 minutes each, cold),
+  // for the k0s step: after Kubernetes, the same way.
+  { id: "k0s", title: `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")} (from source)`, cmd: nodeCmd("scripts/k0s.mjs", "list"), lane: "go", nice: 19, idleIo: true },
+];
+
+const e2eNeeds = [...new Set([...matrixProjects.flatMap((p) => p.needs), ...(contractSelected ? ["cli"] : []), ...fileBuilds(selected ? e2eFiles : ["test/e2e/single-executable.test.ts"]), ...unplacedVersions.flatMap((v) => ["cli", "certcheck", etcdJob(v)])])];
+const e2eRunProjects = [...matrixProjects.map((p) => p.name), ...(contractSelected ? ["contract-serve"] : [])];
+const e2eFilesOf = (projects) => (selected ? e2eFiles.filter((f) => projects.some((p) => projectRuns(p, f))) : []);
+const contractFiles = selected ? byProject("worker").filter((f) => CONTRACT_FILES.includes(f)) : [];
+
+/**
+ * The quick loop's share of the model-based tests' random sequences (test/worker/model-based.test.ts
+ * runs 1000 and 15, three minutes of CPU on their own): a quarter; `npm test` runs them all.
+ */
+const QUICK_MODEL_SHARE = 0.25;
+
+/** The checks, in each lane's order. */
+const checks = quick
+  ? [
+      // The tests at the normal priority (each has a time bound), the type checks beside them below it.
+      { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "types", nice: 10 },
+      { id: "boundaries", title: "boundaries: a type check per runtime, dependency rules", cmd: nodeCmd("scripts/boundaries.mjs"), lane: "boundaries", nice: 10 },
+      {
+        id: "in-process",
+        title: `unit and workerd tests (${QUICK_MODEL_SHARE * 100} % of the model-based sequences)`,
+        ...vitest("in-process", inProcessProjects, [], { VITE_MBT_SHARE: process.env.VITE_MBT_SHARE ?? String(QUICK_MODEL_SHARE) }),
+        lane: "in-process",
+        nice: 0,
+        tests: true,
+      },
+    ]
+  : [
+      ...(selected
+        ? []
+        : [
+            { id: "wrangler", title: "wrangler config and bundle", cmd: ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"], lane: "checks" },
+            { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "checks" },
+            { id: "boundaries", title: "boundaries: a type check per runtime, dependency rules", cmd: nodeCmd("scripts/boundaries.mjs"), lane: "checks" },
+            { id: "openapi", title: "OpenAPI document lint (Redocly, recommended rules)", cmd: nodeCmd("scripts/openapi.mjs", "lint", `${RESULTS}/openapi.json`), lane: "checks" },
+          ]),
+      // CPU-bound, with each test's time bounded: at the normal priority, in a lane of its own,
+      // one file at a time (vitest.config.ts: IN_PROCESS_WORKERS).
+      ...(inProcessProjects.length
+        ? [{ id: "in-process", title: "unit and workerd tests", ...vitest("in-process", inProcessProjects, [...byProject("unit"), ...byProject("worker")], { IN_PROCESS_WORKERS: "1" }), lane: "in-process", needs: ["certcheck"], nice: 0, tests: true }]
+        : []),
+      ...(selected
+        ? []
+        : [
+            { id: "go-test", title: "Go verifier module: go vet, go test (integrations/go)", cmd: nodeCmd("scripts/go-test.mjs"), lane: "checks" },
+            // No timing in it: beside everything at the lowest priority.
+            { id: "model", title: "model check of the join protocol (spin)", cmd: nodeCmd("scripts/model.mjs"), lane: "model", nice: 19, idleIo: true },
+          ]),
+      ...(e2eRunProjects.length
+        ? [{
+            id: "e2e",
+            title: `end-to-end tests (${[...matrixProjects.map((p) => p.name.replace(/^e2e-/, "")), ...(contractSelected ? ["the HTTP contract on join-broker serve"] : [])].join(", ")})`,
+            ...vitest("e2e", e2eRunProjects, [...e2eFilesOf(matrixProjects), ...contractFiles], { JOIN_BROKER_TEST_MATRIX: "1" }),
+            lane: "e2e",
+            needs: e2eNeeds,
+            nice: 0,
+            tests: true,
+            projects: Object.fromEntries([...matrixProjects.map((p) => [p.name, p.title]), ["contract-serve", "HTTP contract on join-broker serve"]]),
+          }]
+        : []),
+      // Named files no chosen version's list runs: on each chosen version, after the rest.
+      ...unplacedVersions.map((v) => ({
+        id: `e2e-${v}-named`,
+        title: `the named end-to-end files on etcd ${v}`,
+        ...vitest(`e2e-${v}-named`, ["e2e"], unplaced, { E2E_ETCD_VERSION: v }),
+        lane: "e2e",
+        needs: ["cli", "certcheck", etcdJob(v), ...fileBuilds(unplaced)],
+        nice: 0,
+        tests: true,
+      })),
+      // Steps that wait for a long build of their own.
+      ...ownStepProjects.map((p) => ({
+        id: p.name,
+        title: p.name === "e2e-kubeadm" ? `${p.title} (Kubernetes ${kubePin().release}, its etcd ${kubePin().etcd})` : p.title,
+        ...vitest(p.name, [p.name], e2eFilesOf([p]), { JOIN_BROKER_TEST_MATRIX: "1" }),
+        lane: p.name,
+        needs: p.needs,
+        nice: 0,
+        tests: true,
+      })),
+    ];
+
+// Only the builds something needs, each after what it needs itself.
+const needed = new Set(checks.flatMap((c) => c.needs ?? []));
+const tasks = [...builds.filter((b) => needed.has(b.id)).map((b) => ({ nice: 0, ...b, kind: "build" })), ...checks.map((c) => ({ nice: 10, ...c, kind: "check" }))];
+for (const t of tasks) for (const n of t.needs ?? []) if (!tasks.some((x) => x.id === n)) throw new Error(`${t.id} needs ${n}, which no task makes`);
+
+// ------------------------------------------------------------------------------ the tools
+
+if (!quick) {
+  process.env.ETCD_BIN = ensureTool("etcd");
+  process.env.ETCDCTL_BIN = ensureTool("etcdctl");
+  process.env.SPIN_BIN = ensureTool("spin");
+  process.env.CHROMIUM_BIN = ensureTool("chromium");
+  process.env.SYSTEMD_ANALYZE_BIN = ensureTool("systemd-analyze");
+  process.env.PROMTOOL_BIN = ensureTool("promtool");
+  process.env.QEMU_AARCH64_BIN = ensureTool("qemu-aarch64-static");
+  // The lab (test/lab/, docs/lab.md): nftables for partitions and loss, libfaketime for skewed clocks.
+  process.env.NFT_BIN = ensureTool("nft");
+  process.env.FAKETIME_BIN = ensureTool("faketime");
+  ensureTool("openssl");
+}
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
+// The project's commands (tsc, wrangler, vitest) whether or not npm put node_modules/.bin on PATH.
+process.env.PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`;
 
-const extra = process.argv.slice(2);
-const results = "test-results";
-rmSync(results, { recursive: true, force: true });
-mkdirSync(results, { recursive: true });
-const vitest = (name, projects, files = null) => [
-  "vitest",
-  "run",
-  ...projects.flatMap((p) => ["--project", p]),
-  "--reporter=default",
-  "--reporter=json",
-  `--outputFile.json=${results}/${name}.json`,
-  // Arguments given to `npm test` choose the files (on every etcd version); else the matrix does.
-  ...(extra.length ? ["--passWithNoTests", ...extra] : (files ?? [])),
-];
+// ------------------------------------------------------------------------------ running them
 
-// The etcd versions the end-to-end tests run on (all, or $E2E_ETCD_VERSIONS), and which files each
-// runs: test/support/etcd-matrix.mjs.
-const etcdVersions = etcdVersionsToRun();
-// One version's step runs with the broker under join-broker serve (workerd from npm, state on
-// local disk) instead of wrangler dev: the newest other than the primary. Without one, the
-// parallel-join and fault scenarios run on serve as a step of their own.
-const serveVersion = etcdVersions.filter((v) => v !== PRIMARY_ETCD_VERSION).at(-1) ?? null;
-const serveEtcd = etcdVersions.includes(PRIMARY_ETCD_VERSION) ? PRIMARY_ETCD_VERSION : etcdVersions[etcdVersions.length - 1];
+rmSync(RESULTS, { recursive: true, force: true });
+mkdirSync(RESULTS, { recursive: true });
+const started = Date.now();
+const secondsSince = (t) => Math.round((Date.now() - t) / 1000);
+let lastOutput = Date.now();
 
-const SOURCE_CLI_ETCD_VERSION = "3.4";
+/** id → { task, state: "pending" | "running" | "ok" | "failed" | "not run", start, end, child, why } */
+const state = new Map(tasks.map((t) => [t.id, { task: t, state: "pending", start: 0, end: 0, child: null, why: "" }]));
+const lanes = [...new Set(tasks.map((t) => t.lane))];
+const done = (s) => s.state === "ok" || s.state === "failed" || s.state === "not run";
+let finish;
+const finished = new Promise((r) => (finish = r));
 
-const buildKube = etcdVersions.includes(PRIMARY_ETCD_VERSION) && extra.length === 0;
-const KUBE_STEP = `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver (in the background)`;
-// The files that need the Kubernetes build: kubeadm on lab hosts, kubeadm's etcd CA directory under
-// the agent and the join API, and the real kube-apiserver on the agent's etcd (auth on).
-const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test.ts", "test/e2e/apiserver-etcd.test.ts"];
-// k0s, built from the source archives in shared/k0s once per machine (scripts/k0s.mjs), runs
-// kube-apiserver from the Kubernetes build above: its step waits for both.
-const K0S_STEP = `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")} (in the background)`;
-const K0S_FILE = "test/e2e/lab-k0s.test.ts";
-
-const steps = [
-  ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
-  ["type check", ["tsc", "--noEmit"]],
-  ["boundaries: a type check per runtime, dependency rules", ["node", "scripts/boundaries.mjs"]],
-  // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
-  ...etcdVersions.map((v) => [`etcd ${v}`, ["node", "scripts/etcd.mjs", "path", v]]),
-  // kubeadm and kube-apiserver, built from k8s.io/kubernetes once per machine (scripts/kube.mjs),
-  // for test/e2e/lab-kubeadm.test.ts and kubeadm-ca.test.ts. Cold, that is ~14 minutes of both cores: it runs beside the
-  // steps below at the lowest CPU and I/O priority, taking only the time they leave idle, and the
-  // kubeadm tests run last, after waiting for it.
-  ...(buildKube ? [[KUBE_STEP, ["nice", "-n", "19", "ionice", "-c", "3", "node", "scripts/kube.mjs", "list"], {}, { background: true }]] : []),
-  // k0s 1.28 and 1.36 (6 to 10 minutes each, cold), the same way, for test/e2e/lab-k0s.test.ts.
-  ...(buildKube ? [[K0S_STEP, ["nice", "-n", "19", "ionice", "-c", "3", "node", "scripts/k0s.mjs", "list"], {}, { background: true }]] : []),
-  // What the package's command runs (bin/join-broker), fresh: the end-to-end tests spawn it.
-  ["the CLI build (dist/cli)", ["node", "scripts/build-cli.mjs"]],
-  // The single executable files (dist/release): test/e2e/single-executable.test.ts runs them.
-  ["the single executable files (dist/release)", ["node", "scripts/package.mjs"]],
-  // No timing in it: beside the tests at the lowest priority, waited for at the end.
-  ["model check of the join protocol (spin, in the background)", ["nice", "-n", "19", "node", "scripts/model.mjs"], {}, { background: true }],
-  ["Go verifier module: go vet, go test (integrations/go)", ["node", "scripts/go-test.mjs"]],
-  ["OpenAPI document lint (Redocly, recommended rules)", ["node", "scripts/openapi.mjs", "lint", `${results}/openapi.json`]],
-  // In-process suites first; then the real processes, alone, so their timing is not disturbed.
-  ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
-  ...etcdVersions.map((v) => [
-    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm, kube-apiserver and k0s tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
-    // The kubeadm and k0s tests are steps of their own, last.
-    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? [...KUBEADM_FILES, K0S_FILE].flatMap((f) => ["--exclude", f]) : [])],
-    // One version's processes run the TypeScript sources (as a checkout with edits does), the
-    // others the build (as an installed package does).
-    { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}), ...(v === serveVersion ? { JOIN_BROKER_E2E_RUNTIME: "serve" } : {}) },
-  ]),
-  // The Worker tests' HTTP contract (every route, every bad input) over loopback against serve.
-  ["HTTP contract on join-broker serve", vitest("contract-serve", ["contract-serve"])],
-  ...(serveVersion
-    ? []
-    : [[
-        `end-to-end scenarios on join-broker serve (etcd ${serveEtcd})`,
-        vitest("e2e-serve", ["e2e"], ["test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"]),
-        { JOIN_BROKER_E2E_RUNTIME: "serve", E2E_ETCD_VERSION: serveEtcd },
-      ]]),
-  // The unmodified kubeadm on lab hosts (etcd from scripts/kube-versions.json), once the background build is done.
-  ...(buildKube
-    ? [[`kubeadm on lab hosts, its etcd CA directory under the agent and the join API, and kube-apiserver on the agent's etcd (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBEADM_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
-    : []),
-  // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through
-  // it), once its background build is done (kube-apiserver's was waited for just above).
-  ...(buildKube
-    ? [[`k0s on lab hosts (${K0S_VERSIONS.map((v) => `k0s ${v} with etcd ${k0sPin(v).etcd}`).join("; ")})`, vitest("e2e-k0s", ["e2e"], [K0S_FILE]), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: K0S_STEP }]]
-    : []),
-];
-
-let failedStep = null;
-const timings = [];
-/** Steps started in the background: name → { done: Promise<exit status>, started, ended, log, child }. */
-const background = new Map();
-const seconds = (from) => Math.round((Date.now() - from) / 1000);
-
-/** Waits for a background step; prints its output; false (and records the failure) if it failed. */
-async function finish(name) {
-  const job = background.get(name);
-  background.delete(name);
-  const waitFrom = Date.now();
-  console.log(`\n== waiting for: ${name} (started ${seconds(job.started)} s ago; its output: ${job.log})`);
-  const status = await job.done;
-  console.log(readFileSync(job.log, "utf8").trimEnd());
-  timings.push(`${name}: ${Math.round((job.ended - job.started) / 1000)} s, of which ${seconds(waitFrom)} s waited for`);
-  if (status !== 0) failedStep = `${name} (exit ${status})`;
-  return status === 0;
+function say(line) {
+  lastOutput = Date.now();
+  process.stdout.write(`${line}\n`);
 }
 
-for (const [name, [cmd, ...args], env = {}, options = {}] of steps) {
-  if (options.after && background.has(options.after) && !(await finish(options.after))) break;
-  const shown = `${Object.entries(env).map(([k, v]) => `${k}=${v} `).join("")}${cmd} ${args.join(" ")}`;
-  if (options.background) {
-    const log = `${results}/${name.replace(/[^A-Za-z0-9.]+/g, "-").replace(/^-|-$/g, "")}.log`;
-    console.log(`\n== started in the background: ${name}: ${shown} (output: ${log})`);
-    const out = openSync(log, "w");
-    // Its own process group, so stopping it stops the compilers it started too.
-    const child = spawn(cmd, args, { stdio: ["ignore", out, out], env: { ...process.env, ...env }, detached: true });
-    closeSync(out);
-    const job = { started: Date.now(), ended: 0, log, child };
-    job.done = new Promise((resolve) => {
-      child.on("exit", (code, signal) => ((job.ended = Date.now()), resolve(code ?? signal)));
-      child.on("error", (e) => (appendFileSync(log, `${e}\n`), (job.ended = Date.now()), resolve(1)));
+/** Starts what can start: per lane, its next task once its builds are done; a task whose build failed does not run. */
+function pump() {
+  for (const lane of lanes) {
+    for (const s of state.values()) {
+      if (s.task.lane !== lane || done(s)) continue;
+      if (s.state === "running") break;
+      const needs = (s.task.needs ?? []).map((n) => state.get(n));
+      const broken = needs.find((n) => n.state === "failed" || n.state === "not run");
+      if (broken) {
+        s.state = "not run";
+        s.why = `needs ${broken.task.title}, which ${broken.state === "failed" ? "failed" : "did not run"}`;
+        say(`== not run: ${s.task.title} (${s.why})`);
+        continue;
+      }
+      if (needs.every((n) => n.state === "ok")) start(s);
+      break;
+    }
+  }
+  if ([...state.values()].every(done)) finish();
+}
+
+function start(s) {
+  const { task } = s;
+  s.state = "running";
+  s.start = Date.now();
+  const log = `${RESULTS}/${task.id}.log`;
+  const prefix = [...(task.nice ? ["nice", "-n", String(task.nice)] : []), ...(task.idleIo ? ["ionice", "-c", "3"] : [])];
+  const [cmd, ...args] = [...prefix, ...task.cmd];
+  const envShown = Object.entries(task.env ?? {}).filter(([k]) => k !== "JOIN_BROKER_TEST_REPORT").map(([k, v]) => `${k}=${v} `).join("");
+  const waited = (task.needs ?? []).length ? ` (after ${task.needs.join(", ")}; ${secondsSince(started)} s in)` : "";
+  say(`== ${task.title}${waited}: ${envShown}${[cmd, ...args].map((a) => (a.startsWith(`${ROOT}/`) ? relative(ROOT, a) : a)).join(" ")}`);
+  writeFileSync(log, "");
+  // Its own process group: stopping it stops what it started (compilers, servers) too.
+  const child = spawn(cmd, args, { env: { ...process.env, ...(task.env ?? {}) }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  s.child = child;
+  const tag = `[${task.id}] `;
+  for (const stream of [child.stdout, child.stderr]) {
+    let pending = "";
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk) => {
+      appendFileSync(log, chunk);
+      pending += chunk;
+      const lines = pending.split(/\r?\n/);
+      pending = lines.pop();
+      for (const line of lines) say(tag + line);
     });
-    background.set(name, job);
-    continue;
+    stream.on("end", () => pending && say(tag + pending));
   }
-  console.log(`\n== ${name}: ${shown}`);
-  const started = Date.now();
-  // Asynchronous, so a background step's exit is noticed meanwhile.
-  const status = await new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
-    child.on("exit", (code, signal) => resolve(code ?? signal));
-    child.on("error", () => resolve(1));
+  const end = (status) => {
+    if (done(s)) return;
+    s.end = Date.now();
+    s.state = status === 0 ? "ok" : "failed";
+    s.why = status === 0 ? "" : `exit ${status}`;
+    s.child = null;
+    say(`== ${s.state === "ok" ? "done" : "FAILED"}: ${task.title} in ${Math.round((s.end - s.start) / 1000)} s${s.why ? ` (${s.why}; its output: ${log})` : ""}`);
+    pump();
+  };
+  child.once("error", (e) => (appendFileSync(log, `${e}\n`), end(1)));
+  child.once("close", (code, signal) => end(code ?? signal));
+}
+
+// Never a silent minute: what runs, and what waits for what.
+const heartbeat = setInterval(() => {
+  if (Date.now() - lastOutput < 55_000) return;
+  const running = [...state.values()].filter((s) => s.state === "running").map((s) => `${s.task.id} (${secondsSince(s.start)} s)`);
+  const waiting = [...state.values()].filter((s) => s.state === "pending" && (s.task.needs ?? []).some((n) => state.get(n).state !== "ok")).map((s) => `${s.task.id} (for ${s.task.needs.filter((n) => state.get(n).state !== "ok").join(", ")})`);
+  say(`== ${secondsSince(started)} s in: running ${running.join(", ") || "nothing"}${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`);
+}, 5_000);
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    say(`\n== ${signal}: stopping every task`);
+    for (const s of state.values()) {
+      if (s.state === "pending") (s.state = "not run"), (s.why = `stopped by ${signal}`);
+      if (s.child) killGroup(s.child.pid, "SIGTERM");
+    }
+    setTimeout(() => {
+      for (const s of state.values()) if (s.child) killGroup(s.child.pid, "SIGKILL");
+    }, 10_000).unref();
   });
-  timings.push(`${name}: ${seconds(started)} s`);
-  if (status !== 0) {
-    failedStep = `${name} (exit ${status})`;
-    break;
-  }
 }
-// Background steps no step waited for are waited for now, unless the run already failed.
-for (const name of [...background.keys()]) {
-  if (failedStep) break;
-  await finish(name);
-}
-// What is left (the run stopped early) is stopped.
-for (const [, job] of background) {
+
+function killGroup(pid, signal) {
   try {
-    process.kill(-job.child.pid, "SIGTERM");
+    process.kill(-pid, signal);
   } catch {
-    // Already gone.
+    /* gone */
   }
 }
 
+say(`== npm test${quick ? " (quick)" : ""}${selected ? `: ${files.join(" ")}` : ""}: ${tasks.length} tasks in ${lanes.length} lanes`);
+pump();
+await finished;
+clearInterval(heartbeat);
+
+// ------------------------------------------------------------------------------ the summary
+
+const reports = tasks.filter((t) => t.report).map((t) => ({ task: t, report: readReport(t.report) }));
+const rows = [];
 let passed = 0;
 let failed = 0;
-// Only vitest's reports: other steps write JSON here too (the OpenAPI document).
-const reports = existsSync(results)
-  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+|contract-serve|e2e-serve|e2e-kubeadm|e2e-k0s)\.json$/.test(f)).map((f) => `${results}/${f}`)
-  : [];
-for (const file of reports) {
-  const report = JSON.parse(readFileSync(file, "utf8"));
-  passed += report.numPassedTests ?? 0;
-  // A file that fails to load fails no test, yet the run failed: count it.
-  failed += report.numFailedTests || (report.success ? 0 : Math.max(1, report.numFailedTestSuites ?? 0));
+for (const s of [...state.values()].sort((a, b) => (a.start || Infinity) - (b.start || Infinity))) {
+  const { task } = s;
+  const r = reports.find((x) => x.task === task)?.report;
+  const totals = r ? projectTotals(r) : new Map();
+  const sum = [...totals.values()].reduce((a, t) => ({ passed: a.passed + t.passed, failed: a.failed + t.failed }), { passed: 0, failed: 0 });
+  // A test run that failed without a failed test (it did not start, a global setup failed) still fails.
+  if (task.tests && s.state === "failed" && sum.failed === 0) sum.failed = 1;
+  if (task.tests) (passed += sum.passed), (failed += sum.failed);
+  const result = s.state === "ok" ? "ok" : s.state === "failed" ? `FAILED (${s.why})` : `not run (${s.why})`;
+  rows.push([task.title, s.start ? secondsFrom(s.start) : "", s.start ? secondsOf(s.end - s.start) : "", task.tests ? String(sum.passed) : "", task.tests ? String(sum.failed) : "", result]);
+  if (totals.size > 1 || (totals.size === 1 && task.projects)) {
+    for (const [project, t] of totals) {
+      rows.push([`  ${task.projects?.[project] ?? project}`, Number.isFinite(t.start) ? secondsFrom(t.start) : "", t.end ? secondsOf(t.end - t.start) : "", String(t.passed), String(t.failed), `${t.files} files`]);
+    }
+  }
 }
-console.log(`\n== time per step\n${timings.join("\n")}`);
-if (failedStep) console.error(`\n== failed: ${failedStep}`);
-console.log(`\n${passed} passed, ${failed} failed`);
-process.exit(failedStep ? 1 : 0);
+
+function secondsFrom(t) {
+  return String(Math.round((t - started) / 1000));
+}
+function secondsOf(ms) {
+  return String(Math.round(ms / 1000));
+}
+
+const header = ["step", "start s", "seconds", "passed", "failed", "result"];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+const line = (r) => r.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
+const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+const onlyReports = reports.map((x) => x.report).filter(Boolean);
+// How long each file took: the order of the next run on this machine (test/support/longest-first.ts),
+// and a record to commit as test/support/test-durations.json for a machine's first run.
+const durations = fileDurations(onlyReports);
+writeFileSync(`${RESULTS}/test-durations.json`, `${JSON.stringify(sortKeys(durations), null, 1)}\n`);
+try {
+  recordDurations(durations);
+} catch (e) {
+  say(`== could not record the files' durations in ~/.cache/etcd-join-broker: ${e.message}`);
+}
+const slow = slowestTests(onlyReports, 20);
+const slowFiles = slowestFiles(onlyReports, 10);
+const failedTests = failures(onlyReports);
+
+const summary = [
+  `\n== steps (${Math.round((Date.now() - started) / 1000)} s in all; start is seconds after npm test began)`,
+  table,
+  ...(slow.length ? ["\n== the 20 slowest tests", ...slow.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.project}  ${t.file} > ${t.name}`)] : []),
+  ...(slowFiles.length ? ["\n== the 10 slowest files (hooks included)", ...slowFiles.map((f) => `${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.project}  ${f.file}`)] : []),
+  ...(failedTests.length ? ["\n== failed tests (their output: the step's log in test-results/)", ...failedTests] : []),
+  ...[...state.values()].filter((s) => s.state === "failed" && !s.task.tests).flatMap((s) => [`\n== failed: ${s.task.title} (${s.why}); the end of its output (test-results/${s.task.id}.log):`, ...tail(`${RESULTS}/${s.task.id}.log`, 30)]),
+].join("\n");
+say(summary);
+writeFileSync(`${RESULTS}/steps.txt`, `${summary.trimStart()}\n`);
+const ok = [...state.values()].every((s) => s.state === "ok") && failed === 0;
+say(`\n${passed} passed, ${failed} failed`);
+process.exit(ok ? 0 : 1);
+
+function tail(path, n) {
+  try {
+    return readFileSync(path, "utf8").trimEnd().split("\n").slice(-n);
+  } catch {
+    return [];
+  }
+}

@@ -326,6 +326,7 @@ describe("join-broker admin: errors", () => {
     await okJson(["token", "create", "--new-cluster"], C);
   });
 
+  // Waits for an admin process per subcommand, four at a time (each a Node start-up and the CLI's load).
   it("refuses a wrong admin token with exit 3 and the broker's code, for every subcommand", async () => {
     const runs = [];
     for (let i = 0; i < EVERY.length; i += 4) runs.push(...(await Promise.all(EVERY.slice(i, i + 4).map((args) => admin([...args, ...on(C, "not-the-admin-token")])))));

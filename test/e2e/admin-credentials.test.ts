@@ -78,6 +78,7 @@ describe("read-only credentials with the admin CLI, and rotating serve's admin t
     expect(byEnv.stdout).toContain("cred-b");
   });
 
+  // Waits for 17 admin processes one after another (each a Node start-up and the CLI's load).
   it("every write with it exits 3 with forbidden, and nothing changes", async () => {
     const state = async () => ({
       status: await json(["status", ...as(OLD, "cred-a")]),

@@ -60,6 +60,9 @@ function planKills(): PlannedKill[] {
   return plan;
 }
 
+// Waits for six joins one at a time (each learner is promoted once etcd's leader has seen every
+// voter for 5 s), the agents' backoff after the join API's 500s, the killed agents' restarts and
+// the broker's restart.
 it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still form one cluster of 7 voters", async () => {
   const kills = planKills();
   const faultMs = between(random, 6_000, 12_000);

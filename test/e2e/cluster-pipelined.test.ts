@@ -41,6 +41,8 @@ function learnerCounts(joinApiOutput: string): number[] {
   return counts;
 }
 
+// Waits for six learners to catch up and be promoted, several at once, each once etcd's leader
+// has seen every voter for 5 s.
 it(`1 + 6 controllers with maxInFlight ${MAX_IN_FLIGHT} join with several learners at once`, async () => {
   // etcd's own view, every 100 ms: the number of learners it holds.
   const gateways = h.nodes.map((n) => h.etcd(n.clientURL, 500));

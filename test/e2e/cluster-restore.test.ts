@@ -22,6 +22,8 @@ describe("a broker restored from a backup older than its cluster", () => {
     await h?.cleanup();
   });
 
+  // Waits for the cluster to form (a join, etcd's 5 s window), the restored broker's restart,
+  // the refused node's wait for the admin's adopt, and its own join.
   it("tells no node to bootstrap the cluster that formed after the backup; the admin's adopt lets it join", { timeout: 300_000 }, async () => {
     // The backup: serve stopped, its data directory copied, before any node asked.
     const backup = join(h.dir, "broker-backup");

@@ -39,6 +39,8 @@ afterAll(async () => {
 
 const addRequestOf = (node: string) => (r: ProxiedRequest) => r.method === "POST" && r.path === "/v1beta1/etcd/members" && r.body?.node === node;
 
+// Waits for the joins one at a time (etcd's 5 s window each), the two revoked nodes' refusals,
+// and the join API removing the unstarted learner to make room.
 it("a node whose admission is revoked mid-join never becomes a member, and the cluster stays healthy", async () => {
   const revocations: Promise<void>[] = [];
   const revoke = (node: string) => {

@@ -23,6 +23,8 @@ afterAll(async () => {
   await h?.cleanup();
 });
 
+// Waits for four joins one at a time (etcd's 5 s window each) and serve restarting workerd, then
+// serve itself, while agents retry.
 it("SIGKILL of workerd mid-queue, then of serve and workerd, and the queue still ends in one cluster of 5 voters", async () => {
   const work: Promise<unknown>[] = [];
   let workerdKilled = false;

@@ -77,6 +77,15 @@ async function signIn(page: Page, cluster: string, token = broker.adminToken) {
   await page.keyboard.press("Enter");
 }
 
+/** The page's audit long polls (`wait=`) that are out and not answered yet; watch before it loads. */
+function heldPolls(page: Page): Set<unknown> {
+  const out = new Set<unknown>();
+  page.on("request", (r) => r.url().includes("wait=") && out.add(r));
+  page.on("requestfinished", (r) => out.delete(r));
+  page.on("requestfailed", (r) => out.delete(r));
+  return out;
+}
+
 const noProblems: PageProblems = { console: [], exceptions: [], failedRequests: [], csp: [] };
 
 describe("the console", () => {
@@ -84,6 +93,7 @@ describe("the console", () => {
     const cluster = "console-load";
     await enroll(cluster);
     const { page, problems } = await newPage();
+    const held = heldPolls(page);
     const res = await page.goto(`${broker.url}/console`);
     const csp = res!.headers()["content-security-policy"];
     expect(csp).toContain("default-src 'none'");
@@ -107,7 +117,7 @@ describe("the console", () => {
     expect(await page.evaluate('sessionStorage.getItem("joinBroker.adminToken")')).toBe(broker.adminToken);
     await expect.poll(() => page.locator("#audit li").count()).toBeGreaterThan(1);
     // Live, yet quiet: while nothing changes, the one held long poll is all the traffic.
-    await sleep(500);
+    await expect.poll(() => held.size).toBe(1);
     const idle: string[] = [];
     page.on("request", (r) => idle.push(r.url()));
     await sleep(3_000);
@@ -121,13 +131,14 @@ describe("the console", () => {
     const token = await enroll(cluster);
     await node(cluster, token, "ctrl-1", 1);
     const { page, problems } = await newPage();
+    const held = heldPolls(page);
     await signIn(page, cluster);
     await page.locator('#queue tr[data-node="ctrl-1"]').waitFor({ timeout: 10_000 });
     await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("Live");
     let navigations = 0;
     page.on("framenavigated", () => navigations++);
-    // The page holds its long poll now; give it a moment to be waiting at the broker.
-    await sleep(300);
+    // The page holds its long poll now: its request is out, unanswered.
+    await expect.poll(() => held.size).toBe(1);
     const started = Date.now();
     await node(cluster, token, "ctrl-2", 2);
     // The held poll answers as soon as the audit log grows; without it the page would learn of the

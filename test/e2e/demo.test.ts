@@ -10,6 +10,7 @@ import { ROOT } from "../support/broker.ts";
 
 describe("npm run demo -- --faults", () => {
   // Two whole clusters, one under faults: minutes on a cold, busy machine.
+  // Waits for two whole 3-node clusters to form, one under faults (the demo's own run).
   it("announces each fault as a line when the output is not a terminal", { timeout: 420_000 }, () => {
     const r = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--nodes", "3", "--faults", "--seed", "7"], {
       cwd: ROOT,

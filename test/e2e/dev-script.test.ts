@@ -55,6 +55,7 @@ function dev(args: string[]): Promise<{ child: ChildProcess; output: () => strin
 }
 
 describe("npm run dev", () => {
+  // Waits for two starts of `npm run dev` (npm, the console bundle, wrangler's bundle and workerd).
   it("serves on -- --port N, and the issuer follows the port served", async () => {
     const [first, second] = await freePorts(2);
     const state = mkdtempSync(join(tmpdir(), "join-broker-dev-"));

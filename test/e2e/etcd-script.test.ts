@@ -60,6 +60,7 @@ describe("node scripts/etcd.mjs", () => {
     expect(binaryRelease(r.stdout.trim())).toMatch(/^3\.4\./);
   });
 
+  // Waits for a build of etcd 3.6 from its Go modules (Go's caches warm: compiling and linking).
   it("builds a release once when two processes ask at once, over a lock left by a dead process", async () => {
     const cache = join(scratch, "cache");
     mkdirSync(cache, { recursive: true });

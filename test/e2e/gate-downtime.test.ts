@@ -28,6 +28,8 @@ afterAll(async () => {
   await h?.cleanup();
 });
 
+// Waits for the crashed node's 10 s lease to end (the point of it), then the two joins one at a
+// time (etcd's 5 s window each).
 it("a node back after its lease ended removes the learner it left before it queues again; the node admitted meanwhile joins", async () => {
   const args = async (name: string, options: Parameters<typeof installerCommand>[2] = {}) => h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), options));
   h.startAgent("ctrl-0", { args: await args("ctrl-0") });

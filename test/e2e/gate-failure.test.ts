@@ -38,6 +38,7 @@ afterAll(async () => {
   await h?.cleanup();
 });
 
+// Waits for the failed node's learner to be removed and the next node's join (etcd's 5 s window).
 it("an installer exiting 1 after adding its learner: learner removed, ticket abandoned, exit 4 naming the status, the next node joins", async () => {
   const watch = new NonVoterWatch(h);
   watch.start();
@@ -127,6 +128,7 @@ it("an agent killed after its installer made the node a voter asks etcd first: i
 }, 240_000);
 
 // Before the rogue node's test: its installer would otherwise find the rogue's cluster among its endpoints.
+// Waits for the agent's tries to confirm its learner gone, then the admin's revoke and the next join.
 it("an agent that cannot confirm its learner gone keeps the admission until an admin revokes it, and says so", async () => {
   const node = h.node(HOLDER);
   // A client certificate that is nowhere (and never was, so no copy was kept): etcd cannot be asked.

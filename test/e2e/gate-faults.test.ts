@@ -33,6 +33,8 @@ afterAll(async () => {
   await h?.cleanup();
 });
 
+// Waits for six installers one at a time (each admitted once the one before is a started voter),
+// the failed and killed ones' restarts, and the supervisors' restart at the end.
 it("1 + 6 installers with an installer failing once, an installer and an agent killed mid-join, form one cluster of 7 voters", async () => {
   const order = [...NODES].sort(() => random() - 0.5);
   const supervisors = new Set(order.slice(0, 3));
@@ -74,11 +76,18 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
     const name = run.node.name;
     if (e.step === "exec" && e.role === "join" && !joinersRun.includes(name) && name !== failing) joinersRun.push(name);
     if (due(installerKill, run, e)) {
-      installerKill.done = true;
-      installerKill.node = name;
       const pid = [...run.events].reverse().find((x) => x.step === "exec")?.pid as number;
-      h.timeline.add("installer-sigkill", name, { pid, step: e.step });
-      process.kill(pid, "SIGKILL");
+      try {
+        process.kill(pid, "SIGKILL");
+        installerKill.done = true;
+        installerKill.node = name;
+        h.timeline.add("installer-sigkill", name, { pid, step: e.step });
+      } catch {
+        // Its installer finished between the agent's look at etcd and this line (a busy machine):
+        // the next joiner takes the fault, never the one the agent's kill is meant for.
+        h.timeline.add("installer-gone", name, { pid, step: e.step });
+        installerKill.nth += installerKill.nth + 1 === agentKill.nth ? 2 : 1;
+      }
     }
     if (due(agentKill, run, e)) {
       agentKill.done = true;

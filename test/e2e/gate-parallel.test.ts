@@ -25,6 +25,7 @@ afterAll(async () => {
   await h?.cleanup();
 });
 
+// Waits for six installers one at a time, each admitted once the one before is a started voter.
 it("1 + 6 unmodified installers started at once form one cluster of 7 voters, one installer at a time", async () => {
   const watch = new NonVoterWatch(h);
   watch.start();

@@ -31,6 +31,8 @@ afterAll(async () => {
 const tickets = async (node: string) =>
   ((await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets`)).body.tickets as { node: string; state: string }[]).filter((t) => t.node === node).map((t) => t.state);
 
+// Waits for the cut node's lease to end (the point of it), the next node's join, and the cut
+// node's own join once healed (etcd's 5 s window each).
 it.skipIf(skip)("a queued node cut from the broker loses its admission when the lease ends, the next node goes, and it queues again when back", { timeout: 300_000 }, async () => {
   h.startSampling();
   h.startAgent("ctrl-0");

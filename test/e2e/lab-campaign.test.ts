@@ -26,9 +26,13 @@ const SEEDS: [number, JoinMode, number][] = [
   [e2eSeed("lab-campaign"), "alternate", 2],
 ];
 
+// The seeds at once, each in a lab of its own (as `npm run campaign -- --parallel 4` runs them).
+// Each waits for its schedule's faults (the first within 40 s of the agents' start, each up to
+// 30 s), then for every node to join once they are healed (one at a time, each promoted after
+// etcd's leader has seen every voter for 5 s).
 for (const [seed, mode, joiners] of SEEDS) {
-  it.skipIf(skip)(`campaign seed ${seed} (1 + ${joiners} nodes, ${modeOf(seed, mode)}): every invariant holds`, { timeout: 420_000 }, async () => {
-    const result = await runSeed(seed, { joiners, mode, log: (line) => console.log(`[campaign] ${line}`) });
+  it.skipIf(skip).concurrent(`campaign seed ${seed} (1 + ${joiners} nodes, ${modeOf(seed, mode)}): every invariant holds`, { timeout: 420_000 }, async () => {
+    const result = await runSeed(seed, { joiners, mode, log: (line) => console.log(`[campaign ${seed}] ${line}`) });
     const replay = `replay: npm run campaign -- --seed ${seed} --nodes 1+${joiners} --mode ${result.mode} (timeline ${result.timelinePath})`;
     expect(result.violations, `${JSON.stringify(result.schedule)}\n${replay}`).toEqual([]);
     expect(Object.values(result.ends).every((e) => e.startsWith("joined")), JSON.stringify(result.ends)).toBe(true);

@@ -59,6 +59,7 @@ async function bootstrap(x: ClusterHarness): Promise<void> {
   await x.waitFor("ctrl-0 to bootstrap", () => x.joined("ctrl-0"), 90_000);
 }
 
+// Waits for the cut to show no promotion (the point of it), then both joins once healed.
 it.skipIf(skip)("a learner cut from the leader is not promoted and holds the slot; healed, it and the next node join", { timeout: 300_000 }, async () => {
   const { lab, h } = await start("lab-learner-cut", ["ctrl-0", "ctrl-1", "ctrl-2"]);
   await bootstrap(h);
@@ -85,6 +86,7 @@ it.skipIf(skip)("a learner cut from the leader is not promoted and holds the slo
   await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1", "ctrl-2"]);
 });
 
+// Waits out 30 s in which nothing may be added (the point of it), then the join once healed.
 it.skipIf(skip)("a join API cut from the broker adds nothing; healed, the node joins", { timeout: 300_000 }, async () => {
   const { lab, h } = await start("lab-join-api-cut", ["ctrl-0", "ctrl-1"]);
   await bootstrap(h);
@@ -108,6 +110,8 @@ it.skipIf(skip)("a join API cut from the broker adds nothing; healed, the node j
   await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1"]);
 });
 
+// Waits for a skewed agent's lease through 20 s as a cut-off learner (the point of it), and joins
+// through join APIs on skewed clocks.
 it.skipIf(skip)("skewed clocks: an agent 4 minutes behind keeps its lease and joins, a join API within its tolerance works; a join API beyond it refuses clearly and the slot is freed", { timeout: 300_000 }, async () => {
   const { lab, h } = await start("lab-skew", ["ctrl-0", "ctrl-1", "ctrl-2"], { policy: { leaseSeconds: 10 } });
   lab.skew("ctrl-0", 180);
@@ -148,6 +152,7 @@ it.skipIf(skip)("skewed clocks: an agent 4 minutes behind keeps its lease and jo
   await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1", "ctrl-2"]);
 });
 
+// Waits for the link's flaps and the leader's 6 s pause (the point of it), then the join.
 it.skipIf(skip)("the leader's link flaps and the leader is paused while a node joins: it joins", { timeout: 300_000 }, async () => {
   const { lab, h } = await start("lab-flap-pause", ["ctrl-0", "ctrl-1", "ctrl-2"]);
   await bootstrap(h);

@@ -35,6 +35,8 @@ beforeAll(() => {
 });
 
 
+// Waits for kubeadm init and join (each a kube-apiserver start-up), cp-2's /readyz, and the
+// restarts of its etcd and kube-apiserver.
 it.skipIf(skip)(
   "kubeadm init on cp-1, kubeadm join --control-plane on cp-2: two started etcd voters of one cluster, cp-2's API server ready",
   async () => {
@@ -130,6 +132,7 @@ it.skipIf(skip)(
  * whatever the timing: one cluster, never more than one learner, and every join that says it
  * succeeded is a started voter. What kubeadm printed goes to test-results/lab-kubeadm/four-joins/.
  */
+// Waits for kubeadm init, then four kubeadm joins retrying their refused adds for up to 2 minutes.
 it.skipIf(skip)(
   "four concurrent control-plane joins without a broker: one cluster, one learner at a time, every successful join a started voter",
   async () => {
@@ -188,6 +191,7 @@ it.skipIf(skip)(
  * and the next join, started meanwhile, fails too. Running `kubeadm join phase etcd-join` again on
  * the first joiner once its etcd runs promotes it, and the next join then succeeds.
  */
+// Waits for two kubeadm joins to fail in kubeadm's 30 s etcd window (the point of it), then the repair.
 it.skipIf(skip)(
   "a joiner's etcd started late, without a broker: both joins fail, the unstarted learner stays; kubeadm join phase etcd-join repairs it",
   async () => {
@@ -327,6 +331,7 @@ function kubeadmJoinPids(lab: Lab, host: string): number[] {
  * meanwhile meet its learner ("too many learner members"); with it, no two nodes run the recipe at
  * once. Every agent exits 0 and etcd ends with five started voters.
  */
+// Waits for five kubeadm runs one at a time (each a kube-apiserver start-up) and the held etcd's 20 s.
 it.skipIf(skip)(
   "five hosts through the broker with the kubeadm recipe, one joiner's etcd late: one kubeadm init, five started voters, never too many learners",
   async () => {
@@ -361,6 +366,7 @@ it.skipIf(skip)(
  * has ended and the broker admitted the next node: it removes its leftover learner first, and
  * joins after the others. The same end state as without faults.
  */
+// Waits for five kubeadm runs one at a time, the killed agent's lease to end and its restart.
 it.skipIf(skip)(
   "faults through the broker: a kubeadm join killed mid-way, an agent and its kubeadm killed and restarted after the lease: the same end state",
   async () => {
@@ -439,6 +445,7 @@ it.skipIf(skip)(
  * etcd, each failing with kubeadm's own error and the learner left; again with --max-learners 2
  * (what it reports); then the brokered run, every node a voter. Checked on what it prints.
  */
+// Waits for the demo's three rounds: two without the broker (kubeadm's 30 s etcd window each), one with.
 it.skipIf(skip)(
   "npm run demo -- --kubeadm --without-broker: the joins without the broker fail with kubeadm's error and leave a learner; with it, five voters",
   async () => {
@@ -450,10 +457,9 @@ it.skipIf(skip)(
     writeFileSync(join(ROOT, "test-results/lab-kubeadm/demo-output.txt"), out);
     expect(code, out.slice(-3000)).toBe(0);
     expect(out).toMatch(/^\[ *[\d.]+ s\] cp-2: kubeadm join exited 1 after [\d.]+ s: error: .*the etcd member [0-9a-f]+ is not started$/m);
-    // The others fail behind cp-2's learner; which error kubeadm ends on once its window is spent
-    // (the refusal itself, or a timeout behind it) depends on the machine's load.
-    expect(out.match(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 after /gm)).toHaveLength(3);
-    expect(out).toMatch(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*too many learner members/m);
+    // Each refused by etcd's learner limit: kubeadm's last error says so, or, when its 30 s ran out
+    // during a retry (a busy machine), its context deadline, with the refusals it met before.
+    expect(out.match(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*(?:too many learner members in cluster|context deadline exceeded \([1-9]\d* adds refused: too many learner members\))/gm)).toHaveLength(3);
     expect(out).toContain("Without the broker: 4 of 4 joins failed; 1 learner left in etcd (2 members).");
     // The second round (--max-learners 2) reports; whether two adds land close enough for #2005 is a race.
     expect(out).toMatch(/^\[ *[\d.]+ s\] kubeadm init on cp-1, etcd with --max-learners 2…$/m);

@@ -29,6 +29,7 @@ afterAll(async () => {
   lab?.destroy();
 });
 
+// Waits out the 50 s cut (the point of it), then the join once healed.
 it.skipIf(skip)(`a joiner cut from its peers for ${CUT_MS / 1000} s from its admission does not give up, and joins once healed`, { timeout: 360_000 }, async () => {
   h.startSampling();
   h.startAgent("ctrl-0");

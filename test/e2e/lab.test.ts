@@ -46,7 +46,10 @@ afterAll(() => {
 });
 
 it.skipIf(skip)("hosts reach each other on their own addresses; the test reaches them through the probe", async () => {
-  expect(lab.host("a").ip).toMatch(/^10\.77\./);
+  // The lab's own /24 of 10.77.0.0/16: labs of files running at once never share an address.
+  expect(lab.subnet).toMatch(/^10\.77\.\d+\.0\/24$/);
+  expect(lab.host("a").ip.startsWith(lab.subnet.replace(/0\/24$/, ""))).toBe(true);
+  expect(lab.exec("a", "ip", ["-4", "-o", "addr", "show", "eth0"])).toContain(`${lab.host("a").ip}/24`);
   expect(connects("a", "b") && connects("b", "c") && connects("c", "a")).toBe(true);
   const url = await lab.reach(`http://${lab.host("b").ip}:7000`);
   const { hostname, port } = new URL(url);
@@ -56,7 +59,7 @@ it.skipIf(skip)("hosts reach each other on their own addresses; the test reaches
     s.on("data", (d) => (text += d)).on("end", () => ok(text)).on("error", fail);
   });
   expect(answer).toBe("b\n");
-  // No route out: the bridge has no uplink, a host has only its /16.
+  // No route out: the bridge has no uplink, a host has only its lab's subnet.
   expect(lab.exec("a", "ip", ["route"])).not.toMatch(/default/);
 });
 
@@ -134,15 +137,15 @@ it.skipIf(skip)("a paused process answers nothing until it is resumed", async ()
   const proc = spawn(process.execPath, ["-e", "setInterval(()=>console.log('tick'),50)"], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
   let ticks = 0;
   proc.stdout!.on("data", () => ticks++);
-  await new Promise((r) => setTimeout(r, 300));
+  await expect.poll(() => ticks).toBeGreaterThan(0);
   lab.pause(proc.pid!);
+  // What it wrote before the stop may still be on its way; then half a second in which nothing may come.
   await new Promise((r) => setTimeout(r, 200));
   const paused = ticks;
   await new Promise((r) => setTimeout(r, 500));
   expect(ticks).toBe(paused);
   lab.resume(proc.pid!);
-  await new Promise((r) => setTimeout(r, 500));
-  expect(ticks).toBeGreaterThan(paused);
+  await expect.poll(() => ticks).toBeGreaterThan(paused);
   proc.kill("SIGKILL");
 });
 
@@ -151,6 +154,9 @@ it.skipIf(skip)("destroy removes every namespace of the lab; a crashed run's are
   execFileSync("ip", ["netns", "add", "jbl4194305x1-left"]);
   const other = await Lab.create();
   expect(namespaces()).not.toContain("jbl4194305x1-left");
+  // Two labs at once: names and subnets of their own.
+  expect(other.prefix).not.toBe(lab.prefix);
+  expect(other.subnet).not.toBe(lab.subnet);
   expect(reapStaleLabs()).toEqual([]);
   expect(namespaces()).toContain(lab.prefix);
   other.destroy();

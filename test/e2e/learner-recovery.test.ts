@@ -66,6 +66,8 @@ function thaw(node: string, pid: number, what: string): void {
 const firstMemberID = (run: AgentRun) => String(run.events.find((e) => e.step === "member-added")?.memberID);
 const asideEvent = (run: AgentRun): AgentEvent | undefined => run.events.find((e) => e.step === "etcd-exit" && typeof e.aside === "string");
 
+// Waits for the frozen agents' leases to end, the join API to remove their learners for the next
+// nodes, and each frozen node to queue again and join with fresh data (etcd's 5 s window each).
 it("nodes whose running learners were removed after their leases expired join again as voters, with fresh data", async () => {
   h.startSampling();
   h.startAgent("ctrl-0");

@@ -14,6 +14,8 @@ const names = Array.from({ length: 7 }, (_, i) => `ctrl-${i}`);
 describe(`seed ${SEED}, with faults`, () => {
   let naive: RunFigures;
 
+  // Waits for seven nodes joining the naive way under the seeded faults (the join API failing for
+  // 8 s, two kills) to settle.
   it("without the broker: more than one cluster, or a lost quorum", { timeout: 300_000 }, async () => {
     naive = await runNaive({ seed: SEED, names, faults: true });
     const split = naive.clusterIds.length > 1 || naive.quorumLosses > 0;
@@ -22,6 +24,7 @@ describe(`seed ${SEED}, with faults`, () => {
     expect(naive.inOtherCluster.length + naive.notServing.length, naive.events.join("\n")).toBeGreaterThan(0);
   });
 
+  // Waits for six joins one at a time under the same faults (etcd's 5 s window each, the kills' restarts).
   it("with the broker: one cluster, every node a voter", { timeout: 600_000 }, async () => {
     const brokered = await runBrokered({ seed: SEED, names, faults: true });
     if (naive) console.log(sideBySide(naive, brokered));

@@ -8,15 +8,34 @@ const [listenPort, targetHost, targetPort, delayMs, jitterMs] = process.argv.sli
 const delay = Number(delayMs);
 const jitter = Number(jitterMs);
 
-/** Writes each chunk after its delay, never before the one ahead of it. */
+/**
+ * Writes each chunk after its delay, never before the one ahead of it, and ends `to` after the
+ * last one: one queue, one timer for its head (two timers due in the same millisecond may fire
+ * in either order, and an end passed on before the last write loses that write).
+ */
 function delayed(from, to) {
+  const queue = [];
+  let timer = null;
+  let ended = false;
   let last = 0;
+  const pump = () => {
+    timer = null;
+    while (queue.length && queue[0].at <= Date.now()) {
+      const { chunk } = queue.shift();
+      if (to.writable) to.write(chunk);
+    }
+    if (queue.length) timer = setTimeout(pump, queue[0].at - Date.now());
+    else if (ended) to.end();
+  };
   from.on("data", (chunk) => {
-    const at = Math.max(last, Date.now() + delay + (Math.random() * 2 - 1) * jitter);
-    last = at;
-    setTimeout(() => to.writable && to.write(chunk), at - Date.now());
+    last = Math.max(last, Date.now() + delay + (Math.random() * 2 - 1) * jitter);
+    queue.push({ at: last, chunk });
+    timer ??= setTimeout(pump, last - Date.now());
   });
-  from.on("end", () => setTimeout(() => to.end(), Math.max(0, last - Date.now())));
+  from.on("end", () => {
+    ended = true;
+    if (!timer) pump();
+  });
 }
 
 const server = createServer((client) => {

@@ -1,7 +1,8 @@
 /**
  * The lab: hosts on this machine, each a Linux network namespace with an address of its own in
- * 10.77.0.0/16, joined by a bridge that lives in a namespace of its own with no uplink and no
- * route out, so nothing a run sends leaves the namespaces it created. Processes run inside a
+ * the lab's subnet (a /24 of 10.77.0.0/16, its own among the labs running on the machine), joined
+ * by a bridge that lives in a namespace of its own with no uplink and no route out, so nothing a
+ * run sends leaves the namespaces it created. Processes run inside a
  * host (`ip netns exec`); faults are nftables rules inside the hosts' namespaces (partitions,
  * loss), a link set down and up again (flap), SIGSTOP/SIGCONT, SIGKILL, and a host's clock
  * moved by libfaketime (read from a file per host, so it can jump during a run).
@@ -10,8 +11,10 @@
  * forwarded over a Unix socket to a gateway process inside the lab's probe host, which no
  * partition ever touches (the control node of a Jepsen run).
  *
- * Every namespace carries the run's prefix `jbl<pid>x<n>-`; `destroy()` removes them and
- * `Lab.create` first reaps what a crashed run (a prefix whose pid is gone) left behind.
+ * Every namespace carries the lab's prefix `jbl<pid>x<n>-`; `destroy()` removes them and
+ * `Lab.create` first reaps what a crashed run (a prefix whose pid is gone) left behind. Labs of
+ * test files running at once never share a name or an address: the prefix is the process's own,
+ * and the subnet (10.77.<slot>.0/24) is claimed machine-wide (scripts/claims.mjs) until `destroy()`.
  */
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
@@ -20,13 +23,35 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { claim, release, withMachineLock } from "../../scripts/claims.mjs";
+
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 const GATEWAY = resolve(import.meta.dirname, "gateway.mjs");
 const DELAY_PROXY = resolve(import.meta.dirname, "delay-proxy.mjs");
 /** Namespaces of a lab: `jbl<pid>x<n>-<host>`; the bridge's is `…-br`, the probe's `…-probe`. */
 const PREFIX_RE = /^jbl(\d+)x\d+-/;
-const SUBNET = "10.77";
+/** Every lab's subnet is a /24 of this /16: 10.77.<slot>.0/24, the slot claimed machine-wide. */
+const LAB_NET = "10.77";
+const SLOTS = 256;
+/** The claims (scripts/claims.mjs) of the labs' subnets, and the lock around the mount points labs make. */
+const SUBNET_CLAIMS = "lab-subnets";
+const MOUNT_POINTS_LOCK = "lab-mount-points";
 let labsInProcess = 0;
+/** The slots of this process's labs: a claim is a process's, and one process may run several labs at once. */
+const slotsInProcess = new Set<number>();
+
+/** A subnet slot no live lab on the machine holds, claimed for this process; a random start spreads concurrent claimants. */
+function claimSlot(): number {
+  const start = Math.floor(Math.random() * SLOTS);
+  for (let i = 0; i < SLOTS; i++) {
+    const slot = (start + i) % SLOTS;
+    if (!slotsInProcess.has(slot) && claim(SUBNET_CLAIMS, slot)) {
+      slotsInProcess.add(slot);
+      return slot;
+    }
+  }
+  throw new Error(`every lab subnet (${LAB_NET}.0.0/16, ${SLOTS} of them) is held by a running lab`);
+}
 
 export interface LabHost {
   name: string;
@@ -191,23 +216,30 @@ export class Lab {
   private constructor(
     readonly prefix: string,
     readonly dir: string,
+    /** Which /24 of 10.77.0.0/16 is this lab's (claimed machine-wide until `destroy()`). */
+    readonly slot: number,
   ) {}
 
   get bridgeNs(): string {
     return `${this.prefix}br`;
   }
 
+  /** The lab's subnet, `10.77.<slot>.0/24`: its hosts are .10, .11, …, its probe .254. */
+  get subnet(): string {
+    return `${LAB_NET}.${this.slot}.0/24`;
+  }
+
   /** A new lab (reaping a crashed run's first), with its bridge and probe host. */
   static async create(): Promise<Lab> {
     reapStaleLabs();
-    const lab = new Lab(`jbl${process.pid}x${++labsInProcess}-`, mkdtempSync(join(tmpdir(), "join-broker-lab-")));
+    const lab = new Lab(`jbl${process.pid}x${++labsInProcess}-`, mkdtempSync(join(tmpdir(), "join-broker-lab-")), claimSlot());
     try {
       sh("ip", ["netns", "add", lab.bridgeNs]);
       inNs(lab.bridgeNs, "ip", ["link", "set", "lo", "up"]);
       inNs(lab.bridgeNs, "ip", ["link", "add", "br0", "type", "bridge"]);
       inNs(lab.bridgeNs, "ip", ["link", "set", "br0", "up"]);
       // The probe: where the gateway runs; its address is outside every partition.
-      const probe = lab.#attach("probe", `${SUBNET}.255.254`);
+      const probe = lab.#attach("probe", `${LAB_NET}.${lab.slot}.254`);
       await lab.#startGateway(probe);
     } catch (e) {
       lab.destroy();
@@ -230,7 +262,7 @@ export class Lab {
     inNs(this.bridgeNs, "ip", ["link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns]);
     inNs(this.bridgeNs, "ip", ["link", "set", port, "master", "br0", "up"]);
     inNs(ns, "ip", ["link", "set", "lo", "up"]);
-    inNs(ns, "ip", ["addr", "add", `${ip}/16`, "dev", "eth0"]);
+    inNs(ns, "ip", ["addr", "add", `${ip}/24`, "dev", "eth0"]);
     inNs(ns, "ip", ["link", "set", "eth0", "up"]);
     const host: LabHost = { name, ns, ip, clockFile: join(this.dir, `${name}.clock`), mounts: new Map() };
     writeFileSync(host.clockFile, "+0\n");
@@ -239,9 +271,11 @@ export class Lab {
     return host;
   }
 
-  /** Adds a host with the next free address (10.77.0.10, .11, …). */
+  /** Adds a host with the next free address of the lab's subnet (10.77.<slot>.10, .11, …). */
   addHost(name: string): LabHost {
-    return this.#attach(name, `${SUBNET}.0.${10 + this.hosts.size - 1}`);
+    const last = 10 + this.hosts.size - 1;
+    if (last > 253) throw new Error(`a lab holds at most ${253 - 10 + 1} hosts`);
+    return this.#attach(name, `${LAB_NET}.${this.slot}.${last}`);
   }
 
   host(name: string): LabHost {
@@ -263,11 +297,15 @@ export class Lab {
     const h = this.host(host);
     const backing = join(this.dir, "hosts", host, path);
     mkdirSync(backing, { recursive: true });
-    if (!existsSync(path)) {
-      mkdirSync(path, { recursive: true });
-      mkdirSync(MADE_MOUNT_POINTS, { recursive: true });
-      writeFileSync(join(MADE_MOUNT_POINTS, encodeURIComponent(path)), "");
-    }
+    // This lab's namespaces exist already, so the last lab's `destroy()` leaves the mount point
+    // alone from now on; the lock keeps one it is removing from being counted on meanwhile.
+    withMachineLock(MOUNT_POINTS_LOCK, () => {
+      if (!existsSync(path)) {
+        mkdirSync(path, { recursive: true });
+        mkdirSync(MADE_MOUNT_POINTS, { recursive: true });
+        writeFileSync(join(MADE_MOUNT_POINTS, encodeURIComponent(path)), "");
+      }
+    });
     h.mounts.set(path, backing);
     return backing;
   }
@@ -434,7 +472,7 @@ export class Lab {
     const out = this.#cuts.filter((c) => c.from === host.name).map((c) => `    ip daddr ${this.host(c.to).ip} drop`);
     const inp = this.#cuts.filter((c) => c.to === host.name).map((c) => `    ip saddr ${this.host(c.from).ip} drop`);
     const loss = this.#loss.get(host.name);
-    if (loss) inp.push(`    ip saddr ${SUBNET}.0.0/16 ${loss < 100 ? `numgen random mod 100 < ${loss} ` : ""}drop`);
+    if (loss) inp.push(`    ip saddr ${this.subnet} ${loss < 100 ? `numgen random mod 100 < ${loss} ` : ""}drop`);
     const rules = [
       "table inet lab",
       "delete table inet lab",
@@ -510,7 +548,12 @@ export class Lab {
       .filter((ns) => ns.startsWith(this.prefix));
     removeNamespaces(mine);
     rmSync(this.dir, { recursive: true, force: true });
-    if (!otherLabsLive(this.prefix)) removeMadeMountPoints();
+    slotsInProcess.delete(this.slot);
+    release(SUBNET_CLAIMS, this.slot);
+    // Under the lock that `privatePath` makes them under: no lab can start using one in between.
+    withMachineLock(MOUNT_POINTS_LOCK, () => {
+      if (!otherLabsLive(this.prefix)) removeMadeMountPoints();
+    });
   }
 }
 

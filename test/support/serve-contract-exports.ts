@@ -1,19 +1,20 @@
 /**
  * Stands in for `cloudflare:workers` when the Worker tests' HTTP contract files run against
  * `join-broker serve` (the `contract-serve` project): `exports.default.fetch` sends the request
- * over loopback to the serve process the global setup started, whatever origin the test names.
+ * over loopback to the serve process this file's setup started (serve-contract-setup.ts),
+ * whatever origin the test names.
  */
-import { inject } from "vitest";
+let serveUrl: string | null = null;
 
-declare module "vitest" {
-  export interface ProvidedContext {
-    serveUrl: string;
-  }
+/** The setup file's serve, for this test file's requests. */
+export function serveForThisFile(url: string): void {
+  serveUrl = url;
 }
 
 function toServe(input: RequestInfo | URL): string {
+  if (!serveUrl) throw new Error("no join-broker serve for this file: test/support/serve-contract-setup.ts starts one before its tests");
   const url = new URL(input instanceof Request ? input.url : String(input));
-  return `${inject("serveUrl")}${url.pathname}${url.search}`;
+  return `${serveUrl}${url.pathname}${url.search}`;
 }
 
 export const exports = {

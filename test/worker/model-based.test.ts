@@ -8,7 +8,8 @@
  * Each sequence runs against a fresh cluster (a fresh Durable Object). A failure prints the
  * shrunk sequence with fast-check's seed and path; replay it with
  *   VITE_MBT_SEED=<seed> VITE_MBT_PATH=<path> npx vitest run --project worker test/worker/model-based.test.ts
- * and VITE_MBT_RUNS=<n> sets the number of sequences (docs/safety.md).
+ * and VITE_MBT_RUNS=<n> sets the number of sequences, VITE_MBT_SHARE=<fraction> a share of each
+ * property's own (docs/safety.md).
  * @module
  */
 import { env } from "cloudflare:workers";
@@ -36,7 +37,9 @@ const OTHER_PEER = "https://10.0.9.9:2380";
 const viteEnv = (import.meta as { env?: Record<string, string | undefined> }).env ?? {};
 const replay = viteEnv.VITE_MBT_SEED ? { seed: Number(viteEnv.VITE_MBT_SEED), path: viteEnv.VITE_MBT_PATH, endOnFailure: true } : {};
 const replayPath = viteEnv.VITE_MBT_REPLAY_PATH;
-const runs = (fallback: number) => Number(viteEnv.VITE_MBT_RUNS ?? fallback);
+// VITE_MBT_SHARE: that share of each property's sequences (`npm run test:quick` runs a quarter).
+const share = Number(viteEnv.VITE_MBT_SHARE ?? 1);
+const runs = (fallback: number) => Number(viteEnv.VITE_MBT_RUNS ?? Math.max(1, Math.round(fallback * share)));
 
 let clusters = 0;
 const runTag = Math.random().toString(36).slice(2, 8);

@@ -83,7 +83,7 @@ export class BrokerSteps {
     return retrying<TicketView>({ backoff, signal, onUnreachable }, async () => {
       if (view.state !== "queued") return { done: view };
       if (view !== shown) reportQueued(this.#r, view);
-      const began = Date.now();
+      const began = performance.now();
       // Hold the poll for the broker's Retry-After (plus jitter): an admission still answers at
       // once, and the position shown is never older than the broker thinks useful.
       const hint = view.retryAfter ?? LONG_POLL_DEFAULT_SECONDS;
@@ -103,7 +103,7 @@ export class BrokerSteps {
         // in line: its next change is its own admission, which a poll held at the broker hears at
         // once (one request either way), while a sleep would hear it late. A poll answered at once
         // (a broker that does not hold it) never counts as held.
-        const held = Date.now() - began;
+        const held = performance.now() - began;
         const early = hint * 1000 - held;
         if (view.state === "queued" && early > 0) {
           // Show the new position at once, whenever the next request goes.

@@ -280,7 +280,7 @@ export class EtcdSupervisor {
       this.#fail(this.#failure);
       return;
     }
-    const now = Date.now();
+    const now = performance.now();
     const unreachable = healed;
     this.#unreachableExits = unreachable ? this.#unreachableExits + 1 : 0;
     if (!unreachable) this.#exits = [...this.#exits.filter((t) => now - t < RESTART_WINDOW_MS), now];

@@ -146,8 +146,8 @@ async function stopGroup(pgid: number, graceMs: number): Promise<void> {
   };
   if (groupMembers(pgid).length === 0) return;
   signalGroup("SIGTERM");
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && groupMembers(pgid).length > 0) await sleep(100);
+  const deadline = performance.now() + graceMs;
+  while (performance.now() < deadline && groupMembers(pgid).length > 0) await sleep(100);
   if (groupMembers(pgid).length > 0) signalGroup("SIGKILL");
 }
 

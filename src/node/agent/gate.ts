@@ -184,28 +184,28 @@ export class Gate {
       }
       const command = this.#start({ role: view.role, admission, ticket: view.ticket });
       let exitedOkAt: number | null = null;
-      let lastNote = Date.now();
+      let lastNote = performance.now();
       for (;;) {
         const voter = await this.findVoter();
         if (voter) return voter;
         // The member has a name now: the broker may admit the next node beside this one.
         // A refused report is asked again, but not at every poll.
-        if (this.#started && !reported && Date.now() >= nextReport) {
+        if (this.#started && !reported && performance.now() >= nextReport) {
           reported = await reportStarted(this.#started);
-          nextReport = Date.now() + REPORT_RETRY_MS;
+          nextReport = performance.now() + REPORT_RETRY_MS;
         }
         const exit = command.exit;
         if (exit && (exit.code !== 0 || exit.signal)) {
           throw new CommandFailed(`${this.#label} ${describeExit(exit)} before this node was a voter`);
         }
         if (exit) {
-          exitedOkAt ??= Date.now();
-          if (Date.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
+          exitedOkAt ??= performance.now();
+          if (performance.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
             throw new CommandFailed(`${this.#label} exited with status 0, but etcd (${this.#etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${EXITED_OK_GRACE_MS / 1000} s later`);
           }
         }
-        if (Date.now() - lastNote > 10_000) {
-          lastNote = Date.now();
+        if (performance.now() - lastNote > 10_000) {
+          lastNote = performance.now();
           this.#r.retry(`waiting for etcd to list ${this.#o.peerURL} as a started voter (${this.#seen || "not a member yet"})`);
         }
         await Promise.race([sleep(POLL_MS, signal), command.exited]);
@@ -282,8 +282,8 @@ export class Gate {
    * Resolves with what etcd showed last: "absent", "removed", "voter", or "unknown".
    */
   async removeOwnNonVoter(heldUntil?: AbortSignal, reportStuck?: ReportStuck): Promise<"absent" | "removed" | "voter" | "unknown"> {
-    const deadline = Date.now() + this.#o.removalTimeoutSeconds * 1000;
-    let lastNote = Date.now();
+    const deadline = performance.now() + this.#o.removalTimeoutSeconds * 1000;
+    let lastNote = performance.now();
     let last: Extract<Removal, { problem: string }> | null = null;
     let rescueTried = false;
     try {
@@ -293,13 +293,13 @@ export class Gate {
         last = removal;
         // Once per attempt to give the admission up: an etcd that cannot run now will not later.
         if (heldUntil && removal.own && !removal.own.isLearner && !removal.own.started && !rescueTried) rescueTried = await this.#startRescue(removal.own);
-        if (heldUntil && Date.now() >= deadline) await this.#stuck(removal, reportStuck);
-        if (heldUntil && Date.now() - lastNote > 10_000) {
-          lastNote = Date.now();
-          this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${removal.problem}); giving it up to an operator in ${Math.max(0, Math.round((deadline - Date.now()) / 1000))} s`);
+        if (heldUntil && performance.now() >= deadline) await this.#stuck(removal, reportStuck);
+        if (heldUntil && performance.now() - lastNote > 10_000) {
+          lastNote = performance.now();
+          this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${removal.problem}); giving it up to an operator in ${Math.max(0, Math.round((deadline - performance.now()) / 1000))} s`);
         } else this.#r.retry(removal.problem);
         // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
-        await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000, Math.max(0, deadline - Date.now())) : 500, heldUntil).catch(() => undefined);
+        await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000, Math.max(0, deadline - performance.now())) : 500, heldUntil).catch(() => undefined);
       }
     } finally {
       await this.#stopRescue();

@@ -58,8 +58,8 @@ export class JoinApiSteps {
     const retry = this.#joinApiRetry(10_000, signal);
     const onUnreachable = (reason: string) => {
       retry.onUnreachable(reason);
-      unreachableSince ??= Date.now();
-      if (Date.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
+      unreachableSince ??= performance.now();
+      if (performance.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
     };
     // Keys made for this add, kept in memory until their certificates arrive: a node that stops
     // before then makes fresh ones when it asks again.

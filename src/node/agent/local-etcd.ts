@@ -275,7 +275,7 @@ export class LocalEtcd {
    * before anything it says counts: anything else is refused.
    */
   async wait(want: "serving" | "voter" | "healthy", signal: AbortSignal, expected?: ExpectedEtcd): Promise<EtcdStatus> {
-    const began = Date.now();
+    const began = performance.now();
     let lastNote = began;
     let last = "";
     for (;;) {
@@ -296,9 +296,9 @@ export class LocalEtcd {
       } else {
         last = s.error.message;
       }
-      if (Date.now() - lastNote > 10_000) {
-        lastNote = Date.now();
-        this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((Date.now() - began) / 1000)} s): ${last}`);
+      if (performance.now() - lastNote > 10_000) {
+        lastNote = performance.now();
+        this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((performance.now() - began) / 1000)} s): ${last}`);
       }
       await sleep(100, signal);
     }

@@ -175,7 +175,7 @@ class JsonReporter implements FormatReporter {
 
 class PlainReporter implements FormatReporter {
   #lastQueued = "";
-  #lastQueuedAt = 0;
+  #lastQueuedAt = -Infinity;
   readonly #throttle: FailureThrottle;
 
   constructor(
@@ -191,9 +191,9 @@ class PlainReporter implements FormatReporter {
     if (step === "queued") {
       // Log a waiting node again only when its position moved, or once a minute.
       const key = `${fields.position} ${fields.waitingFor}`;
-      if (key === this.#lastQueued && Date.now() - this.#lastQueuedAt < 60_000) return;
+      if (key === this.#lastQueued && performance.now() - this.#lastQueuedAt < 60_000) return;
       this.#lastQueued = key;
-      this.#lastQueuedAt = Date.now();
+      this.#lastQueuedAt = performance.now();
     }
     const eta = step === "queued" && typeof fields.estimatedWaitSeconds === "number" ? `, about ${fields.estimatedWaitSeconds} s to go` : "";
     this.stream.write(`${new Date().toISOString()} ${this.node} ${step}: ${message}${eta}\n`);

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { runAgent } from "./agent.ts";
 import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
@@ -34,21 +34,23 @@ let server: Server | undefined;
 let dir = "";
 
 afterEach(async () => {
+  vi.restoreAllMocks();
   if (server) await new Promise((r) => server!.close(r));
   server = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Runs the agent against a broker that queues the ticket, then answers each poll as scripted; the last answer ends the run (revoked: exit 3). */
-async function runQueued(first: Partial<TicketView>, polls: PollAnswer[]): Promise<{ code: number; arrivals: Arrival[] }> {
+async function runQueued(first: Partial<TicketView>, polls: PollAnswer[], onPoll?: (n: number) => void): Promise<{ code: number; arrivals: Arrival[] }> {
   const arrivals: Arrival[] = [];
   let poll = 0;
   server = createServer((req: IncomingMessage, res) => {
     req.resume();
-    const arrival: Arrival = { at: Date.now(), answeredAt: 0, method: req.method ?? "", path: req.url ?? "" };
+    // On the monotonic clock: a test may set the wall clock back.
+    const arrival: Arrival = { at: performance.now(), answeredAt: 0, method: req.method ?? "", path: req.url ?? "" };
     arrivals.push(arrival);
     const answer = (status: number, view: Partial<TicketView>) => {
-      arrival.answeredAt = Date.now();
+      arrival.answeredAt = performance.now();
       const body = { ...BASE, ...view };
       const headers: Record<string, string> = { "content-type": "application/json" };
       if (body.state === "queued" && body.retryAfter) headers["retry-after"] = String(body.retryAfter);
@@ -56,6 +58,7 @@ async function runQueued(first: Partial<TicketView>, polls: PollAnswer[]): Promi
       res.end(JSON.stringify(body));
     };
     if (req.method === "POST") return answer(202, first);
+    onPoll?.(poll);
     const next = polls[Math.min(poll++, polls.length - 1)]!;
     setTimeout(() => answer(200, next.view), next.holdMs);
   });
@@ -90,6 +93,24 @@ describe("the agent's long polls while queued", () => {
     expect(arrivals).toHaveLength(2);
     expect(gapAfter(arrivals, 0)).toBeLessThan(5_000);
     expect(arrivals[1]!.path).toMatch(/\?wait=\d+$/);
+  }, 20_000);
+
+  it("measures how long a poll was held on the monotonic clock: a wall clock set back meanwhile does not stretch the wait", async () => {
+    // A node whose clock is put 5 minutes back (NTP, a VM resumed) while its poll is held.
+    const wall = Date.now;
+    const { code, arrivals } = await runQueued(
+      { position: 3, retryAfter: 2 },
+      [
+        { holdMs: 200, view: { position: 2, retryAfter: 2 } },
+        { holdMs: 0, view: { state: "revoked", reason: "test over" } },
+      ],
+      (n) => n === 0 && vi.spyOn(Date, "now").mockImplementation(() => wall() - 300_000),
+    );
+    expect(code).toBe(3);
+    expect(arrivals).toHaveLength(2);
+    // Retry-After, not Retry-After plus the 300 s the clock went back.
+    expect(gapAfter(arrivals, 0)).toBeGreaterThanOrEqual(1_500);
+    expect(gapAfter(arrivals, 0)).toBeLessThan(5_000);
   }, 20_000);
 
   it("still waits when a poll as next in line was answered at once (a broker that does not hold polls)", async () => {
