@@ -1,5 +1,5 @@
 /**
- * `join-broker join` flags (PROTOCOL.md, "Command line"), their validation and the help text.
+ * `join-broker join` flags (docs/protocol.md, "Command line"), their validation and the help text.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -149,7 +149,7 @@ Exit codes:
   130, 143  stopped by SIGINT or SIGTERM before the node joined (run again to resume)
 `;
 
-/** The flags (PROTOCOL.md, "Command line"); `--help` and `--ca-file` are answered before these are read. */
+/** The flags (docs/protocol.md, "Command line"); `--help` and `--ca-file` are answered before these are read. */
 export const JOIN_FLAGS = {
   broker: { value: "URL", env: "JOIN_BROKER_URL" },
   cluster: "NAME",
