@@ -53,6 +53,8 @@ const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
+  // The Workers runtime's types, generated from wrangler.toml and the pinned workerd (npm run cf-typegen).
+  ["Worker types up to date (wrangler types --check)", ["wrangler", "types", "--check", "src/broker/worker-configuration.d.ts"]],
   ["type check", ["tsc", "--noEmit"]],
   ["boundaries: a type check per runtime, dependency rules", ["node", "scripts/boundaries.mjs"]],
   // Built from Go modules once per machine (Debian's package for 3.4): before any test needs one.
