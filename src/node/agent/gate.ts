@@ -34,7 +34,7 @@ import { tlsFetch } from "../etcd/tls-fetch.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep, untilAborted } from "./retry.ts";
 import type { StateDir } from "./state-files.ts";

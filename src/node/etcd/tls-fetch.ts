@@ -7,7 +7,6 @@
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { UsageError } from "../exit-codes.ts";
 import { request as httpRequest } from "node:http";
 import { Agent, request as httpsRequest } from "node:https";
 
@@ -15,23 +14,6 @@ export interface TlsFiles {
   ca?: string;
   cert?: string;
   key?: string;
-}
-
-/**
- * `--etcd-cacert`, `--etcd-cert` and `--etcd-key` as files (absolute paths), cert and key
- * together; null when none is given. `mustExist` checks them now; without it they are read when
- * etcd is asked (a joining installer may write them only while it joins).
- */
-export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
-  const files: TlsFiles = {};
-  for (const [name, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
-    const path = flag(name);
-    if (!path) continue;
-    if (options.mustExist && !existsSync(path)) throw new UsageError(`--${name} ${path}: no such file`);
-    files[field] = resolve(path);
-  }
-  if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
-  return Object.keys(files).length ? files : null;
 }
 
 /**

@@ -3,19 +3,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
-import { parseJoinArgs, type AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "../agent/agent-options.ts";
+import { parseJoin } from "./join.ts";
 
 const REQUIRED = ["--broker", "https://broker.example/", "--cluster", "prod-eu", "--token", "jbe_abc", "--node", "ctrl-1", "--peer-url", "https://10.0.0.4:2380/", "--join-api", "https://10.0.0.2:9443", "--state-dir", "/var/lib/jb"];
 
 function options(argv: string[], env: Record<string, string | undefined> = {}): AgentOptions {
-  const parsed = parseJoinArgs(argv, env);
-  if (parsed.help) throw new Error("unexpected help");
-  return parsed.options;
+  const parsed = parseJoin(argv, env);
+  if (parsed === null) throw new Error("unexpected help");
+  return parsed;
 }
 
 function usageError(argv: string[], env: Record<string, string | undefined> = {}): string {
   try {
-    parseJoinArgs(argv, env);
+    parseJoin(argv, env);
   } catch (e) {
     expect(e).toBeInstanceOf(UsageError);
     return (e as Error).message;
@@ -87,19 +88,23 @@ describe("join flags", () => {
     expect(usageError([...REQUIRED, "--timeout", "soon"])).toContain("--timeout");
     expect(usageError([...REQUIRED, "--log-format", "xml"])).toContain("text or json");
     expect(usageError([...REQUIRED, "--frobnicate"])).toContain("frobnicate");
-    expect(usageError(REQUIRED.slice(2))).toContain("--broker is required");
+    expect(usageError(REQUIRED.slice(2))).toBe("--broker URL is required (or JOIN_BROKER_URL)");
   });
 
   it("names every missing flag at once", () => {
-    expect(usageError([], {})).toBe("--broker (or JOIN_BROKER_URL), --cluster, an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN), --peer-url, --join-api and --state-dir are required");
-    expect(usageError(["--cluster", "c1", "--node", "n1"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url, --join-api and --state-dir are required");
+    expect(usageError([], {})).toBe(
+      "--broker URL (or JOIN_BROKER_URL), --cluster NAME, an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN), --peer-url URL, --join-api URL and --state-dir DIR are required",
+    );
+    expect(usageError(["--cluster", "c1", "--node", "n1"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url URL, --join-api URL and --state-dir DIR are required");
     // Gate mode needs no --join-api.
-    expect(usageError(["--cluster", "c1", "--exec", "true", "--etcd", "http://127.0.0.1:2379"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url and --state-dir are required");
+    expect(usageError(["--cluster", "c1", "--exec", "true", "--etcd", "http://127.0.0.1:2379"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url URL and --state-dir DIR are required");
   });
 
   it("answers --help before checking anything else", () => {
-    expect(parseJoinArgs(["--help"], {})).toEqual({ help: true });
-    expect(parseJoinArgs(["-h", "--cluster", "Bad!"], {})).toEqual({ help: true });
+    expect(parseJoin(["--help"], {})).toBeNull();
+    expect(parseJoin(["-h", "--cluster", "Bad!"], {})).toBeNull();
+    // A bad value in the environment too.
+    expect(parseJoin(["--help"], { JOIN_BROKER_URL: "not a url" })).toBeNull();
   });
 });
 
@@ -123,7 +128,7 @@ describe("gate mode flags", () => {
     expect(usageError([...GATE, "--exec", " "])).toMatch(/--exec needs a command/);
     expect(usageError([...REQUIRED, "--service"])).toMatch(/--service is for gate mode/);
     expect(usageError([...GATE, "--exec", "x", "--etcd", "ftp://x:1"])).toMatch(/--etcd/);
-    expect(usageError(GATE)).toMatch(/--join-api is required/);
+    expect(usageError(GATE)).toBe("--join-api URL is required");
   });
 
   it("takes --etcd in the agent's own mode too: the other controllers, asked before a bootstrap", () => {
