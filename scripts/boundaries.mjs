@@ -1,8 +1,9 @@
 // The layout's boundaries (src/broker: workerd, its console script the browser; src/node: Node;
 // src/shared: both), checked:
 // each runtime's code type-checked on its own with only that runtime's types, then
-// dependency-cruiser's rules (.dependency-cruiser.cjs): no cycles, neither side imports the other,
-// the shared contract imports neither. Exits non-zero on the first failure.
+// dependency-cruiser's rules (.dependency-cruiser.cjs): no cycles of files or of folders, neither
+// side imports the other, the shared contract imports neither, and on the node side only the CLI
+// (src/node/cli) knows the command line. Exits non-zero on the first failure.
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
