@@ -18,7 +18,13 @@ export class CliCommand extends Command {
     super(name);
     this.exitOverride()
       // Refusals are written by the caller (main.ts), once, in the project's words.
-      .configureOutput({ writeErr: () => {}, outputError: () => {} })
+      .configureOutput({
+        writeErr: () => {},
+        outputError: () => {},
+        // A terminal's width, else as wide as the docs' own help texts.
+        getOutHelpWidth: () => (process.stdout.isTTY ? process.stdout.columns : 100),
+        getErrHelpWidth: () => (process.stderr.isTTY ? process.stderr.columns : 100),
+      })
       .showSuggestionAfterError(false)
       // `join-broker help COMMAND…` is main.ts's own: no `help` subcommand in every group.
       .helpCommand(false)

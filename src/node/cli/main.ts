@@ -23,7 +23,7 @@ export const COMMANDS: Record<string, { summary: string; load: () => Promise<Def
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: async () => (await import("./admin.ts")).defineAdmin },
   serve: {
     summary: inSingleExecutable()
-      ? "not in this single file: the self-hosted broker runs from the npm package (docs/install.md)"
+      ? "not in this single file: the self-hosted broker runs from the npm package"
       : "the broker itself, self-hosted on workerd with its state on local disk",
     load: async () => (await import("./serve.ts")).defineServe,
   },
