@@ -8,11 +8,12 @@
 import { Option, type Command } from "commander";
 import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type AdminClient, type Reply } from "../../shared/client/index.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
-import { ADMIN_FLAGS, COMMANDS, type AdminCommand, type AdminFlagName, type Values } from "./admin-commands.ts";
+import { COMMANDS, type AdminCommand } from "./admin-commands.ts";
+import { ADMIN_FLAGS, inFlagTerms, type AdminFlagName, type Values } from "./admin-flags.ts";
 import { caFileOption, withCaFile } from "./ca-file.ts";
 import { leafCommands, requireAll, secretRequirement, typed, unset, type CliCommand } from "./command.ts";
 import { stopOnSignals } from "./signals.ts";
-import { choice, givenText, httpUrl, number, readSecret, text, value, type Reader } from "./values.ts";
+import { choice, httpUrl, number, readSecret, text, value, type Reader } from "./values.ts";
 
 
 const EXIT_CODES = `
@@ -147,28 +148,6 @@ async function runSubcommand(admin: CliCommand, leaf: CliCommand, command: Admin
   } finally {
     stop?.release();
   }
-}
-
-/** A refused input, said in the words the user typed: the flag, its value, and the rule. */
-function inFlagTerms(e: InvalidInput, leaf: Command): string {
-  if (e.issues.length === 0) return e.message;
-  return e.issues
-    .map((i) => {
-      const field = i.path.split(".")[0];
-      const known = Object.values(ADMIN_FLAGS).find((f) => "field" in f && f.field === field);
-      if (!known) return i.path ? `${i.path}: ${i.message}` : i.message;
-      const flag = known.flags.split(" ")[0];
-      const option = leaf.options.find((o) => o.long === flag);
-      const typedText = option && givenText(option);
-      const given = typedText !== undefined && !Array.isArray(leaf.getOptionValue(option!.attributeName())) ? ` ${typedText}` : "";
-      const unit = "unit" in known ? ` ${known.unit}` : "";
-      const rule =
-        i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
-        : i.code === "too_big" && i.maximum !== undefined ? `must be at most ${i.maximum}${unit}`
-        : i.message.charAt(0).toLowerCase() + i.message.slice(1);
-      return `${flag}${given}: ${rule}`;
-    })
-    .join("; ");
 }
 
 /** What to check next, for the problems an operator meets most. */
