@@ -68,7 +68,13 @@ describe("join flags", () => {
     const withoutBroker = REQUIRED.filter((a, i) => a !== "--broker" && REQUIRED[i - 1] !== "--broker");
     expect(options(withoutBroker, { JOIN_BROKER_URL: "http://127.0.0.1:8787" }).brokerUrl).toBe("http://127.0.0.1:8787");
     expect(usageError([...REQUIRED, "--token-file", join(dir, "token")])).toContain("not both");
-    expect(usageError(withoutToken)).toContain("enrollment token is required");
+    expect(usageError(withoutToken)).toBe("an enrollment token is required (--token, --token-file or JOIN_BROKER_TOKEN)");
+    // The flag, then the file, then the environment: a file wins over JOIN_BROKER_TOKEN.
+    expect(options([...withoutToken, "--token-file", join(dir, "token")], { JOIN_BROKER_TOKEN: "jbe_fromenv" }).token).toBe("jbe_fromfile");
+    expect(options(REQUIRED, { JOIN_BROKER_TOKEN: "jbe_fromenv" }).token).toBe("jbe_abc");
+    writeFileSync(join(dir, "empty"), "\n");
+    expect(usageError([...withoutToken, "--token-file", join(dir, "empty")])).toBe(`--token-file ${join(dir, "empty")} is empty`);
+    expect(usageError([...withoutToken, "--token", "jbe abc"])).toContain("the enrollment token may use only A-Z a-z 0-9");
   });
 
   it("refuses what etcd or the broker would refuse later", () => {
