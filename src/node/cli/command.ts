@@ -131,12 +131,13 @@ function formatItem(term: string, termWidth: number, description: string, helper
   return `  ${term}\n${helper.boxWrap(description, (helper.helpWidth ?? 80) - indent.length).replace(/^/gm, indent)}`;
 }
 
-/** Every `--flag` a command takes, its parents' included (admin's connection flags). */
+/** Every `--flag` a command takes: its own, and those of parents that read theirs after a subcommand too (admin's connection flags). */
 export function knownFlags(cmd: Command): string[] {
   const flags: string[] = [];
   for (let c: Command | null = cmd; c; c = c.parent) {
     for (const o of c.options) if (o.long && !flags.includes(o.long)) flags.push(o.long);
-    if (c.parent && !c.parent.parent) break; // up to the command below `join-broker`
+    // As commander reads them: a parent with positional options (`join-broker`, serve) stops at its subcommand.
+    if (!c.parent || (c.parent as unknown as { _enablePositionalOptions: boolean })._enablePositionalOptions) break;
   }
   return flags;
 }
@@ -199,8 +200,10 @@ function refusal(cmd: CliCommand, code: string, message: string): UsageError {
       const here = knownFlags(cmd);
       if (here.includes(typed)) return new UsageError(`${typed} takes no value`);
       // A flag of another subcommand of the same command: say where it does apply.
-      const elsewhere = cmd.parent?.parent && new Set(leafCommands(family(cmd)).flatMap((l) => knownFlags(l.command)));
-      if (elsewhere && elsewhere.has(typed)) return new UsageError(`${typed} does not apply to '${name}'`);
+      const top = family(cmd);
+      const owners = [...(hasAction(top) ? [{ words: [top.name()], command: top }] : []), ...leafCommands(top)].filter((l) => knownFlags(l.command).includes(typed));
+      if (owners.length && cmd === family(cmd)) return new UsageError(`${typed} goes after its subcommand: ${owners.map((l) => `'${l.words.join(" ")}'`).join(", ")}`);
+      if (owners.length) return new UsageError(`${typed} does not apply to '${name}'`);
       return new UsageError(`unknown flag '${typed}'${didYouMean(typed, here)}`);
     }
     case "commander.optionMissingArgument":

@@ -90,4 +90,18 @@ describe("join-broker serve flags", () => {
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--log-level", "trace"])).toContain("debug, info, warn");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--port", "1"])).toContain("--port");
   });
+
+  it("says which of serve and serve restore a flag belongs to", () => {
+    const refusal = (argv: string[]) => {
+      try {
+        parseOnly("serve", defineServe, argv, TOKEN);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error("no refusal");
+    };
+    expect(refusal(["restore", "--listen", "127.0.0.1:1"])).toBe("--listen does not apply to 'restore'");
+    expect(refusal(["--listen", "127.0.0.1:1", "--from", "/backup"])).toBe("--from goes after its subcommand: 'restore'");
+    expect(refusal(["restore", "--form", "/backup"])).toBe("unknown flag '--form'; did you mean '--from'?");
+  });
 });
