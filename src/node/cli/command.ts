@@ -14,6 +14,9 @@ import { closest, didYouMean } from "./suggest.ts";
 export const PRINTED = new Set(["commander.helpDisplayed", "commander.version"]);
 
 export class CliCommand extends Command {
+  /** The command line as given (see `commandLine`). */
+  #argv: string[] = [];
+
   constructor(name?: string) {
     super(name);
     this.exitOverride()
@@ -67,8 +70,6 @@ export class CliCommand extends Command {
     }
     return super.parseOptions(args);
   }
-
-  #argv: string[] = [];
 
   /**
    * A blank value is no value: an empty JOIN_BROKER_URL is unset, and `--data-dir ""` leaves the
@@ -142,7 +143,7 @@ export function knownFlags(cmd: Command): string[] {
   return flags;
 }
 
-/** The subcommands under `cmd`, by their words below it ("token create"), deepest first where they nest. */
+/** The commands under `cmd` that do something, by their words below it ("token create"), a group's in its place. */
 export function leafCommands(cmd: Command, prefix: string[] = []): { words: string[]; command: Command }[] {
   return cmd.commands.flatMap((c) => {
     const words = [...prefix, c.name()];
@@ -215,6 +216,8 @@ function refusal(cmd: CliCommand, code: string, message: string): UsageError {
       return new UsageError(`${given(a)} does not go with ${given(b)}${reason ? `: ${reason}` : ""}`);
     }
     case "commander.excessArguments": {
+      // A command with subcommands and an action of its own (admin's `policy`): a mistyped subcommand.
+      if (cmd.commands.length) return unknownSubcommand(cmd, cmd.args);
       const extra = cmd.args.slice(cmd.registeredArguments.length);
       const takes = cmd.registeredArguments.length ? cmd.registeredArguments.map((a) => a.name().toUpperCase()).join(" ") : "no arguments";
       return new UsageError(`'${name}' takes ${takes}, not ${JSON.stringify(extra.join(" "))}`);
@@ -273,8 +276,9 @@ export function secretRequirement(cmd: Command, what: string, flag: string, file
  * rather than one per run.
  */
 export function requireAll(missing: Requirement[]): void {
-  const named = missing.map((m) => `${m.term}${m.alternatives ? ` (${m.alternatives})` : ""}`);
-  if (missing.length === 1) throw new UsageError(`${missing[0].term} is required${missing[0].alternatives ? ` (${missing[0].alternatives})` : ""}`);
+  const or = (m: Requirement) => (m.alternatives ? ` (${m.alternatives})` : "");
+  if (missing.length === 1) throw new UsageError(`${missing[0].term} is required${or(missing[0])}`);
+  const named = missing.map((m) => `${m.term}${or(m)}`);
   if (missing.length > 1) throw new UsageError(`${named.slice(0, -1).join(", ")} and ${named.at(-1)} are required`);
 }
 

@@ -36,15 +36,14 @@ export function givenText(option: Option): string | undefined {
   return TYPED.get(option);
 }
 
-/** One of a few words; the help lists them (commander's `.choices()`). */
+/** One of a few words: the help lists them (commander's `.choices()`), the reader words a refusal. */
 export function choice(flags: string, description: string, choices: readonly string[]): Option {
-  const read: Reader<string> = (text, flag) => {
+  const option = value(flags, description, (text, flag) => {
     if (!choices.includes(text)) throw new UsageError(`${flag} must be ${choices.length === 2 ? choices.join(" or ") : `one of ${choices.join(", ")}`}, not ${JSON.stringify(text)}`);
     return text;
-  };
-  // `.choices()` first (the help's list), then the reader that words a refusal.
-  const option = new Option(flags, description).choices(choices);
-  return option.argParser((text: string, previous: string | undefined) => (text.trim() === "" ? undefined : read(text.trim(), option.long!, previous)));
+  });
+  const read = option.parseArg!;
+  return option.choices(choices).argParser(read);
 }
 
 export const text: Reader<string> = (t) => t;
