@@ -1,6 +1,6 @@
 import { Option } from "commander";
 import { describe, expect, it } from "vitest";
-import { UsageError } from "../exit-codes.ts";
+import { refusalOf } from "./cli-test-kit.ts";
 import { conflicting, parseOnly, requireAll, unset, type CliCommand } from "./command.ts";
 import { choice, clusterName, httpUrl, listen, number, repeated, text, value } from "./values.ts";
 
@@ -24,15 +24,7 @@ const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
   return cmd?.opts();
 };
 
-const refusal = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
-  try {
-    parse(argv, env);
-  } catch (e) {
-    expect(e).toBeInstanceOf(UsageError);
-    return (e as Error).message;
-  }
-  throw new Error("no refusal");
-};
+const refusal = (argv: string[], env: NodeJS.ProcessEnv = {}) => refusalOf(() => parse(argv, env));
 
 const GIVEN = ["--cluster", "c1", "--broker", "http://b/"];
 

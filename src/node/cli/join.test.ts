@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { UsageError } from "../exit-codes.ts";
 import type { AgentOptions } from "../agent/agent-options.ts";
+import { testAgentOptions } from "../agent/agent-test-kit.ts";
+import { refusalOf } from "./cli-test-kit.ts";
 import { parseJoin } from "./join.ts";
 
 const REQUIRED = ["--broker", "https://broker.example/", "--cluster", "prod-eu", "--token", "jbe_abc", "--node", "ctrl-1", "--peer-url", "https://10.0.0.4:2380/", "--join-api", "https://10.0.0.2:9443", "--state-dir", "/var/lib/jb"];
@@ -14,20 +15,12 @@ function options(argv: string[], env: Record<string, string | undefined> = {}): 
   return parsed;
 }
 
-function usageError(argv: string[], env: Record<string, string | undefined> = {}): string {
-  try {
-    parseJoin(argv, env);
-  } catch (e) {
-    expect(e).toBeInstanceOf(UsageError);
-    return (e as Error).message;
-  }
-  throw new Error("expected a usage error");
-}
+const usageError = (argv: string[], env: Record<string, string | undefined> = {}) => refusalOf(() => parseJoin(argv, env));
 
 describe("join flags", () => {
   it("reads the protocol's flags and fills in the defaults", () => {
-    const o = options(REQUIRED);
-    expect(o).toMatchObject({
+    // What the broker, etcd and the join API are given: canonical URLs, absolute paths.
+    expect(options(REQUIRED)).toMatchObject({
       brokerUrl: "https://broker.example",
       cluster: "prod-eu",
       token: "jbe_abc",
@@ -37,14 +30,14 @@ describe("join flags", () => {
       joinApiUrl: "https://10.0.0.2:9443",
       stateDir: "/var/lib/jb",
       dataDir: "/var/lib/jb/etcd",
-      clientURL: "http://127.0.0.1:2379",
-      etcdBin: null,
-      etcdArgs: [],
-      printEtcdFlags: false,
-      retryRevoked: false,
-      timeoutSeconds: 3600,
       logFormat: "text",
     });
+    // Every other default, as the agent's own unit tests take them (agent-test-kit.ts): the kit
+    // gives what this command line gives.
+    const root = "/var/lib/jb-test";
+    const kit = testAgentOptions(root);
+    const argv = ["--broker", kit.brokerUrl, "--cluster", kit.cluster, "--token", kit.token, "--node", kit.node, "--peer-url", kit.peerURL, "--join-api", kit.joinApiUrl, "--state-dir", kit.stateDir, "--log-format", "json"];
+    expect(options(argv)).toEqual(kit);
   });
 
   it("takes etcd options, extra etcd flags written inline, and behaviour flags", () => {

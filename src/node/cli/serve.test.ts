@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { UsageError } from "../exit-codes.ts";
+import { refusalOf } from "./cli-test-kit.ts";
 import { parseOnly } from "./command.ts";
 import { defineServe, parseServe } from "./serve.ts";
 import { isLoopback, listen } from "./values.ts";
@@ -20,15 +20,7 @@ const options = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => {
   if (r === null) throw new Error("help");
   return r;
 };
-const usage = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => {
-  try {
-    parse(argv, env);
-  } catch (e) {
-    expect(e).toBeInstanceOf(UsageError);
-    return (e as Error).message;
-  }
-  throw new Error("no usage error");
-};
+const usage = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => refusalOf(() => parse(argv, env));
 
 describe("join-broker serve flags", () => {
   it("--help explains every flag", () => {
@@ -92,14 +84,7 @@ describe("join-broker serve flags", () => {
   });
 
   it("says which of serve and serve restore a flag belongs to", () => {
-    const refusal = (argv: string[]) => {
-      try {
-        parseOnly("serve", defineServe, argv, TOKEN);
-      } catch (e) {
-        return (e as Error).message;
-      }
-      throw new Error("no refusal");
-    };
+    const refusal = (argv: string[]) => refusalOf(() => parseOnly("serve", defineServe, argv, TOKEN));
     expect(refusal(["restore", "--listen", "127.0.0.1:1"])).toBe("--listen does not apply to 'restore'");
     expect(refusal(["--listen", "127.0.0.1:1", "--from", "/backup"])).toBe("--from goes after its subcommand: 'restore'");
     expect(refusal(["restore", "--form", "/backup"])).toBe("unknown flag '--form'; did you mean '--from'?");
