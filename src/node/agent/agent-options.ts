@@ -4,6 +4,7 @@
  * @module
  */
 import type { TlsFiles } from "../etcd/tls-fetch.ts";
+import type { RescueFiles } from "./quorum-rescue.ts";
 
 export type LogFormat = "text" | "json";
 
@@ -37,15 +38,30 @@ export interface AgentOptions {
    * before acting on a bootstrap ticket whether a cluster already exists there.
    */
   controllers: string[];
-  /** TLS files for the `--etcd` endpoints (etcdctl's --cacert, --cert, --key). */
+  /** TLS files for the `--etcd` endpoints (etcdctl's --cacert, --cert, --key), and the name their certificate is checked against. */
   etcdTls: TlsFiles | null;
   /**
    * Its own mode with TLS on every etcd port (`--pki-dir`): the cluster's CA certificate, this
    * node's keys and certificates, and on the node that made or was given it, the CA key. null: plain http.
    */
   pkiDir: string | null;
+  /**
+   * With --pki-dir: also the client certificate this node's API server reaches etcd with
+   * (`apiserver-etcd-client.crt`: etcd user kube-apiserver).
+   */
+  apiServerClient: boolean;
   /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
   service: boolean;
+  /**
+   * Gate mode: run with `sh -c` after a failed join attempt, once this node's member is gone from
+   * etcd (or given up on): puts the node back where its installer joins from (k0s: its pki/ and
+   * etcd/). null: nothing.
+   */
+  cleanup: string | null;
+  /** Gate mode: how long an agent that gives up its turn tries to remove its member before it leaves it to an operator. */
+  removalTimeoutSeconds: number;
+  /** Gate mode: bring an added, never-started voter's etcd up to restore quorum before removing it (quorum-rescue.ts). */
+  rescue: RescueFiles | null;
   logFormat: LogFormat;
   verbose: boolean;
 }

@@ -38,6 +38,7 @@ import { alreadyJoined, resumeJoined, serveJoined } from "./joined-steps.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
 import { joinAsLearner } from "./learner-step.ts";
 import { LocalEtcd } from "./local-etcd.ts";
+import { RevocationListKeeper } from "./revocation-list.ts";
 import { NodeFiles } from "./node-files.ts";
 import { bootstrapCertificates, checkOperatorCa } from "./node-certificates.ts";
 import type { Reporter } from "./progress.ts";
@@ -61,9 +62,11 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const ctx = agentContext(options, deps, dir);
   try {
-    return await run(agentContext(options, deps, dir));
+    return await run(ctx);
   } finally {
+    ctx.crl?.stop();
     dir.unlock();
     deps.reporter.close();
   }
@@ -76,16 +79,20 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): Ag
   const session = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
   const files = new NodeFiles(options, dir);
   const broker = new BrokerSteps(session, options, reporter, random);
+  const crl = options.pkiDir && !options.exec ? new RevocationListKeeper(options.pkiDir, options.joinApiUrl, reporter) : null;
   const etcd = new LocalEtcd(options, reporter, dir, {
     owned: () => files.owned,
     saveOwned: (owned) => files.save({ etcd: owned }),
     disk: () => files.disk(),
     refusal: (rule, role, why) => files.refusal(rule, role, why),
     print,
+    // From etcd's first start on, the list it reads is kept current while the agent runs.
+    started: () => crl?.start(),
+    beforeStart: async () => crl?.ensurePlaceholder(),
   });
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;
-  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, stop: deps.stop, print };
+  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, crl, stop: deps.stop, print };
 }
 
 async function run(ctx: AgentContext): Promise<number> {
@@ -151,10 +158,16 @@ async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal)
   lease.start();
   const signal = AbortSignal.any([outer, lease.signal]);
   try {
-    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r);
+    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.crl);
     if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
     if (ctx.gate) {
-      const voter = await ctx.gate.admitted(view, admission, signal, (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal));
+      const voter = await ctx.gate.admitted(
+        view,
+        admission,
+        signal,
+        (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal),
+        (memberID, detail) => ctx.broker.reportStuck(view, admission, memberID, detail),
+      );
       await ctx.broker.complete(view, admission, voter.memberID, signal);
       return ctx.files.writeMarker(view, voter.memberID, voter.clusterID);
     }

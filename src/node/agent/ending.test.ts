@@ -52,7 +52,7 @@ function context(ticket: string | undefined): { ctx: AgentContext; events: () =>
   const broker = new BrokerSteps(session, options, reporter, () => 0.5);
   const etcd = new LocalEtcd(options, reporter, dir, { owned: () => files.owned, saveOwned: () => {}, disk: () => files.disk(), refusal: (rule) => rule, print: () => {} });
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5);
-  const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, gate: null, random: () => 0.5, stop: new AbortController().signal, print: () => {} };
+  const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, gate: null, random: () => 0.5, crl: null, stop: new AbortController().signal, print: () => {} };
   return { ctx, events };
 }
 

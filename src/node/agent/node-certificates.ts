@@ -10,6 +10,7 @@ import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pki
 import { Refusal } from "./errors.ts";
 import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
+import type { RevocationListKeeper } from "./revocation-list.ts";
 
 /**
  * Before anything is asked of the broker: a CA pair the operator put in --pki-dir must be one this
@@ -32,12 +33,14 @@ export async function checkOperatorCa(o: AgentOptions, r: Reporter): Promise<voi
 }
 
 /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
-export async function bootstrapCertificates(o: AgentOptions, r: Reporter): Promise<void> {
+export async function bootstrapCertificates(o: AgentOptions, r: Reporter, crl: RevocationListKeeper | null): Promise<void> {
   const dir = o.pkiDir;
   if (!dir) return;
-  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL);
+  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL, { apiServerClient: o.apiServerClient });
   const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${o.cluster} etcd CA` } });
   if (created) r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
+  // Before etcd first starts: the list it reads (empty; the join API's, once there is one).
+  await crl?.ensureOwn(ca);
   if (await haveUsableCertificates(dir, identity)) return;
   await issueOwnCertificates(dir, ca, identity);
   r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
@@ -47,7 +50,7 @@ export async function bootstrapCertificates(o: AgentOptions, r: Reporter): Promi
 export async function certificatesToRequest(o: AgentOptions): Promise<PendingCertificates | null> {
   const dir = o.pkiDir;
   if (!dir) return null;
-  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL);
+  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL, { apiServerClient: o.apiServerClient });
   if (await haveUsableCertificates(dir, identity)) return null;
   return await requestCertificates(identity);
 }
@@ -58,6 +61,9 @@ export function saveCertificates(o: AgentOptions, r: Reporter, pending: PendingC
   if (!added.certificates) {
     throw new Refusal(`the join API ${o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
   }
+  if (pending.requests.client && !added.certificates.client) {
+    throw new Refusal(`the join API ${o.joinApiUrl} signed this node's certificates but not the API server's client certificate asked for (--apiserver-etcd-client): it predates that certificate`);
+  }
   pending.save(dir, added.certificates);
-  r.event("pki", `the join API signed this node's peer and server certificates; saved in ${dir}`, { dir });
+  r.event("pki", `the join API signed this node's peer and server certificates${added.certificates.client ? " and kube-apiserver's client certificate" : ""}; saved in ${dir}`, { dir });
 }

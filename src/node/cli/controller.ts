@@ -22,6 +22,7 @@ Endpoints:
   POST /v1beta1/etcd/members          {"node","peerAddress"[,"csrs"]}
                                       → 200 {"memberID","learner":true,"initialCluster":[…],"started":false[,"certificates"]}
   POST /v1beta1/etcd/members/promote  {"node"}  → 200 {"memberID","learner":false}
+  GET  /v1beta1/etcd/crl              → 200 the cluster's certificate revocation list (DER; with --pki-dir)
   GET  /healthz                       → 200 when etcd has a leader
 
 Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad usage (also a
@@ -73,8 +74,17 @@ export function defineController(cmd: CliCommand): CliCommand {
         "--pki-dir <DIR>",
         "the cluster's etcd CA as DIR/ca.crt and DIR/ca.key (PEM): a joining node's certificate requests (sent with its add) are signed for exactly its " +
           "admitted identity (CN = node, peer SAN = the admitted peer host, server SAN = that host and loopback); the answer carries the certificates and the CA certificate, never a key. " +
-          "The CA as kubeadm, k0s, openssl or Go tools wrote it: an RSA 2048–4096, ECDSA P-256/P-384 or Ed25519 key, PKCS#1, SEC1 or PKCS#8 (kubeadm: /etc/kubernetes/pki/etcd, k0s: /var/lib/k0s/pki/etcd)",
+          "The CA as kubeadm, k0s, openssl or Go tools wrote it: an RSA 2048–4096, ECDSA P-256/P-384 or Ed25519 key, PKCS#1, SEC1 or PKCS#8 (kubeadm: /etc/kubernetes/pki/etcd, k0s: /var/lib/k0s/pki/etcd). " +
+          "With it the join API is etcd's root (its password is derived from the CA key), keeps the cluster's certificate revocation list (GET /v1beta1/etcd/crl) " +
+          "and talks to etcd with a client certificate of its own (--etcd-cert is used until etcd's auth refuses it)",
         caDir,
+      ),
+    )
+    .addOption(
+      new Option(
+        "--enable-etcd-auth",
+        "with --pki-dir: turn etcd's auth on at start if it is off (a cluster bootstrapped by an earlier release): root, kube-apiserver, and no right for node certificates. " +
+          "Give the API servers a kube-apiserver certificate first (join-broker etcd-cert --user kube-apiserver)",
       ),
     )
     .addOption(value("--cert-days <DAYS>", "how long a signed certificate lasts (default 365)", number({ min: 1, max: 3650, unit: "days" })));
@@ -99,6 +109,7 @@ interface ControllerValues {
   etcdTimeout?: number;
   pkiDir?: string;
   certDays?: number;
+  enableEtcdAuth?: true;
   logFormat: "text" | "json";
 }
 
@@ -109,6 +120,7 @@ async function runController(cmd: CliCommand): Promise<number> {
   const broker = v.broker!;
   const cluster = v.cluster!;
   const etcdTls = etcdTlsFiles(cmd) ?? undefined;
+  if (v.enableEtcdAuth && v.pkiDir === undefined) throw new UsageError("--enable-etcd-auth goes with --pki-dir: root's password is derived from the CA key");
   if (v.pkiDir !== undefined) {
     // A CA that cannot sign what etcd accepts is refused now, naming the file and the reason.
     const [{ PkiError }, { readCertificateAuthority }] = await Promise.all([import("../pki/ca.ts"), import("../pki/pki-dir.ts")]);
@@ -137,6 +149,7 @@ async function runController(cmd: CliCommand): Promise<number> {
     pkiDir: v.pkiDir,
     certValidDays: v.certDays,
     etcdTls,
+    enableEtcdAuth: v.enableEtcdAuth === true,
     log,
   });
   const stop = stopOnSignals();

@@ -74,6 +74,9 @@ describe("join flags", () => {
     const set = (flag: string, value: string) => REQUIRED.map((a, i) => (REQUIRED[i - 1] === flag ? value : a));
     expect(usageError(set("--cluster", "Prod"))).toContain("not a valid cluster name");
     expect(usageError(set("--node", "ctrl_1!"))).toContain("not a valid node name");
+    expect(usageError(set("--node", "root"))).toContain('node name "root" is reserved');
+    expect(usageError(set("--node", "KUBE-APISERVER"))).toContain("is reserved");
+    expect(usageError(set("--node", "root"))).toMatch(/^--node: node name "root" is reserved/);
     expect(usageError(set("--peer-url", "https://10.0.0.4"))).toContain("must name a port");
     expect(usageError(set("--peer-url", "https://10.0.0.4:2380/path"))).toContain("must not have a path");
     // The broker's and the join API's strict parser: other spellings of an address are refused here already.
@@ -130,6 +133,39 @@ describe("gate mode flags", () => {
     expect(usageError(GATE)).toBe("--join-api URL is required");
   });
 
+  it("takes the clean-up command, the removal timeout, the quorum rescue and etcd's server name", () => {
+    expect(options([...GATE, "--exec", "x"])).toMatchObject({ cleanup: null, removalTimeoutSeconds: 120, rescue: null });
+    const o = options([
+      ...GATE, "--exec", "k0s controller", "--cleanup", "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd", "--removal-timeout", "30",
+      "--rescue-etcd", "/var/lib/k0s/bin/etcd", "--rescue-pki", "/var/lib/k0s/pki/etcd", "--etcd-cacert", "/etc/ca.crt", "--etcd-server-name", "localhost",
+    ]);
+    expect(o).toMatchObject({
+      cleanup: "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd",
+      removalTimeoutSeconds: 30,
+      rescue: { etcdBin: "/var/lib/k0s/bin/etcd", pkiDir: "/var/lib/k0s/pki/etcd" },
+      etcdTls: { ca: "/etc/ca.crt", serverName: "localhost" },
+    });
+    // A value is read as it is parsed: a good one, refused for want of --exec.
+    for (const flag of ["--cleanup", "--removal-timeout", "--rescue-etcd", "--rescue-pki"]) expect(usageError([...REQUIRED, flag, "30"]), flag).toMatch(new RegExp(`^${flag} is for gate mode`));
+    expect(usageError([...REQUIRED, "--removal-timeout", "x"])).toMatch(/^--removal-timeout must be a whole number/);
+    expect(usageError([...GATE, "--exec", "x", "--cleanup", " "])).toMatch(/--cleanup needs a command/);
+    for (const bad of ["0", "1.5", "soon"]) expect(usageError([...GATE, "--exec", "x", "--removal-timeout", bad]), bad).toMatch(/--removal-timeout .* whole number of seconds, at least 1/);
+    expect(usageError([...GATE, "--exec", "x", "--rescue-etcd", "/bin/etcd"])).toMatch(/--rescue-etcd with an https peer URL needs --rescue-pki DIR/);
+    expect(usageError([...GATE, "--exec", "x", "--rescue-pki", "/etc/pki"])).toMatch(/--rescue-pki goes with --rescue-etcd/);
+    const plain = GATE.map((a) => (a === "https://10.0.0.4:2380/" ? "http://10.0.0.4:2380" : a));
+    expect(options([...plain, "--exec", "x", "--rescue-etcd", "/bin/etcd"]).rescue).toEqual({ etcdBin: "/bin/etcd", pkiDir: null });
+    expect(usageError([...GATE, "--exec", "x", "--etcd-server-name", "https://localhost"])).toMatch(/--etcd-server-name .* is not a DNS name or an IP address/);
+  });
+
+  it("takes --etcd-server-name as a DNS name or an address, and refuses anything else", () => {
+    expect(options([...GATE, "--exec", "x", "--etcd-server-name", "localhost"]).etcdTls).toEqual({ serverName: "localhost" });
+    expect(options([...GATE, "--exec", "x", "--etcd-server-name", "127.0.0.1"]).etcdTls).toEqual({ serverName: "127.0.0.1" });
+    expect(options([...GATE, "--exec", "x", "--etcd-server-name", "::1"]).etcdTls).toEqual({ serverName: "::1" });
+    for (const bad of ["https://localhost", "local host", "-x", "a..b", "a_b.example"]) {
+      expect(usageError([...GATE, "--exec", "x", `--etcd-server-name=${bad}`]), bad).toBe(`--etcd-server-name ${JSON.stringify(bad)} is not a DNS name or an IP address`);
+    }
+  });
+
   it("takes --etcd in the agent's own mode too: the other controllers, asked before a bootstrap", () => {
     expect(options([...REQUIRED, "--etcd", "http://10.0.0.2:2379,http://10.0.0.3:2379"])).toMatchObject({
       exec: null,
@@ -164,8 +200,18 @@ describe("--pki-dir", () => {
     expect(usageError([...REQUIRED, "--pki-dir", "/p", "--exec", "kubeadm join"])).toContain("--pki-dir does not go with --exec");
   });
 
+  it("asks for kube-apiserver's client certificate with --apiserver-etcd-client, only with it", () => {
+    expect(options([...REQUIRED, "--pki-dir", "/p"]).apiServerClient).toBe(false);
+    expect(options([...REQUIRED, "--pki-dir", "/p", "--apiserver-etcd-client"]).apiServerClient).toBe(true);
+    expect(usageError([...REQUIRED, "--apiserver-etcd-client"])).toBe("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
+    expect(usageError([...REQUIRED, "--apiserver-etcd-client=yes"])).toBe("--apiserver-etcd-client takes no value");
+  });
+
   it("leaves etcd's TLS flags to the agent", () => {
     expect(usageError([...REQUIRED, "--pki-dir", "/p", "--etcd-arg=--cert-file=/x"])).toContain("may not set --cert-file");
+    // The revocation list too: the agent keeps DIR/crl.der current and points etcd at it.
+    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--etcd-arg=--client-crl-file=/x"])).toContain("may not set --client-crl-file");
+    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--etcd-arg=--peer-crl-file=/x"])).toContain("may not set --peer-crl-file");
     // Without it, an operator's own TLS flags pass through.
     expect(options([...REQUIRED, "--etcd-arg=--cert-file=/x"]).etcdArgs).toEqual(["--cert-file=/x"]);
   });

@@ -7,12 +7,13 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { Option, type Command } from "commander";
 import type { AgentOptions } from "../agent/agent-options.ts";
+import type { RescueFiles } from "../agent/quorum-rescue.ts";
 import { UsageError } from "../exit-codes.ts";
 import { caFileOption, withCaFile } from "./ca-file.ts";
-import { conflicting, parseOnly, requireAll, secretRequirement, unset, type CliCommand } from "./command.ts";
+import { conflicting, parseOnly, requireAll, secretRequirement, typed, unset, type CliCommand } from "./command.ts";
 import { addEtcdTlsOptions, etcdTlsFiles, logFormatOption } from "./etcd-options.ts";
 import { stopOnSignals } from "./signals.ts";
-import { bearerToken, endpoints, httpUrl, nodeName, number, path, peerUrl, program, readSecret, repeated, clusterName, text, value } from "./values.ts";
+import { bearerToken, endpoints, httpUrl, number, ownNodeName, path, peerUrl, program, readSecret, repeated, clusterName, text, value } from "./values.ts";
 
 
 const DESCRIPTION = `The node agent. It asks the broker whether this node bootstraps the cluster or joins it, waits in the cluster's join queue, has the join API add it as an etcd learner, starts etcd, gets it promoted to a voter, reports completion and writes a marker. Every step is safe to interrupt: run the same command again and it resumes. It never starts a new cluster unless the broker handed this node the cluster's one bootstrap ticket.`;
@@ -51,7 +52,10 @@ const RESERVED_ETCD_FLAGS = [
 /** Set by the agent with --pki-dir. */
 const RESERVED_TLS_FLAGS = [
   "cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth",
+  "client-crl-file", "peer-crl-file",
 ];
+/** Flags that only gate mode reads (attribute names): refused without --exec. */
+const GATE_ONLY = ["service", "cleanup", "removalTimeout", "rescueEtcd", "rescuePki"];
 
 /** One more etcd flag, written inline (`--etcd-arg=--heartbeat-interval=100`), not one the agent sets. */
 const etcdFlag = (t: string, flag: string): string => {
@@ -85,7 +89,7 @@ export function defineJoin(cmd: CliCommand): CliCommand {
   );
   group(
     NODE,
-    value("--node <NAME>", "this node's name and etcd member name (default: the host name)", nodeName),
+    value("--node <NAME>", "this node's name and etcd member name (default: the host name; not a reserved name such as root or kube-apiserver)", ownNodeName),
     conflicting(value("--etcd-bin <PATH>", "start and supervise etcd; stay in the foreground until stopped", program), ["exec"], GATE_RUNS_ETCD),
     value("--data-dir <DIR>", "etcd's data dir (default: <state-dir>/etcd)", path),
     value("--client-url <URL>", "etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379, https://127.0.0.1:2379 with --pki-dir)", peerUrl),
@@ -95,11 +99,17 @@ export function defineJoin(cmd: CliCommand): CliCommand {
         "etcd with TLS on its client and peer ports and client-certificate auth on both (https:// URLs). This node's keys are made here and never leave it. " +
           "The bootstrap node uses DIR/ca.crt and DIR/ca.key (PEM, as kubeadm, k0s, openssl or Go tools wrote them: RSA 2048-4096, ECDSA P-256/P-384 or Ed25519; " +
           "checked at start, exit 3 naming what is wrong) when present, else creates them, and signs its own certificates; a joiner sends " +
-          "certificate requests with its add and the join API signs them for exactly its admission (peer.crt, server.crt, ca.crt land here)",
+          "certificate requests with its add and the join API signs them for exactly its admission (peer.crt, server.crt, ca.crt land here). " +
+          "The bootstrap node turns etcd's auth on: these certificates get no right but the member list and status; crl.der (kept current) lists revoked ones",
         path,
       ),
       ["exec"],
       "in gate mode the installer runs etcd with its own certificates (give the agent --etcd-cacert, --etcd-cert and --etcd-key)",
+    ),
+    new Option(
+      "--apiserver-etcd-client",
+      "with --pki-dir: also get the client certificate this node's kube-apiserver reaches etcd with (DIR/apiserver-etcd-client.crt and .key; " +
+        "etcd user kube-apiserver: read and write every key but /join-broker/)",
     ),
     value("--listen-peer-url <URL>", "address etcd listens on for peers (default: the peer URL)", peerUrl),
     conflicting(value("--etcd-arg <ARG>", "one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100", repeated(etcdFlag)), ["exec"], GATE_RUNS_ETCD),
@@ -132,7 +142,12 @@ export function defineJoin(cmd: CliCommand): CliCommand {
       endpoints,
     ),
   );
-  addEtcdTlsOptions(cmd, { mustExist: false, group: GATE, note: ". The three are read whenever etcd is asked, so they may be files the installer writes only while it joins." });
+  addEtcdTlsOptions(cmd, {
+    mustExist: false,
+    group: GATE,
+    note: ". The three are read whenever etcd is asked, so they may be files the installer writes only while it joins.",
+    withServerName: true,
+  });
   group(
     GATE,
     new Option(
@@ -140,6 +155,27 @@ export function defineJoin(cmd: CliCommand): CliCommand {
       "COMMAND is the node's long-running service (k0s controller, k3s server): run it again on every start, also once the node has joined, " +
         "and stay in the foreground while it runs. Without it, a joined node exits 0 at once.",
     ),
+    new Option(
+      "--cleanup <'COMMAND'>",
+      "after a failed join attempt, once this node's member is gone from etcd (or given up on), run COMMAND with sh -c to put the node back where its " +
+        "installer joins from (k0s: rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd). Never after the node was a voter, never for the bootstrap node",
+    ).argParser((command: string) => {
+      if (command.trim() === "") throw new UsageError("--cleanup needs a command");
+      return command;
+    }),
+    value(
+      "--removal-timeout <SECONDS>",
+      "how long an agent that gives up its turn tries to remove this node's non-voting member from etcd. Past it the agent tells the broker, " +
+        "which pauses the cluster until an operator removes the member (the agent names it and the command) and resumes it; the agent exits 4",
+      number({ min: 1, whole: true, unit: "seconds" }),
+    ).default(120),
+    value(
+      "--rescue-etcd <PATH>",
+      "when the installer added this node as a voter and failed before its etcd ran (k0s before 1.36), a small cluster has lost its quorum and etcd " +
+        "removes nothing: run PATH as that member (a data dir of the agent's own) until quorum is back, then remove the member",
+      path,
+    ),
+    value("--rescue-pki <DIR>", "with --rescue-etcd and an https peer URL: the member's peer certificate as the installer makes it (DIR/ca.crt, DIR/peer.crt, DIR/peer.key)", path),
   );
   group(
     BEHAVIOUR,
@@ -169,6 +205,7 @@ interface JoinValues {
   stateDir?: string;
   node?: string;
   etcdBin?: string;
+  apiserverEtcdClient?: true;
   dataDir?: string;
   clientUrl?: string;
   pkiDir?: string;
@@ -177,6 +214,10 @@ interface JoinValues {
   exec?: string;
   etcd?: string[];
   service?: true;
+  cleanup?: string;
+  removalTimeout: number;
+  rescueEtcd?: string;
+  rescuePki?: string;
   timeout: number;
   joinApiPatience: number;
   retryRevoked?: true;
@@ -196,13 +237,15 @@ export function agentOptions(cmd: Command): AgentOptions {
     ...(token === undefined ? [secretRequirement(cmd, "an enrollment token", "token", "tokenFile")] : []),
     ...unset(cmd, "peerUrl", ...(gate ? [] : ["joinApi"]), "stateDir"),
   ]);
-  if (!gate && v.service) throw new UsageError("--service is for gate mode: give it with --exec 'COMMAND'");
+  const gateOnly = cmd.options.filter((o) => GATE_ONLY.includes(o.attributeName()) && typed(cmd, o.attributeName()));
+  if (!gate && gateOnly.length) throw new UsageError(`${gateOnly[0].long} is for gate mode: give it with --exec 'COMMAND'`);
 
   const stateDir = v.stateDir!;
   const pkiDir = v.pkiDir ?? null;
   const peerURL = v.peerUrl!;
   const listenPeerURL = v.listenPeerUrl ?? peerURL;
   const clientURL = v.clientUrl ?? (pkiDir ? "https://127.0.0.1:2379" : "http://127.0.0.1:2379");
+  if (v.apiserverEtcdClient && !pkiDir) throw new UsageError("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
   if (pkiDir) {
     for (const [flag, url] of [["--peer-url", peerURL], ["--listen-peer-url", listenPeerURL], ["--client-url", clientURL]] as const) {
       if (!url.startsWith("https://")) throw new UsageError(`${flag} ${url} must be an https:// URL with --pki-dir (etcd serves TLS on every port)`);
@@ -216,7 +259,7 @@ export function agentOptions(cmd: Command): AgentOptions {
     brokerUrl: v.broker!,
     cluster: v.cluster!,
     token: bearerToken("the enrollment token", token!),
-    node: v.node ?? nodeName(hostname().split(".")[0], "--node", undefined),
+    node: v.node ?? ownNodeName(hostname().split(".")[0], "--node", undefined),
     peerURL,
     listenPeerURL,
     joinApiUrl: v.joinApi ?? "",
@@ -234,10 +277,24 @@ export function agentOptions(cmd: Command): AgentOptions {
     controllers: v.etcd ?? [],
     etcdTls: etcdTlsFiles(cmd),
     pkiDir,
+    apiServerClient: v.apiserverEtcdClient === true,
     service: v.service === true,
+    cleanup: v.cleanup ?? null,
+    removalTimeoutSeconds: v.removalTimeout,
+    rescue: rescueFiles(v.rescueEtcd, v.rescuePki, peerURL),
     logFormat: v.logFormat,
     verbose: v.verbose === true,
   };
+}
+
+/** The etcd an added, never-started voter runs to restore quorum (gate mode): --rescue-etcd, and --rescue-pki for https peers. */
+function rescueFiles(etcdBin: string | undefined, pkiDir: string | undefined, peerURL: string): RescueFiles | null {
+  if (pkiDir !== undefined && etcdBin === undefined) throw new UsageError("--rescue-pki goes with --rescue-etcd PATH");
+  if (etcdBin === undefined) return null;
+  if (pkiDir === undefined && peerURL.startsWith("https://")) {
+    throw new UsageError("--rescue-etcd with an https peer URL needs --rescue-pki DIR (ca.crt, peer.crt and peer.key of the member, as the installer makes them)");
+  }
+  return { etcdBin, pkiDir: pkiDir ?? null };
 }
 
 /** The agent's options a `join-broker join` command line gives, or null for --help (for checks of a command line). */

@@ -13,6 +13,7 @@ import type { Command } from "commander";
 import { defineAdmin } from "./admin.ts";
 import { CliCommand } from "./command.ts";
 import { defineController } from "./controller.ts";
+import { defineEtcdCert } from "./etcd-cert.ts";
 import { defineJoin } from "./join.ts";
 import { main } from "./main.ts";
 import { defineServe, parseRestore } from "./serve.ts";
@@ -46,6 +47,8 @@ describe("a mistyped command, subcommand or flag", () => {
       [["controller", "--clock-tolerence=5"], "join-broker controller: unknown flag '--clock-tolerence'; did you mean '--clock-tolerance'?"],
       [["admin", "status", "--brokr", "http://x"], "join-broker admin: unknown flag '--brokr'; did you mean '--broker'?"],
       [["serve", "--listne", "127.0.0.1:1"], "join-broker serve: unknown flag '--listne'; did you mean '--listen'?"],
+      [["etcd-crt"], "join-broker: unknown command 'etcd-crt'; did you mean 'etcd-cert'?"],
+      [["etcd-cert", "--usr", "root"], "join-broker etcd-cert: unknown flag '--usr'; did you mean '--user'?"],
     ];
     for (const [argv, first] of cases) {
       const r = await cli(...argv);
@@ -95,6 +98,8 @@ const COMMANDS = [
   { argv: ["controller"], cmd: command(defineController, "controller"), docs: documentedFlags("docs/join-api.md", "## Running it") },
   { argv: ["serve"], cmd: command(defineServe, "serve"), docs: documentedFlags("docs/self-hosting.md", "## Flags") },
   { argv: ["serve", "restore"], cmd: command(defineServe, "serve", "restore"), docs: ["--data-dir", "--from"] },
+  // docs/protocol.md's additions give its synopsis (no table of its own).
+  { argv: ["etcd-cert"], cmd: command(defineEtcdCert, "etcd-cert"), docs: ["--pki-dir", "--out", "--user", "--days"] },
   { argv: ["admin"], cmd: command(defineAdmin, "admin"), docs: [...documentedFlags("docs/operations.md", "## The admin CLI"), "--cluster", "--broker", "--admin-token", "--admin-token-file", "--json"] },
 ];
 
@@ -124,6 +129,23 @@ describe("--help", () => {
       for (const flag of flagsOf(cmd, { hidden: false })) expect(stdout, `${flag} in ${argv.join(" ")} --help`).toMatch(new RegExp(`${flag}(?![a-z0-9-])`));
     });
   }
+});
+
+describe("etcd-cert", () => {
+  it("refuses, with exit 2, what would make no certificate", async () => {
+    const first = async (...argv: string[]) => {
+      const r = await cli("etcd-cert", ...argv);
+      return { code: r.code, first: r.stderr.split("\n")[0] };
+    };
+    expect(await first()).toEqual({ code: EXIT.usage, first: "join-broker etcd-cert: --pki-dir DIR and --out DIR are required" });
+    expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--user", "admin")).toEqual({ code: EXIT.usage, first: 'join-broker etcd-cert: --user must be root or kube-apiserver, not "admin"' });
+    for (const days of ["0", "1.5", "10000"]) {
+      expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--days", days)).toEqual({ code: EXIT.usage, first: `join-broker etcd-cert: --days must be a whole number of days from 1 to 9999, not "${days}"` });
+    }
+    const noCa = await first("--pki-dir", "/nowhere", "--out", "/tmp/x");
+    expect(noCa.code).toBe(EXIT.usage);
+    expect(noCa.first).toMatch(/^join-broker etcd-cert: --pki-dir: /);
+  });
 });
 
 describe("environment fallbacks", () => {

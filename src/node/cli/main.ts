@@ -1,8 +1,9 @@
 /**
  * `join-broker`: the node agent (`join`), the reference join API (`controller`), the admin
- * client (`admin`) and the self-hosted broker (`serve`), as one commander program. Each command's
- * flags, help and checks live in its own module, loaded once the command line names it, so that
- * a command loads only its own code (and the single executable file can leave `serve` out).
+ * client (`admin`), operators' etcd certificates (`etcd-cert`) and the self-hosted broker
+ * (`serve`), as one commander program. Each command's flags, help and checks live in its own
+ * module, loaded once the command line names it, so that a command loads only its own code (and
+ * the single executable file can leave `serve` out).
  * @module
  */
 import { CommanderError, Option } from "commander";
@@ -21,6 +22,7 @@ export const COMMANDS: Record<string, { summary: string; load: () => Promise<Def
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: async () => (await import("./join.ts")).defineJoin },
   controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: async () => (await import("./controller.ts")).defineController },
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: async () => (await import("./admin.ts")).defineAdmin },
+  "etcd-cert": { summary: "an etcd client certificate for etcdctl (root, kube-apiserver) from the cluster's CA", load: async () => (await import("./etcd-cert.ts")).defineEtcdCert },
   serve: {
     summary: inSingleExecutable()
       ? "not in this single file: the self-hosted broker runs from the npm package"

@@ -9,7 +9,7 @@ import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/bearer.ts";
-import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem, reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { UsageError } from "../exit-codes.ts";
 import { parseDuration } from "./format.ts";
@@ -93,6 +93,26 @@ export const clusterName: Reader<string> = (t, flag) => {
 
 export const nodeName: Reader<string> = (t, flag) => {
   if (!isNodeName(t)) throw new UsageError(`${flag} ${JSON.stringify(t)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
+  return t;
+};
+
+/**
+ * The name a node joins under (its etcd member name and its certificates' common name, which etcd
+ * takes as the user): a node name that is none of the reserved ones (root, kube-apiserver, …).
+ */
+export const ownNodeName: Reader<string> = (t, flag, previous) => {
+  const name = nodeName(t, flag, previous);
+  const reserved = reservedNodeNameProblem(name);
+  if (reserved) throw new UsageError(`${flag}: ${reserved}`);
+  return name;
+};
+
+/** A DNS name (labels of letters, digits and '-', dot-separated), which a certificate's SAN can name (as it can an IP address). */
+const DNS_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** A name a server certificate can carry: a DNS name or an IP address (TLS's server name). */
+export const serverName: Reader<string> = (t, flag) => {
+  if (!DNS_NAME.test(t) && !isIP(t)) throw new UsageError(`${flag} ${JSON.stringify(t)} is not a DNS name or an IP address`);
   return t;
 };
 

@@ -14,6 +14,12 @@ export interface TlsFiles {
   ca?: string;
   cert?: string;
   key?: string;
+  /**
+   * The name etcd's server certificate is checked against (and sent as SNI) instead of the
+   * endpoint's host: k0s's and k3s's etcd certificates name only localhost and 127.0.0.1, yet
+   * are reached at the node's address. Not a file; it goes with them.
+   */
+  serverName?: string;
 }
 
 /**
@@ -113,6 +119,30 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
     }
     return agent;
   };
+  return fetchWithAgent(currentAgent, files);
+}
+
+/**
+ * A fetch that presents these in-memory PEMs (asked for on every request, so that a caller can
+ * renew them): a client whose certificate is made in memory and never written to disk.
+ */
+export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }, names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" }): typeof fetch {
+  let agentFor = "";
+  let agent: Agent | null = null;
+  return fetchWithAgent(() => {
+    const m = material();
+    const id = [m.ca, m.cert, m.key].join("\0");
+    if (!agent || id !== agentFor) {
+      agent?.destroy();
+      agent = new Agent({ keepAlive: true, ca: m.ca, cert: m.cert, key: m.key });
+      agentFor = id;
+    }
+    return agent;
+  }, names);
+}
+
+/** A fetch over `currentAgent`'s TLS; `files` name its certificates in handshake failures. */
+function fetchWithAgent(currentAgent: () => Agent, files: TlsFiles): typeof fetch {
   const fetchWithTls = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
@@ -128,7 +158,9 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
       new Headers(init.headers).forEach((value, name) => (headers[name] = value));
       const body = typeof init.body === "string" ? init.body : undefined;
       if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-      const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...(secure ? { agent } : {}) }, (res) => {
+      // With a server name, etcd's certificate is checked against it, not the endpoint's address.
+      const tls = secure ? { agent, ...(files.serverName ? { servername: files.serverName } : {}) } : {};
+      const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...tls }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);

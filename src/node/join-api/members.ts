@@ -15,7 +15,7 @@
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember, type EtcdResult, type MemberAddResult } from "../etcd/gateway.ts";
-import { LearnerRecords } from "./learner-records.ts";
+import { LearnerRecords, type CertificateEntry } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export interface AddedMember {
@@ -61,6 +61,15 @@ export interface MembershipOptions {
   holdMs?: number;
   log?: (line: string) => void;
   now?: () => number;
+}
+
+export interface AddInput {
+  node: string;
+  peerURL: string;
+  jti: string;
+  token: string;
+  /** The certificates about to be signed for this learner (their serials), recorded before the add. */
+  certificates?: CertificateEntry[];
 }
 
 /** What an add does about a learner already there (see `#assess`). */
@@ -114,8 +123,11 @@ export class Membership {
     return [...this.#records.values()];
   }
 
-  /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
-  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+  /**
+   * Adds `peerURL` as a learner for `node`, or returns the member that already has it. The
+   * certificates about to be signed for it are recorded with its admission, in the same write.
+   */
+  async addLearner(input: AddInput): Promise<Outcome<AddedMember>> {
     this.#addsInFlight++;
     try {
       return await this.#held(() => this.#serialized(() => this.#addLearner(input)));
@@ -137,6 +149,23 @@ export class Membership {
     const until = Date.now() + ADDS_FIRST_MS;
     while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
     return this.#held(() => this.#serialized(() => this.#promote(input)));
+  }
+
+  /**
+   * Removes the learner with this peer URL now, if it still is one: its admission was revoked
+   * (the revocation sweep, ledger.ts). Quorum-safe like every learner removal; taken in turn with
+   * every other membership change. A voter is never removed.
+   */
+  async removeLearner(peerURL: string, why: string): Promise<Outcome<boolean>> {
+    return this.#serialized(async (): Promise<Outcome<boolean>> => {
+      const list = await this.#gateway.memberList();
+      if (!list.ok) return fromEtcdError(list.error);
+      const learner = memberByPeerUrl(list.value.members, peerURL);
+      if (!learner?.isLearner) return { ok: true, value: false };
+      const failed = await this.#remove(learner, why);
+      if (failed && !failed.ok) return failed;
+      return { ok: true, value: true };
+    });
   }
 
   /** The member with this peer URL, for read-only questions (no lock needed). */
@@ -167,7 +196,7 @@ export class Membership {
     return run;
   }
 
-  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+  async #addLearner(input: AddInput): Promise<Outcome<AddedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -211,7 +240,7 @@ export class Membership {
     const deadline = changeDeadline(status);
     if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "added", status.leaseRemainingMs);
     // Recorded in etcd first, so no instance ever sees this learner without its admission.
-    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token }, { deadline });
+    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token, certificates: input.certificates }, { deadline });
     if (!saved.ok) return outOfTime(saved.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(saved.error);
 
     const added = await this.#memberAdd(peerURL, deadline);
@@ -254,14 +283,16 @@ export class Membership {
     return this.#gateway.memberAdd([peerURL], { learner: true, deadline });
   }
 
-  async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Promise<Outcome<AddedMember>> {
+  async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: AddInput, peerURL: string): Promise<Outcome<AddedMember>> {
     if (member.started && member.name !== "" && member.name !== input.node) {
       return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
     }
     if (member.isLearner || !member.started) {
       this.#remember(input, peerURL, member.id);
       // The newer admission decides, in every instance.
-      const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token });
+      // A node asking again before its member started gets new certificates (its keys were only
+      // in the memory of the run that crashed); the ones signed before stay this member's.
+      const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token, certificates: member.started ? [] : input.certificates }, { again: true });
       if (!saved.ok) return fromEtcdError(saved.error);
     }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
@@ -331,7 +362,7 @@ export class Membership {
     const removed = await this.#gateway.memberRemove(learner.id);
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
     for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
-    await this.#shared.forget(learner.peerURLs);
+    await this.#shared.forget(learner.peerURLs, `its learner was removed: ${why}`);
     this.#unknownSince.delete(learner.id);
     this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
@@ -364,7 +395,7 @@ export class Membership {
       return fromEtcdError(promoted.error);
     }
     this.#records.delete(peerURL);
-    await this.#shared.forget([peerURL]);
+    await this.#shared.promoted(peerURL, member.id);
     this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
