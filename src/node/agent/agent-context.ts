@@ -9,7 +9,7 @@ import type { BrokerSteps } from "./broker-steps.ts";
 import { GaveUp } from "./errors.ts";
 import type { Gate } from "./gate.ts";
 import type { JoinApiSteps } from "./join-api-steps.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { LocalEtcd } from "./local-etcd.ts";
 import type { RevocationListKeeper } from "./revocation-list.ts";
 import type { NodeFiles } from "./node-files.ts";

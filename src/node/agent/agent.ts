@@ -33,7 +33,7 @@ import { endRun } from "./ending.ts";
 import { Gate } from "./gate.ts";
 import { JoinApiClient } from "./join-api-client.ts";
 import { JoinApiSteps } from "./join-api-steps.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { alreadyJoined, resumeJoined, serveJoined } from "./joined-steps.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
 import { joinAsLearner } from "./learner-step.ts";

@@ -1,5 +1,5 @@
 /**
- * The controllers' join API (PROTOCOL.md, "Controllers' join API") as the agent calls it, with
+ * The controllers' join API (docs/protocol.md, "Controllers' join API") as the agent calls it, with
  * the node's admission token as the bearer.
  * @module
  */

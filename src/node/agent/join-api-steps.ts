@@ -11,7 +11,7 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import type { BrokerSteps } from "./broker-steps.ts";
 import { JoinApiOutOfReach, Refusal } from "./errors.ts";
 import type { JoinApiClient, MemberAdded, MemberPromoted } from "./join-api-client.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost, abortFor } from "./lease.ts";
 import type { LocalEtcd } from "./local-etcd.ts";
 import { certificatesToRequest, saveCertificates } from "./node-certificates.ts";

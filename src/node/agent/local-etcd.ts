@@ -21,7 +21,7 @@ import { decideDataDir } from "./data-dir-rules.ts";
 import { GaveUp, Refusal } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost } from "./lease.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep } from "./retry.ts";

@@ -8,7 +8,7 @@ import { requestedIdentity } from "../pki/identity.ts";
 import { existsSync } from "node:fs";
 import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pkiFiles, readCertificateAuthority, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
 import { Refusal } from "./errors.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
 import type { RevocationListKeeper } from "./revocation-list.ts";
 

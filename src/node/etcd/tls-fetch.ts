@@ -6,9 +6,7 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { join, resolve } from "node:path";
-import { UsageError } from "../exit-codes.ts";
 import { request as httpRequest } from "node:http";
 import { Agent, request as httpsRequest } from "node:https";
 
@@ -22,28 +20,6 @@ export interface TlsFiles {
    * are reached at the node's address. Not a file; it goes with them.
    */
   serverName?: string;
-}
-
-/**
- * `--etcd-cacert`, `--etcd-cert` and `--etcd-key` as files (absolute paths), cert and key
- * together; null when none is given. `mustExist` checks them now; without it they are read when
- * etcd is asked (a joining installer may write them only while it joins).
- */
-export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key" | "etcd-server-name") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
-  const files: TlsFiles = {};
-  for (const [name, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
-    const path = flag(name);
-    if (!path) continue;
-    if (options.mustExist && !existsSync(path)) throw new UsageError(`--${name} ${path}: no such file`);
-    files[field] = resolve(path);
-  }
-  if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
-  const serverName = flag("etcd-server-name");
-  if (serverName !== undefined) {
-    if (!DNS_NAME.test(serverName) && !isIP(serverName)) throw new UsageError(`--etcd-server-name ${JSON.stringify(serverName)} is not a DNS name or an IP address`);
-    files.serverName = serverName;
-  }
-  return Object.keys(files).length ? files : null;
 }
 
 /**
@@ -92,8 +68,6 @@ export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): Tl
   }
   return null;
 }
-/** A DNS name (labels of letters, digits and '-', dot-separated), which a certificate's SAN can name (as it can an IP address). */
-const DNS_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 export interface KeptCopy {
   /** A directory of the caller's own (created 0700) where the last working set of files is kept. */

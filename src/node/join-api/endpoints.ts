@@ -1,5 +1,5 @@
 /**
- * The reference join API as a Hono app, in the k0s shape (PROTOCOL.md, "Controllers' join API"):
+ * The reference join API as a Hono app, in the k0s shape (docs/protocol.md, "Controllers' join API"):
  * `POST /v1beta1/etcd/members` and `POST /v1beta1/etcd/members/promote`, both authorized by an
  * admission token that is verified, bound to the request and checked active before etcd is
  * touched. Bad input is a 4xx problem; every "not now" is a 503 with Retry-After.

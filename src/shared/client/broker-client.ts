@@ -1,5 +1,5 @@
 /**
- * A typed client for the broker's HTTP API (PROTOCOL.md). Inputs are checked with the same zod
+ * A typed client for the broker's HTTP API (docs/protocol.md). Inputs are checked with the same zod
  * schemas that validate requests in the broker (src/shared/protocol/schemas.ts), so a bad argument fails
  * here with the broker's own message before anything is sent; answers are typed with the
  * broker's view types. Every call returns the parsed body together with its exact text.

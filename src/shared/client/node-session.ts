@@ -1,5 +1,5 @@
 /**
- * A node's session with the broker (PROTOCOL.md, "Broker: node-facing"): ticket, long polls,
+ * A node's session with the broker (docs/protocol.md, "Broker: node-facing"): ticket, long polls,
  * heartbeats, complete, abandon, each with the credential it needs (enrollment or admission
  * token). Every method returns the raw answer (`HttpResult`) instead of throwing on a 4xx/5xx:
  * the node agent decides what each status means. Part of the typed client
