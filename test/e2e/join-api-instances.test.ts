@@ -59,10 +59,28 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   const record = await gateway.get(learnerRecordKey(b1.peerURL));
   expect(record.ok && record.value).toBeNull();
 
-  // And a promotion, through any instance, clears the learner's record.
+  // A promotion, through any instance, writes nothing to etcd: the node is not kept waiting for
+  // its record's removal. The next add takes it away with its own record, in one transaction.
+  const revision = async () => {
+    const s = await gateway.status();
+    if (!s.ok) throw new Error(s.error.message);
+    return Number(s.value.header.revision);
+  };
   const promoting = new Membership({ gateway, admissionStatus, holdMs: 30_000 });
+  const beforePromote = await revision();
   const promoted = await promoting.promote(request(a1));
   if (!promoted.ok) throw new Error(`${promoted.code} ${promoted.detail}`);
+  expect(await revision()).toBe(beforePromote);
+  await etcd.startMember(a2, added2.value.initialCluster);
+  const b2 = await memberAddress("in-b2");
+  const beforeAdd = await revision();
+  const addedB2 = await new Membership({ gateway, admissionStatus, holdMs: 30_000 }).addLearner(request(b2));
+  if (!addedB2.ok) throw new Error(`${addedB2.code} ${addedB2.detail}`);
+  expect(await revision()).toBe(beforeAdd + 1);
   const left = await gateway.get(learnerRecordKey(a1.peerURL));
   expect(left.ok && left.value).toBeNull();
+  const kept = await gateway.get(learnerRecordKey(a2.peerURL));
+  expect(kept.ok && kept.value && JSON.parse(kept.value)).toMatchObject({ node: "in-a2", jti: "adm_in-a2", memberID: added2.value.memberID });
+  const written = await gateway.get(learnerRecordKey(b2.peerURL));
+  expect(written.ok && written.value && JSON.parse(written.value)).toMatchObject({ node: "in-b2", jti: "adm_in-b2", memberID: addedB2.value.memberID });
 }, 180_000);

@@ -29,6 +29,8 @@ export interface ResponseHeader {
   clusterId: string;
   memberId: string;
   raftTerm: string;
+  /** The KV store's revision: it moves with every write of a key, never with a membership change. */
+  revision: string;
 }
 
 export interface EtcdStatus {
@@ -184,6 +186,35 @@ export class EtcdGateway {
     return this.#call("/v3/kv/put", { key: b64(key), value: b64(value) }, () => null, undefined, options.deadline);
   }
 
+  /**
+   * Several writes as one transaction: one raft entry however many keys it puts and deletes
+   * (a delete of a key that is not there changes nothing).
+   */
+  async writeAll(puts: readonly { key: string; value: string }[], deletes: readonly string[] = [], options: CallBound = {}): Promise<EtcdResult<null>> {
+    const success = [
+      ...puts.map((p) => ({ requestPut: { key: b64(p.key), value: b64(p.value) } })),
+      ...deletes.map((key) => ({ requestDeleteRange: { key: b64(key) } })),
+    ];
+    return this.#call("/v3/kv/txn", { success }, () => null, undefined, options.deadline);
+  }
+
+  /** Every key under `prefix` with its value (one linearizable read). */
+  async getPrefix(prefix: string, options: CallBound = {}): Promise<EtcdResult<Map<string, string>>> {
+    return this.#call(
+      "/v3/kv/range",
+      { key: b64(prefix), range_end: prefixEndB64(prefix) },
+      (body) => {
+        const found = new Map<string, string>();
+        for (const kv of Array.isArray(body.kvs) ? (body.kvs as { key?: string; value?: string }[]) : []) {
+          found.set(Buffer.from(kv.key ?? "", "base64").toString("utf8"), Buffer.from(kv.value ?? "", "base64").toString("utf8"));
+        }
+        return found;
+      },
+      undefined,
+      options.deadline,
+    );
+  }
+
   /** The value of one key, or null when there is none. */
   async get(key: string, options: CallBound = {}): Promise<EtcdResult<string | null>> {
     return this.#call(
@@ -322,6 +353,19 @@ function describeFetchError(e: unknown): string {
   return String(e);
 }
 
+/** etcd's `range_end` for every key that starts with `prefix` (etcdctl's `--prefix`), base64. */
+function prefixEndB64(prefix: string): string {
+  const bytes = Buffer.from(prefix, "utf8");
+  for (let i = bytes.length - 1; i >= 0; i--) {
+    if (bytes[i]! < 0xff) {
+      const end = Buffer.from(bytes.subarray(0, i + 1));
+      end[i]!++;
+      return end.toString("base64");
+    }
+  }
+  return Buffer.from([0]).toString("base64");
+}
+
 function b64(text: string): string {
   return Buffer.from(text, "utf8").toString("base64");
 }
@@ -337,6 +381,7 @@ function readHeader(body: Record<string, any>): ResponseHeader {
     clusterId: str(h.cluster_id ?? h.clusterId),
     memberId: str(h.member_id ?? h.memberId),
     raftTerm: str(h.raft_term ?? h.raftTerm),
+    revision: str(h.revision),
   };
 }
 

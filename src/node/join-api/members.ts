@@ -15,7 +15,7 @@
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember, type EtcdResult, type MemberAddResult } from "../etcd/gateway.ts";
-import { LearnerRecords } from "./learner-records.ts";
+import { LearnerRecords, type RecordsRead } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export interface AddedMember {
@@ -94,6 +94,8 @@ export class Membership {
   /** By canonical peer URL: what this process added (the shared copy in etcd is `#shared`). */
   readonly #records = new Map<string, AdmissionRecord>();
   readonly #shared: LearnerRecords;
+  /** Peer URLs whose record has served its turn (learner promoted or removed here): dropped with the next record written. */
+  readonly #doneRecords = new Set<string>();
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
@@ -185,8 +187,14 @@ export class Membership {
     //   (`initialCluster`) against the cluster's and exits if they differ, so no member is added
     //   or removed until it has started (pipelined adds follow each other one start apart);
     // - etcd having no room for another learner: then the first learner that stays is the answer.
+    let records: RecordsRead | null = null;
+    if (learners.length > 0) {
+      const read = await this.#shared.read();
+      if (!read.ok) return fromEtcdError(read.error);
+      records = read.value;
+    }
     const rooms: { learner: EtcdMember; room: Room }[] = [];
-    for (const learner of learners) rooms.push({ learner, room: await this.#assess(learner) });
+    for (const learner of learners) rooms.push({ learner, room: await this.#assess(learner, records!) });
     const starting = rooms.find((r) => r.room.kind === "stays" && !r.learner.started);
     if (starting?.room.kind === "stays") return starting.room.outcome;
     let pending: Outcome<AddedMember> | null = null;
@@ -210,14 +218,11 @@ export class Membership {
     // be made for an admission that ended (an unreachable endpoint alone costs a 10 s timeout).
     const deadline = changeDeadline(status);
     if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "added", status.leaseRemainingMs);
-    // Recorded in etcd first, so no instance ever sees this learner without its admission.
-    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token }, { deadline });
-    if (!saved.ok) return outOfTime(saved.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(saved.error);
 
     const added = await this.#memberAdd(peerURL, deadline);
     if (!added.ok) {
-      // Perhaps made anyway: the member then stays with its record, found by the node's next ask
-      // or removed by the next node's add once this admission has ended.
+      // Perhaps made anyway: the member is then found by the node's next ask (which records it),
+      // or, unrecorded, removed by a later add once it has blocked joins for the grace period.
       if (outOfTime(added.error, deadline)) return leaseEnding(input, "added", status.leaseRemainingMs);
       if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {
         // Another add for this peer won the race (or an earlier try timed out after etcd applied it).
@@ -236,6 +241,16 @@ export class Membership {
     const member = added.value.member;
     this.#remember(input, peerURL, member.id);
     this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
+    // Recorded for every instance right after the add, before the node hears of it: one raft
+    // entry that also drops the records of learners promoted or removed since (never the record
+    // of a peer URL that has a learner now: another instance may have added it meanwhile).
+    const learnerUrls = new Set(added.value.members.filter((m) => m.isLearner).flatMap((m) => m.peerURLs.map(canonicalPeerUrl)));
+    const done = [...this.#doneRecords, ...added.value.members.filter((m) => !m.isLearner).flatMap((m) => m.peerURLs)].filter((u) => !learnerUrls.has(canonicalPeerUrl(u)));
+    const recorded = await this.#shared.write({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id }, done, { deadline });
+    if (recorded.ok) this.#doneRecords.clear();
+    // The member is there either way: this instance vouches for it from memory, another one that
+    // finds no record gives it the grace period, and the node's next ask records it again.
+    else this.#log(`could not record learner ${memberIdHex(member.id)}'s admission in etcd (${recorded.error.message}); only this join API instance knows it`);
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false } };
   }
 
@@ -261,7 +276,7 @@ export class Membership {
     if (member.isLearner || !member.started) {
       this.#remember(input, peerURL, member.id);
       // The newer admission decides, in every instance.
-      const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token });
+      const saved = await this.#shared.keep({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id });
       if (!saved.ok) return fromEtcdError(saved.error);
     }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
@@ -284,12 +299,10 @@ export class Membership {
    * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
    * and their majority are the same before and after. Voters never come here.
    */
-  async #assess(learner: EtcdMember): Promise<Room> {
+  async #assess(learner: EtcdMember, records: RecordsRead): Promise<Room> {
     const who = learner.name || learner.peerURLs.join(",");
     const state = learner.started ? "is running and waits for promotion" : "has not started";
-    const shared = await this.#shared.find(learner.peerURLs);
-    if (!shared.ok) return stays(fromEtcdError(shared.error));
-    const record = shared.value ?? learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+    const record = records.of(learner) ?? learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find((r) => r?.memberID === learner.id);
     let why: string | null = null;
     if (record) {
       const status = await this.#admissionStatus(record.token, record.jti);
@@ -330,8 +343,10 @@ export class Membership {
   async #remove(learner: EtcdMember, why: string): Promise<Outcome<AddedMember> | null> {
     const removed = await this.#gateway.memberRemove(learner.id);
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
-    for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
-    await this.#shared.forget(learner.peerURLs);
+    for (const url of learner.peerURLs) {
+      this.#records.delete(canonicalPeerUrl(url));
+      this.#doneRecords.add(canonicalPeerUrl(url));
+    }
     this.#unknownSince.delete(learner.id);
     this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
@@ -363,8 +378,9 @@ export class Membership {
       if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
       return fromEtcdError(promoted.error);
     }
+    // Its record in etcd goes with the next record written (no write here: the node is not kept waiting).
     this.#records.delete(peerURL);
-    await this.#shared.forget([peerURL]);
+    this.#doneRecords.add(peerURL);
     this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
