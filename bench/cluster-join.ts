@@ -349,8 +349,16 @@ function whenPrinted(proc: ChildProcess, output: Watched, pattern: RegExp, what:
  * With BENCH_JOIN_TRACE=DIR: one file per brokered run, every agent's progress events as
  * milliseconds since the run's start, to see where a run's time went.
  */
-function writeTrace(dir: string, cluster: string, startedWall: number, nodes: NodeAddress[], stderrs: string[][]): void {
+function writeTrace(dir: string, cluster: string, startedWall: number, nodes: NodeAddress[], stderrs: string[][], joinApiStderr: string[]): void {
   const lines: string[] = [];
+  for (const line of joinApiStderr) {
+    try {
+      const e = JSON.parse(line) as { time?: unknown; msg?: unknown };
+      if (typeof e.time === "string") lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} join-api ${String(e.msg ?? "")}`);
+    } catch {
+      /* not a log line */
+    }
+  }
   stderrs.forEach((agentLines, i) => {
     for (const line of agentLines) {
       try {
@@ -389,7 +397,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const token = (created.body as { token: string }).token;
     // The agents read it from their admitted tickets and start etcd with as many learner slots.
     if (maxInFlight !== 1) await http.expect([200], "PUT", `/v1/admin/clusters/${cluster}/policy`, { bearer: broker.adminToken, body: { maxInFlight } });
-    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0", ...apiTls]);
+    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0", "--log-format", "json", ...apiTls]);
     procs.push(api);
     const apiOutput = watch(api);
     await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
@@ -425,7 +433,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     }
     check.clusterIds = ids.size;
     check.etcd = etcdFacts(raftIndex, nodes.map((node) => join(dir, node.name, "etcd.log")));
-    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, nodes, agents.map((a) => a.output.stderr));
+    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, nodes, agents.map((a) => a.output.stderr), apiOutput.stderr);
     return { seconds, check, breakdown: brokeredBreakdown(startedWall, agents.map((a) => a.output.stderr)) };
   } finally {
     http.close();
