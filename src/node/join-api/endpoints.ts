@@ -77,13 +77,17 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       checked = outcome.value;
     }
+    // Signed while etcd is asked, not after it answers (a node's etcd waits for both); handed out
+    // only with the member, and dropped unseen when etcd does not add it now.
+    const signing = checked && options.signer ? options.signer.issue(checked) : null;
+    signing?.catch(() => undefined);
     const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token });
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
     }
-    if (!checked || !options.signer) return send(c, added);
-    const certificates = await options.signer.issue(checked);
+    if (!signing) return send(c, added);
+    const certificates = await signing;
     log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
     return c.json({ ...added.value, certificates }, 200);
   });

@@ -56,11 +56,11 @@ export class CertificateSigner {
     const now = this.now();
     const { peer, server } = allowedIdentity(checked.node, checked.peerURL);
     const serverHosts = checked.server.hosts.length ? checked.server.hosts : peer.hosts;
-    return {
-      ca: this.ca.certPem,
-      peer: await issueCertificate(this.ca, checked.peer.publicKey, peer, this.validDays, now),
-      server: await issueCertificate(this.ca, checked.server.publicKey, { node: server.node, hosts: serverHosts }, this.validDays, now),
-    };
+    const [peerPem, serverPem] = await Promise.all([
+      issueCertificate(this.ca, checked.peer.publicKey, peer, this.validDays, now),
+      issueCertificate(this.ca, checked.server.publicKey, { node: server.node, hosts: serverHosts }, this.validDays, now),
+    ]);
+    return { ca: this.ca.certPem, peer: peerPem, server: serverPem };
   }
 }
 
