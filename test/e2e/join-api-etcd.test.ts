@@ -271,6 +271,33 @@ describe("membership: an admission that ends while its add waits", () => {
     expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
     expect(await memberIds()).toEqual(members);
   });
+
+  it("asks again when the add waited for another change or its request's look is old, not when it went straight through", async () => {
+    await removeLearners();
+    const members = await memberIds();
+    let asked = 0;
+    // The broker revoked the admission after the request's verification looked (active).
+    const membership = new Membership({ gateway, admissionStatus: async () => (asked++, { active: false, reason: "revoked" }), holdMs: 0 });
+    const look = () => ({ status: { active: true as const }, at: Date.now() });
+    const queued = await memberAddress("gw-queued");
+    // Behind another change (a promote of a member that is not there): asked again, refused.
+    const ahead = membership.promote({ node: "gw-none", peerURL: "http://127.0.0.1:1", jti: "adm_none", token: "t-none" });
+    const behind = membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, look());
+    expect((await ahead).ok).toBe(false);
+    const r = await behind;
+    expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
+    expect(asked).toBe(1);
+    // A look older than a second: asked again, refused.
+    const r2 = await membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, { status: { active: true }, at: Date.now() - 2_000 });
+    expect(!r2.ok && r2.code).toBe("admission_revoked");
+    expect(asked).toBe(2);
+    expect(await memberIds()).toEqual(members);
+    // Straight through, moments after the look: made on it (the broker is not asked twice for one add).
+    const r3 = await membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, look());
+    expect(r3.ok && r3.value.learner).toBe(true);
+    expect(asked).toBe(2);
+    await removeLearners();
+  });
 });
 
 describe("membership: an add bounded by its admission's lease", () => {

@@ -44,7 +44,7 @@ Flags:
                                 blocked joins this long (default 300)
   --hold SECONDS                while etcd says "in a moment" (settling after a change, learner
                                 starting or catching up), hold an add or promote and retry it
-                                every 100 ms for up to SECONDS before answering 503 + Retry-After
+                                every 50 ms for up to SECONDS before answering 503 + Retry-After
                                 (default 10; 0 answers at once)
   --etcd-timeout SECONDS        per etcd request and endpoint (default 10)
   --pki-dir DIR                 the cluster's etcd CA as DIR/ca.crt and DIR/ca.key (PEM): a joining

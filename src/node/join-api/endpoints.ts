@@ -11,7 +11,7 @@ import { NODE_PATTERN, peerUrlProblem } from "../../shared/protocol/identifiers.
 import { AdmissionError, verifyAdmission, type VerifyAdmissionOptions } from "../../shared/verifier/index.ts";
 import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
-import type { Membership } from "./members.ts";
+import type { FirstLook, Membership } from "./members.ts";
 import { noSigner, type CertificateSigner } from "./signer.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
@@ -46,10 +46,11 @@ export function createJoinApi(options: JoinApiOptions): Hono {
   const app = new Hono();
   const log = options.log ?? (() => {});
 
-  const verify = async (token: string, node: string, peerURL?: string): Promise<Outcome<AdmissionClaims>> => {
+  const verify = async (token: string, node: string, peerURL?: string): Promise<Outcome<AdmissionClaims & { look?: FirstLook }>> => {
     try {
-      const { claims } = await verifyAdmission(token, { ...options.verify, node, peerURL, role: "join" });
-      return { ok: true, value: claims };
+      const { claims, introspection } = await verifyAdmission(token, { ...options.verify, node, peerURL, role: "join" });
+      const look = introspection ? { status: { active: true as const, ...(introspection.leaseRemainingMs !== undefined ? { leaseRemainingMs: introspection.leaseRemainingMs } : {}) }, at: Date.now() } : undefined;
+      return { ok: true, value: { ...claims, look } };
     } catch (e) {
       if (!(e instanceof AdmissionError)) throw e;
       log(`refused node ${node}: ${e.code} (${e.message})`);
@@ -81,7 +82,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     // only with the member, and dropped unseen when etcd does not add it now.
     const signing = checked && options.signer ? options.signer.issue(checked) : null;
     signing?.catch(() => undefined);
-    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token });
+    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token }, verified.value.look);
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
@@ -109,7 +110,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       return send(c, verified);
     }
-    const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url, jti: verified.value.jti, token });
+    const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url, jti: verified.value.jti, token }, verified.value.look);
     if (!promoted.ok) log(`not promoting node ${node} now: ${promoted.code} (${promoted.detail})`);
     return send(c, promoted);
   });

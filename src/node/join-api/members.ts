@@ -7,7 +7,7 @@
  * as soon as it is started and in sync.
  *
  * When etcd says "in a moment" (the cluster settles for 5 s after each change, a learner starts
- * and catches up), the request is held and retried here every 100 ms, for up to `holdMs`, rather
+ * and catches up), the request is held and retried here every 50 ms, for up to `holdMs`, rather
  * than answered at once: HTTP's Retry-After counts whole seconds, so a node sent away would come
  * back up to a second or two after etcd was ready, for every step of every join.
  * @module
@@ -67,9 +67,23 @@ export interface MembershipOptions {
 type Room = { kind: "goes"; why: string } | { kind: "stays"; outcome: Outcome<AddedMember> };
 const stays = (outcome: Outcome<AddedMember>): Room => ({ kind: "stays", outcome });
 
+/**
+ * The broker's answer on this admission as the request's verification got it, and when: an add
+ * or promote that goes straight through (nothing ahead of it, no learner removed, its first
+ * attempt) is made on it rather than asking the broker again a few milliseconds later.
+ */
+export interface FirstLook {
+  status: Extract<AdmissionStatus, { active: true }>;
+  /** When the answer arrived (Date.now()). */
+  at: number;
+}
+
 /** etcd refusals that etcd lifts by itself within seconds: worth holding the request for. */
 const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
-const HOLD_RETRY_MS = 100;
+/** Held attempts start this often (from one attempt's start to the next one's). */
+const HOLD_RETRY_MS = 50;
+/** A first look older than this is not used (the request took long to come this far). */
+const FIRST_LOOK_MS = 1_000;
 /** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
 const ADDS_FIRST_MS = 5_000;
 /**
@@ -99,6 +113,8 @@ export class Membership {
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Serialized tasks queued or running. */
+  #inQueue = 0;
   /** Add requests being served (held or in turn), for `promote`. */
   #addsInFlight = 0;
 
@@ -117,10 +133,10 @@ export class Membership {
   }
 
   /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
-  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<AddedMember>> {
     this.#addsInFlight++;
     try {
-      return await this.#held(() => this.#serialized(() => this.#addLearner(input)));
+      return await this.#held((first) => this.#serialized((straight) => this.#addLearner(input, first && straight ? firstLook : undefined)));
     } finally {
       this.#addsInFlight--;
     }
@@ -135,10 +151,14 @@ export class Membership {
    * whereas learners added first and then promoted back to back pay that window once, not once
    * per promotion. Waiting is quorum-safe: a learner never votes.
    */
-  async promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+  async promote(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<PromotedMember>> {
     const until = Date.now() + ADDS_FIRST_MS;
-    while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
-    return this.#held(() => this.#serialized(() => this.#promote(input)));
+    let waited = false;
+    while (this.#addsInFlight > 0 && Date.now() < until) {
+      waited = true;
+      await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+    }
+    return this.#held((first) => this.#serialized((straight) => this.#promote(input, first && straight && !waited ? firstLook : undefined)));
   }
 
   /** The member with this peer URL, for read-only questions (no lock needed). */
@@ -151,25 +171,34 @@ export class Membership {
   /**
    * Retries an attempt while etcd's refusal is one that passes by itself, for up to the hold time.
    * Each attempt is a whole add or promote (member list, admission check, change), taken in turn
-   * with every other membership change; the waits between attempts hold no lock.
+   * with every other membership change; the waits between attempts hold no lock. Attempts start
+   * every 50 ms (the next one's start counted from the last one's), so that an add waiting for
+   * etcd's health window is made within about that of the window's end.
    */
-  async #held<T>(attempt: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  async #held<T>(attempt: (first: boolean) => Promise<Outcome<T>>): Promise<Outcome<T>> {
     // Real time, not the injectable clock of the grace period: this wait really happens.
     const until = Date.now() + this.#holdMs;
-    for (;;) {
-      const outcome = await attempt();
+    for (let first = true; ; first = false) {
+      const began = Date.now();
+      const outcome = await attempt(first);
       if (outcome.ok || !SETTLING.has(outcome.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
-      await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+      await new Promise((r) => setTimeout(r, Math.max(0, began + HOLD_RETRY_MS - Date.now())));
     }
   }
 
-  #serialized<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(task, task);
-    this.#queue = run.catch(() => undefined);
+  /** Runs `task` after every change queued before it; `straight` tells it whether nothing was ahead of it. */
+  #serialized<T>(task: (straight: boolean) => Promise<T>): Promise<T> {
+    const straight = this.#inQueue === 0;
+    this.#inQueue++;
+    const run = this.#queue.then(
+      () => task(straight),
+      () => task(straight),
+    );
+    this.#queue = run.catch(() => undefined).finally(() => this.#inQueue--);
     return run;
   }
 
-  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<AddedMember>> {
+  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<AddedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -198,18 +227,21 @@ export class Membership {
     const starting = rooms.find((r) => r.room.kind === "stays" && !r.learner.started);
     if (starting?.room.kind === "stays") return starting.room.outcome;
     let pending: Outcome<AddedMember> | null = null;
+    let madeRoom = false;
     for (const { learner, room } of rooms) {
       if (room.kind === "stays") pending ??= room.outcome;
       else {
         const failed = await this.#remove(learner, room.why);
         if (failed) return failed;
+        madeRoom = true;
       }
     }
 
     // The admission may have ended while this add waited its turn, listed members or made room:
     // ask once more right before the add, so no member is added after its end is visible here.
-    // A broker that cannot answer is no yes.
-    const status = await this.#admissionStatus(input.token, input.jti);
+    // An add that went straight through (nothing ahead of it, no room made) is made on the look
+    // its request's verification took moments ago. A broker that cannot answer is no yes.
+    const status = (!madeRoom && recent(firstLook)) || (await this.#admissionStatus(input.token, input.jti));
     if (status === null) return brokerSilent(input, "added");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
@@ -352,7 +384,7 @@ export class Membership {
     return null;
   }
 
-  async #promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+  async #promote(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<PromotedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -360,8 +392,9 @@ export class Membership {
     if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
     // As before an add: the admission may have ended while this promote was held or waited its
-    // turn, so the broker is asked right before each promote attempt.
-    const status = await this.#admissionStatus(input.token, input.jti);
+    // turn, so the broker is asked right before each promote attempt (but a promote that went
+    // straight through, on its first attempt, is made on its request's look).
+    const status = recent(firstLook) || (await this.#admissionStatus(input.token, input.jti));
     if (status === null) return brokerSilent(input, "promoted");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
@@ -400,6 +433,14 @@ export class Membership {
       return record?.node ?? `member-${m.id}`;
     });
   }
+}
+
+/** The first look, its lease counted down to now, if it is recent enough to act on. */
+function recent(look: FirstLook | undefined): AdmissionStatus | null {
+  if (!look) return null;
+  const age = Date.now() - look.at;
+  if (age < 0 || age > FIRST_LOOK_MS) return null;
+  return look.status.leaseRemainingMs === undefined ? { active: true } : { active: true, leaseRemainingMs: look.status.leaseRemainingMs - age };
 }
 
 /** When an etcd change for this admission must be answered by (this machine's clock), if the broker told its lease. */
