@@ -39,7 +39,7 @@ import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
 import { joinAsLearner } from "./learner-step.ts";
 import { LocalEtcd } from "./local-etcd.ts";
 import { NodeFiles } from "./node-files.ts";
-import { bootstrapCertificates, checkOperatorCa } from "./node-certificates.ts";
+import { bootstrapCertificates, checkOperatorCa, NodeKeys } from "./node-certificates.ts";
 import type { Reporter } from "./progress.ts";
 import { Backoff, sleep, type Random } from "./retry.ts";
 import { StateDir, type JoinedMarker } from "./state-files.ts";
@@ -83,9 +83,10 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): Ag
     refusal: (rule, role, why) => files.refusal(rule, role, why),
     print,
   });
-  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random);
+  const keys = new NodeKeys(options);
+  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random, keys);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;
-  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, stop: deps.stop, print };
+  return { options, reporter, files, etcd, session, broker, joinApi, keys, gate, random, stop: deps.stop, print };
 }
 
 async function run(ctx: AgentContext): Promise<number> {
@@ -97,6 +98,8 @@ async function run(ctx: AgentContext): Promise<number> {
     const marker = ctx.files.dir.readMarker();
     if (marker) return await resumeJoined(ctx, marker);
     const o = ctx.options;
+    // Either role needs fresh etcd keys on TLS: made while the broker is asked and the queue waited in.
+    if (o.pkiDir && !ctx.gate) ctx.keys.prepare();
     ctx.reporter.event("start", `joining cluster ${o.cluster} through ${o.brokerUrl} as ${o.node} (${o.peerURL})`, { cluster: o.cluster, peerURL: o.peerURL });
     await checkOperatorCa(o, ctx.reporter);
     const joined = await withDeadline(ctx, (signal) => join(ctx, signal));
@@ -151,7 +154,7 @@ async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal)
   lease.start();
   const signal = AbortSignal.any([outer, lease.signal]);
   try {
-    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r);
+    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys);
     if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
     if (ctx.gate) {
       const voter = await ctx.gate.admitted(view, admission, signal, (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal));
