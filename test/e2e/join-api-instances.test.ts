@@ -84,3 +84,30 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   const written = await gateway.get(learnerRecordKey(b2.peerURL));
   expect(written.ok && written.value && JSON.parse(written.value)).toMatchObject({ node: "in-b2", jti: "adm_in-b2", memberID: addedB2.value.memberID });
 }, 180_000);
+
+it(`an instance that added a learner under an admission since superseded leaves it to the newer one, recorded by another instance`, async () => {
+  // Out of the way first: the learners the test before left.
+  for (const m of (await members()).filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+  const statuses = new Map<string, AdmissionStatus>();
+  const admissionStatus = async (token: string) => statuses.get(token) ?? ({ active: true } as const);
+  const lines: string[] = [];
+  const instance = (name: string) => new Membership({ gateway, admissionStatus, unknownLearnerGraceMs: 0, holdMs: 0, log: (l) => lines.push(`${name}: ${l}`) });
+  const [a, b] = [instance("a"), instance("b")];
+  const [n, m] = await Promise.all(["in-n", "in-m"].map((x) => memberAddress(x)));
+
+  // Instance a adds node n's learner under its first admission, which then ends; the broker
+  // admits n again and n's next ask reaches instance b, which records the newer admission.
+  const first = await a.addLearner({ node: "in-n", peerURL: n.peerURL, jti: "adm_n1", token: "t_n1" });
+  if (!first.ok) throw new Error(`${first.code} ${first.detail}`);
+  await etcd.startMember(n, first.value.initialCluster);
+  statuses.set("t_n1", { active: false, reason: "expired" });
+  const again = await b.addLearner({ node: "in-n", peerURL: n.peerURL, jti: "adm_n2", token: "t_n2" });
+  expect(again.ok && again.value.memberID).toBe(first.value.memberID);
+
+  // Instance a, which remembers only the ended admission, asks etcd's record before it reaps: the
+  // newer admission is active, so n's learner stays, and m is added beside it.
+  const added = await a.addLearner({ node: "in-m", peerURL: m.peerURL, jti: "adm_m", token: "t_m" });
+  if (!added.ok) throw new Error(`${added.code} ${added.detail}`);
+  expect(memberByPeerUrl(await members(), n.peerURL)?.id).toBe(first.value.memberID);
+  expect(lines.filter((l) => l.includes("removed"))).toEqual([]);
+}, 120_000);

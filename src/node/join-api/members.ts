@@ -216,16 +216,20 @@ export class Membership {
     //   (`initialCluster`) against the cluster's and exits if they differ, so no member is added
     //   or removed until it has started (pipelined adds follow each other one start apart);
     // - etcd having no room for another learner: then the first learner that stays is the answer.
-    let records: RecordsRead | null = null;
-    if (learners.length > 0) {
-      const read = await this.#shared.read();
-      if (!read.ok) return fromEtcdError(read.error);
-      records = read.value;
-    }
+    // etcd's records are read (once) only when a learner's fate depends on them.
+    let read: Promise<EtcdResult<RecordsRead>> | null = null;
+    const records = () => (read ??= this.#shared.read());
+    // A learner that has not started and stays is the answer by itself: asked about first, alone.
+    const unstarted = learners.filter((m) => !m.started);
     const rooms: { learner: EtcdMember; room: Room }[] = [];
-    for (const learner of learners) rooms.push({ learner, room: await this.#assess(learner, records!) });
-    const starting = rooms.find((r) => r.room.kind === "stays" && !r.learner.started);
-    if (starting?.room.kind === "stays") return starting.room.outcome;
+    for (const learner of unstarted) {
+      const room = await this.#assess(learner, records);
+      if (room.kind === "stays") return room.outcome;
+      rooms.push({ learner, room });
+    }
+    // The started ones all at once (the broker asked about each in parallel).
+    const started = learners.filter((m) => m.started);
+    rooms.push(...(await Promise.all(started.map(async (learner) => ({ learner, room: await this.#assess(learner, records) })))));
     let pending: Outcome<AddedMember> | null = null;
     let madeRoom = false;
     for (const { learner, room } of rooms) {
@@ -331,13 +335,26 @@ export class Membership {
    * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
    * and their majority are the same before and after. Voters never come here.
    */
-  async #assess(learner: EtcdMember, records: RecordsRead): Promise<Room> {
+  async #assess(learner: EtcdMember, records: () => Promise<EtcdResult<RecordsRead>>): Promise<Room> {
     const who = learner.name || learner.peerURLs.join(",");
     const state = learner.started ? "is running and waits for promotion" : "has not started";
-    const record = records.of(learner) ?? learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find((r) => r?.memberID === learner.id);
+    // A learner this instance added, whose admission the broker calls active, stays: no other
+    // record can say otherwise, an active admission being its node's only one. Any other verdict
+    // is made on etcd's record, the newest admission's in every instance.
+    const own = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find((r) => r?.memberID === learner.id);
+    const ownStatus = own ? await this.#admissionStatus(own.token, own.jti) : null;
+    let record: { node: string; jti: string; token: string } | null = own ?? null;
+    let known: AdmissionStatus | null = ownStatus?.active ? ownStatus : null;
+    if (!known) {
+      const shared = await records();
+      if (!shared.ok) return stays(fromEtcdError(shared.error));
+      const found = shared.value.of(learner);
+      if (found && (found.jti !== own?.jti || found.token !== own?.token)) record = found;
+      else if (ownStatus) known = ownStatus;
+    }
     let why: string | null = null;
     if (record) {
-      const status = await this.#admissionStatus(record.token, record.jti);
+      const status = known ?? (await this.#admissionStatus(record.token, record.jti));
       if (status === null) {
         return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
       }
