@@ -113,6 +113,8 @@ export class Membership {
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Held requests waiting for their next attempt: a change that may have unblocked them wakes them early. */
+  readonly #wakers = new Set<() => void>();
   /** Serialized tasks queued or running. */
   #inQueue = 0;
   /** Add requests being served (held or in turn), for `promote`. */
@@ -152,6 +154,7 @@ export class Membership {
    * per promotion. Waiting is quorum-safe: a learner never votes.
    */
   async promote(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<PromotedMember>> {
+    this.#wake();
     const until = Date.now() + ADDS_FIRST_MS;
     let waited = false;
     while (this.#addsInFlight > 0 && Date.now() < until) {
@@ -182,8 +185,25 @@ export class Membership {
       const began = Date.now();
       const outcome = await attempt(first);
       if (outcome.ok || !SETTLING.has(outcome.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
-      await new Promise((r) => setTimeout(r, Math.max(0, began + HOLD_RETRY_MS - Date.now())));
+      await new Promise<void>((r) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#wakers.delete(wake);
+          r();
+        };
+        const timer = setTimeout(wake, Math.max(0, began + HOLD_RETRY_MS - Date.now()));
+        this.#wakers.add(wake);
+      });
     }
+  }
+
+  /**
+   * Wakes the held requests for their next attempt now: a node asking for its promotion has
+   * just seen its etcd serve (its learner has started, which held adds wait for), and a
+   * promotion makes room for another learner.
+   */
+  #wake(): void {
+    for (const wake of [...this.#wakers]) wake();
   }
 
   /** Runs `task` after every change queued before it; `straight` tells it whether nothing was ahead of it. */
@@ -227,8 +247,12 @@ export class Membership {
       if (room.kind === "stays") return room.outcome;
       rooms.push({ learner, room });
     }
-    // The started ones all at once (the broker asked about each in parallel).
+    // The started ones all at once (the broker asked about each in parallel), and, unless this add
+    // went straight through on its request's look, about this admission too (used below only if
+    // no learner had to go to make room).
     const started = learners.filter((m) => m.started);
+    const ownLook = recent(firstLook) ?? this.#admissionStatus(input.token, input.jti);
+    if (ownLook instanceof Promise) ownLook.catch(() => undefined);
     rooms.push(...(await Promise.all(started.map(async (learner) => ({ learner, room: await this.#assess(learner, records) })))));
     let pending: Outcome<AddedMember> | null = null;
     let madeRoom = false;
@@ -245,7 +269,7 @@ export class Membership {
     // ask once more right before the add, so no member is added after its end is visible here.
     // An add that went straight through (nothing ahead of it, no room made) is made on the look
     // its request's verification took moments ago. A broker that cannot answer is no yes.
-    const status = (!madeRoom && recent(firstLook)) || (await this.#admissionStatus(input.token, input.jti));
+    const status = madeRoom ? await this.#admissionStatus(input.token, input.jti) : await ownLook;
     if (status === null) return brokerSilent(input, "added");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
@@ -432,6 +456,7 @@ export class Membership {
     this.#records.delete(peerURL);
     this.#doneRecords.add(peerURL);
     this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
+    this.#wake();
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
 
