@@ -23,7 +23,8 @@
  * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
  * @module
  */
-import { BrokerClient } from "../../shared/client/broker-client.ts";
+import { NodeSession } from "../../shared/client/node-session.ts";
+import { nodeFetch } from "../etcd/tls-fetch.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { UsageError } from "../exit-codes.ts";
 import { withDeadline, type AgentContext } from "./agent-context.ts";
@@ -73,7 +74,11 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
 function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): AgentContext {
   const { reporter, print } = deps;
   const random = deps.random ?? Math.random;
-  const session = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
+  // Its own fetch over node:http, and the node session alone rather than the whole broker client
+  // (its input schemas): a process that starts on every controller at once loads neither undici
+  // nor zod (--cluster is checked with the command line).
+  const fetch = nodeFetch();
+  const session = new NodeSession(options.brokerUrl, options.cluster, options.token, undefined, fetch);
   const files = new NodeFiles(options, dir);
   const broker = new BrokerSteps(session, options, reporter, random);
   const etcd = new LocalEtcd(options, reporter, dir, {
@@ -84,7 +89,7 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): Ag
     print,
   });
   const keys = new NodeKeys(options);
-  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random, keys);
+  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl, undefined, fetch), broker, session, etcd, options, reporter, random, keys);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;
   return { options, reporter, files, etcd, session, broker, joinApi, keys, gate, random, stop: deps.stop, print };
 }

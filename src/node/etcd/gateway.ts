@@ -10,6 +10,7 @@
  * exceptions: the caller decides which of them are "not now".
  * @module
  */
+import { nodeFetch } from "./tls-fetch.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { knownEtcdMessages, type EtcdRefusal } from "./versions.ts";
 
@@ -155,7 +156,7 @@ export class EtcdGateway {
   constructor(endpoints: string | readonly string[], options: GatewayOptions = {}) {
     this.endpoints = parseEndpoints(endpoints);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
-    this.#fetch = options.fetch ?? fetch;
+    this.#fetch = options.fetch ?? nodeFetch();
   }
 
   async memberList(): Promise<EtcdResult<MemberListResult>> {
