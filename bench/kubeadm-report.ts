@@ -20,8 +20,9 @@ const LABEL: Record<KubeadmArm, string> = {
   serialized: "B. gate, maxInFlight 1",
   "start-rule": "C. gate, start rule, maxInFlight",
   prepared: "D. phases before etcd outside the gate, start rule, maxInFlight",
+  pipelined: "E. as D, check-etcd left to etcd, start rule, maxInFlight",
 };
-const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
+const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" || arm === "pipelined" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
 
 export function kubeadmSummaryRows(r: Results): string[][] {
   const k = r.kubeadm;
@@ -73,7 +74,7 @@ export function kubeadmSection(r: Results): string {
     ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only kubeadm --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
     : "";
   const m = k.summary.medians;
-  const arms = (["serial", "serialized", "start-rule", "prepared"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
+  const arms = (["serial", "serialized", "start-rule", "prepared", "pipelined"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
   const parts = arms.map((a) => ({ arm: a, b: breakdown(k.runs.filter((x) => x.arm === a)) }));
   const s2 = (v: number) => n(v, 1);
   return `${title}
@@ -126,7 +127,7 @@ Medians over the passed rounds (${k.rounds} round(s), ${k.summary.failedRounds} 
 ${table(
   ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "Joiners serving after > 5 s", "kubeadm's etcd status timeouts s"],
   parts.map(({ arm, b }) => {
-    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null }[arm];
+    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null, pipelined: k.summary.pipelinedRatio ?? null }[arm];
     const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null;
     return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), n(b.stalled, 0), s2(b.statusWait)];
   }),
