@@ -495,7 +495,10 @@ quorum of the voters, counted from when the newest voter started, is enough). Th
 stays off the critical path: the node first in line holds a poll at the broker (an admission
 wakes the new first in line, which polls again at once), so its admission reaches it within
 milliseconds of the previous \`complete\`, and its member add then waits in the join API for
-the window, retried every 100 ms as the serial script's is. **Pipelined** (etcd 3.6+, \`maxInFlight\` M, the agents start etcd with \`--max-learners\` M):
+the window, retried every 50 ms (the serial script's every 100 ms). Node 0's agent makes its
+keys while it asks for its ticket and a joiner while it waits in the queue, the join API signs
+a joiner's certificates while etcd adds it, and the learner records cost etcd one write per
+joiner, after its add (docs/join-api.md). **Pipelined** (etcd 3.6+, \`maxInFlight\` M, the agents start etcd with \`--max-learners\` M):
 the broker admits M nodes at once, the join API adds them as learners while the only voter is node 0
 (one etcd start apart, since a joining etcd checks the member list it was given), promotions wait
 for those adds and then follow back to back. So no health window is paid after node 0 is up, and
