@@ -13,6 +13,7 @@ import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
 import type { FirstLook, Membership } from "./members.ts";
 import { noSigner, type CertificateSigner } from "./signer.ts";
+import type { IssuedCertificates } from "../../shared/protocol/join-api.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
 import { problemCodeForField } from "../../shared/protocol/problem.ts";
@@ -78,17 +79,25 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       checked = outcome.value;
     }
-    // Signed while etcd is asked, not after it answers (a node's etcd waits for both); handed out
-    // only with the member, and dropped unseen when etcd does not add it now.
-    const signing = checked && options.signer ? options.signer.issue(checked) : null;
-    signing?.catch(() => undefined);
-    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token }, verified.value.look);
+    // Signed while etcd is asked, once nothing holds the add back, not after etcd answers (a
+    // node's etcd waits for both), nor while it is held (other nodes' adds come first); handed
+    // out only with the member, and dropped unseen when etcd does not add it now.
+    const signer = options.signer;
+    let signing: Promise<IssuedCertificates> | null = null;
+    const sign = () => {
+      if (!checked || !signer) return null;
+      signing ??= signer.issue(checked);
+      signing.catch(() => undefined);
+      return signing;
+    };
+    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token }, verified.value.look, sign);
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
     }
-    if (!signing) return send(c, added);
-    const certificates = await signing;
+    const pending = sign();
+    if (!pending) return send(c, added);
+    const certificates = await pending;
     log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
     return c.json({ ...added.value, certificates }, 200);
   });

@@ -135,10 +135,14 @@ export class Membership {
   }
 
   /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
-  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<AddedMember>> {
+  /**
+   * `onAdding` is called once an attempt finds nothing to wait for and goes on to the add (the
+   * caller's own work for the added node, its certificates say, can start then).
+   */
+  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
     this.#addsInFlight++;
     try {
-      return await this.#held((first) => this.#serialized((straight) => this.#addLearner(input, first && straight ? firstLook : undefined)));
+      return await this.#held((first) => this.#serialized((straight) => this.#addLearner(input, first && straight ? firstLook : undefined, onAdding)));
     } finally {
       this.#addsInFlight--;
     }
@@ -218,7 +222,7 @@ export class Membership {
     return run;
   }
 
-  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<AddedMember>> {
+  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -250,6 +254,7 @@ export class Membership {
     // The started ones all at once (the broker asked about each in parallel), and, unless this add
     // went straight through on its request's look, about this admission too (used below only if
     // no learner had to go to make room).
+    onAdding?.();
     const started = learners.filter((m) => m.started);
     const ownLook = recent(firstLook) ?? this.#admissionStatus(input.token, input.jti);
     if (ownLook instanceof Promise) ownLook.catch(() => undefined);
