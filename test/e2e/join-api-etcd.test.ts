@@ -465,6 +465,39 @@ describe("membership: held while etcd settles", () => {
   });
 });
 
+describe("membership: a held add and the learner it waits for", () => {
+  it("asks the broker about that learner's admission once a second, not at every attempt, and adds once that admission has ended", async () => {
+    await removeLearners();
+    let askedAboutFirst = 0;
+    let firstActive = true;
+    const membership = new Membership({
+      gateway,
+      admissionStatus: async (token) => {
+        if (token !== "t-first") return { active: true };
+        askedAboutFirst++;
+        return firstActive ? { active: true } : { active: false, reason: "expired" };
+      },
+      holdMs: 1_400,
+    });
+    const [first, second] = await Promise.all([memberAddress("gw-first"), memberAddress("gw-second")]);
+    const added = await membership.addLearner({ node: "gw-first", peerURL: first.peerURL, jti: "adm_first", token: "t-first" });
+    expect(added.ok && added.value.learner).toBe(true);
+    askedAboutFirst = 0;
+    // Held for 1.4 s behind a learner that does not start (about 28 attempts): asked about twice.
+    const held = await membership.addLearner({ node: "gw-second", peerURL: second.peerURL, jti: "adm_second", token: "t-second" });
+    expect(!held.ok && held.code).toBe("learner_not_started");
+    expect(askedAboutFirst).toBeGreaterThanOrEqual(1);
+    expect(askedAboutFirst).toBeLessThanOrEqual(2);
+    // Its admission ends: the next held add, a new request, asks afresh and removes it at once.
+    firstActive = false;
+    const next = await membership.addLearner({ node: "gw-second", peerURL: second.peerURL, jti: "adm_second", token: "t-second" });
+    expect(next.ok && next.value.learner).toBe(true);
+    const list = await gateway.memberList();
+    expect(list.ok && memberByPeerUrl(list.value.members, first.peerURL)).toBeUndefined();
+    await removeLearners();
+  });
+});
+
 describe("gateway: a learner's endpoint among the endpoints", () => {
   let cluster: TestEtcd;
   afterAll(async () => cluster?.cleanup());

@@ -82,6 +82,8 @@ export interface FirstLook {
 const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
 /** Held attempts start this often (from one attempt's start to the next one's). */
 const HOLD_RETRY_MS = 50;
+/** A held request asks about another learner's admission it heard called active at most this often. */
+const SEEN_ACTIVE_MS = 1_000;
 /** A first look older than this is not used (the request took long to come this far). */
 const FIRST_LOOK_MS = 1_000;
 /** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
@@ -142,7 +144,8 @@ export class Membership {
   async addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
     this.#addsInFlight++;
     try {
-      return await this.#held((first) => this.#serialized((straight) => this.#addLearner(input, first && straight ? firstLook : undefined, onAdding)));
+      const seen = new Map<string, number>();
+      return await this.#held((first) => this.#serialized((straight) => this.#addLearner(input, first && straight ? firstLook : undefined, onAdding, seen)));
     } finally {
       this.#addsInFlight--;
     }
@@ -222,7 +225,12 @@ export class Membership {
     return run;
   }
 
-  async #addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
+  async #addLearner(
+    input: { node: string; peerURL: string; jti: string; token: string },
+    firstLook?: FirstLook,
+    onAdding?: () => void,
+    seen: Map<string, number> = new Map(),
+  ): Promise<Outcome<AddedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -247,7 +255,7 @@ export class Membership {
     const unstarted = learners.filter((m) => !m.started);
     const rooms: { learner: EtcdMember; room: Room }[] = [];
     for (const learner of unstarted) {
-      const room = await this.#assess(learner, records);
+      const room = await this.#assess(learner, records, seen);
       if (room.kind === "stays") return room.outcome;
       rooms.push({ learner, room });
     }
@@ -258,7 +266,7 @@ export class Membership {
     const started = learners.filter((m) => m.started);
     const ownLook = recent(firstLook) ?? this.#admissionStatus(input.token, input.jti);
     if (ownLook instanceof Promise) ownLook.catch(() => undefined);
-    rooms.push(...(await Promise.all(started.map(async (learner) => ({ learner, room: await this.#assess(learner, records) })))));
+    rooms.push(...(await Promise.all(started.map(async (learner) => ({ learner, room: await this.#assess(learner, records, seen) })))));
     let pending: Outcome<AddedMember> | null = null;
     let madeRoom = false;
     for (const { learner, room } of rooms) {
@@ -364,14 +372,27 @@ export class Membership {
    * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
    * and their majority are the same before and after. Voters never come here.
    */
-  async #assess(learner: EtcdMember, records: () => Promise<EtcdResult<RecordsRead>>): Promise<Room> {
+  /**
+   * `seen`: the other learners' admissions this request (held, asking again every 50 ms) heard
+   * the broker call active, and when; each is asked again once a second, not at every attempt, so
+   * a held request learns of another admission's end within a second. A new request asks afresh.
+   */
+  async #assess(learner: EtcdMember, records: () => Promise<EtcdResult<RecordsRead>>, seen: Map<string, number>): Promise<Room> {
     const who = learner.name || learner.peerURLs.join(",");
     const state = learner.started ? "is running and waits for promotion" : "has not started";
     // A learner this instance added, whose admission the broker calls active, stays: no other
     // record can say otherwise, an active admission being its node's only one. Any other verdict
     // is made on etcd's record, the newest admission's in every instance.
     const own = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find((r) => r?.memberID === learner.id);
-    const ownStatus = own ? await this.#admissionStatus(own.token, own.jti) : null;
+    const ask = async (token: string, jti: string): Promise<AdmissionStatus | null> => {
+      const at = seen.get(token);
+      if (at !== undefined && Date.now() - at < SEEN_ACTIVE_MS) return { active: true };
+      const status = await this.#admissionStatus(token, jti);
+      if (status?.active) seen.set(token, Date.now());
+      else seen.delete(token);
+      return status;
+    };
+    const ownStatus = own ? await ask(own.token, own.jti) : null;
     let record: { node: string; jti: string; token: string } | null = own ?? null;
     let known: AdmissionStatus | null = ownStatus?.active ? ownStatus : null;
     if (!known) {
@@ -383,7 +404,7 @@ export class Membership {
     }
     let why: string | null = null;
     if (record) {
-      const status = known ?? (await this.#admissionStatus(record.token, record.jti));
+      const status = known ?? (await ask(record.token, record.jti));
       if (status === null) {
         return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
       }
