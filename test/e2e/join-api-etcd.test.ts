@@ -277,7 +277,7 @@ describe("membership: an admission that ends while its add waits", () => {
     const members = await memberIds();
     let asked = 0;
     // The broker revoked the admission after the request's verification looked (active).
-    const membership = new Membership({ gateway, admissionStatus: async () => (asked++, { active: false, reason: "revoked" }), holdMs: 0 });
+    const membership = new Membership({ gateway, admissionStatus: async (token) => (token === "t-q" && asked++, { active: false, reason: "revoked" }), holdMs: 0 });
     const look = () => ({ status: { active: true as const }, at: Date.now() });
     const queued = await memberAddress("gw-queued");
     // Behind another change (a promote of a member that is not there): asked again, refused.

@@ -168,7 +168,19 @@ export class Membership {
       waited = true;
       await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
     }
-    return this.#held((first) => this.#serialized((straight) => this.#promote(input, first && straight && !waited ? firstLook : undefined)));
+    return this.#held((first) => {
+      // The broker is asked as the attempt queues for its turn, not once it has it: promotions
+      // back to back would each hold the others up for a round trip to the broker. The answer
+      // counts if it is under a second old when the promote is made (as a request's own look does).
+      const look = first && !waited && firstLook ? Promise.resolve(firstLook) : this.#freshLook(input);
+      return this.#serialized((straight) => this.#promote(input, look, first && straight && !waited ? firstLook : undefined));
+    });
+  }
+
+  /** The broker's answer on this admission now, and when it came. */
+  async #freshLook(input: { token: string; jti: string }): Promise<{ status: AdmissionStatus | null; at: number }> {
+    const status = await this.#admissionStatus(input.token, input.jti).catch(() => null);
+    return { status, at: Date.now() };
   }
 
   /** The member with this peer URL, for read-only questions (no lock needed). */
@@ -451,7 +463,11 @@ export class Membership {
     return null;
   }
 
-  async #promote(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<PromotedMember>> {
+  async #promote(
+    input: { node: string; peerURL: string; jti: string; token: string },
+    look: Promise<{ status: AdmissionStatus | null; at: number }>,
+    firstLook?: FirstLook,
+  ): Promise<Outcome<PromotedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -459,9 +475,11 @@ export class Membership {
     if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
     // As before an add: the admission may have ended while this promote was held or waited its
-    // turn, so the broker is asked right before each promote attempt (but a promote that went
-    // straight through, on its first attempt, is made on its request's look).
-    const status = recent(firstLook) || (await this.#admissionStatus(input.token, input.jti));
+    // turn, so each promote attempt is made on a look at the broker under a second old: its
+    // request's own when it went straight through, else the one taken as it queued, else a new one.
+    const queued = await look;
+    const fromQueue = queued.status?.active ? recent({ status: queued.status, at: queued.at }) : queued.status && Date.now() - queued.at <= FIRST_LOOK_MS ? queued.status : null;
+    const status = recent(firstLook) || fromQueue || (await this.#admissionStatus(input.token, input.jti));
     if (status === null) return brokerSilent(input, "promoted");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
