@@ -16,8 +16,22 @@
 //   npm run demo -- --kubeadm [--without-broker]
 //                                      the real kubeadm on five lab hosts (root; scripts/kube.mjs builds it),
 //                                      one joiner's etcd late: through the broker (first without it)
+//   npm run demo -- --k0s [1.28|1.36] [--without-broker]
+//                                      real k0s on four lab hosts (root; scripts/k0s.mjs builds it), the
+//                                      first joiner's etcd failing: through the broker (first without it)
 import { parseArgs } from "node:util";
 import { register } from "tsx/esm/api";
+
+// `--k0s` takes an optional version: `--k0s`, `--k0s 1.36`, `--k0s=1.36`.
+const argv = process.argv.slice(2);
+const k0sAt = argv.findIndex((a) => a === "--k0s" || a.startsWith("--k0s="));
+let k0sVersion = null;
+if (k0sAt >= 0) {
+  const [flag] = argv.splice(k0sAt, 1);
+  if (flag.includes("=")) k0sVersion = flag.slice("--k0s=".length);
+  else if (argv[k0sAt] && !argv[k0sAt].startsWith("-")) [k0sVersion] = argv.splice(k0sAt, 1);
+  else k0sVersion = "1.28";
+}
 
 register();
 const { ClusterHarness, hex } = await import("../test/support/cluster.ts");
@@ -25,6 +39,7 @@ const { seededRandom } = await import("../test/support/seeded.ts");
 const { faultSchedule } = await import("../test/support/split-brain.ts");
 
 const { values } = parseArgs({
+  args: argv,
   options: {
     nodes: { type: "string", default: "7" },
     faults: { type: "boolean", default: false },
@@ -39,14 +54,24 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N] [--kubeadm]");
+  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N] [--kubeadm] [--k0s [1.28|1.36]]");
   console.log("  --etcd VERSION     the etcd release to run (default: Debian's 3.4; 3.5-3.7 are built once from their Go modules)");
   console.log("  --max-in-flight N  admit N nodes at once (learners in parallel; etcd 3.6+), e.g. --etcd 3.7 --max-in-flight 6");
   console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
   console.log("  --self-hosted     the broker under join-broker serve (workerd from npm, state on local disk) instead of wrangler dev");
   console.log("  --kubeadm         the real kubeadm on five lab hosts (as root; node scripts/kube.mjs list builds it), one joiner's etcd late,");
   console.log("                    through the broker; with --without-broker first four concurrent kubeadm joins without it");
+  console.log("  --k0s [1.28|1.36] real k0s on four lab hosts (as root; node scripts/k0s.mjs list builds it), the first joiner's etcd failing,");
+  console.log("                    through the broker; with --without-broker first k0s alone (1.28: two clusters, k0s issue #5149)");
   process.exit(0);
+}
+if (k0sVersion !== null) {
+  if (!["1.28", "1.36"].includes(k0sVersion)) {
+    console.error(`--k0s takes 1.28 or 1.36, not ${k0sVersion}`);
+    process.exit(2);
+  }
+  const { k0sDemo } = await import("./demo-k0s.mjs");
+  process.exit(await k0sDemo({ version: k0sVersion, withoutBroker: values["without-broker"] }));
 }
 if (values.kubeadm) {
   const { kubeadmDemo } = await import("./demo-kubeadm.mjs");

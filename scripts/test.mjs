@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { ensureTool } from "./tools.mjs";
 import { kubePin } from "./kube.mjs";
+import { K0S_VERSIONS, k0sPin } from "./k0s.mjs";
 import { ETCD_MATRIX, PRIMARY_ETCD_VERSION, etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
 
 process.env.ETCD_BIN = ensureTool("etcd");
@@ -48,8 +49,13 @@ const SOURCE_CLI_ETCD_VERSION = "3.4";
 
 const buildKube = etcdVersions.includes(PRIMARY_ETCD_VERSION) && extra.length === 0;
 const KUBE_STEP = `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver (in the background)`;
-// The files that need the Kubernetes build: kubeadm on lab hosts, and kubeadm's etcd CA directory under the agent and the join API.
-const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test.ts"];
+// The files that need the Kubernetes build: kubeadm on lab hosts, kubeadm's etcd CA directory under
+// the agent and the join API, and the real kube-apiserver on the agent's etcd (auth on).
+const KUBEADM_FILES = ["test/e2e/lab-kubeadm.test.ts", "test/e2e/kubeadm-ca.test.ts", "test/e2e/apiserver-etcd.test.ts"];
+// k0s, built from the source archives in shared/k0s once per machine (scripts/k0s.mjs), runs
+// kube-apiserver from the Kubernetes build above: its step waits for both.
+const K0S_STEP = `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")} (in the background)`;
+const K0S_FILE = "test/e2e/lab-k0s.test.ts";
 
 const steps = [
   ["wrangler config and bundle", ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"]],
@@ -62,6 +68,8 @@ const steps = [
   // steps below at the lowest CPU and I/O priority, taking only the time they leave idle, and the
   // kubeadm tests run last, after waiting for it.
   ...(buildKube ? [[KUBE_STEP, ["nice", "-n", "19", "ionice", "-c", "3", "node", "scripts/kube.mjs", "list"], {}, { background: true }]] : []),
+  // k0s 1.28 and 1.36 (6 to 10 minutes each, cold), the same way, for test/e2e/lab-k0s.test.ts.
+  ...(buildKube ? [[K0S_STEP, ["nice", "-n", "19", "ionice", "-c", "3", "node", "scripts/k0s.mjs", "list"], {}, { background: true }]] : []),
   // What the package's command runs (bin/join-broker), fresh: the end-to-end tests spawn it.
   ["the CLI build (dist/cli)", ["node", "scripts/build-cli.mjs"]],
   // The single executable files (dist/release): test/e2e/single-executable.test.ts runs them.
@@ -73,9 +81,9 @@ const steps = [
   // In-process suites first; then the real processes, alone, so their timing is not disturbed.
   ["unit and workerd tests", vitest("in-process", ["unit", "worker"])],
   ...etcdVersions.map((v) => [
-    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
-    // The kubeadm tests are their own step, last.
-    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? KUBEADM_FILES.flatMap((f) => ["--exclude", f]) : [])],
+    `end-to-end tests on etcd ${v}${ETCD_MATRIX[v] ? "" : buildKube ? " (every file but the kubeadm, kube-apiserver and k0s tests)" : " (every file)"}${v === serveVersion ? ", broker on join-broker serve" : ""}`,
+    // The kubeadm and k0s tests are steps of their own, last.
+    [...vitest(`e2e-etcd-${v}`, ["e2e"], ETCD_MATRIX[v]), ...(!ETCD_MATRIX[v] && buildKube ? [...KUBEADM_FILES, K0S_FILE].flatMap((f) => ["--exclude", f]) : [])],
     // One version's processes run the TypeScript sources (as a checkout with edits does), the
     // others the build (as an installed package does).
     { E2E_ETCD_VERSION: v, ...(v === SOURCE_CLI_ETCD_VERSION ? { JOIN_BROKER_LAUNCH: "source" } : {}), ...(v === serveVersion ? { JOIN_BROKER_E2E_RUNTIME: "serve" } : {}) },
@@ -91,7 +99,12 @@ const steps = [
       ]]),
   // The unmodified kubeadm on lab hosts (etcd from scripts/kube-versions.json), once the background build is done.
   ...(buildKube
-    ? [[`kubeadm on lab hosts, and its etcd CA directory under the agent and the join API (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBEADM_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
+    ? [[`kubeadm on lab hosts, its etcd CA directory under the agent and the join API, and kube-apiserver on the agent's etcd (Kubernetes ${kubePin().release}, etcd ${kubePin().etcd})`, vitest("e2e-kubeadm", ["e2e"], KUBEADM_FILES), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: KUBE_STEP }]]
+    : []),
+  // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through
+  // it), once its background build is done (kube-apiserver's was waited for just above).
+  ...(buildKube
+    ? [[`k0s on lab hosts (${K0S_VERSIONS.map((v) => `k0s ${v} with etcd ${k0sPin(v).etcd}`).join("; ")})`, vitest("e2e-k0s", ["e2e"], [K0S_FILE]), { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION }, { after: K0S_STEP }]]
     : []),
 ];
 
@@ -164,7 +177,7 @@ let passed = 0;
 let failed = 0;
 // Only vitest's reports: other steps write JSON here too (the OpenAPI document).
 const reports = existsSync(results)
-  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+|contract-serve|e2e-serve|e2e-kubeadm)\.json$/.test(f)).map((f) => `${results}/${f}`)
+  ? readdirSync(results).filter((f) => /^(in-process|e2e-etcd-.+|contract-serve|e2e-serve|e2e-kubeadm|e2e-k0s)\.json$/.test(f)).map((f) => `${results}/${f}`)
   : [];
 for (const file of reports) {
   const report = JSON.parse(readFileSync(file, "utf8"));

@@ -10,11 +10,12 @@ import { dirname } from "node:path";
  * Replaces `path` with `content` so that readers see the old or the new file, never a mix.
  * `rename` is a seam: tests crash there to see what a crash before the rename leaves.
  */
-export function writeFileAtomic(path: string, content: string, rename: (from: string, to: string) => void = renameSync): void {
+export function writeFileAtomic(path: string, content: string | Uint8Array, rename: (from: string, to: string) => void = renameSync): void {
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, "w", 0o600);
   try {
-    writeSync(fd, content);
+    if (typeof content === "string") writeSync(fd, content);
+    else writeSync(fd, content);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -115,19 +115,22 @@ describe("the example alert rules", () => {
           // A healthy cluster held for three hours: nothing fires.
           interval: "1m",
           input_series: held(scrapes.healthy, 180),
-          alert_rule_test: silent("170m", "JoinBrokerJoinStuck", "JoinBrokerQueueNotMoving", "JoinBrokerPausedLong", "JoinBrokerLeasesExpiring", "JoinBrokerQueueNearlyFull"),
+          alert_rule_test: silent("170m", "JoinBrokerJoinStuck", "JoinBrokerQueueNotMoving", "JoinBrokerPausedLong", "JoinBrokerLeasesExpiring", "JoinBrokerQueueNearlyFull", "JoinBrokerNeedsOperator"),
         },
         {
           // The healthy cluster's real series, with leases expiring and admissions paused.
           interval: "1m",
           input_series: [
-            ...held(new Map([...scrapes.healthy].filter(([s]) => !/^join_broker_(expiries_total|paused)\{/.test(s))), 180),
+            ...held(new Map([...scrapes.healthy].filter(([s]) => !/^join_broker_(expiries_total|paused|needs_operator)\{/.test(s))), 180),
             { series: `join_broker_expiries_total{cluster="${C}"}`, values: "0+0x10 1+1x3 4x160" },
             { series: `join_broker_paused{cluster="${C}"}`, values: "1x180" },
+            { series: `join_broker_needs_operator{cluster="${C}"}`, values: "0x3 1x177" },
             { series: `up{job="join-broker-${C}",instance="broker.example:443"}`, values: "0x30" },
           ],
           alert_rule_test: [
+            ...silent("3m", "JoinBrokerNeedsOperator"),
             ...silent("5m", "JoinBrokerLeasesExpiring", "JoinBrokerPausedLong", "JoinBrokerMetricsDown"),
+            { eval_time: "6m", alertname: "JoinBrokerNeedsOperator", exp_alerts: [{ exp_labels: page, exp_annotations: { summary: `Cluster ${C}: a node left an etcd member it could not remove; admissions are paused`, runbook: "docs/operations.md#a-member-needs-an-operator" } }] },
             { eval_time: "20m", alertname: "JoinBrokerLeasesExpiring", exp_alerts: [{ exp_labels: { cluster: C, severity: "ticket" }, exp_annotations: { summary: `Cluster ${C}: 4 admission lease(s) expired in the last hour` } }] },
             { eval_time: "20m", alertname: "JoinBrokerMetricsDown", exp_alerts: [{ exp_labels: { job: `join-broker-${C}`, instance: "broker.example:443", severity: "page" }, exp_annotations: { summary: `The join broker's metrics for join-broker-${C} cannot be scraped`, runbook: "docs/operations.md#the-broker-is-down" } }] },
             ...silent("100m", "JoinBrokerPausedLong"),

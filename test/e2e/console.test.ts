@@ -180,6 +180,37 @@ describe("the console", () => {
     expect(problems).toEqual(noProblems);
   });
 
+  it("shows a member left for an operator: the node's words and the command, until resume clears it", async () => {
+    const cluster = "console-stuck";
+    const token = await enroll(cluster);
+    const first = await node(cluster, token, "ctrl-1", 1);
+    await complete(cluster, first.ticket, first.admission!, "10501334649042878790");
+    const second = await node(cluster, token, "ctrl-2", 2);
+    await node(cluster, token, "ctrl-3", 3);
+    const detail = "could not remove member 2a (a voter, never started) from etcd within 120 s: etcdserver: request timed out. Remove it: etcdctl --endpoints=https://localhost:2379 member remove 2a";
+    const stuck = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${second.ticket}/stuck`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${second.admission}`, "content-type": "application/json" },
+      body: JSON.stringify({ memberID: "42", detail }),
+    });
+    expect(stuck.status).toBe(200);
+    const { page, problems } = await newPage();
+    await signIn(page, cluster);
+    const notice = page.locator("#needs-operator");
+    await notice.waitFor({ state: "visible", timeout: 15_000 });
+    expect(await notice.textContent()).toContain("ctrl-2 left etcd member 2a that it could not remove");
+    expect(await notice.textContent()).toContain(detail);
+    expect(await page.locator("#state-badge").textContent()).toBe("needs an operator");
+    await page.screenshot({ path: join(SHOTS, "05-needs-operator.png") });
+    // The operator removed the member and resumes from the console: the notice goes, ctrl-3 is admitted.
+    await page.locator("#pause").click();
+    await page.locator("#confirm-ok").click();
+    await notice.waitFor({ state: "hidden", timeout: 15_000 });
+    expect((await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).body).toMatchObject({ paused: false, needsOperator: null });
+    await expect.poll(() => page.locator('#queue tr[data-node="ctrl-3"] td').nth(2).textContent(), { timeout: 15_000 }).toBe("admitted");
+    expect(problems).toEqual(noProblems);
+  });
+
   it("says plainly when the admin token is wrong, and keeps nothing", async () => {
     const cluster = "console-wrong";
     await enroll(cluster);

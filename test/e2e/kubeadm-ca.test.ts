@@ -10,9 +10,9 @@
  * (`node scripts/kube.mjs list`); this file never builds it. Not built: skipped, a failure under CI=true.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { cachedKubePath, kubePin } from "../../scripts/kube.mjs";
 import { pkiFiles } from "../../src/node/pki/pki-dir.ts";
@@ -60,7 +60,7 @@ it.skipIf(skip)("kubeadm's etcd CA directory, unchanged: the bootstrap node sign
     expect(h.current("ctrl-0")!.events.find((e) => e.step === "pki")?.msg).toMatch(new RegExp(`^the etcd CA in ${etcdDir} \\(CN=etcd-ca; RSA 2048, signs with sha256WithRSAEncryption; valid until `));
 
     // The bootstrap node's certificates sit beside kubeadm's CA, in kubeadm's file names.
-    expect(readdirSync(etcdDir).sort()).toEqual(["ca.crt", "ca.key", "peer.crt", "peer.key", "server.crt", "server.key"]);
+    expect(readdirSync(etcdDir).sort()).toEqual(["ca.crt", "ca.key", "crl.der", "peer.crt", "peer.key", "server.crt", "server.key"]);
     const caFile = join(etcdDir, "ca.crt");
     for (const node of ["ctrl-0", "ctrl-1"]) {
       const files = pkiFiles(h.node(node).pkiDir);
@@ -71,6 +71,23 @@ it.skipIf(skip)("kubeadm's etcd CA directory, unchanged: the bootstrap node sign
     // kube-apiserver's client certificate, made by kubeadm: etcd took it from the join API (ctrl-1 was added with it).
     expect(goVerify(caFile, [apiserverClient.cert], { usage: "client" }).output).toMatch(/^ok .*CN=kube-apiserver-etcd-client/);
     expect(h.joinApi.output()).toMatch(/added learner [0-9a-f]+ for node ctrl-1 /);
+    // Once the bootstrap node turned etcd's auth on, the gateway refused that certificate (it names a
+    // user etcd does not have): the join API went on with its own, which names none.
+    expect(h.joinApi.output()).toMatch(/refuses \S+apiserver-etcd-client\.crt, which names a user .*: using a client certificate of this join API's own/);
+    // kubeadm's API server keeps its certificate: etcd's auth knows its name (kube-apiserver-etcd-client)
+    // as an API server's (keys yes, membership no), through gRPC as kube-apiserver talks to etcd.
+    const etcdctl = existsSync(join(dirname(h.etcdBin), "etcdctl")) ? join(dirname(h.etcdBin), "etcdctl") : "etcdctl";
+    const ctl = (args: string[]) => {
+      try {
+        return { ok: true, out: execFileSync(etcdctl, [`--endpoints=${h.node("ctrl-1").clientURL}`, `--cacert=${apiserverClient.ca}`, `--cert=${apiserverClient.cert}`, `--key=${apiserverClient.key}`, ...args], { env: { ...process.env, ETCDCTL_API: "3" }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }) };
+      } catch (e) {
+        return { ok: false, out: `${(e as { stdout?: string }).stdout ?? ""}${(e as { stderr?: string }).stderr ?? ""}` };
+      }
+    };
+    expect(ctl(["put", "/registry/kubeadm-probe", "1"]).ok).toBe(true);
+    const add = ctl(["member", "add", "evil", "--learner", "--peer-urls=https://127.0.0.1:1"]);
+    expect(add.ok, add.out).toBe(false);
+    expect(add.out).toMatch(/permission denied/);
     // kubeadm's CA as kubeadm wrote it.
     expect(readFileSync(join(etcdDir, "ca.crt")).equals(before.cert)).toBe(true);
     expect(readFileSync(join(etcdDir, "ca.key")).equals(before.key)).toBe(true);

@@ -450,7 +450,10 @@ it.skipIf(skip)(
     writeFileSync(join(ROOT, "test-results/lab-kubeadm/demo-output.txt"), out);
     expect(code, out.slice(-3000)).toBe(0);
     expect(out).toMatch(/^\[ *[\d.]+ s\] cp-2: kubeadm join exited 1 after [\d.]+ s: error: .*the etcd member [0-9a-f]+ is not started$/m);
-    expect(out.match(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*too many learner members in cluster/gm)).toHaveLength(3);
+    // The others fail behind cp-2's learner; which error kubeadm ends on once its window is spent
+    // (the refusal itself, or a timeout behind it) depends on the machine's load.
+    expect(out.match(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 after /gm)).toHaveLength(3);
+    expect(out).toMatch(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*too many learner members/m);
     expect(out).toContain("Without the broker: 4 of 4 joins failed; 1 learner left in etcd (2 members).");
     // The second round (--max-learners 2) reports; whether two adds land close enough for #2005 is a race.
     expect(out).toMatch(/^\[ *[\d.]+ s\] kubeadm init on cp-1, etcd with --max-learners 2…$/m);

@@ -2,12 +2,13 @@
 // HAProxy with an HTTPS health check does it: a TCP proxy on a host of its own that passes each
 // connection to a backend whose GET /readyz last answered 200 (round robin), and closes it when
 // none does (the client retries). It checks every backend every 500 ms, without a client
-// certificate (kube-apiserver lets anyone read /readyz) and without checking the server's.
-//   node balancer.mjs LISTEN_PORT BACKEND_HOST:PORT[,BACKEND_HOST:PORT…]
+// certificate (kube-apiserver lets anyone read /readyz) and without checking the server's. With
+// `tcp` a backend is ready while it accepts connections (k0s's join API, which has no /readyz).
+//   node balancer.mjs LISTEN_PORT BACKEND_HOST:PORT[,BACKEND_HOST:PORT…] [tcp]
 import { request } from "node:https";
 import { connect, createServer } from "node:net";
 
-const [listenPort, list] = process.argv.slice(2);
+const [listenPort, list, mode = "readyz"] = process.argv.slice(2);
 const backends = list.split(",").map((b) => {
   const [host, port] = b.split(":");
   return { host, port: Number(port), ready: false };
@@ -15,6 +16,13 @@ const backends = list.split(",").map((b) => {
 let next = 0;
 
 function check(b) {
+  if (mode === "tcp") {
+    const probe = connect(b.port, b.host);
+    probe.setTimeout(1_000, () => ((b.ready = false), probe.destroy()));
+    probe.once("connect", () => ((b.ready = true), probe.destroy()));
+    probe.once("error", () => (b.ready = false));
+    return;
+  }
   const req = request({ host: b.host, port: b.port, path: "/readyz", rejectUnauthorized: false, timeout: 1_000 }, (res) => {
     b.ready = res.statusCode === 200;
     res.resume();

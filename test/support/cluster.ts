@@ -7,12 +7,13 @@
  * timeline, and reads the final membership from every node.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
-import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../../src/node/pki/pki-dir.ts";
+import { certificateAuthority, pkiFiles } from "../../src/node/pki/pki-dir.ts";
+import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../../src/node/pki/etcd-identities.ts";
 import { goVerify } from "./certcheck.ts";
 import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
 import type { Lab } from "../lab/lab.ts";
@@ -214,13 +215,22 @@ export class ClusterHarness {
     return this.etcdClientTls ? (this.options.operatorCa?.dir ?? join(this.dir, "pki-ca")) : null;
   }
 
-  /** A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. */
+  /**
+   * A gateway to these etcd endpoints, with the harness's client certificate on TLS runs. There
+   * the bootstrap node turns etcd's auth on: the harness signs in as root (it holds the CA key,
+   * as a join API does), once for all its gateways.
+   */
   etcd(endpoints: string | string[], timeoutMs = 5_000): EtcdGateway {
     // A node's own client URL is reached through its forward when the run is in a lab.
     const local = (url: string) => this.nodes.find((n) => n.clientURL === url)?.localClientURL ?? url;
     endpoints = typeof endpoints === "string" ? local(endpoints) : endpoints.map(local);
-    return new EtcdGateway(endpoints, { timeoutMs, ...(this.etcdClientTls ? { fetch: tlsFetch(this.etcdClientTls) } : {}) });
+    if (!this.etcdClientTls) return new EtcdGateway(endpoints, { timeoutMs });
+    this.#rootPassword ??= etcdRootPassword(readFileSync(join(this.pkiCaDir!, "ca.key"), "utf8"));
+    return new EtcdGateway(endpoints, { timeoutMs, fetch: tlsFetch(this.etcdClientTls), credentials: { user: ROOT_USER, password: this.#rootPassword }, session: this.#etcdSession });
   }
+
+  #rootPassword: string | null = null;
+  readonly #etcdSession: { token: string | null } = { token: null };
 
   /** The URL agents use for the join API (through the fault proxy, when there is one). */
   get joinApiUrl(): string {
@@ -638,8 +648,10 @@ function processesUnder(dir: string): number[] {
 
 /**
  * An operator's etcd CA (made here, or `operatorCa`'s), put in every node's --pki-dir (whichever
- * node the broker lets bootstrap finds the pair) and the join API's; client certificates for the
- * join API and the harness.
+ * node the broker lets bootstrap finds the pair) and the join API's (which makes its own etcd
+ * client certificate from it, unless `operatorCa` names one); a client certificate without a
+ * common name for the harness, which signs in as root, as the join API does, once the bootstrap
+ * node has turned etcd's auth on.
  */
 async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOptions["operatorCa"]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
   const caDir = operatorCa?.dir ?? join(dir, "pki-ca");
@@ -651,23 +663,21 @@ async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOp
     copyFileSync(files.ca, join(n.pkiDir, "ca.crt"));
     copyFileSync(files.caKey, join(n.pkiDir, "ca.key"));
   }
-  const client = async (name: string): Promise<TlsFiles> => {
-    const clientDir = join(dir, `pki-${name}`);
-    await issueOwnCertificates(clientDir, ca, { peer: { node: name, hosts: ["127.0.0.1"] }, server: { node: name, hosts: ["127.0.0.1"] } });
-    return ownClientFiles(clientDir);
-  };
-  const joinApi = operatorCa?.joinApiClient ?? (await client("join-api"));
-  const harness = await client("e2e-harness");
+  const clientDir = join(dir, "pki-e2e-harness");
+  mkdirSync(clientDir, { recursive: true, mode: 0o700 });
+  const own = await anonymousClientCertificate(ca, "e2e-harness", Date.now());
+  const harness = { ca: join(clientDir, "ca.crt"), cert: join(clientDir, "client.crt"), key: join(clientDir, "client.key") };
+  writeFileSync(harness.ca, ca.certPem);
+  writeFileSync(harness.cert, own.cert);
+  writeFileSync(harness.key, own.key, { mode: 0o600 });
   // In the tests, what the harness signed is judged as etcd will judge it (Go's crypto/x509)
   // before etcd does (the demo and the benchmarks, which use this harness too, need no Go).
   if (process.env.VITEST && !operatorCa?.refused) {
-    const verdict = goVerify(files.ca, [harness.cert!, ...(operatorCa?.joinApiClient ? [] : [joinApi.cert!])]);
+    const verdict = goVerify(files.ca, [harness.cert], { usage: "client" });
     if (!verdict.ok) throw new Error(`Go's crypto/x509 refuses the certificates the harness signed with ${files.ca}: ${verdict.output}`);
   }
-  return {
-    joinApiArgs: ["--pki-dir", caDir, "--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!],
-    client: harness,
-  };
+  const joinApi = operatorCa?.joinApiClient;
+  return { joinApiArgs: ["--pki-dir", caDir, ...(joinApi ? ["--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!] : [])], client: harness };
 }
 
 async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = [], lab?: Lab): Promise<{ url: string; proc: ChildProcess; output: () => string }> {

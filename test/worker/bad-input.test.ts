@@ -29,6 +29,8 @@ interface Case {
   headers?: Record<string, string>;
   status: number;
   code: string;
+  /** What the problem's detail must say, when it matters. */
+  detail?: RegExp;
 }
 
 const E = () => enrollment;
@@ -81,6 +83,10 @@ const cases: Case[] = [
   { name: "tickets: node of wrong type", method: "POST", path: tickets, token: E, body: { node: 7, peerURL: peer(9) }, status: 400, code: "invalid_node" },
   { name: "tickets: invalid node name", method: "POST", path: tickets, token: E, body: { node: "-bad", peerURL: peer(9) }, status: 400, code: "invalid_node" },
   { name: "tickets: node too long", method: "POST", path: tickets, token: E, body: { node: "n".repeat(64), peerURL: peer(9) }, status: 400, code: "invalid_node" },
+  // etcd takes a certificate's common name as the user: root is its superuser (identifiers.ts).
+  { name: "tickets: node named root", method: "POST", path: tickets, token: E, body: { node: "root", peerURL: peer(9) }, status: 400, code: "invalid_node", detail: /reserved/ },
+  { name: "tickets: node named Root", method: "POST", path: tickets, token: E, body: { node: "Root", peerURL: peer(9) }, status: 400, code: "invalid_node", detail: /reserved/ },
+  { name: "tickets: node named kube-apiserver", method: "POST", path: tickets, token: E, body: { node: "kube-apiserver", peerURL: peer(9) }, status: 400, code: "invalid_node", detail: /reserved/ },
   { name: "tickets: peerURL with a path", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://10.0.0.9:2380/etcd" }, status: 400, code: "invalid_peer_url" },
   { name: "tickets: peerURL without port", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://10.0.0.9" }, status: 400, code: "invalid_peer_url" },
   { name: "tickets: peerURL with userinfo", method: "POST", path: tickets, token: E, body: { node: "z", peerURL: "https://u:p@10.0.0.9:2380" }, status: 400, code: "invalid_peer_url" },
@@ -198,6 +204,7 @@ describe("bad input", () => {
     expect({ status: r.status, code: r.body?.code }).toEqual({ status: c.status, code: c.code });
     expect(r.headers.get("content-type")).toBe("application/problem+json");
     expect(r.body).toMatchObject({ type: expect.any(String), title: expect.any(String), status: c.status, detail: expect.any(String) });
+    if (c.detail) expect(r.body.detail).toMatch(c.detail);
     expect(await snapshot()).toEqual(before);
   });
 });

@@ -66,11 +66,15 @@ describe("schema migrations", () => {
       expect(live(), "a delete of a live ticket counts, of an ended one not").toEqual([0, 1]);
 
       // Version 7: the start rule; tickets from before it were asked for without it.
-      migrate(state.storage, 8);
-      expect(SCHEMA_VERSION).toBe(7);
+      migrate(state.storage, 8, 7);
       expect(sql.exec(`SELECT exclusive_until_started, member_started_at FROM tickets WHERE id = 'tkt_queued'`).one()).toEqual({ exclusive_until_started: 0, member_started_at: null });
+
+      // Version 8: a cluster that needs an operator; none did before it.
       migrate(state.storage, 9);
-      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(7);
+      expect(SCHEMA_VERSION).toBe(8);
+      expect(sql.exec(`SELECT needs_operator FROM cluster`).toArray().map((r) => r.needs_operator)).toEqual(sql.exec(`SELECT 1 FROM cluster`).toArray().map(() => null));
+      migrate(state.storage, 10);
+      expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(8);
     });
   });
 });

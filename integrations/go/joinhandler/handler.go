@@ -99,6 +99,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "invalid_request", "the body must be {\"node\", \"peerAddress\"}", 0)
 		return
 	}
+	if ReservedNodeName(req.Node) {
+		problem(w, http.StatusBadRequest, "invalid_node", "node name "+strconv.Quote(req.Node)+" is reserved ("+strings.Join(ReservedNodeNames, ", ")+", without case)", 0)
+		return
+	}
 
 	// The check: the token must admit this node at this peer URL, now.
 	opts := h.Verify
@@ -148,6 +152,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log("added %s (%s) as member %d under admission %s", req.Node, req.PeerAddress, member.ID, claims.ID)
 	res := Response{MemberID: strconv.FormatUint(member.ID, 10), Learner: member.Learner, InitialCluster: member.InitialCluster, Started: member.Started}
+	// A second set for the same member only while it has not run (its node crashed before our
+	// answer): a member that has started holds its certificates, and a voter never gets more.
+	if checked != nil && (member.Started || !member.Learner) {
+		problem(w, http.StatusConflict, "certificates_not_reissued", "member "+res.MemberID+" has started: its certificates were signed before it ran, and none are signed for a member that has", 0)
+		return
+	}
 	if checked != nil {
 		certs, err := h.Signer.Issue(*checked)
 		if err != nil {

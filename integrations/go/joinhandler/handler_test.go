@@ -22,9 +22,10 @@ import (
 // The handler with the shared vectors' keys and revocation list (offline), and a Members that
 // records what it was asked to add.
 type recorder struct {
-	mu    sync.Mutex
-	added []string
-	err   error
+	mu      sync.Mutex
+	added   []string
+	err     error
+	started bool
 }
 
 func (r *recorder) AddLearner(_ context.Context, node, peerURL string) (joinhandler.Member, error) {
@@ -34,7 +35,7 @@ func (r *recorder) AddLearner(_ context.Context, node, peerURL string) (joinhand
 		return joinhandler.Member{}, r.err
 	}
 	r.added = append(r.added, node+"="+peerURL)
-	return joinhandler.Member{ID: 10501334649042878790, Learner: true, InitialCluster: []string{"ctrl-0=https://10.0.0.10:2380", node + "=" + peerURL}}, nil
+	return joinhandler.Member{ID: 10501334649042878790, Learner: true, Started: r.started, InitialCluster: []string{"ctrl-0=https://10.0.0.10:2380", node + "=" + peerURL}}, nil
 }
 
 type vectors struct {

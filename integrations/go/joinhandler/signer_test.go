@@ -102,3 +102,28 @@ func TestRequestsWithoutASignerAreRefusedBeforeEtcd(t *testing.T) {
 		t.Fatalf("got %d %v, added %v", status, body, members.added)
 	}
 }
+
+// A member that has started (or is a voter) gets no second set of certificates: 409, nothing signed.
+func TestNoCertificatesForAStartedMember(t *testing.T) {
+	ca := testCA(t)
+	v, members, srv := signingServer(t, ca)
+	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	host := strings.Split(strings.TrimPrefix(peer, "https://"), ":")[0]
+	members.started = true
+	status, body, _ := post(t, srv, token, withCSRs(node, peer, csr(t, node, host), csr(t, node, host)))
+	if status != 409 || body["code"] != "certificates_not_reissued" || body["certificates"] != nil {
+		t.Fatalf("got %d %v", status, body)
+	}
+}
+
+// A reserved node name is refused before anything else (400 invalid_node).
+func TestReservedNodeNames(t *testing.T) {
+	v, members, srv := signingServer(t, testCA(t))
+	token, _, peer := v.token(t, "a join token, bound to its node and peer")
+	for _, name := range []string{"root", "Root", "kube-apiserver"} {
+		status, body, _ := post(t, srv, token, withCSRs(name, peer, "x", "y"))
+		if status != 400 || body["code"] != "invalid_node" || len(members.added) != 0 {
+			t.Fatalf("%s: got %d %v", name, status, body)
+		}
+	}
+}

@@ -49,6 +49,7 @@ export const CONSOLE_HTML = `<!doctype html>
         <select id="switch-cluster" aria-label="Switch to another cluster" hidden></select>
         <button type="button" id="pause" class="action write"></button>
       </div>
+      <div id="needs-operator" class="needs-operator" role="alert" hidden></div>
       <dl id="facts" class="facts"></dl>
     </section>
 

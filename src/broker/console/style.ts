@@ -55,6 +55,9 @@ select { font: inherit; color: inherit; background: var(--bg); border: 1px solid
 .badge.paused { background: color-mix(in srgb, var(--paused) 18%, transparent); color: var(--paused); }
 /* A read-only credential changes nothing: its write controls are not offered. */
 .read-only .write { display: none !important; }
+.needs-operator { margin-top: .75rem; padding: .75rem 1rem; border-radius: 6px; border: 1px solid var(--paused); background: color-mix(in srgb, var(--paused) 10%, transparent); overflow-wrap: anywhere; }
+.needs-operator p { margin: .4rem 0 0; }
+.needs-operator p:first-of-type { font-family: ui-monospace, monospace; font-size: .85rem; }
 .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .5rem 1rem; margin: .75rem 0 0; }
 .facts div { min-width: 0; }
 .facts dt { color: var(--muted); font-size: .8rem; }

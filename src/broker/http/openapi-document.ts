@@ -19,6 +19,7 @@ const OPERATION_IDS: Record<string, string> = {
   "DELETE /v1/clusters/{cluster}/tickets/{ticket}": "abandonTicket",
   "POST /v1/clusters/{cluster}/tickets/{ticket}/heartbeat": "heartbeatTicket",
   "POST /v1/clusters/{cluster}/tickets/{ticket}/started": "reportMemberStarted",
+  "POST /v1/clusters/{cluster}/tickets/{ticket}/stuck": "reportMemberStuck",
   "POST /v1/clusters/{cluster}/tickets/{ticket}/complete": "completeTicket",
   "GET /v1/clusters/{cluster}/jwks.json": "getJwks",
   "GET /v1/clusters/{cluster}/revocations": "getRevocations",

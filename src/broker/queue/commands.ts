@@ -348,6 +348,29 @@ export class QueueCommands {
     });
   }
 
+  /**
+   * The node gives up its admission leaving member `memberID` in etcd, which it could not remove
+   * (etcd without quorum, say): the next node must not be admitted into a cluster that cannot
+   * take it. The ticket is abandoned, and the cluster paused and marked as needing an operator,
+   * in one step; an admin's resume (after removing the member) clears both.
+   */
+  memberStuck(now: number, principal: Principal, ticketId: string, memberID: string, detail: string): Ok<TicketRow> | Failure {
+    return this.run((): Ok<TicketRow> | Failure => {
+      this.#settleLazily(now);
+      const access = this.access(now, principal, ticketId, ["admission"]);
+      if (!access.ok) return access;
+      const row = access.value;
+      const c = this.store.cluster()!;
+      this.#move(row, "abandon", { ended_at: now, end_reason: `abandoned by the node: member ${memberID} left in etcd`, lease_expires_at: null });
+      must(this.store.endAdmission(row.jti!, "abandoned", "abandoned by the node: member left in etcd", now), `admission ${row.jti} abandon`);
+      const needs = { node: row.node, ticket: row.id, memberID, detail, at: now };
+      this.store.updateCluster({ paused: 1, needs_operator: JSON.stringify(needs) });
+      this.record(now, `node:${row.node}`, "ticket.abandoned", row.id, { node: row.node, previousState: row.state, jti: row.jti, memberID });
+      this.record(now, `node:${row.node}`, "cluster.needs_operator", c.name, { node: row.node, ticket: row.id, memberID, detail, wasPaused: c.paused === 1 });
+      return ok(this.store.ticket(row.id)!);
+    });
+  }
+
   complete(now: number, principal: Principal, ticketId: string, memberID: string): Ok<TicketRow> | Failure {
     return this.run((): Ok<TicketRow> | Failure => {
       this.#settleLazily(now);
@@ -478,10 +501,12 @@ export class QueueCommands {
     });
   }
 
+  /** Pauses or resumes admissions; resuming also clears a need for an operator (the admin dealt with it). */
   setPaused(now: number, cluster: string, paused: boolean): void {
     this.run(() => {
-      this.store.updateCluster({ paused: paused ? 1 : 0 });
-      this.record(now, "admin", paused ? "cluster.paused" : "cluster.resumed", cluster, {});
+      const needs = this.store.cluster()?.needs_operator ?? null;
+      this.store.updateCluster(paused ? { paused: 1 } : { paused: 0, needs_operator: null });
+      this.record(now, "admin", paused ? "cluster.paused" : "cluster.resumed", cluster, !paused && needs ? { needsOperatorCleared: JSON.parse(needs) as unknown } : {});
     });
   }
 

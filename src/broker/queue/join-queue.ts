@@ -35,6 +35,7 @@ import {
   fail,
   iso,
   memberView,
+  needsOperatorView,
   ticketEtag,
   ticketView,
   type Failure,
@@ -248,6 +249,15 @@ export class JoinQueue extends DurableObject<Env> {
     return this.#viewOutcome(result.value, 200);
   }
 
+  async memberStuck(input: { bearer: string; ticket: string; memberID: string; detail: string }): Promise<Outcome<TicketView>> {
+    const principal = await this.#authenticate(input.bearer);
+    if (!principal.ok) return principal;
+    const result = this.#commands.memberStuck(this.clock.now(), principal.value, input.ticket, input.memberID, input.detail);
+    await this.#afterCommand();
+    if (!result.ok) return result;
+    return this.#viewOutcome(result.value, 200);
+  }
+
   async complete(input: { bearer: string; ticket: string; memberID: string }): Promise<Outcome<TicketView>> {
     const principal = await this.#authenticate(input.bearer);
     if (!principal.ok) return principal;
@@ -358,6 +368,7 @@ export class JoinQueue extends DurableObject<Env> {
         bootstrapNode: c.bootstrap_node,
         restored: { at: iso(c.restored_at) ?? null, awaitingAdmin: awaitsAdmin(clusterFacts(c)) },
         paused: c.paused === 1,
+        needsOperator: needsOperatorView(c.needs_operator),
         policy: clusterPolicy(c),
         queue: this.#store.liveCounts(),
         inFlight: admitted.map((t) => adminTicketView(c.name, t)),
@@ -379,7 +390,7 @@ export class JoinQueue extends DurableObject<Env> {
     return {
       ok: true,
       status: 200,
-      value: renderMetrics({ cluster: c.name, paused: c.paused === 1, bootstrapped: c.bootstrapped === 1 || c.adopted === 1, maxInFlight: c.max_in_flight, databaseSizeBytes: this.ctx.storage.sql.databaseSize, snapshot }),
+      value: renderMetrics({ cluster: c.name, paused: c.paused === 1, needsOperator: c.needs_operator !== null, bootstrapped: c.bootstrapped === 1 || c.adopted === 1, maxInFlight: c.max_in_flight, databaseSizeBytes: this.ctx.storage.sql.databaseSize, snapshot }),
     };
   }
 

@@ -9,6 +9,8 @@ export const WAIT_BUCKETS_SECONDS = [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 
 export interface MetricsInput {
   cluster: string;
   paused: boolean;
+  /** A node gave up leaving a member in etcd it could not remove: paused until an operator resumes. */
+  needsOperator: boolean;
   bootstrapped: boolean;
   maxInFlight: number;
   /** The object's SQLite database (`ctx.storage.sql.databaseSize`). */
@@ -30,6 +32,7 @@ export function renderMetrics(m: MetricsInput): string {
   metric("join_broker_in_flight", "gauge", "Admitted tickets not yet joined.", [[label, s.ticketsByState.admitted ?? 0]]);
   metric("join_broker_max_in_flight", "gauge", "Policy: admitted tickets at once.", [[label, m.maxInFlight]]);
   metric("join_broker_paused", "gauge", "1 while admissions are paused.", [[label, m.paused ? 1 : 0]]);
+  metric("join_broker_needs_operator", "gauge", "1 while the cluster is paused because a node left a member in etcd it could not remove (remove it, then resume).", [[label, m.needsOperator ? 1 : 0]]);
   metric("join_broker_bootstrapped", "gauge", "1 once the cluster exists.", [[label, m.bootstrapped ? 1 : 0]]);
   metric("join_broker_members", "gauge", "Nodes recorded as etcd members.", [[label, s.members]]);
   metric("join_broker_admissions_total", "counter", "Admission tokens issued.", [

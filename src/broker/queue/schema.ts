@@ -206,6 +206,16 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
       ALTER TABLE tickets ADD COLUMN member_started_at INTEGER;
     `,
   },
+  {
+    id: 8,
+    name: "a cluster that needs an operator",
+    // needs_operator: JSON {node, ticket, memberID, detail, at} when a node gave up its admission
+    // leaving a member in etcd that it could not remove (a cluster without quorum, say); the
+    // cluster is paused with it, and an admin's resume clears both.
+    sql: `
+      ALTER TABLE cluster ADD COLUMN needs_operator TEXT;
+    `,
+  },
 ];
 
 /** Whether this object has a schema at all: objects that only ever answered reads have none. */

@@ -32,6 +32,8 @@ export interface ClusterRow {
   restored_at: number | null;
   /** The last restore of a self-hosted data directory this cluster took note of (migration 5). */
   restore_id: string | null;
+  /** JSON {node, ticket, memberID, detail, at} while a member a node could not remove waits for an operator (migration 8). */
+  needs_operator: string | null;
 }
 
 export interface TicketRow {

@@ -3,7 +3,7 @@
  * that knows both.
  * @module
  */
-import type { AdminTicket, AuditEntry, EnrollmentToken, Member, QueuePolicy, TicketIdentity, TicketView } from "../../shared/protocol/wire.ts";
+import type { AdminTicket, AuditEntry, EnrollmentToken, Member, NeedsOperator, QueuePolicy, TicketIdentity, TicketView } from "../../shared/protocol/wire.ts";
 import type { AuditRow, EnrollmentTokenRow, MemberRow, TicketRow } from "./store.ts";
 
 /** A failed RPC: the Worker turns it into problem+json. Expected outcomes are returned, not thrown. */
@@ -84,6 +84,13 @@ export function enrollmentTokenView(t: EnrollmentTokenRow, nowMs: number): Enrol
     nodes: t.nodes === null ? undefined : (JSON.parse(t.nodes) as string[]),
     peerHosts: t.peer_hosts === null ? undefined : (JSON.parse(t.peer_hosts) as string[]),
   };
+}
+
+/** The cluster's `needs_operator` column as the admin's status shows it, or null. */
+export function needsOperatorView(text: string | null): NeedsOperator | null {
+  if (text === null) return null;
+  const n = JSON.parse(text) as { node: string; ticket: string; memberID: string; detail: string; at: number };
+  return { node: n.node, ticket: n.ticket, memberID: n.memberID, detail: n.detail, at: iso(n.at)! };
 }
 
 export function memberView(m: MemberRow): Member {

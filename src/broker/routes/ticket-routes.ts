@@ -9,7 +9,7 @@ import type { Outcome } from "../queue/views.ts";
 import { authFailure, authLimit, bearerToken, newApp, queue, respondAuthenticated, type AppEnv } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
-import { ClusterParams, CompleteRequest, StartedRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
+import { ClusterParams, CompleteRequest, StartedRequest, StuckRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
 
 const problems = {
   400: problemDoc("Invalid input"),
@@ -117,6 +117,25 @@ tickets
       const { cluster, ticket } = c.req.valid("param");
       const { memberID } = c.req.valid("json");
       return withBearer(c, "the ticket's admission token is required", (token) => queue(c, cluster).memberStarted({ bearer: token, ticket, memberID }));
+    },
+  )
+  .openapi(
+    ticketRoute({
+      method: "post",
+      path: "/v1/clusters/{cluster}/tickets/{ticket}/stuck",
+      summary:
+        "Give up the admission leaving a member in etcd the node could not remove (a cluster without quorum, say): the ticket is abandoned and the cluster paused until an operator removes the member and resumes it",
+      request: { params: TicketParams, body: { required: true, ...json(StuckRequest) } },
+      responses: {
+        200: { description: "The abandoned ticket; the cluster is paused and needs an operator", ...json(TicketView) },
+        409: problemDoc("not_admitted"),
+        410: problemDoc("admission_inactive"),
+      },
+    }),
+    async (c) => {
+      const { cluster, ticket } = c.req.valid("param");
+      const { memberID, detail } = c.req.valid("json");
+      return withBearer(c, "the ticket's admission token is required", (token) => queue(c, cluster).memberStuck({ bearer: token, ticket, memberID, detail }));
     },
   )
   .openapi(

@@ -12,6 +12,7 @@ import type { JoinApiSteps } from "./join-api-steps.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { LocalEtcd } from "./local-etcd.ts";
 import type { NodeKeys } from "./node-certificates.ts";
+import type { RevocationListKeeper } from "./revocation-list.ts";
 import type { NodeFiles } from "./node-files.ts";
 import type { Reporter } from "./progress.ts";
 import type { Random } from "./retry.ts";
@@ -30,6 +31,8 @@ export interface AgentContext {
   /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
   readonly gate: Gate | null;
   readonly random: Random;
+  /** With --pki-dir (the agent's own etcd): the revocation list etcd reads, kept current from the join API. */
+  readonly crl: RevocationListKeeper | null;
   /** Aborts with `Stopped` on SIGINT/SIGTERM. */
   readonly stop: AbortSignal;
   /** Writes one line to stdout. */

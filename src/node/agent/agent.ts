@@ -39,6 +39,7 @@ import { alreadyJoined, resumeJoined, serveJoined } from "./joined-steps.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
 import { joinAsLearner } from "./learner-step.ts";
 import { LocalEtcd } from "./local-etcd.ts";
+import { RevocationListKeeper } from "./revocation-list.ts";
 import { NodeFiles } from "./node-files.ts";
 import { bootstrapCertificates, checkOperatorCa, NodeKeys } from "./node-certificates.ts";
 import type { Reporter } from "./progress.ts";
@@ -62,9 +63,11 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const ctx = agentContext(options, deps, dir);
   try {
-    return await run(agentContext(options, deps, dir));
+    return await run(ctx);
   } finally {
+    ctx.crl?.stop();
     dir.unlock();
     deps.reporter.close();
   }
@@ -81,17 +84,21 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): Ag
   const session = new NodeSession(options.brokerUrl, options.cluster, options.token, undefined, fetch);
   const files = new NodeFiles(options, dir);
   const broker = new BrokerSteps(session, options, reporter, random);
+  const crl = options.pkiDir && !options.exec ? new RevocationListKeeper(options.pkiDir, options.joinApiUrl, reporter) : null;
   const etcd = new LocalEtcd(options, reporter, dir, {
     owned: () => files.owned,
     saveOwned: (owned) => files.save({ etcd: owned }),
     disk: () => files.disk(),
     refusal: (rule, role, why) => files.refusal(rule, role, why),
     print,
+    // From etcd's first start on, the list it reads is kept current while the agent runs.
+    started: () => crl?.start(),
+    beforeStart: async () => crl?.ensurePlaceholder(),
   });
   const keys = new NodeKeys(options);
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl, undefined, fetch), broker, session, etcd, options, reporter, random, keys);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;
-  return { options, reporter, files, etcd, session, broker, joinApi, keys, gate, random, stop: deps.stop, print };
+  return { options, reporter, files, etcd, session, broker, joinApi, keys, gate, random, crl, stop: deps.stop, print };
 }
 
 async function run(ctx: AgentContext): Promise<number> {
@@ -159,10 +166,16 @@ async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal)
   lease.start();
   const signal = AbortSignal.any([outer, lease.signal]);
   try {
-    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys);
+    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys, ctx.crl);
     if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
     if (ctx.gate) {
-      const voter = await ctx.gate.admitted(view, admission, signal, (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal));
+      const voter = await ctx.gate.admitted(
+        view,
+        admission,
+        signal,
+        (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal),
+        (memberID, detail) => ctx.broker.reportStuck(view, admission, memberID, detail),
+      );
       await ctx.broker.complete(view, admission, voter.memberID, signal);
       return ctx.files.writeMarker(view, voter.memberID, voter.clusterID);
     }

@@ -8,11 +8,13 @@
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
+import { EtcdGrpcReads } from "../etcd/grpc-reads.ts";
 import { ownClientFiles } from "../pki/pki-dir.ts";
 import type { AgentContext } from "./agent-context.ts";
 import { ClusterExists } from "./errors.ts";
 import { askControllers, clusterExistsMessage, existingCluster, noClusterNote } from "./existing-cluster.ts";
 import { learnerLimit } from "./local-etcd.ts";
+import { secureBootstrapEtcd } from "./secure-etcd.ts";
 import { sleep } from "./retry.ts";
 import type { JoinedMarker } from "./state-files.ts";
 
@@ -27,6 +29,7 @@ export async function bootstrap(ctx: AgentContext, view: TicketView, admission: 
     clusterID: memberIdHex(status.header.clusterId),
     memberID: status.header.memberId,
   });
+  await secureBootstrapEtcd(ctx.options, ctx.reporter, status.header.memberId, signal);
   await ctx.broker.complete(view, admission, status.header.memberId, signal);
   return ctx.files.writeMarker(view, status.header.memberId, status.header.clusterId);
 }
@@ -40,11 +43,12 @@ export async function checkNoClusterYet(ctx: AgentContext, signal: AbortSignal):
   const o = ctx.options;
   if (o.controllers.length === 0) return;
   const files = o.etcdTls ?? (o.pkiDir ? ownClientFiles(o.pkiDir) : null);
-  const tls = files ? { fetch: tlsFetch(files) } : {};
-  let answers = await askControllers(o.controllers, o.clientURL, tls);
+  // With --pki-dir, as the node asks its own etcd: over gRPC with its peer certificate.
+  const ask = o.pkiDir && !o.etcdTls ? { reads: (endpoint: string) => new EtcdGrpcReads(endpoint, ownClientFiles(o.pkiDir!)) } : files ? { fetch: tlsFetch(files) } : {};
+  let answers = await askControllers(o.controllers, o.clientURL, ask);
   if (answers.some((a) => !a.reached)) {
     await sleep(2_000, signal);
-    answers = await askControllers(o.controllers, o.clientURL, tls);
+    answers = await askControllers(o.controllers, o.clientURL, ask);
   }
   const found = existingCluster(answers, o.peerURL);
   if (found) throw new ClusterExists(clusterExistsMessage(found, o));

@@ -11,6 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAgent } from "./agent.ts";
 import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
 import { ServerFailures } from "./retry.ts";
+import { BrokerSteps } from "./broker-steps.ts";
+import { TransportError } from "../../shared/client/exchange.ts";
+import type { NodeSession } from "../../shared/client/node-session.ts";
+import type { TicketView } from "../../shared/protocol/wire.ts";
 
 /** Runs the agent (in this process) against the broker at `url`; its JSON progress lines, and its exit code. */
 async function agentAgainst(url: string, dir: string, stop: AbortSignal, random: () => number): Promise<{ code: number; lines: string[] }> {
@@ -101,4 +105,25 @@ describe("the agent and a broker that answers 429", () => {
     const events = lines.map((l) => JSON.parse(l) as { msg: string });
     expect(events.filter((e) => /HTTP 429 rate_limited/.test(e.msg)).length).toBeGreaterThanOrEqual(4);
   }, 30_000);
+});
+
+describe("reporting a member started to a broker out of reach", () => {
+  const view = { ticket: "tkt_1", cluster: "c1", node: "n1", peerURL: "https://127.0.0.1:2380", state: "admitted", role: "join" } as TicketView;
+  const steps = (session: Partial<NodeSession>) => {
+    const { reporter, lines } = collectProgress();
+    return { steps: new BrokerSteps(session as NodeSession, testAgentOptions(mkdtempSync(join(tmpdir(), "agent-started-"))), reporter, () => 0), lines };
+  };
+
+  it("is a report to send again at the next poll, not the end of the join (the broker closed the connection, say)", async () => {
+    const { steps: s, lines } = steps({ memberStarted: async () => Promise.reject(new TransportError("http://broker/started", "UND_ERR_SOCKET: other side closed")) });
+    await expect(s.reportStarted(view, "adm", "42", new AbortController().signal)).resolves.toBe(false);
+    expect(lines.map((l) => JSON.parse(l).msg).join("\n")).toMatch(/reporting member 2a started: .*other side closed/);
+  });
+
+  it("still ends with the admission: an aborted signal's error goes through", async () => {
+    const lost = new AbortController();
+    lost.abort(new Error("lease lost"));
+    const { steps: s } = steps({ memberStarted: async () => Promise.reject(new Error("aborted")) });
+    await expect(s.reportStarted(view, "adm", "42", lost.signal)).rejects.toThrow(/aborted/);
+  });
 });

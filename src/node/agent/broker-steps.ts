@@ -126,12 +126,43 @@ export class BrokerSteps {
    * node only waits longer.
    */
   async reportStarted(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<boolean> {
-    const res = await this.#broker.memberStarted(view.ticket, admission, memberID, signal);
+    let res: Awaited<ReturnType<NodeSession["memberStarted"]>>;
+    try {
+      res = await this.#broker.memberStarted(view.ticket, admission, memberID, signal);
+    } catch (e) {
+      // A broker out of reach (a connection it closed, say) is asked again at the next poll: the
+      // join goes on meanwhile, only the next node waits longer. The admission's end is not.
+      if (signal.aborted) throw e;
+      this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} started: ${e instanceof Error ? e.message : String(e)}`);
+      return false;
+    }
     if (res.status === 200) {
       this.#r.event("member-started", `told the broker that member ${memberIdHex(memberID)} started: the next node may be admitted`, { memberID });
       return true;
     }
     this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} started: ${describeAnswer(res)}`);
+    return false;
+  }
+
+  /**
+   * Tells the broker that this node gives up its admission leaving member `memberID` in etcd
+   * (it could not remove it): the broker ends the ticket and pauses the cluster for an operator.
+   * A few tries, 30 s at most (the agent is on its way out); true when the broker took note.
+   */
+  async reportStuck(view: TicketView, admission: string, memberID: string, detail: string): Promise<boolean> {
+    const until = AbortSignal.timeout(30_000);
+    for (let attempt = 0; !until.aborted; attempt++) {
+      const res = await this.#broker.memberStuck(view.ticket, admission, memberID, detail, until).catch(() => null);
+      if (res?.status === 200) {
+        this.#r.event("stuck", `told the broker that member ${memberIdHex(memberID)} is left in etcd for an operator: it paused the cluster`, { memberID });
+        return true;
+      }
+      if (res && res.status < 500 && res.status !== 429) {
+        this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} left for an operator: ${describeAnswer(res)}`);
+        return false;
+      }
+      await sleep(Math.min(1_000 * 2 ** attempt, 5_000), until).catch(() => undefined);
+    }
     return false;
   }
 

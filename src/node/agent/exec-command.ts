@@ -41,6 +41,8 @@ export class ExecCommand {
     readonly command: string,
     readonly dir: StateDir,
     env: NodeJS.ProcessEnv,
+    /** Whether this is the installer, recorded for the next agent (not the clean-up command). */
+    readonly recorded: boolean,
   ) {
     // stdout is the agent's one `joined cluster` line: COMMAND's output all goes to stderr.
     const child = spawn("/bin/sh", ["-c", command], { stdio: ["ignore", 2, 2], env, detached: true });
@@ -49,21 +51,21 @@ export class ExecCommand {
       child.once("error", () => resolve(this.#exited({ code: 127, signal: null })));
       child.once("exit", (code, signal) => resolve(this.#exited({ code, signal })));
     });
-    if (child.pid) {
+    if (child.pid && recorded) {
       const record: RecordedGroup = { pgid: child.pid, startTime: startTimeOf(child.pid), command };
       writeFileAtomic(recordPath(dir), `${JSON.stringify(record)}\n`);
     }
   }
 
-  static start(command: string, dir: StateDir, env: NodeJS.ProcessEnv): ExecCommand {
-    return new ExecCommand(command, dir, env);
+  static start(command: string, dir: StateDir, env: NodeJS.ProcessEnv, options: { record?: boolean } = {}): ExecCommand {
+    return new ExecCommand(command, dir, env, options.record ?? true);
   }
 
   #exited(exit: CommandExit): CommandExit {
     this.#exit ??= exit;
     // The group may live on (a daemon the installer left behind is its own business, but it
     // must not be mistaken for a leftover installer by the next agent).
-    rmSync(recordPath(this.dir), { force: true });
+    if (this.recorded) rmSync(recordPath(this.dir), { force: true });
     return this.#exit;
   }
 

@@ -11,7 +11,10 @@
  *   other controllers run no etcd yet: go ahead, and say which endpoints did not answer.
  * @module
  */
-import { EtcdGateway, type EtcdMember } from "../etcd/gateway.ts";
+import { EtcdGateway, type EtcdErrorKind, type EtcdMember } from "../etcd/gateway.ts";
+import type { EtcdReads } from "../etcd/grpc-reads.ts";
+
+const AUTH_REFUSALS: ReadonlySet<EtcdErrorKind> = new Set(["unauthenticated", "permission_denied", "client_certificate_named"]);
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 
@@ -39,14 +42,24 @@ export function existingCluster(answers: readonly ControllerAnswer[], peerURL: s
   return null;
 }
 
-/** Asks each endpoint (not this node's own client URL) on its own: its status, then its member list. */
-export async function askControllers(endpoints: readonly string[], ownClientURL: string, options: { fetch?: typeof fetch; timeoutMs?: number } = {}): Promise<ControllerAnswer[]> {
+/**
+ * Asks each endpoint (not this node's own client URL) on its own: its status, then its member
+ * list; through `reads` when given (a node's own certificate over gRPC: with etcd's auth on,
+ * the JSON gateway answers no certificate). An etcd that refuses for lack of a user is an etcd
+ * that answers: a cluster runs there.
+ */
+export async function askControllers(
+  endpoints: readonly string[],
+  ownClientURL: string,
+  options: { fetch?: typeof fetch; timeoutMs?: number; reads?: (endpoint: string) => Pick<EtcdReads, "status" | "memberList"> } = {},
+): Promise<ControllerAnswer[]> {
   const own = canonicalPeerUrl(ownClientURL);
   const others = endpoints.filter((e) => canonicalPeerUrl(e) !== own);
   return Promise.all(
     others.map(async (endpoint): Promise<ControllerAnswer> => {
-      const etcd = new EtcdGateway(endpoint, { timeoutMs: options.timeoutMs ?? 3_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
+      const etcd = options.reads?.(endpoint) ?? new EtcdGateway(endpoint, { timeoutMs: options.timeoutMs ?? 3_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
       const status = await etcd.status(endpoint);
+      if (!status.ok && AUTH_REFUSALS.has(status.error.kind)) return { endpoint, reached: true, clusterID: "", members: null };
       if (!status.ok) return { endpoint, reached: false, error: status.error.message };
       const list = await etcd.memberList();
       return { endpoint, reached: true, clusterID: status.value.header.clusterId, members: list.ok ? list.value.members : null };
@@ -66,7 +79,7 @@ export function clusterExistsMessage(found: FoundCluster, { node, cluster, broke
   const known = (found.members ?? []).filter((m) => m.name);
   const adopt = known.length ? known.map((m) => ` --member ${m.name}=${m.peerURLs[0]}`).join("") : " --member NODE=PEERURL …";
   return (
-    `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves cluster ${memberIdHex(found.clusterID)}` +
+    `the broker gave ${node} the bootstrap ticket of cluster ${cluster}, but etcd at ${found.endpoint} already serves ${found.clusterID ? `cluster ${memberIdHex(found.clusterID)}` : "a cluster (its auth answered, without saying which)"}` +
     `${found.members ? ` (${found.members.length} member${found.members.length === 1 ? "" : "s"})` : ""}: was the broker's state reset or restored from a backup? ` +
     `This node will not start a second cluster. If that is cluster ${cluster}, tell the broker so: ` +
     `'join-broker admin adopt --cluster ${cluster} --broker ${brokerUrl}${adopt}', then run this command again: it joins that cluster.`

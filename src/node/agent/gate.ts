@@ -24,7 +24,17 @@
  * last working client certificate in its state dir and uses it while the files are gone. And
  * while its admission lives, the agent does not give it up before etcd has confirmed its member
  * gone: it keeps heartbeating and retrying (an unreachable etcd, a quorum being restored) until
- * the member is removed, the lease is lost, or an admin revokes the admission.
+ * the member is removed, the lease is lost, or an admin revokes the admission, for at most
+ * `--removal-timeout`. An installer that added a *voter* and failed can leave a small cluster
+ * without quorum, where etcd removes nothing: with `--rescue-etcd` the agent runs that member's
+ * etcd itself until quorum is back, then removes it (quorum-rescue.ts). A member that still cannot
+ * be removed in time is the operator's: the agent tells the broker (which ends the ticket and
+ * pauses the cluster, so no node is admitted into a cluster that cannot take it), names the member
+ * and the command that removes it, and exits 4; it never holds the queue for good.
+ *
+ * After a failed join attempt, once the member is gone (or given up on), `--cleanup` runs: what
+ * the installer left would otherwise make its next run skip the join (k0s before 1.36 takes
+ * `pki/ca.key` for "already joined" and starts a cluster of its own, k0s issue #5149).
  * @module
  */
 import { join } from "node:path";
@@ -33,6 +43,7 @@ import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../etcd/gateway.t
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
+import { QuorumRescue, rescueFilesMissing } from "./quorum-rescue.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
@@ -57,6 +68,24 @@ const STOP_GRACE_MS = 30_000;
 const REMOVAL_ATTEMPTS = 20;
 /** Where the agent keeps its copy of etcd's client certificate, in its state dir. */
 export const KEPT_ETCD_CLIENT_DIR = "etcd-client";
+
+/** How long the clean-up command may take before it is given up on. */
+const CLEANUP_TIMEOUT_MS = 60_000;
+
+/**
+ * The agent gave up its turn leaving a member in etcd that it could not remove within
+ * --removal-timeout: the cluster needs an operator (exit 4).
+ */
+export class MemberStuck extends GaveUp {
+  override readonly name = "MemberStuck";
+  override readonly code = "ERR_MEMBER_STUCK";
+}
+
+/** What a removal found: the member gone (or never there), or a started voter (never removed). */
+type Removal = { done: "absent" | "removed" | "voter" } | { problem: string; own: EtcdMember | null };
+
+/** Tells the broker a member is left in etcd for an operator; true when it took note. */
+export type ReportStuck = (memberID: string, detail: string) => Promise<boolean>;
 
 /** COMMAND exited before the node was a voter: the agent leaves the queue and exits 4. */
 export class CommandFailed extends GaveUp {
@@ -87,6 +116,8 @@ export class Gate {
   #started: string | null = null;
   /** The etcd cluster ID of the first member list that showed other members than this node (decimal). */
   #cluster: string | null = null;
+  /** The etcd this agent runs to restore quorum, while it does. */
+  #rescue: QuorumRescue | null = null;
 
   constructor(options: AgentOptions, reporter: Reporter, dir: StateDir) {
     this.#o = options;
@@ -109,7 +140,11 @@ export class Gate {
   async prepare(): Promise<void> {
     const stopped = await stopLeftoverCommand(this.#dir);
     if (stopped) this.#r.event("exec-exit", `stopped ${stopped}, left running by an earlier agent`);
-    if (this.#triedToJoinBefore()) await this.removeOwnNonVoter();
+    if (!this.#triedToJoinBefore()) return;
+    const removal = await this.removeOwnNonVoter();
+    // Only once etcd confirmed no member of this node's that is not a voter: a node that joined
+    // (its agent killed before it noted so) keeps everything.
+    if (removal === "absent" || removal === "removed") await this.#cleanup("an earlier join attempt did not finish");
   }
 
   /**
@@ -130,7 +165,13 @@ export class Gate {
    * The admitted step: runs COMMAND (unless etcd already lists this node as a started voter) and
    * resolves once etcd does. COMMAND keeps running after that if it does not exit by itself.
    */
-  async admitted(view: TicketView, admission: string, signal: AbortSignal, reportStarted: (memberID: string) => Promise<boolean> = async () => true): Promise<Voter> {
+  async admitted(
+    view: TicketView,
+    admission: string,
+    signal: AbortSignal,
+    reportStarted: (memberID: string) => Promise<boolean> = async () => true,
+    reportStuck: ReportStuck = async () => false,
+  ): Promise<Voter> {
     this.#role = view.role;
     this.#started = null;
     let reported = false;
@@ -170,7 +211,7 @@ export class Gate {
         await Promise.race([sleep(POLL_MS, signal), command.exited]);
       }
     } catch (e) {
-      await this.#giveUpAdmission(e, signal);
+      await this.#giveUpAdmission(e, signal, reportStuck);
       throw e;
     }
   }
@@ -180,7 +221,7 @@ export class Gate {
    * for the next node. `admission` aborts when the admission is lost (lease, revocation) or the
    * agent is stopped; until then the removal is retried for as long as it takes.
    */
-  async #giveUpAdmission(e: unknown, admission: AbortSignal): Promise<void> {
+  async #giveUpAdmission(e: unknown, admission: AbortSignal, reportStuck: ReportStuck): Promise<void> {
     const command = this.#running;
     if (e instanceof Stopped) {
       // Stopped by a signal: the same signal for COMMAND. The ticket stays; run again to resume.
@@ -193,45 +234,161 @@ export class Gate {
     if (command?.running) this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
     // Also what a failed COMMAND left in its process group: none of it is to be trusted now.
     await command?.stop("SIGTERM", STOP_GRACE_MS);
-    await this.removeOwnNonVoter(admission.aborted ? undefined : admission);
+    const why = `${this.#label} ${describeExit(command?.exit ?? { code: null, signal: "SIGTERM" })} before this node was a voter`;
+    let removal: Awaited<ReturnType<Gate["removeOwnNonVoter"]>>;
+    try {
+      removal = await this.removeOwnNonVoter(admission.aborted ? undefined : admission, reportStuck);
+    } catch (stuck) {
+      // Left to an operator, but a member that never was a voter: the installer starts afresh next time.
+      if (this.#role === "join" && command) await this.#cleanup(why);
+      throw stuck;
+    }
+    // Only once etcd confirmed no member of this node's: a node that became a voter meanwhile (its
+    // installer failed after the promotion) keeps its data, and one etcd could not tell about
+    // is cleaned up by the next start, once etcd can.
+    if (this.#role === "join" && command && (removal === "absent" || removal === "removed")) await this.#cleanup(why);
+  }
+
+  /** Runs --cleanup (if given) and waits for it, at most a minute; its output goes to stderr. */
+  async #cleanup(why: string): Promise<void> {
+    const script = this.#o.cleanup;
+    if (!script) return;
+    this.#r.event("cleanup", `running the clean-up command (${why})`);
+    const env: NodeJS.ProcessEnv = { ...process.env, JOIN_BROKER_CLUSTER: this.#o.cluster, JOIN_BROKER_NODE: this.#o.node, JOIN_BROKER_PEER_URL: this.#o.peerURL };
+    delete env.JOIN_BROKER_TOKEN;
+    delete env.JOIN_BROKER_ADMIN_TOKEN;
+    const cleanup = ExecCommand.start(script, this.#dir, env, { record: false });
+    // The timer must not outlive the command: a pending one would keep the agent from exiting.
+    const timer = new AbortController();
+    const exit = await Promise.race([cleanup.exited, sleep(CLEANUP_TIMEOUT_MS, timer.signal).then(() => null, () => null)]);
+    timer.abort();
+    if (!exit) {
+      await cleanup.stop("SIGTERM", 5_000);
+      this.#r.event("error", `the clean-up command did not finish within ${CLEANUP_TIMEOUT_MS / 1000} s: stopped it; the installer's next run may find what it left`);
+    } else if (exit.code !== 0 || exit.signal) this.#r.event("error", `the clean-up command ${describeExit(exit)}; the installer's next run may find what it left`);
+    else this.#r.event("cleanup", "the clean-up command finished");
   }
 
   /**
    * Removes this node's member from etcd if it is a learner or never started: after a failed or
-   * abandoned attempt it would only block the next node's installer. Never a started voter.
+   * abandoned attempt it would only block the next node's installer. Never a started voter
+   * (unless it is the agent's own rescue of an unstarted one).
    *
    * Holding an admission (`heldUntil` not aborted), it tries until etcd confirms the member gone,
-   * for as long as the admission lives: the slot is not handed on with a learner of this node's
-   * still in the way. Without one, it tries a few times and says so when it could not.
+   * while the admission lives and for at most --removal-timeout; an unstarted voter that etcd
+   * cannot remove gets its etcd run by the agent first (--rescue-etcd). Past the timeout the
+   * member is the operator's: the broker is told (it pauses the cluster) and `MemberStuck` is
+   * thrown. Without an admission, it tries a few times and says so when it could not.
+   * Resolves with what etcd showed last: "absent", "removed", "voter", or "unknown".
    */
-  async removeOwnNonVoter(heldUntil?: AbortSignal): Promise<void> {
+  async removeOwnNonVoter(heldUntil?: AbortSignal, reportStuck?: ReportStuck): Promise<"absent" | "removed" | "voter" | "unknown"> {
+    const deadline = Date.now() + this.#o.removalTimeoutSeconds * 1000;
     let lastNote = Date.now();
-    for (let attempt = 0; heldUntil ? !heldUntil.aborted : attempt < REMOVAL_ATTEMPTS; attempt++) {
-      const problem = await this.#removeOnce();
-      if (problem === null) return;
-      if (heldUntil && Date.now() - lastNote > 10_000) {
-        lastNote = Date.now();
-        this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${problem})`);
-      } else this.#r.retry(problem);
-      // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
-      await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000) : 500, heldUntil).catch(() => undefined);
+    let last: Extract<Removal, { problem: string }> | null = null;
+    let rescueTried = false;
+    try {
+      for (let attempt = 0; heldUntil ? !heldUntil.aborted : attempt < REMOVAL_ATTEMPTS; attempt++) {
+        const removal = await this.#removeOnce();
+        if ("done" in removal) return removal.done;
+        last = removal;
+        // Once per attempt to give the admission up: an etcd that cannot run now will not later.
+        if (heldUntil && removal.own && !removal.own.isLearner && !removal.own.started && !rescueTried) rescueTried = await this.#startRescue(removal.own);
+        if (heldUntil && Date.now() >= deadline) await this.#stuck(removal, reportStuck);
+        if (heldUntil && Date.now() - lastNote > 10_000) {
+          lastNote = Date.now();
+          this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${removal.problem}); giving it up to an operator in ${Math.max(0, Math.round((deadline - Date.now()) / 1000))} s`);
+        } else this.#r.retry(removal.problem);
+        // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
+        await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000, Math.max(0, deadline - Date.now())) : 500, heldUntil).catch(() => undefined);
+      }
+    } finally {
+      await this.#stopRescue();
     }
     const why = heldUntil ? "the admission ended before etcd confirmed it gone" : `etcd did not confirm it gone after ${REMOVAL_ATTEMPTS} attempts`;
-    this.#r.event("error", `could not remove this node's non-voting member from etcd (${this.#etcd.endpoints.join(", ")}): ${why}; remove it by hand (etcdctl member remove) if it blocks the next node`);
+    const own = last?.own ? ` ${memberIdHex(last.own.id)}` : "";
+    this.#r.event("error", `could not remove this node's non-voting member${own} from etcd (${this.#etcd.endpoints.join(", ")}): ${why}; remove it by hand (${this.#removeCommand(last?.own?.id)}) if it blocks the next node`);
+    return "unknown";
   }
 
-  /** One removal attempt: null once etcd lists no non-voting member of this node's, else what stood in the way. */
-  async #removeOnce(): Promise<string | null> {
+  /**
+   * The etcdctl command an operator runs to remove member `id` (hex), with this agent's endpoints
+   * and TLS files; with --etcd-server-name (a certificate that names only that), against that
+   * name, run on one of the other controllers.
+   */
+  #removeCommand(id: string | undefined): string {
+    const tls = this.#o.etcdTls;
+    const port = new URL(this.#etcd.endpoints[0]!).port || "2379";
+    const endpoints = tls?.serverName ? `https://${tls.serverName.includes(":") ? `[${tls.serverName}]` : tls.serverName}:${port}` : this.#etcd.endpoints.join(",");
+    const flags = [`--endpoints=${endpoints}`, ...(tls?.ca ? [`--cacert=${tls.ca}`] : []), ...(tls?.cert ? [`--cert=${tls.cert}`, `--key=${tls.key}`] : [])];
+    const where = tls?.serverName ? ` on another controller (its etcd certificate names ${tls.serverName})` : "";
+    return `etcdctl ${flags.join(" ")} member remove ${id ? memberIdHex(id) : "<member ID>"}${where}`;
+  }
+
+  /** Past --removal-timeout: the broker is told (it pauses the cluster), and the agent gives up. */
+  async #stuck(removal: Extract<Removal, { problem: string }>, reportStuck?: ReportStuck): Promise<never> {
+    const own = removal.own;
+    const what = own ? `member ${memberIdHex(own.id)} (${own.isLearner ? "a learner" : "a voter"}, never started, peer URL ${this.#o.peerURL})` : `its member (peer URL ${this.#o.peerURL})`;
+    const command = this.#removeCommand(own?.id);
+    const detail = `could not remove ${what} from etcd within ${this.#o.removalTimeoutSeconds} s: ${removal.problem}. Remove it: ${command}`;
+    const told = own && reportStuck ? await reportStuck(own.id, detail).catch(() => false) : false;
+    throw new MemberStuck(
+      `${detail}; then resume the cluster (join-broker admin resume --cluster ${this.#o.cluster}). ` +
+        (told ? "The broker paused the cluster meanwhile, so that no node is admitted into it." : "The broker could not be told: pause the cluster (join-broker admin pause) until the member is gone."),
+    );
+  }
+
+  /**
+   * Runs the unstarted voter's etcd so that the cluster has its quorum back (--rescue-etcd).
+   * False when it is to be tried again (etcd's member list could not be read for it).
+   */
+  async #startRescue(own: EtcdMember): Promise<boolean> {
+    const files = this.#o.rescue;
+    if (!files) return true;
+    const missing = rescueFilesMissing(files);
+    if (missing) {
+      this.#r.event("rescue", `cannot run member ${memberIdHex(own.id)}'s etcd to restore quorum: ${missing}`);
+      return true;
+    }
     const list = await this.#etcd.memberList();
-    if (!list.ok) return `listing etcd's members to remove this node's: ${list.error.message}`;
+    if (!list.ok) return false;
+    try {
+      this.#rescue = await QuorumRescue.start(files, { name: this.#o.node, own, members: list.value.members, listenPeerURL: this.#o.listenPeerURL, dataDir: join(this.#dir.path, "rescue-etcd"), logFile: join(this.#dir.path, "rescue-etcd.log") });
+      this.#r.event("rescue", `etcd cannot remove unstarted voter ${memberIdHex(own.id)} (a voter that never ran: a small cluster has no quorum without it): running its etcd (pid ${this.#rescue.process.pid}) until quorum is back, then removing it`, { memberID: own.id, pid: this.#rescue.process.pid });
+    } catch (e) {
+      this.#r.event("rescue", `could not run member ${memberIdHex(own.id)}'s etcd to restore quorum: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    return true;
+  }
+
+  async #stopRescue(): Promise<void> {
+    const rescue = this.#rescue;
+    this.#rescue = null;
+    if (!rescue) return;
+    await rescue.stop();
+    this.#r.event("rescue", `stopped the etcd run to restore quorum (member ${memberIdHex(rescue.memberID)}) and deleted its data`);
+  }
+
+  /** One removal attempt. */
+  async #removeOnce(): Promise<Removal> {
+    const list = await this.#etcd.memberList();
+    if (!list.ok) return { problem: `listing etcd's members to remove this node's: ${list.error.message}`, own: null };
     const own = this.#own(list.value.members);
-    if (!own || (own.started && !own.isLearner)) return null;
+    if (!own) {
+      // A removal asked for while the cluster had no quorum takes effect once it has it again.
+      if (this.#rescue) this.#r.event("etcd-exit", `this node's member ${memberIdHex(this.#rescue.memberID)} is gone from etcd (removed once quorum was back), so that the next node can join`, { memberID: this.#rescue.memberID });
+      return { done: "absent" };
+    }
+    // A started voter is never removed, except the one the agent itself started to restore quorum.
+    const rescued = this.#rescue?.memberID === own.id;
+    if (own.started && !own.isLearner && !rescued) return { done: "voter" };
+    if (rescued && !own.started) return { problem: `waiting for member ${memberIdHex(own.id)}'s etcd, run to restore quorum, to start`, own };
     const removed = await this.#etcd.memberRemove(own.id);
     if (removed.ok || removed.error.kind === "member_not_found") {
-      this.#r.event("etcd-exit", `removed this node's ${own.isLearner ? "learner" : "unstarted member"} ${memberIdHex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
-      return null;
+      const kind = rescued ? "member (run by this agent to restore quorum)" : own.isLearner ? "learner" : "unstarted member";
+      this.#r.event("etcd-exit", `removed this node's ${kind} ${memberIdHex(own.id)} from etcd, so that the next node can join`, { memberID: own.id });
+      return { done: "removed" };
     }
-    return `removing this node's member ${memberIdHex(own.id)}: ${removed.error.message}`;
+    return { problem: `removing this node's member ${memberIdHex(own.id)}: ${removed.error.message}`, own };
   }
 
   /** This node as a started voter in etcd's member list, or null (also when etcd cannot be reached). */

@@ -74,6 +74,8 @@ describe("join flags", () => {
     const set = (flag: string, value: string) => REQUIRED.map((a, i) => (REQUIRED[i - 1] === flag ? value : a));
     expect(usageError(set("--cluster", "Prod"))).toContain("not a valid cluster name");
     expect(usageError(set("--node", "ctrl_1!"))).toContain("not a valid node name");
+    expect(usageError(set("--node", "root"))).toContain('node name "root" is reserved');
+    expect(usageError(set("--node", "KUBE-APISERVER"))).toContain("is reserved");
     expect(usageError(set("--peer-url", "https://10.0.0.4"))).toContain("must name a port");
     expect(usageError(set("--peer-url", "https://10.0.0.4:2380/path"))).toContain("must not have a path");
     // The broker's and the join API's strict parser: other spellings of an address are refused here already.
@@ -124,6 +126,28 @@ describe("gate mode flags", () => {
     expect(usageError([...REQUIRED, "--service"])).toMatch(/--service is for gate mode/);
     expect(usageError([...GATE, "--exec", "x", "--etcd", "ftp://x:1"])).toMatch(/--etcd/);
     expect(usageError(GATE)).toMatch(/--join-api is required/);
+  });
+
+  it("takes the clean-up command, the removal timeout, the quorum rescue and etcd's server name", () => {
+    expect(options([...GATE, "--exec", "x"])).toMatchObject({ cleanup: null, removalTimeoutSeconds: 120, rescue: null });
+    const o = options([
+      ...GATE, "--exec", "k0s controller", "--cleanup", "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd", "--removal-timeout", "30",
+      "--rescue-etcd", "/var/lib/k0s/bin/etcd", "--rescue-pki", "/var/lib/k0s/pki/etcd", "--etcd-cacert", "/etc/ca.crt", "--etcd-server-name", "localhost",
+    ]);
+    expect(o).toMatchObject({
+      cleanup: "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd",
+      removalTimeoutSeconds: 30,
+      rescue: { etcdBin: "/var/lib/k0s/bin/etcd", pkiDir: "/var/lib/k0s/pki/etcd" },
+      etcdTls: { ca: "/etc/ca.crt", serverName: "localhost" },
+    });
+    for (const flag of ["--cleanup", "--removal-timeout", "--rescue-etcd", "--rescue-pki"]) expect(usageError([...REQUIRED, flag, "x"]), flag).toMatch(new RegExp(`${flag} is for gate mode`));
+    expect(usageError([...GATE, "--exec", "x", "--cleanup", " "])).toMatch(/--cleanup needs a command/);
+    for (const bad of ["0", "1.5", "soon"]) expect(usageError([...GATE, "--exec", "x", "--removal-timeout", bad]), bad).toMatch(/--removal-timeout .* whole number of seconds, at least 1/);
+    expect(usageError([...GATE, "--exec", "x", "--rescue-etcd", "/bin/etcd"])).toMatch(/--rescue-etcd with an https peer URL needs --rescue-pki DIR/);
+    expect(usageError([...GATE, "--exec", "x", "--rescue-pki", "/etc/pki"])).toMatch(/--rescue-pki goes with --rescue-etcd/);
+    const plain = GATE.map((a) => (a === "https://10.0.0.4:2380/" ? "http://10.0.0.4:2380" : a));
+    expect(options([...plain, "--exec", "x", "--rescue-etcd", "/bin/etcd"]).rescue).toEqual({ etcdBin: "/bin/etcd", pkiDir: null });
+    expect(usageError([...GATE, "--exec", "x", "--etcd-server-name", "https://localhost"])).toMatch(/--etcd-server-name .* is not a DNS name or an IP address/);
   });
 
   it("takes --etcd in the agent's own mode too: the other controllers, asked before a bootstrap", () => {

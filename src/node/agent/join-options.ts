@@ -9,7 +9,8 @@ import { defineCommand, parseCommand, type FlagSpec, type Values } from "../cli/
 import { UsageError } from "../exit-codes.ts";
 import { parseEndpoints } from "../etcd/gateway.ts";
 import { tlsFilesFromFlags, type TlsFiles } from "../etcd/tls-fetch.ts";
-import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+import type { RescueFiles } from "./quorum-rescue.ts";
+import { canonicalPeerUrl, isClusterName, isNodeName, peerUrlProblem, reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 
 export type LogFormat = "text" | "json";
 
@@ -50,8 +51,23 @@ export interface AgentOptions {
    * node's keys and certificates, and on the node that made or was given it, the CA key. null: plain http.
    */
   pkiDir: string | null;
+  /**
+   * With --pki-dir: also the client certificate this node's API server reaches etcd with
+   * (`apiserver-etcd-client.crt`: etcd user kube-apiserver).
+   */
+  apiServerClient: boolean;
   /** Gate mode: COMMAND is the node's long-running service; run it again once the node joined. */
   service: boolean;
+  /**
+   * Gate mode: run with `sh -c` after a failed join attempt, once this node's member is gone from
+   * etcd (or given up on): puts the node back where its installer joins from (k0s: its pki/ and
+   * etcd/). null: nothing.
+   */
+  cleanup: string | null;
+  /** Gate mode: how long an agent that gives up its turn tries to remove its member before it leaves it to an operator. */
+  removalTimeoutSeconds: number;
+  /** Gate mode: bring an added, never-started voter's etcd up to restore quorum before removing it (quorum-rescue.ts). */
+  rescue: RescueFiles | null;
   logFormat: LogFormat;
   verbose: boolean;
 }
@@ -88,7 +104,13 @@ Node and etcd:
                         Ed25519; checked at start, exit 3 naming what is wrong) when present,
                         else creates them, and signs its own certificates; a joiner sends
                         certificate requests with its add and the join API signs them for
-                        exactly its admission (peer.crt, server.crt, ca.crt land here)
+                        exactly its admission (peer.crt, server.crt, ca.crt land here). The
+                        bootstrap node turns etcd's auth on: these certificates get no right but
+                        the member list and status; crl.der (kept current) lists revoked ones
+  --apiserver-etcd-client
+                        with --pki-dir: also get the client certificate this node's kube-apiserver
+                        reaches etcd with (DIR/apiserver-etcd-client.crt and .key; etcd user
+                        kube-apiserver: read and write every key but /join-broker/)
   --listen-peer-url URL address etcd listens on for peers (default: the peer URL)
   --etcd-arg ARG        one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100
   --print-etcd-flags    print etcd's flags on stdout, one per line, once they are known. Without
@@ -113,9 +135,27 @@ Gate mode, for an installer that adds its own etcd member (k0s, kubeadm, k3s; do
   --etcd-cert FILE      client certificate for etcd (with --etcd-key)
   --etcd-key FILE       client key for etcd. The three are read whenever etcd is asked, so
                         they may be files the installer writes only while it joins.
+  --etcd-server-name NAME
+                        check etcd's server certificate against NAME instead of each endpoint's
+                        host (k0s's and k3s's etcd certificates name only localhost and 127.0.0.1)
   --service             COMMAND is the node's long-running service (k0s controller, k3s server):
                         run it again on every start, also once the node has joined, and stay in
                         the foreground while it runs. Without it, a joined node exits 0 at once.
+  --cleanup 'COMMAND'   after a failed join attempt, once this node's member is gone from etcd
+                        (or given up on), run COMMAND with sh -c to put the node back where its
+                        installer joins from (k0s: rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd).
+                        Never after the node was a voter, never for the bootstrap node
+  --removal-timeout SECONDS
+                        how long an agent that gives up its turn tries to remove this node's
+                        non-voting member from etcd (default 120). Past it the agent tells the
+                        broker, which pauses the cluster until an operator removes the member
+                        (the agent names it and the command) and resumes it; the agent exits 4
+  --rescue-etcd PATH [--rescue-pki DIR]
+                        when the installer added this node as a voter and failed before its etcd
+                        ran (k0s before 1.36), a small cluster has lost its quorum and etcd
+                        removes nothing: run PATH as that member (with the peer certificate
+                        DIR/peer.crt, DIR/peer.key and DIR/ca.crt for an https peer URL; a data
+                        dir of the agent's own) until quorum is back, then remove the member
 
 Behaviour:
   --timeout SECONDS     give up joining after this long (default 3600; 0: never)
@@ -163,6 +203,7 @@ export const JOIN_FLAGS = {
   "data-dir": "DIR",
   "client-url": "URL",
   "pki-dir": "DIR",
+  "apiserver-etcd-client": true,
   "etcd-bin": "PATH",
   "etcd-arg": { value: "ARG", repeat: true },
   "print-etcd-flags": true,
@@ -172,7 +213,12 @@ export const JOIN_FLAGS = {
   "etcd-cacert": "FILE",
   "etcd-cert": "FILE",
   "etcd-key": "FILE",
+  "etcd-server-name": "NAME",
   service: true,
+  cleanup: "COMMAND",
+  "removal-timeout": "SECONDS",
+  "rescue-etcd": "PATH",
+  "rescue-pki": "DIR",
   timeout: "SECONDS",
   "join-api-patience": "SECONDS",
   "log-format": "FORMAT",
@@ -187,6 +233,7 @@ const RESERVED_ETCD_FLAGS = [
 /** Set by the agent with --pki-dir. */
 const RESERVED_TLS_FLAGS = [
   "cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth",
+  "client-crl-file", "peer-crl-file",
 ];
 
 export type ParsedArgs = { help: true } | { help: false; options: AgentOptions };
@@ -223,12 +270,14 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const token = fromEnv.has("token") ? readToken(undefined, str("token-file"), str("token")) : readToken(str("token"), str("token-file"), undefined);
   const node = str("node") ?? hostname().split(".")[0];
   if (!isNodeName(node)) throw new UsageError(`--node ${JSON.stringify(node)} is not a valid node name (letters, digits, '.', '_', '-'; at most 63)`);
+  const reserved = reservedNodeNameProblem(node);
+  if (reserved) throw new UsageError(`--node: ${reserved}`);
 
   const peerURL = peerUrl("--peer-url", required("peer-url"));
   const listenPeerURL = peerUrl("--listen-peer-url", str("listen-peer-url") ?? peerURL);
   const exec = typeof values.exec === "string" ? values.exec : null;
   if (exec !== null && exec.trim() === "") throw new UsageError("--exec needs a command");
-  const gate = gateOptions(exec, values, str);
+  const gate = gateOptions(exec, values, str, peerURL);
   // In gate mode a join API is optional: the installer is told where it is (JOIN_BROKER_JOIN_API).
   const joinApiText = exec === null ? required("join-api") : str("join-api");
   const joinApiUrl = joinApiText === undefined ? "" : httpUrl("--join-api", joinApiText);
@@ -237,6 +286,8 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
   const pkiDirText = str("pki-dir");
   if (pkiDirText !== undefined && exec !== null) throw new UsageError("--pki-dir does not go with --exec: in gate mode the installer runs etcd with its own certificates (give the agent --etcd-cacert, --etcd-cert and --etcd-key)");
   const pkiDir = pkiDirText === undefined ? null : resolve(pkiDirText);
+  const apiServerClient = values["apiserver-etcd-client"] === true;
+  if (apiServerClient && !pkiDir) throw new UsageError("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
   const clientURL = peerUrl("--client-url", str("client-url") ?? (pkiDir ? "https://127.0.0.1:2379" : "http://127.0.0.1:2379"));
   if (pkiDir) {
     for (const [flag, url] of [["--peer-url", peerURL], ["--listen-peer-url", listenPeerURL], ["--client-url", clientURL]] as const) {
@@ -290,7 +341,11 @@ export function parseJoinArgs(argv: string[], env: Record<string, string | undef
       controllers: gate.endpoints ?? [],
       etcdTls: gate.tls,
       pkiDir,
+      apiServerClient,
       service: values.service === true,
+      cleanup: gate.cleanup,
+      removalTimeoutSeconds: gate.removalTimeoutSeconds,
+      rescue: gate.rescue,
       logFormat,
       verbose: values.verbose === true,
     },
@@ -302,8 +357,21 @@ function gateOptions(
   exec: string | null,
   values: Values,
   str: (name: string) => string | undefined,
-): { endpoints: string[] | null; tls: TlsFiles | null } {
-  if (exec === null && values.service !== undefined) throw new UsageError("--service is for gate mode: give it with --exec 'COMMAND'");
+  peerURL: string,
+): { endpoints: string[] | null; tls: TlsFiles | null; cleanup: string | null; removalTimeoutSeconds: number; rescue: RescueFiles | null } {
+  for (const flag of ["service", "cleanup", "removal-timeout", "rescue-etcd", "rescue-pki"]) {
+    if (exec === null && values[flag] !== undefined) throw new UsageError(`--${flag} is for gate mode: give it with --exec 'COMMAND'`);
+  }
+  const cleanup = typeof values.cleanup === "string" ? values.cleanup : null;
+  if (cleanup !== null && cleanup.trim() === "") throw new UsageError("--cleanup needs a command");
+  const removalText = str("removal-timeout") ?? "120";
+  const removalTimeoutSeconds = Number(removalText);
+  if (!/^\d+$/.test(removalText) || removalTimeoutSeconds < 1) throw new UsageError(`--removal-timeout ${JSON.stringify(removalText)} must be a whole number of seconds, at least 1`);
+  const rescueEtcd = str("rescue-etcd");
+  const rescuePki = str("rescue-pki");
+  if (rescuePki && !rescueEtcd) throw new UsageError("--rescue-pki goes with --rescue-etcd PATH");
+  if (rescueEtcd && !rescuePki && peerURL.startsWith("https://")) throw new UsageError(`--rescue-etcd with an https peer URL needs --rescue-pki DIR (ca.crt, peer.crt and peer.key of the member, as the installer makes them)`);
+  const rescue = rescueEtcd ? { etcdBin: resolve(rescueEtcd), pkiDir: rescuePki ? resolve(rescuePki) : null } : null;
   let endpoints: string[] | null = null;
   const etcd = str("etcd");
   if (etcd) {
@@ -313,7 +381,7 @@ function gateOptions(
       throw new UsageError(`--etcd ${JSON.stringify(etcd)}: ${(e as Error).message}`);
     }
   }
-  return { endpoints, tls: tlsFilesFromFlags(str, { mustExist: false }) };
+  return { endpoints, tls: tlsFilesFromFlags(str, { mustExist: false }), cleanup, removalTimeoutSeconds, rescue };
 }
 
 function readToken(flag: string | undefined, file: string | undefined, fromEnv: string | undefined): string {

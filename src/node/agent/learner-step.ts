@@ -16,6 +16,8 @@ import type { JoinedMarker } from "./state-files.ts";
 export async function joinAsLearner(ctx: AgentContext, view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
   const { reporter: r, files, etcd } = ctx;
   files.checkDataIsOurs("join");
+  // The newest revocation list first: certificates of a member that was removed are not used again.
+  await ctx.crl?.refresh(signal);
   r.event("member-add", `asking the join API (${ctx.options.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
   const added = await ctx.joinApi.addMember(view, admission, signal);
   r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
@@ -29,9 +31,14 @@ export async function joinAsLearner(ctx: AgentContext, view: TicketView, admissi
   if (next.discardOwned) {
     // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
     // the data was made for is gone. etcd would refuse that data ("permanently removed").
-    await etcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`);
+    // Its certificates are those this add answered with, or ones the revocation list (read before the add) does not name.
+    await etcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`, {
+      keepCertificates: true,
+    });
   }
   etcd.record({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(next.voter ? { voter: true } : {}), ...learnerLimit(view) });
+  // Before etcd first starts: the certificates it must refuse (the join API's list).
+  await ctx.crl?.ensureBeforeStart(signal);
   await etcd.start(signal);
   const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
   let status = await etcd.wait("serving", signal, own);

@@ -11,8 +11,9 @@ import { writeFileAtomic } from "../atomic-file.ts";
 import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../etcd/gateway.ts";
 import { etcdFlags } from "../etcd/etcd-process.ts";
 import { TlsHandshakeError, tlsFetch } from "../etcd/tls-fetch.ts";
+import { grpcReads, type EtcdReads } from "../etcd/grpc-reads.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
-import { etcdServingFiles, ownClientFiles, pkiFiles } from "../pki/pki-dir.ts";
+import { etcdServingFiles, ownClientFiles, pkiFiles, setOwnCertificatesAside } from "../pki/pki-dir.ts";
 import type { Role, TicketView } from "../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "./data-dir-rules.ts";
@@ -43,11 +44,25 @@ export interface LocalEtcdHost {
   refusal(rule: RefusalRule, role: Role, why: string): string;
   /** Prints etcd's flags on stdout (--print-etcd-flags). */
   print(line: string): void;
+  /** etcd was started (or handed its flags). */
+  started?(): void;
+  /** Right before etcd starts: the revocation list file it will read is there. */
+  beforeStart?(): Promise<void>;
 }
 
+/**
+ * With --pki-dir (etcd's auth on): etcd compacts its own history every 5 minutes, what
+ * kube-apiserver does by default, because from etcd 3.5.35 and 3.6.16 on only root may compact
+ * and kube-apiserver's user is not root. An --etcd-arg given later wins.
+ */
+const SELF_COMPACTION = ["--auto-compaction-mode=periodic", "--auto-compaction-retention=5m"];
+
 export class LocalEtcd {
-  /** Asks this node's etcd, as this node (its client certificate with --pki-dir). */
-  readonly gateway: EtcdGateway;
+  /**
+   * Asks this node's etcd, as this node: with --pki-dir over gRPC with its peer certificate
+   * (etcd's JSON gateway, with auth on, answers no client certificate), else the JSON gateway.
+   */
+  readonly gateway: EtcdReads;
   /** null without --etcd-bin: another supervisor runs etcd with the flags the agent writes. */
   readonly supervisor: EtcdSupervisor | null;
   readonly #o: AgentOptions;
@@ -74,7 +89,13 @@ export class LocalEtcd {
         })
       : null;
     this.#tls = options.pkiDir ? new TlsWatch(pkiFiles(options.pkiDir), reporter, this.supervisor, options.clientURL) : null;
-    this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, ...(options.pkiDir ? { fetch: this.#watched(tlsFetch(ownClientFiles(options.pkiDir))) } : {}) });
+    if (options.pkiDir) {
+      const files = ownClientFiles(options.pkiDir);
+      const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: this.#watched(tlsFetch(files)) });
+      this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), { timeoutMs: 3_000, onHandshakeError: (e) => this.#tls?.refusedOwn(e) });
+    } else {
+      this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
+    }
   }
 
   /** This node's requests to its etcd, each certificate refusal told to the TLS watch. */
@@ -125,7 +146,7 @@ export class LocalEtcd {
    * scratch. Only for a node that never was a voter and did not bootstrap, as its state files
    * tell: a learner holds nothing the cluster lacks. Anything else is refused (exit 3).
    */
-  async discardLearnerData(why: string): Promise<void> {
+  async discardLearnerData(why: string, options: { keepCertificates?: boolean } = {}): Promise<void> {
     const { dataDir } = this.#o;
     const decision = decideDataDir(this.#host.disk(), { kind: "removed" });
     if (decision.action === "refuse") throw new Refusal(this.#host.refusal(decision.rule, "join", why));
@@ -134,10 +155,16 @@ export class LocalEtcd {
     if (!this.supervisor) throw new Refusal(`this node's learner was removed from etcd (${why}): stop etcd, move ${dataDir} away and run again`);
     await this.supervisor.stop();
     await this.supervisor.stopLeftovers();
+    const at = Date.now();
     if (existsSync(dataDir)) {
-      const aside = `${dataDir}.removed-${Date.now()}`;
+      const aside = `${dataDir}.removed-${at}`;
       renameSync(dataDir, aside);
       this.#r.event("etcd-exit", `${why}: moved the removed learner's data to ${aside}; etcd starts fresh once the join API adds this node again`, { aside });
+    }
+    // Its certificates went with its member (the join API revoked them): the next add asks for new ones.
+    if (this.#o.pkiDir && !options.keepCertificates) {
+      const moved = setOwnCertificatesAside(this.#o.pkiDir, `removed-${at}`);
+      if (moved.length) this.#r.event("pki", `moved the removed learner's keys and certificates aside (*.removed-${at}): the next add asks for new ones`, { moved: moved.length });
     }
     this.#host.saveOwned(undefined);
     this.supervisor.startOver();
@@ -164,7 +191,9 @@ export class LocalEtcd {
     if (this.supervisor.failure) throw this.gaveUp(this.supervisor.failure);
     this.#r.event("etcd-start", `starting etcd on its existing data in ${this.#o.dataDir}`);
     await this.know();
+    await this.#host.beforeStart?.();
     await this.supervisor.start(this.#args());
+    this.#host.started?.();
   }
 
   record(fields: Omit<EtcdOwnership, "cluster" | "node" | "at">): void {
@@ -183,9 +212,9 @@ export class LocalEtcd {
       initialCluster: owned.initialCluster,
       initialClusterState: owned.initialClusterState,
       initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir) } : {}),
+      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir, { revocationList: true }) } : {}),
       // Ours first: a --max-learners among --etcd-arg comes later and wins.
-      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...o.etcdArgs],
+      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...(o.pkiDir ? SELF_COMPACTION : []), ...o.etcdArgs],
     });
   }
 
@@ -221,6 +250,7 @@ export class LocalEtcd {
   /** Starts etcd (or, without --etcd-bin, hands its flags to whoever does). */
   async start(signal: AbortSignal): Promise<void> {
     await this.know();
+    await this.#host.beforeStart?.();
     const args = this.#args();
     const text = `${args.join("\n")}\n`;
     if (text !== this.#printedFlags) {
@@ -233,6 +263,7 @@ export class LocalEtcd {
       this.#r.event("etcd-start", `waiting for etcd to be started with the flags in ${this.#dir.etcdFlagsPath} (client URL ${this.#o.clientURL})`);
       return;
     }
+    this.#host.started?.();
     if (this.supervisor.running) return;
     if (this.supervisor.failure) throw this.gaveUp(this.supervisor.failure);
     this.#r.event("etcd-start", `starting etcd (${this.#host.owned()!.initialClusterState === "new" ? "a new cluster" : "joining the existing cluster"})`, {

@@ -12,6 +12,7 @@ import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pki
 import { Refusal } from "./errors.ts";
 import type { AgentOptions } from "./join-options.ts";
 import type { Reporter } from "./progress.ts";
+import type { RevocationListKeeper } from "./revocation-list.ts";
 
 /**
  * Before anything is asked of the broker: a CA pair the operator put in --pki-dir must be one this
@@ -43,7 +44,7 @@ export class NodeKeys {
   #pending: Promise<PendingCertificates> | null = null;
 
   constructor(o: AgentOptions) {
-    this.identity = requestedIdentity(o.node, o.peerURL, o.clientURL);
+    this.identity = requestedIdentity(o.node, o.peerURL, o.clientURL, { apiServerClient: o.apiServerClient });
   }
 
   /** Starts making them (at most once); a failure is met by the step that needs them. */
@@ -59,11 +60,13 @@ export class NodeKeys {
 }
 
 /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
-export async function bootstrapCertificates(o: AgentOptions, r: Reporter, keys: NodeKeys): Promise<void> {
+export async function bootstrapCertificates(o: AgentOptions, r: Reporter, keys: NodeKeys, crl: RevocationListKeeper | null): Promise<void> {
   const dir = o.pkiDir;
   if (!dir) return;
   const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${o.cluster} etcd CA` } });
   if (created) r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
+  // Before etcd first starts: the list it reads (empty; the join API's, once there is one).
+  await crl?.ensureOwn(ca);
   if (await haveUsableCertificates(dir, keys.identity)) return;
   await issueOwnCertificates(dir, ca, keys.identity, await keys.pending());
   r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
@@ -83,6 +86,9 @@ export async function saveCertificates(o: AgentOptions, r: Reporter, pending: Pe
   if (!added.certificates) {
     throw new Refusal(`the join API ${o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
   }
+  if (pending.requests.client && !added.certificates.client) {
+    throw new Refusal(`the join API ${o.joinApiUrl} signed this node's certificates but not the API server's client certificate asked for (--apiserver-etcd-client): it predates that certificate`);
+  }
   await pending.save(dir, added.certificates);
-  r.event("pki", `the join API signed this node's peer and server certificates; saved in ${dir}`, { dir });
+  r.event("pki", `the join API signed this node's peer and server certificates${added.certificates.client ? " and kube-apiserver's client certificate" : ""}; saved in ${dir}`, { dir });
 }

@@ -264,13 +264,15 @@ export const COMMANDS: AdminCommand[] = [
           ["Issuer", s.issuer],
           ["Created", when(s.createdAt, now)],
           ["State", state],
-          ["Admissions", s.paused ? "PAUSED: nothing new is admitted" : "running"],
+          ["Admissions", s.needsOperator ? "PAUSED: a member needs an operator (below)" : s.paused ? "PAUSED: nothing new is admitted" : "running"],
           ["Policy", `maxInFlight ${p.maxInFlight}, leaseSeconds ${p.leaseSeconds}, admissionTtlSeconds ${p.admissionTtlSeconds}, maxQueue ${p.maxQueue}`],
           ["Queue", `${s.queue.queued} queued, ${s.queue.admitted} admitted`],
           ["Typical admission", s.typicalAdmissionSeconds ? duration(s.typicalAdmissionSeconds) : "unknown yet"],
           ["Signing key", s.signingKey],
           ["Database", s.databaseSizeBytes === undefined ? "unknown" : `${(s.databaseSizeBytes / 1048576).toFixed(1)} MiB${s.retention ? ` (history kept: audit ${duration(s.retention.auditSeconds)}, ended tickets ${duration(s.retention.endedTicketSeconds)})` : ""}`],
         ]);
+        // What the node that gave up said, with the command that removes its member; then resume.
+        if (s.needsOperator) out += `\nNeeds an operator (since ${when(s.needsOperator.at, now)}): ${s.needsOperator.node} left etcd member ${BigInt(s.needsOperator.memberID).toString(16)}\n  ${s.needsOperator.detail}\n  Remove it, then: join-broker admin resume\n`;
         out += `\nIn flight (${s.inFlight.length}):\n` + (s.inFlight.length ? ticketRows(s.inFlight, now) : "  none\n");
         out += `\nMembers (${s.members.length}):\n` + (s.members.length ? memberRows(s.members, now) : "  none\n");
         return out;

@@ -55,6 +55,14 @@ Flags:
                                 k0s, openssl or Go tools wrote it: an RSA 2048–4096, ECDSA P-256/P-384
                                 or Ed25519 key, PKCS#1, SEC1 or PKCS#8 (kubeadm: /etc/kubernetes/pki/etcd,
                                 k0s: /var/lib/k0s/pki/etcd)
+                                With it the join API is etcd's root (its password is derived from
+                                the CA key), keeps the cluster's certificate revocation list
+                                (GET /v1beta1/etcd/crl) and talks to etcd with a client certificate
+                                of its own (--etcd-cert is used until etcd's auth refuses it)
+  --enable-etcd-auth            with --pki-dir: turn etcd's auth on at start if it is off (a cluster
+                                bootstrapped by an earlier release): root, kube-apiserver, and no
+                                right for node certificates. Give the API servers a kube-apiserver
+                                certificate first (join-broker etcd-cert --user kube-apiserver)
   --cert-days DAYS              how long a signed certificate lasts (default 365)
   --etcd-cacert FILE            CA bundle for https etcd endpoints
   --etcd-cert FILE              this join API's client certificate for etcd (with --etcd-key)
@@ -81,6 +89,7 @@ export const CONTROLLER_FLAGS = {
   "etcd-timeout": "SECONDS",
   "pki-dir": "DIR",
   "cert-days": "DAYS",
+  "enable-etcd-auth": true,
   "etcd-cacert": "FILE",
   "etcd-cert": "FILE",
   "etcd-key": "FILE",
@@ -139,6 +148,7 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
   const etcdTls = tlsFilesFromFlags((name) => values[name] as string | undefined, { mustExist: true }) ?? undefined;
+  if (values["enable-etcd-auth"] === true && pkiDir === undefined) throw new UsageError("--enable-etcd-auth goes with --pki-dir: root's password is derived from the CA key");
 
   const format = values["log-format"] ?? "text";
   if (format !== "text" && format !== "json") throw new UsageError(`--log-format must be text or json, got '${format}'`);
@@ -160,6 +170,7 @@ export async function run(argv: string[]): Promise<number> {
     pkiDir,
     certValidDays,
     etcdTls,
+    enableEtcdAuth: values["enable-etcd-auth"] === true,
     log,
   });
   process.stdout.write(`join API listening on ${server.url}\n`);

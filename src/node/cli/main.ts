@@ -17,6 +17,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: () => import("./join.ts") },
   controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: () => import("./controller.ts") },
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: () => import("./admin.ts") },
+  "etcd-cert": { summary: "an etcd client certificate (root, kube-apiserver) signed with the cluster's CA, for etcdctl", load: () => import("./etcd-cert.ts") },
   serve: {
     summary: inSingleExecutable()
       ? "not in this single file: the self-hosted broker runs from the npm package (docs/install.md)"

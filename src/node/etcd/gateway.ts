@@ -8,6 +8,11 @@
  * something other than etcd's gateway (another server on that port), so a caller can hand it
  * every controller's client URL. etcd's own refusals come back as typed results, never as
  * exceptions: the caller decides which of them are "not now".
+ *
+ * With etcd's auth on, the gateway takes no client certificate as a user (it refuses one that
+ * has a common name, and treats one without as nobody): a caller given `credentials` signs in
+ * with a password, sends the token etcd returns on every call, and signs in again when etcd
+ * says the token is unknown (simple tokens end after 5 idle minutes, per member).
  * @module
  */
 import { nodeFetch } from "./tls-fetch.ts";
@@ -30,7 +35,7 @@ export interface ResponseHeader {
   clusterId: string;
   memberId: string;
   raftTerm: string;
-  /** The KV store's revision: it moves with every write of a key, never with a membership change. */
+  /** The key-value store's revision (decimal), "" where etcd left it out: it moves with every write of a key, never with a membership change. */
   revision: string;
 }
 
@@ -52,7 +57,14 @@ export interface EtcdStatus {
  * `unavailable` (no endpoint answered, or etcd timed out or has no leader: try again later),
  * `bad_request` (the gateway rejected the request itself: a bug in the caller), `unknown`.
  */
-export type EtcdErrorKind = EtcdRefusal | "unavailable" | "bad_request" | "unknown";
+export type EtcdErrorKind = EtcdRefusal | "unavailable" | "bad_request" | "unknown" | EtcdAuthRefusal;
+
+/**
+ * etcd's auth refusing a call: no user (`unauthenticated`: a client certificate alone, through
+ * the gateway), a user without the right (`permission_denied`), or the gateway refusing a client
+ * certificate that names a user it would ignore (`client_certificate_named`).
+ */
+export type EtcdAuthRefusal = "unauthenticated" | "permission_denied" | "client_certificate_named";
 
 export interface EtcdError {
   kind: EtcdErrorKind;
@@ -90,7 +102,31 @@ export interface GatewayOptions {
   /** Per request and endpoint; a membership change without quorum hangs until it. Default 10 s. */
   timeoutMs?: number;
   fetch?: typeof fetch;
+  /** A user and password to sign in with when etcd's auth is on (ignored while it is off). */
+  credentials?: { user: string; password: string };
+  /** Where the token lives: gateways that share one sign in once between them (each sign-in is a raft entry). */
+  session?: { token: string | null };
 }
+
+/** A key and its value, as `range` lists them. */
+export interface KeyValue {
+  key: string;
+  value: string;
+  modRevision: string;
+}
+
+/** One operation of a transaction: every one is applied, or none. */
+export type TxnOp = { put: { key: string; value: string } } | { delete: { key: string } };
+
+// etcd's auth answers (auth/store.go, rpctypes), compared like the version table's.
+const AUTH_MESSAGES: { text: string; kind: EtcdAuthRefusal }[] = [
+  { text: "user name is empty", kind: "unauthenticated" },
+  { text: "invalid auth token", kind: "unauthenticated" },
+  { text: "user name not found", kind: "permission_denied" },
+  { text: "permission denied", kind: "permission_denied" },
+];
+/** The gateway's plain-text refusal of a client certificate with a common name while auth is on (etcd's embed/serve.go). */
+const NAMED_CERTIFICATE_REFUSAL = "CommonName of client sending a request against gateway will be ignored";
 
 /** Turns `URL[,URL…]` (or a list) into distinct endpoint origins without trailing slashes. */
 export function parseEndpoints(value: string | readonly string[]): string[] {
@@ -119,6 +155,7 @@ function bare(message: string): string {
 export function classifyEtcdError(message: string, grpcCode?: number): EtcdErrorKind {
   const text = bare(message);
   for (const known of KNOWN_MESSAGES) if (text.includes(known.text)) return known.kind;
+  for (const known of AUTH_MESSAGES) if (text.includes(known.text)) return known.kind;
   if (grpcCode === 14 || grpcCode === 4 || grpcCode === 8) return "unavailable"; // Unavailable, DeadlineExceeded, ResourceExhausted
   if (grpcCode === 3) return "bad_request"; // InvalidArgument
   if (grpcCode === 5) return "member_not_found"; // NotFound: the only NotFound of the cluster API
@@ -150,13 +187,18 @@ export class EtcdGateway {
   readonly endpoints: readonly string[];
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #credentials: GatewayOptions["credentials"];
   /** Start with the endpoint that answered last, so a dead first endpoint costs one timeout, not one per call. */
   #preferred = 0;
+  /** etcd's auth token for `credentials` (simple tokens are good on every member); null until signed in. */
+  readonly #session: { token: string | null };
 
   constructor(endpoints: string | readonly string[], options: GatewayOptions = {}) {
     this.endpoints = parseEndpoints(endpoints);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#fetch = options.fetch ?? nodeFetch();
+    this.#credentials = options.credentials;
+    this.#session = options.session ?? { token: null };
   }
 
   async memberList(): Promise<EtcdResult<MemberListResult>> {
@@ -203,7 +245,7 @@ export class EtcdGateway {
   async getPrefix(prefix: string, options: CallBound = {}): Promise<EtcdResult<Map<string, string>>> {
     return this.#call(
       "/v3/kv/range",
-      { key: b64(prefix), range_end: prefixEndB64(prefix) },
+      { key: b64(prefix), range_end: Buffer.from(prefixEnd(prefix)).toString("base64") },
       (body) => {
         const found = new Map<string, string>();
         for (const kv of Array.isArray(body.kvs) ? (body.kvs as { key?: string; value?: string }[]) : []) {
@@ -232,6 +274,53 @@ export class EtcdGateway {
 
   async delete(key: string): Promise<EtcdResult<null>> {
     return this.#call("/v3/kv/deleterange", { key: b64(key) }, () => null);
+  }
+
+  /** Every key under `prefix`, with the revision the answer was read at. */
+  async range(prefix: string, options: CallBound = {}): Promise<EtcdResult<{ revision: string; kvs: KeyValue[] }>> {
+    return this.#call(
+      "/v3/kv/range",
+      { key: b64(prefix), range_end: Buffer.from(prefixEnd(prefix)).toString("base64") },
+      (body) => ({
+        revision: readHeader(body).revision,
+        kvs: (Array.isArray(body.kvs) ? (body.kvs as Record<string, unknown>[]) : []).map((kv) => ({
+          key: Buffer.from(str(kv.key), "base64").toString("utf8"),
+          value: Buffer.from(str(kv.value), "base64").toString("utf8"),
+          modRevision: str(kv.mod_revision ?? kv.modRevision),
+        })),
+      }),
+      undefined,
+      options.deadline,
+    );
+  }
+
+  /** Applies every operation in one transaction (one raft entry); the revision after it. */
+  async txn(ops: readonly TxnOp[], options: CallBound = {}): Promise<EtcdResult<{ revision: string }>> {
+    const success = ops.map((op) => ("put" in op ? { requestPut: { key: b64(op.put.key), value: b64(op.put.value) } } : { requestDeleteRange: { key: b64(op.delete.key) } }));
+    return this.#call("/v3/kv/txn", { success }, (body) => ({ revision: readHeader(body).revision }), undefined, options.deadline);
+  }
+
+  /** An auth call (`/v3/auth/…`) with this body; etcd's refusal or null. */
+  async auth(path: "user/add" | "user/grant" | "role/add" | "role/grant" | "enable", body: Record<string, unknown>): Promise<EtcdResult<null>> {
+    return this.#call(`/v3/auth/${path}`, body, () => null);
+  }
+
+  /**
+   * Signs in with the credentials: true when etcd gave a token, false when its auth is off (no
+   * token needed), or etcd's refusal (a wrong password: "authentication failed").
+   */
+  async signIn(): Promise<EtcdResult<boolean>> {
+    if (!this.#credentials) return { ok: true, value: false, endpoint: "" };
+    const got = await this.#call("/v3/auth/authenticate", { name: this.#credentials.user, password: this.#credentials.password }, (body) => str(body.token), undefined, undefined, false);
+    if (got.ok) {
+      this.#session.token = got.value || null;
+      return { ok: true, value: this.#session.token !== null, endpoint: got.endpoint };
+    }
+    if (/authentication is not enabled/i.test(got.error.message)) {
+      this.#session.token = null;
+      return { ok: true, value: false, endpoint: got.error.endpoint ?? "" };
+    }
+    return got;
   }
 
   /** `maintenance/status` of the first endpoint that answers (or of the given one). */
@@ -277,7 +366,19 @@ export class EtcdGateway {
     return { healthy, clusterId: s.header.clusterId, leader: s.leader || null, endpoint: s.endpoint, detail };
   }
 
-  async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[], deadline?: number): Promise<EtcdResult<T>> {
+  async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[], deadline?: number, signIn = true): Promise<EtcdResult<T>> {
+    const first = await this.#callOnce(path, body, read, only, deadline, signIn);
+    // A token etcd does not know (ended after 5 idle minutes), or none yet while auth is on
+    // (etcd says "user name is empty", or for a read "permission denied"): sign in, ask once more.
+    const refused = !first.ok && (first.error.kind === "unauthenticated" || (first.error.kind === "permission_denied" && this.#session.token === null));
+    if (refused && signIn && this.#credentials) {
+      const signed = await this.signIn();
+      if (signed.ok && signed.value) return this.#callOnce(path, body, read, only, deadline, signIn);
+    }
+    return first;
+  }
+
+  async #callOnce<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only: string[] | undefined, deadline: number | undefined, withToken: boolean): Promise<EtcdResult<T>> {
     const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
     const unreachable: string[] = [];
     // The first member that called the cluster unhealthy: the answer when no later one does better.
@@ -293,7 +394,7 @@ export class EtcdGateway {
       try {
         res = await this.#fetch(`${endpoint}${path}`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...(withToken && this.#session.token ? { authorization: this.#session.token } : {}) },
           body: JSON.stringify(body),
           signal: AbortSignal.timeout(left),
         });
@@ -307,6 +408,11 @@ export class EtcdGateway {
         parsed = text ? (JSON.parse(text) as Record<string, any>) : {};
       } catch {
         parsed = null;
+      }
+      if (res.status === 400 && text.includes(NAMED_CERTIFICATE_REFUSAL)) {
+        // etcd speaking, about our certificate: every endpoint would say the same.
+        const message = `etcd's auth is on and its JSON gateway refuses a client certificate with a common name (it would ignore the user it names): give this client a certificate without one (${text.trim()})`;
+        return { ok: false, error: { kind: "client_certificate_named", message, httpStatus: 400, endpoint } };
       }
       if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
         // Not the gateway (a proxy's error page, say): this endpoint is as good as down.
@@ -354,17 +460,17 @@ function describeFetchError(e: unknown): string {
   return String(e);
 }
 
-/** etcd's `range_end` for every key that starts with `prefix` (etcdctl's `--prefix`), base64. */
-function prefixEndB64(prefix: string): string {
+/** The first key after every key with this prefix (etcd's range_end for a prefix). */
+function prefixEnd(prefix: string): Uint8Array {
   const bytes = Buffer.from(prefix, "utf8");
   for (let i = bytes.length - 1; i >= 0; i--) {
     if (bytes[i]! < 0xff) {
-      const end = Buffer.from(bytes.subarray(0, i + 1));
-      end[i]!++;
-      return end.toString("base64");
+      const end = bytes.subarray(0, i + 1);
+      end[i] = bytes[i]! + 1;
+      return end;
     }
   }
-  return Buffer.from([0]).toString("base64");
+  return new Uint8Array([0]);
 }
 
 function b64(text: string): string {

@@ -1,12 +1,12 @@
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway } from "./gateway.ts";
-import { execFileSync } from "node:child_process";
-import { tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
+import { tlsFetch, tlsFilesFromFlags, tlsHandshakeError } from "./tls-fetch.ts";
 
 const TLS = resolve(import.meta.dirname, "../../../test/fixtures/tls");
 const file = (name: string) => join(TLS, name);
@@ -87,5 +87,46 @@ describe("tlsFetch", () => {
     // The gateway passes the words on (the join API's 503 detail, the agent's waiting line).
     const list = await new EtcdGateway(url, { timeoutMs: 3_000, fetch: tlsFetch(theirs) }).memberList();
     expect(!list.ok && list.error.message).toContain(`${url}: the certificate of ${host} does not verify against ${join(dir, "other-ca.crt")}`);
+  });
+});
+
+describe("tlsFetch with a server name", () => {
+  // Like k0s's etcd: a server certificate that names only localhost (and 127.0.0.1's owner by name),
+  // reached at an address it does not name. Made with openssl here, as an operator's would be.
+  let named: Server;
+  let namedUrl: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "jb-tls-name-"));
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=etcd-ca");
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=etcd-server");
+    writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "server.ext");
+    named = createServer({ key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.crt")) }, (_req, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ header: { cluster_id: "1", member_id: "2" }, members: [] }));
+    });
+    await new Promise<void>((ok) => named.listen(0, "127.0.0.1", ok));
+    namedUrl = `https://127.0.0.1:${(named.address() as AddressInfo).port}`;
+  });
+
+  afterAll(() => new Promise<void>((ok) => named.close(() => ok())));
+
+  it("checks the certificate against the server name, not the endpoint's address", async () => {
+    const ask = (serverName?: string) => new EtcdGateway(namedUrl, { timeoutMs: 3_000, fetch: tlsFetch({ ca: join(dir, "ca.crt"), ...(serverName ? { serverName } : {}) }) }).memberList();
+    const byAddress = await ask();
+    expect(!byAddress.ok && byAddress.error.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
+    expect((await ask("localhost")).ok).toBe(true);
+    const wrong = await ask("etcd.example");
+    expect(!wrong.ok && wrong.error.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
+  });
+
+  it("takes --etcd-server-name as a DNS name or an address, and refuses anything else", () => {
+    const flags = (name: string) => (flag: string) => (flag === "etcd-server-name" ? name : undefined);
+    expect(tlsFilesFromFlags(flags("localhost"), { mustExist: false })).toEqual({ serverName: "localhost" });
+    expect(tlsFilesFromFlags(flags("127.0.0.1"), { mustExist: false })).toEqual({ serverName: "127.0.0.1" });
+    for (const bad of ["https://localhost", "local host", "-x", "a..b"]) expect(() => tlsFilesFromFlags(flags(bad), { mustExist: false }), bad).toThrow(/is not a DNS name or an IP address/);
   });
 });

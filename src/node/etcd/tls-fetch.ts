@@ -6,6 +6,7 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { join, resolve } from "node:path";
 import { UsageError } from "../exit-codes.ts";
 import { request as httpRequest } from "node:http";
@@ -15,6 +16,12 @@ export interface TlsFiles {
   ca?: string;
   cert?: string;
   key?: string;
+  /**
+   * The name etcd's server certificate is checked against (and sent as SNI) instead of the
+   * endpoint's host: k0s's and k3s's etcd certificates name only localhost and 127.0.0.1, yet
+   * are reached at the node's address. Not a file; it goes with them.
+   */
+  serverName?: string;
 }
 
 /**
@@ -22,7 +29,7 @@ export interface TlsFiles {
  * together; null when none is given. `mustExist` checks them now; without it they are read when
  * etcd is asked (a joining installer may write them only while it joins).
  */
-export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
+export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key" | "etcd-server-name") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
   const files: TlsFiles = {};
   for (const [name, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
     const path = flag(name);
@@ -31,6 +38,11 @@ export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "et
     files[field] = resolve(path);
   }
   if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
+  const serverName = flag("etcd-server-name");
+  if (serverName !== undefined) {
+    if (!DNS_NAME.test(serverName) && !isIP(serverName)) throw new UsageError(`--etcd-server-name ${JSON.stringify(serverName)} is not a DNS name or an IP address`);
+    files.serverName = serverName;
+  }
   return Object.keys(files).length ? files : null;
 }
 
@@ -80,6 +92,8 @@ export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): Tl
   }
   return null;
 }
+/** A DNS name (labels of letters, digits and '-', dot-separated), which a certificate's SAN can name (as it can an IP address). */
+const DNS_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 export interface KeptCopy {
   /** A directory of the caller's own (created 0700) where the last working set of files is kept. */
@@ -131,7 +145,30 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
     }
     return agent;
   };
-  return nodeFetch(() => currentAgent(), (e, host) => tlsHandshakeError(e, host, files));
+  return nodeFetch(() => currentAgent(), (e, host) => tlsHandshakeError(e, host, files), files.serverName);
+}
+
+/**
+ * A fetch that presents these in-memory PEMs (asked for on every request, so that a caller can
+ * renew them): a client whose certificate is made in memory and never written to disk.
+ */
+export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }, names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" }): typeof fetch {
+  let agentFor = "";
+  let agent: Agent | null = null;
+  return nodeFetch(
+    () => {
+      const m = material();
+      const id = [m.ca, m.cert, m.key].join("\0");
+      if (!agent || id !== agentFor) {
+        agent?.destroy();
+        agent = new Agent({ keepAlive: true, ca: m.ca, cert: m.cert, key: m.key });
+        agentFor = id;
+      }
+      return agent;
+    },
+    (e, host) => tlsHandshakeError(e, host, names),
+    names.serverName,
+  );
 }
 
 /**
@@ -141,8 +178,9 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
  * and `Headers`), which costs a starting process about 100 ms of CPU: the node agent starts once
  * per controller, all at once. `agent` gives the https agent for each request (client
  * certificates); by default Node's global one. `failure` may word a request's error better.
+ * `serverName`: etcd's certificate is checked against it, not the endpoint's address.
  */
-export function nodeFetch(agent?: () => Agent, failure?: (e: Error, host: string) => Error | null): typeof fetch {
+export function nodeFetch(agent?: () => Agent, failure?: (e: Error, host: string) => Error | null, serverName?: string): typeof fetch {
   const fetchOverNode = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
@@ -157,7 +195,8 @@ export function nodeFetch(agent?: () => Agent, failure?: (e: Error, host: string
       const headers = headerRecord(init.headers);
       const body = typeof init.body === "string" ? init.body : undefined;
       if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-      const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...(chosen ? { agent: chosen } : {}) }, (res) => {
+      const tls = secure ? { ...(chosen ? { agent: chosen } : {}), ...(serverName ? { servername: serverName } : {}) } : {};
+      const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...tls }, (res) => {
         const status = res.statusCode ?? 502;
         if (init.redirect === "error" && status >= 300 && status < 400) {
           res.resume();

@@ -7,21 +7,28 @@
  */
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { NODE_PATTERN, peerUrlProblem } from "../../shared/protocol/identifiers.ts";
+import { NODE_PATTERN, peerUrlProblem, reservedNodeNameProblem } from "../../shared/protocol/identifiers.ts";
 import { AdmissionError, verifyAdmission, type VerifyAdmissionOptions } from "../../shared/verifier/index.ts";
 import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
 import type { FirstLook, Membership } from "./members.ts";
 import { noSigner, type CertificateSigner } from "./signer.ts";
 import type { IssuedCertificates } from "../../shared/protocol/join-api.ts";
+import type { CertificateLedger } from "./ledger.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
 import { problemCodeForField } from "../../shared/protocol/problem.ts";
-import { joinProblem, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
+import { joinProblem, refuse, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
 
-const NodeName = z.string().regex(NODE_PATTERN, "node must start with a letter or digit and use A-Z a-z 0-9 . _ -, at most 63 characters");
+const NodeName = z
+  .string()
+  .regex(NODE_PATTERN, "node must start with a letter or digit and use A-Z a-z 0-9 . _ -, at most 63 characters")
+  .superRefine((v, ctx) => {
+    const why = reservedNodeNameProblem(v);
+    if (why) ctx.addIssue({ code: "custom", message: why });
+  });
 const PeerAddress = z
   .string()
   .max(512)
@@ -30,7 +37,7 @@ const PeerAddress = z
     if (why) ctx.addIssue({ code: "custom", message: `peerAddress ${why}` });
   });
 const Csr = z.string().min(1).max(4096);
-export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress, csrs: z.strictObject({ peer: Csr, server: Csr }).optional() });
+export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress, csrs: z.strictObject({ peer: Csr, server: Csr, client: Csr.optional() }).optional() });
 export const PromoteRequest = z.strictObject({ node: NodeName });
 
 export interface JoinApiOptions {
@@ -40,6 +47,8 @@ export interface JoinApiOptions {
   verify: Omit<VerifyAdmissionOptions, "node" | "peerURL" | "role">;
   /** Signs joiners' etcd certificates (`--pki-dir`); without it, an add that sends requests is refused. */
   signer?: CertificateSigner;
+  /** Keeps the revocation list that `GET /v1beta1/etcd/crl` serves (with `signer`). */
+  ledger?: CertificateLedger;
   log?: (line: string) => void;
 }
 
@@ -80,8 +89,9 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       checked = outcome.value;
     }
     // Signed while etcd is asked, once nothing holds the add back, not after etcd answers (a
-    // node's etcd waits for both), nor while it is held (other nodes' adds come first); handed
-    // out only with the member, and dropped unseen when etcd does not add it now.
+    // node's etcd waits for both), nor while it is held (other nodes' adds come first); their
+    // serials (chosen before signing) are recorded in etcd with the learner, in the write right
+    // after the add; handed out only once that write is made, and dropped unseen otherwise.
     const signer = options.signer;
     let signing: Promise<IssuedCertificates> | null = null;
     const sign = () => {
@@ -90,14 +100,21 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       signing.catch(() => undefined);
       return signing;
     };
-    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token }, verified.value.look, sign);
+    const entries = checked ? Object.values(checked.serials).map((serial) => ({ serial, notAfter: checked.notAfter, jti: verified.value.jti })) : undefined;
+    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token, certificates: entries }, verified.value.look, sign);
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
     }
-    const pending = sign();
-    if (!pending) return send(c, added);
-    const certificates = await pending;
+    if (!checked || !signer) return send(c, added);
+    // A second set for the same member only while it has not run (its node crashed before our
+    // answer and asks again with fresh keys): a member that has started holds its certificates,
+    // and a voter never gets more.
+    if (added.value.started || !added.value.learner) {
+      log(`refused node ${node}'s certificate requests: member ${added.value.memberID} has started`);
+      return send(c, refuse(409, "certificates_not_reissued", `member ${added.value.memberID} of node ${node} has started: its certificates were signed before it ran, and none are signed for a member that has (to replace them, remove the member and join again)`));
+    }
+    const certificates = await sign()!;
     log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
     return c.json({ ...added.value, certificates }, 200);
   });
@@ -135,6 +152,20 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     return null;
   };
 
+  // The certificates every etcd of the cluster must refuse, signed by its CA (DER, as etcd reads
+  // it): each node's agent fetches it every few seconds. Public: serial numbers are no secret.
+  app.get("/v1beta1/etcd/crl", async (c) => {
+    if (!options.ledger) return problemResponse(c, joinProblem(422, "certificates_unavailable", "this join API holds no etcd CA (--pki-dir), so it keeps no revocation list"));
+    // None yet (this instance just started, or etcd did not answer it): a sweep now, for up to 3 s.
+    if (!options.ledger.current) await Promise.race([options.ledger.sweep(), new Promise((r) => setTimeout(r, 3_000))]);
+    const list = options.ledger.current;
+    if (!list) return problemResponse(c, joinProblem(503, "etcd_unavailable", "no revocation list yet: etcd has not answered this join API's first look at its records"), RETRY_AFTER.unavailable);
+    c.header("content-type", "application/pkix-crl");
+    c.header("cache-control", "no-store");
+    c.header("x-crl-number", list.number.toString());
+    return c.body(list.der as Uint8Array<ArrayBuffer>, 200);
+  });
+
   app.get("/healthz", async (c) => {
     const health = await options.gateway.clusterHealth();
     const body = { status: health.healthy ? "ok" : "degraded", etcd: health };
@@ -143,6 +174,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
   });
 
   app.all("/v1beta1/etcd/members", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }));
+  app.all("/v1beta1/etcd/crl", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use GET`), undefined, { allow: "GET" }));
   app.all("/v1beta1/etcd/members/promote", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }));
   app.notFound((c) => problemResponse(c, joinProblem(404, "not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((e, c) => {

@@ -15,7 +15,7 @@
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember, type EtcdResult, type MemberAddResult } from "../etcd/gateway.ts";
-import { LearnerRecords, type RecordsRead } from "./learner-records.ts";
+import { LearnerRecords, type CertificateEntry, type RecordsRead } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export interface AddedMember {
@@ -61,6 +61,15 @@ export interface MembershipOptions {
   holdMs?: number;
   log?: (line: string) => void;
   now?: () => number;
+}
+
+export interface AddInput {
+  node: string;
+  peerURL: string;
+  jti: string;
+  token: string;
+  /** The certificates signed for this learner beside its add (their serials), recorded in the write right after it, before any is handed out. */
+  certificates?: CertificateEntry[];
 }
 
 /** What an add does about a learner already there (see `#assess`). */
@@ -110,8 +119,6 @@ export class Membership {
   /** By canonical peer URL: what this process added (the shared copy in etcd is `#shared`). */
   readonly #records = new Map<string, AdmissionRecord>();
   readonly #shared: LearnerRecords;
-  /** Peer URLs whose record has served its turn (learner promoted or removed here): dropped with the next record written. */
-  readonly #doneRecords = new Set<string>();
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
@@ -136,12 +143,15 @@ export class Membership {
     return [...this.#records.values()];
   }
 
-  /** Adds `peerURL` as a learner for `node`, or returns the member that already has it. */
   /**
+   * Adds `peerURL` as a learner for `node`, or returns the member that already has it. The
+   * certificates about to be signed for it are recorded with its admission, in the write made
+   * right after the add, before the answer.
+   *
    * `onAdding` is called once an attempt finds nothing to wait for and goes on to the add (the
    * caller's own work for the added node, its certificates say, can start then).
    */
-  async addLearner(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
+  async addLearner(input: AddInput, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
     this.#addsInFlight++;
     try {
       const seen = new Map<string, number>();
@@ -181,6 +191,23 @@ export class Membership {
   async #freshLook(input: { token: string; jti: string }): Promise<{ status: AdmissionStatus | null; at: number }> {
     const status = await this.#admissionStatus(input.token, input.jti).catch(() => null);
     return { status, at: Date.now() };
+  }
+
+  /**
+   * Removes the learner with this peer URL now, if it still is one: its admission was revoked
+   * (the revocation sweep, ledger.ts). Quorum-safe like every learner removal; taken in turn with
+   * every other membership change. A voter is never removed.
+   */
+  async removeLearner(peerURL: string, why: string): Promise<Outcome<boolean>> {
+    return this.#serialized(async (): Promise<Outcome<boolean>> => {
+      const list = await this.#gateway.memberList();
+      if (!list.ok) return fromEtcdError(list.error);
+      const learner = memberByPeerUrl(list.value.members, peerURL);
+      if (!learner?.isLearner) return { ok: true, value: false };
+      const failed = await this.#remove(learner, why);
+      if (failed && !failed.ok) return failed;
+      return { ok: true, value: true };
+    });
   }
 
   /** The member with this peer URL, for read-only questions (no lock needed). */
@@ -238,7 +265,7 @@ export class Membership {
   }
 
   async #addLearner(
-    input: { node: string; peerURL: string; jti: string; token: string },
+    input: AddInput,
     firstLook?: FirstLook,
     onAdding?: () => void,
     seen: Map<string, number> = new Map(),
@@ -304,6 +331,10 @@ export class Membership {
     const deadline = changeDeadline(status);
     if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "added", status.leaseRemainingMs);
 
+    // etcd's records, read while the add is made: the write after it turns the records of learners
+    // promoted since into their members' and revokes what a record left for this peer URL named.
+    const before = this.#shared.read({ deadline });
+    before.catch(() => undefined);
     const added = await this.#memberAdd(peerURL, deadline);
     if (!added.ok) {
       // Perhaps made anyway: the member is then found by the node's next ask (which records it),
@@ -327,15 +358,23 @@ export class Membership {
     this.#remember(input, peerURL, member.id);
     this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
     // Recorded for every instance right after the add, before the node hears of it: one raft
-    // entry that also drops the records of learners promoted or removed since (never the record
-    // of a peer URL that has a learner now: another instance may have added it meanwhile).
-    const learnerUrls = new Set(added.value.members.filter((m) => m.isLearner).flatMap((m) => m.peerURLs.map(canonicalPeerUrl)));
-    const done = [...this.#doneRecords, ...added.value.members.filter((m) => !m.isLearner).flatMap((m) => m.peerURLs)].filter((u) => !learnerUrls.has(canonicalPeerUrl(u)));
-    const recorded = await this.#shared.write({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id }, done, { deadline });
-    if (recorded.ok) this.#doneRecords.clear();
-    // The member is there either way: this instance vouches for it from memory, another one that
-    // finds no record gives it the grace period, and the node's next ask records it again.
-    else this.#log(`could not record learner ${memberIdHex(member.id)}'s admission in etcd (${recorded.error.message}); only this join API instance knows it`);
+    // entry that names the certificates signed for it meanwhile and makes the records of
+    // learners promoted since their members' (never the record of a peer URL that has a learner
+    // now: another instance may have added it meanwhile).
+    const record = { node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id, certificates: input.certificates };
+    const readBefore = await before;
+    const recorded = readBefore.ok ? await this.#shared.write(record, readBefore.value, added.value.members, { deadline }) : await this.#shared.keep(record, { deadline });
+    if (!recorded.ok) {
+      // No certificate leaves here without its record: the node asks again (its learner is found
+      // and recorded then, with the certificates signed for that ask).
+      if (input.certificates?.length) {
+        this.#log(`could not record learner ${memberIdHex(member.id)}'s admission and certificates in etcd (${recorded.error.message}); its node is asked to come back`);
+        return outOfTime(recorded.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(recorded.error);
+      }
+      // The member is there either way: this instance vouches for it from memory, another one that
+      // finds no record gives it the grace period, and the node's next ask records it again.
+      this.#log(`could not record learner ${memberIdHex(member.id)}'s admission in etcd (${recorded.error.message}); only this join API instance knows it`);
+    }
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false } };
   }
 
@@ -354,14 +393,16 @@ export class Membership {
     return this.#gateway.memberAdd([peerURL], { learner: true, deadline });
   }
 
-  async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: { node: string; jti: string; token: string }, peerURL: string): Promise<Outcome<AddedMember>> {
+  async #alreadyMember(member: EtcdMember, members: EtcdMember[], input: AddInput, peerURL: string): Promise<Outcome<AddedMember>> {
     if (member.started && member.name !== "" && member.name !== input.node) {
       return refuse(409, "peer_url_conflict", `peer URL ${peerURL} belongs to running member ${member.name} (${member.id}), not to node ${input.node}`);
     }
     if (member.isLearner || !member.started) {
       this.#remember(input, peerURL, member.id);
       // The newer admission decides, in every instance.
-      const saved = await this.#shared.keep({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id });
+      // A node asking again before its member started gets new certificates (its keys were only
+      // in the memory of the run that crashed); the ones signed before stay this member's.
+      const saved = await this.#shared.keep({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id, certificates: member.started ? [] : input.certificates });
       if (!saved.ok) return fromEtcdError(saved.error);
     }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
@@ -454,10 +495,8 @@ export class Membership {
   async #remove(learner: EtcdMember, why: string): Promise<Outcome<AddedMember> | null> {
     const removed = await this.#gateway.memberRemove(learner.id);
     if (!removed.ok && removed.error.kind !== "member_not_found") return fromEtcdError(removed.error);
-    for (const url of learner.peerURLs) {
-      this.#records.delete(canonicalPeerUrl(url));
-      this.#doneRecords.add(canonicalPeerUrl(url));
-    }
+    for (const url of learner.peerURLs) this.#records.delete(canonicalPeerUrl(url));
+    await this.#shared.forget(learner.peerURLs, `its learner was removed: ${why}`);
     this.#unknownSince.delete(learner.id);
     this.#log(`removed ${learner.started ? "started" : "unstarted"} learner ${memberIdHex(learner.id)} (${learner.peerURLs.join(",")}): ${why}`);
     return null;
@@ -496,9 +535,10 @@ export class Membership {
       if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
       return fromEtcdError(promoted.error);
     }
-    // Its record in etcd goes with the next record written (no write here: the node is not kept waiting).
+    // No write here (the node is not kept waiting): its learner record, which names this member
+    // and its certificates, stands for the member's record until the next add's write turns it
+    // into one (learner-records.ts); the revocation sweep reads it as the member's meanwhile.
     this.#records.delete(peerURL);
-    this.#doneRecords.add(peerURL);
     this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
     this.#wake();
     return { ok: true, value: { memberID: member.id, learner: false } };

@@ -27,7 +27,9 @@ export type JoinApiProblemCode =
   /** A certificate request for a name the admission does not allow. */
   | "csr_name_not_allowed"
   /** Certificate requests sent to a join API that holds no etcd CA. */
-  | "certificates_unavailable";
+  | "certificates_unavailable"
+  /** Certificate requests for a member that has started (a running learner, or a voter): none are signed again. */
+  | "certificates_not_reissued";
 
 export type JoinApiProblem = Problem<JoinApiProblemCode>;
 

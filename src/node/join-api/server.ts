@@ -10,8 +10,14 @@ import { ClusterTrust, revocationListStatus } from "../../shared/verifier/index.
 import { createJoinApi } from "./endpoints.ts";
 import { Membership, type MembershipOptions } from "./members.ts";
 import { CertificateSigner } from "./signer.ts";
-import { TlsHandshakeError, tlsFetch, type TlsFiles } from "../etcd/tls-fetch.ts";
+import { CertificateLedger } from "./ledger.ts";
+import { TlsHandshakeError, tlsFetch, tlsFetchFromMemory, type TlsFiles } from "../etcd/tls-fetch.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
+import { readFileSync } from "node:fs";
+import { pkiFiles, readCertificateAuthority } from "../pki/pki-dir.ts";
+import type { CertificateAuthority } from "../pki/ca.ts";
+import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../pki/etcd-identities.ts";
+import { ensureEtcdAuth } from "../etcd/etcd-auth.ts";
 
 export interface JoinApiServerOptions {
   /** etcd client URLs (`URL[,URL…]`), tried in turn. */
@@ -34,6 +40,10 @@ export interface JoinApiServerOptions {
   certValidDays?: number;
   /** The join API's own client credentials for https etcd endpoints. */
   etcdTls?: TlsFiles;
+  /** With `pkiDir`: turn etcd's auth on at start when it is off (etcd-auth.ts). */
+  enableEtcdAuth?: boolean;
+  /** Sign in to etcd with these instead of root's password derived from the CA key in `pkiDir`. */
+  etcdCredentials?: { user: string; password: string };
   log?: (line: string) => void;
   /** The clock tokens are checked and certificates dated by (ms since epoch); default Date.now. */
   now?: () => number;
@@ -86,8 +96,24 @@ export function admissionStatusFrom(trust: ClusterTrust, fallback?: { maxAgeSeco
 
 export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinApiServer> {
   const log = options.log ?? (() => {});
-  const gateway = new EtcdGateway(options.etcd, { timeoutMs: options.etcdTimeoutMs, ...(options.etcdTls ? { fetch: loggingHandshakes(tlsFetch(options.etcdTls), log) } : {}) });
-  const signer = options.pkiDir ? await CertificateSigner.fromPkiDir(options.pkiDir, { validDays: options.certValidDays, now: options.now }) : undefined;
+  // With the CA (--pki-dir) the join API is etcd's root: it signs in with root's password
+  // (derived from the CA key) and presents a client certificate of its own without a common
+  // name, which etcd's JSON gateway wants once auth is on; one given with --etcd-cert is used
+  // until the gateway refuses it for the user it names.
+  const ca = options.pkiDir ? await readCertificateAuthority(options.pkiDir, (options.now ?? Date.now)()) : null;
+  const ownClient = ca ? await ownClientCertificate(ca) : null;
+  const given = options.etcdTls ? loggingHandshakes(tlsFetch(options.etcdTls), log) : undefined;
+  const fetchForEtcd = ownClient ? (options.etcdTls?.cert && given ? untilNamedRefused(given, ownClient.fetch, options.etcdTls.cert, log) : ownClient.fetch) : given;
+  const gateway = new EtcdGateway(options.etcd, {
+    timeoutMs: options.etcdTimeoutMs,
+    ...(fetchForEtcd ? { fetch: fetchForEtcd } : {}),
+    ...(options.etcdCredentials
+      ? { credentials: options.etcdCredentials }
+      : ca && options.pkiDir
+        ? { credentials: { user: ROOT_USER, password: etcdRootPassword(readFileSync(pkiFiles(options.pkiDir).caKey, "utf8")) } }
+        : {}),
+  });
+  const signer = ca ? CertificateSigner.fromAuthority(ca, { validDays: options.certValidDays, now: options.now }) : undefined;
   if (signer) log(`signing joiners' etcd certificates with the CA in ${options.pkiDir}: ${signer.describe()}`);
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
   // The first node to join should not wait for the keys; not awaited, so a broker that is down
@@ -103,10 +129,12 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     holdMs: options.holdSeconds !== undefined ? options.holdSeconds * 1000 : undefined,
     admissionStatus: admissionStatusFrom(trust, fallback),
   });
+  const ledger = ca ? new CertificateLedger({ gateway, membership, ca, admissionStatus: admissionStatusFrom(trust, fallback), log }) : undefined;
   const app = createJoinApi({
     membership,
     gateway,
     signer,
+    ledger,
     log,
     verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
   });
@@ -123,6 +151,20 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     refresher.unref();
   }
 
+  if (ca && options.pkiDir) {
+    const rootPassword = etcdRootPassword(readFileSync(pkiFiles(options.pkiDir).caKey, "utf8"));
+    void gateway.signIn().then(async (signed) => {
+      if (!signed.ok) return log(`cannot sign in to etcd as ${ROOT_USER}: ${signed.error.message}`);
+      if (signed.value) return log(`signed in to etcd as ${ROOT_USER}`);
+      if (!options.enableEtcdAuth) {
+        return log("etcd's auth is off: every certificate of this CA is a full etcd client there, a joiner's too (clusters bootstrapped by this release turn it on; --enable-etcd-auth turns it on here; see docs/operations.md)");
+      }
+      const on = await ensureEtcdAuth(gateway, rootPassword);
+      log(on.ok ? "turned etcd's auth on (--enable-etcd-auth): root (this join API) alone changes the membership; kube-apiserver reads and writes every key but /join-broker/; node certificates get nothing but the member list and status" : `could not turn etcd's auth on: ${on.error.message}`);
+    });
+    ledger!.start();
+  }
+
   const server = await new Promise<ReturnType<typeof serve>>((ok, fail) => {
     const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port }, () => ok(s));
     s.once("error", fail);
@@ -136,9 +178,38 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     close: () =>
       new Promise<void>((ok) => {
         if (refresher) clearInterval(refresher);
+        ownClient?.stop();
+        void ledger?.stop();
         server.close(() => ok());
         // Idle keep-alive connections would hold close() open.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       }),
   };
+}
+
+/**
+ * The client certificate given (--etcd-cert) until etcd's JSON gateway refuses it because it
+ * names a user (auth on, which the bootstrap node turned on): then, for good, the join API's
+ * own, which names none. Said once.
+ */
+function untilNamedRefused(given: typeof fetch, own: typeof fetch, certFile: string, log: (line: string) => void): typeof fetch {
+  let current = given;
+  return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+    const res = await current(input, init);
+    if (current === own || res.status !== 400 || !(await res.clone().text()).includes("CommonName of client sending a request against gateway")) return res;
+    log(`etcd's auth is on and its JSON gateway refuses ${certFile}, which names a user (its common name): using a client certificate of this join API's own, without one, made from the CA in --pki-dir`);
+    current = own;
+    return own(input, init);
+  }) as typeof fetch;
+}
+
+/** A client certificate without a common name, made in memory and renewed a day before it ends. */
+async function ownClientCertificate(ca: CertificateAuthority): Promise<{ fetch: typeof fetch; stop(): void }> {
+  let current = await anonymousClientCertificate(ca, "join API");
+  const renew = setInterval(() => {
+    if (current.notAfter - Date.now() > 86_400_000) return;
+    void anonymousClientCertificate(ca, "join API").then((c) => (current = c));
+  }, 3_600_000);
+  renew.unref();
+  return { fetch: tlsFetchFromMemory(() => ({ ca: ca.certPem, cert: current.cert, key: current.key })), stop: () => clearInterval(renew) };
 }

@@ -5,13 +5,15 @@
  * etcd also serves its own node.
  * @module
  */
-import type { CertificateIdentity } from "./x509.ts";
+import { API_SERVER_USER, type CertificateIdentity } from "./x509.ts";
 
 export const LOOPBACK_HOSTS = ["127.0.0.1", "::1", "localhost"] as const;
 
 export interface NodeIdentity {
   peer: CertificateIdentity;
   server: CertificateIdentity;
+  /** The API server's client certificate, when the node wants one: etcd user kube-apiserver, no names. */
+  client?: CertificateIdentity;
 }
 
 /** A URL's host without IPv6 brackets. */
@@ -31,8 +33,12 @@ export function allowedIdentity(node: string, peerURL: string): NodeIdentity {
  * host and loopback, so clients on the node itself (kube-apiserver's `https://127.0.0.1:2379`, as
  * kubeadm's certificates allow, or a tunnel to the node) verify it too.
  */
-export function requestedIdentity(node: string, peerURL: string, clientURL: string): NodeIdentity {
+export function requestedIdentity(node: string, peerURL: string, clientURL: string, options: { apiServerClient?: boolean } = {}): NodeIdentity {
   const peerHost = hostOf(peerURL);
   const clientHost = hostOf(clientURL);
-  return { peer: { node, hosts: [peerHost] }, server: { node, hosts: [...new Set([clientHost, peerHost, ...LOOPBACK_HOSTS])] } };
+  return {
+    peer: { node, hosts: [peerHost] },
+    server: { node, hosts: [...new Set([clientHost, peerHost, ...LOOPBACK_HOSTS])] },
+    ...(options.apiServerClient ? { client: { node: API_SERVER_USER, hosts: [] } } : {}),
+  };
 }

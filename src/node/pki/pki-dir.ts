@@ -3,12 +3,16 @@
  * key; the node's own peer and server certificates with their keys, made on the node.
  *
  *   ca.crt  ca.key            the cluster's etcd CA (ca.key only where it was made or put)
- *   peer.crt  peer.key        etcd's peer port, both ends
- *   server.crt  server.key    etcd's client port, and the node's own etcd client identity
+ *   peer.crt  peer.key        etcd's peer port, both ends, and the node's own etcd client identity
+ *   server.crt  server.key    etcd's client port (and the client its JSON gateway presents)
+ *   apiserver-etcd-client.crt .key   with --apiserver-etcd-client: kube-apiserver's client
+ *                             certificate (etcd user kube-apiserver)
+ *   crl.der                   the certificates etcd refuses (DER, as every etcd version reads
+ *                             it), kept current by the agent from the join API's list
  * @module
  */
 import { X509Certificate } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic, writeFilesAtomic } from "../atomic-file.ts";
 import {
@@ -18,6 +22,8 @@ import {
   generateKeyPair,
   issueCertificate,
   keyMatches,
+  normalSerial,
+  readRevocationList,
   signedBy,
   type CertificateKind,
   type KeyPair,
@@ -40,6 +46,9 @@ export interface PkiFiles {
   peerKey: string;
   serverCert: string;
   serverKey: string;
+  apiServerCert: string;
+  apiServerKey: string;
+  crl: string;
 }
 
 export function pkiFiles(dir: string): PkiFiles {
@@ -50,6 +59,9 @@ export function pkiFiles(dir: string): PkiFiles {
     peerKey: join(dir, "peer.key"),
     serverCert: join(dir, "server.crt"),
     serverKey: join(dir, "server.key"),
+    apiServerCert: join(dir, "apiserver-etcd-client.crt"),
+    apiServerKey: join(dir, "apiserver-etcd-client.key"),
+    crl: join(dir, "crl.der"),
   };
 }
 
@@ -91,22 +103,26 @@ export async function certificateAuthority(dir: string, options: { create?: { co
 
 /**
  * Whether the node's certificates in `dir` are there, belong to their keys, chain to `ca.crt`,
- * name exactly this identity and last at least another week: then nothing is asked or signed.
+ * name exactly this identity, last at least another week and are not on the revocation list
+ * (its member was removed): then nothing is asked or signed.
  */
 export async function haveUsableCertificates(dir: string, identity: NodeIdentity, now = Date.now()): Promise<boolean> {
   const files = pkiFiles(dir);
-  if (![files.ca, files.peerCert, files.peerKey, files.serverCert, files.serverKey].every((f) => existsSync(f))) return false;
+  const kinds = (["peer", "server", "client"] as const).filter((k) => identity[k]);
+  if (![files.ca, ...kinds.flatMap((k) => [certFile(files, k), keyFile(files, k)])].every((f) => existsSync(f))) return false;
   const caPem = readFileSync(files.ca, "utf8");
-  for (const kind of ["peer", "server"] as const) {
-    const certPem = readFileSync(kind === "peer" ? files.peerCert : files.serverCert, "utf8");
-    const keyPem = readFileSync(kind === "peer" ? files.peerKey : files.serverKey, "utf8");
+  const revoked = existsSync(files.crl) ? await readRevocationList(new Uint8Array(readFileSync(files.crl)), caPem).then((l) => l.serials, () => []) : [];
+  for (const kind of kinds) {
+    const certPem = readFileSync(certFile(files, kind), "utf8");
+    const keyPem = readFileSync(keyFile(files, kind), "utf8");
     let facts;
     try {
       facts = certificateFacts(certPem);
     } catch {
       return false;
     }
-    const want = identity[kind];
+    if (revoked.includes(normalSerial(facts.serial))) return false;
+    const want = identity[kind]!;
     const sameHosts = facts.hosts.length === want.hosts.length && want.hosts.every((h) => facts.hosts.includes(h));
     if (facts.commonName !== want.node || !sameHosts || facts.notAfter - now < RENEW_BEFORE_MS) return false;
     if (!(await keyMatches(certPem, keyPem)) || !(await signedBy(certPem, caPem))) return false;
@@ -114,27 +130,42 @@ export async function haveUsableCertificates(dir: string, identity: NodeIdentity
   return true;
 }
 
-/** The bootstrap node signs its own certificates with the CA it holds (for keys made already, or fresh ones). */
+/** The bootstrap node signs its own certificates with the CA it holds (for keys made already, or fresh ones), all at once. */
 export async function issueOwnCertificates(dir: string, ca: CertificateAuthority, identity: NodeIdentity, keys?: PendingCertificates): Promise<void> {
   const pending = keys ?? (await requestCertificates(identity));
-  const [peer, server] = await Promise.all([
-    issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS),
-    issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS),
+  const now = Date.now();
+  const [peer, server, client] = await Promise.all([
+    issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS, now, { kind: "peer" }),
+    issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS, now, { kind: "server" }),
+    pending.keys.client ? issueCertificate(ca, pending.keys.client.keys.publicKey, { node: identity.peer.node, hosts: [] }, NODE_CERT_VALID_DAYS, now, { kind: "client" }) : null,
   ]);
-  await pending.save(dir, { ca: ca.certPem, peer, server });
+  const issued: IssuedCertificates = { ca: ca.certPem, peer, server, ...(client ? { client } : {}) };
+  await pending.save(dir, issued);
+}
+
+function certFile(files: PkiFiles, kind: CertificateKind): string {
+  return kind === "peer" ? files.peerCert : kind === "server" ? files.serverCert : files.apiServerCert;
+}
+
+function keyFile(files: PkiFiles, kind: CertificateKind): string {
+  return kind === "peer" ? files.peerKey : kind === "server" ? files.serverKey : files.apiServerKey;
 }
 
 /** Fresh keys and their certificate requests; `save` writes them with the certificates signed for them. */
 export interface PendingCertificates {
   requests: CertificateRequests;
-  keys: Record<CertificateKind, KeyPair>;
+  keys: Record<Exclude<CertificateKind, "client">, KeyPair> & { client?: KeyPair };
   /** Writes the keys, then the certificates (never a certificate without its key on disk). */
   save(dir: string, issued: IssuedCertificates): Promise<void>;
 }
 
 export async function requestCertificates(identity: NodeIdentity): Promise<PendingCertificates> {
-  const keys = { peer: await generateKeyPair(), server: await generateKeyPair() };
-  const requests = { peer: await createCertificateRequest(keys.peer, identity.peer), server: await createCertificateRequest(keys.server, identity.server) };
+  const keys = { peer: await generateKeyPair(), server: await generateKeyPair(), ...(identity.client ? { client: await generateKeyPair() } : {}) };
+  const requests = {
+    peer: await createCertificateRequest(keys.peer, identity.peer),
+    server: await createCertificateRequest(keys.server, identity.server),
+    ...(identity.client && keys.client ? { client: await createCertificateRequest(keys.client, identity.client) } : {}),
+  };
   return {
     requests,
     keys,
@@ -151,10 +182,12 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
         [
           { path: files.peerKey, content: keys.peer.keyPem },
           { path: files.serverKey, content: keys.server.keyPem },
+          ...(keys.client ? [{ path: files.apiServerKey, content: keys.client.keyPem }] : []),
         ],
         [
           { path: files.peerCert, content: issued.peer },
           { path: files.serverCert, content: issued.server },
+          ...(keys.client && issued.client ? [{ path: files.apiServerCert, content: issued.client }] : []),
           ...(holdsCertificate(files.ca, issued.ca) ? [] : [{ path: files.ca, content: issued.ca }]),
         ],
       ]);
@@ -171,14 +204,37 @@ function holdsCertificate(file: string, pem: string): boolean {
   }
 }
 
-/** The files etcd is started with (etcdFlags' `tls`). */
-export function etcdServingFiles(dir: string): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string } {
+/**
+ * The files etcd is started with (etcdFlags' `tls`); the revocation list only when asked for
+ * and there: etcd refuses every connection when the list it was told to read is missing.
+ */
+export function etcdServingFiles(dir: string, options: { revocationList?: boolean } = {}): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string; crlFile?: string } {
   const f = pkiFiles(dir);
-  return { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
+  const files = { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
+  return options.revocationList && existsSync(f.crl) ? { ...files, crlFile: f.crl } : files;
 }
 
-/** The node's own etcd client credentials: its server certificate is also a client's. */
+/**
+ * The node's own etcd client credentials: its peer certificate. No etcd user has a node's name,
+ * so with etcd's auth on it is a client without a role: it reads the member list and status
+ * (over gRPC), and nothing else.
+ */
 export function ownClientFiles(dir: string): { ca: string; cert: string; key: string } {
   const f = pkiFiles(dir);
-  return { ca: f.ca, cert: f.serverCert, key: f.serverKey };
+  return { ca: f.ca, cert: f.peerCert, key: f.peerKey };
+}
+
+/**
+ * Moves the node's own keys and certificates aside (never deletes them): its member was removed,
+ * so they are on the revocation list, and the next add asks for new ones.
+ */
+export function setOwnCertificatesAside(dir: string, suffix: string): string[] {
+  const f = pkiFiles(dir);
+  const moved: string[] = [];
+  for (const path of [f.peerCert, f.serverCert, f.apiServerCert, f.peerKey, f.serverKey, f.apiServerKey]) {
+    if (!existsSync(path)) continue;
+    renameSync(path, `${path}.${suffix}`);
+    moved.push(path);
+  }
+  return moved;
 }

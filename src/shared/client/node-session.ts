@@ -59,6 +59,14 @@ export class NodeSession {
     return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
   }
 
+  /**
+   * POST …/stuck {"memberID", "detail"}: this node gives up its admission leaving a member in etcd
+   * that it could not remove; the broker ends the ticket and pauses the cluster for an operator.
+   */
+  memberStuck(ticket: string, admission: string, memberID: string, detail: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/stuck`, { method: "POST", bearer: admission, body: { memberID, detail }, timeoutMs: this.timeoutMs, signal });
+  }
+
   /** POST …/complete {"memberID"}: the node is a started, promoted voter. */
   complete(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
     return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });

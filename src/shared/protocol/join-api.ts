@@ -9,8 +9,14 @@
 export interface CertificateRequests {
   /** For etcd's peer port: names the admitted peer URL's host. */
   peer: string;
-  /** For etcd's client port (and the node's own client identity): the peer host and/or loopback. */
+  /** For etcd's client port: the peer host and/or loopback. */
   server: string;
+  /**
+   * Optional: the client certificate the node's API server reaches etcd with (etcd user
+   * `kube-apiserver`: read-write on every key but the join API's records). No subject
+   * alternative name; common name `kube-apiserver` or none.
+   */
+  client?: string;
 }
 
 /** PEM certificates signed by the cluster's etcd CA, and that CA's certificate. Never a key. */
@@ -18,6 +24,8 @@ export interface IssuedCertificates {
   ca: string;
   peer: string;
   server: string;
+  /** When the requests had `client`. */
+  client?: string;
 }
 
 export interface AddMemberBody {

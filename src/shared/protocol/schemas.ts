@@ -3,12 +3,17 @@
  * @module
  */
 import { z } from "@hono/zod-openapi";
-import { CLUSTER_PATTERN, NODE_PATTERN, peerUrlProblem } from "./identifiers.ts";
+import { CLUSTER_PATTERN, NODE_PATTERN, peerUrlProblem, reservedNodeNameProblem } from "./identifiers.ts";
 import { NODE_GLOB, peerHostPatternProblem } from "./token-scope.ts";
 import { POLICY_LIMITS } from "./wire.ts";
 
 export const ClusterName = z.string().regex(CLUSTER_PATTERN, "cluster must be a DNS label: a-z, 0-9 and '-', at most 63 characters").openapi({ example: "prod-eu" });
 export const NodeName = z.string().regex(NODE_PATTERN, "node must start with a letter or digit and use A-Z a-z 0-9 . _ -, at most 63 characters").openapi({ example: "ctrl-1" });
+/** A node name a ticket may be issued for: well-formed and not reserved (identifiers.ts). */
+export const AdmissibleNodeName = NodeName.superRefine((v, ctx) => {
+  const why = reservedNodeNameProblem(v);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
 export const PeerUrl = z
   .string()
   .max(512)
@@ -26,7 +31,7 @@ export const TicketParams = ClusterParams.extend({ ticket: TicketId.openapi({ pa
 
 export const TicketRequest = z
   .strictObject({
-    node: NodeName,
+    node: AdmissibleNodeName,
     peerURL: PeerUrl,
     exclusiveUntilStarted: z.boolean().optional().openapi({
       description:
@@ -37,6 +42,10 @@ export const TicketRequest = z
   .openapi("TicketRequest");
 export const CompleteRequest = z.strictObject({ memberID: MemberId }).openapi("CompleteRequest");
 export const StartedRequest = z.strictObject({ memberID: MemberId }).openapi("StartedRequest");
+/** `POST …/tickets/{ticket}/stuck`: the member this node's attempt left in etcd and could not remove, and why. */
+export const StuckRequest = z
+  .strictObject({ memberID: MemberId, detail: z.string().min(1).max(2000) })
+  .openapi("StuckRequest", { description: "The etcd member (decimal ID) this node's failed attempt left and could not remove, and what stood in the way (etcd's answer, the command that removes it)." });
 /**
  * A number in a query string: decimal digits only, as the contract writes them. No sign, exponent,
  * `0x`/`0o`/`0b` prefix, blanks, leading zeros or empty value, all of which `Number()` would accept.

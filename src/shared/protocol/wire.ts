@@ -128,6 +128,17 @@ export interface CreatedEnrollmentToken {
   peerHosts?: string[];
 }
 
+/** A member a node left in etcd and could not remove, which an operator must remove before the cluster resumes. */
+export interface NeedsOperator {
+  node: string;
+  ticket: string;
+  /** The etcd member ID, decimal. */
+  memberID: string;
+  /** What the node said: etcd's answer, and the command that removes the member. */
+  detail: string;
+  at: string;
+}
+
 export interface ClusterStatus {
   cluster: string;
   issuer: string;
@@ -142,6 +153,11 @@ export interface ClusterStatus {
    */
   restored: { at: string | null; awaitingAdmin: boolean };
   paused: boolean;
+  /**
+   * Set while the cluster is paused because a node gave up its admission leaving a member in etcd
+   * that it could not remove (`POST …/tickets/{ticket}/stuck`): remove that member, then resume.
+   */
+  needsOperator: NeedsOperator | null;
   policy: QueuePolicy;
   queue: { queued: number; admitted: number };
   inFlight: AdminTicket[];

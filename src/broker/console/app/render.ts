@@ -82,9 +82,22 @@ function fact(label: string, value: string, title?: string): HTMLElement {
 function renderSummary(): void {
   const s = state.status!;
   const badge = $("state-badge");
-  badge.textContent = s.paused ? "paused" : "admitting";
+  const needs = s.needsOperator;
+  badge.textContent = needs ? "needs an operator" : s.paused ? "paused" : "admitting";
   badge.className = "badge" + (s.paused ? " paused" : "");
   $("pause").textContent = s.paused ? "Resume admissions" : "Pause admissions";
+  // A member a node could not remove: what to do, in the node's own words, before resuming.
+  const notice = $("needs-operator");
+  notice.hidden = !needs;
+  notice.replaceChildren(
+    ...(needs
+      ? [
+          h("strong", { text: "Paused: " + needs.node + " left etcd member " + BigInt(needs.memberID).toString(16) + " that it could not remove (" + needs.at + ")." }),
+          h("p", { text: needs.detail }),
+          h("p", { text: "Remove the member, then resume admissions." }),
+        ]
+      : []),
+  );
   const live = state.tickets.filter(isLive);
   const waitingForBootstrap = !s.bootstrapped && !s.adopted && s.bootstrapNode;
   $("facts").replaceChildren(
