@@ -28,6 +28,9 @@ import { sleep } from "./retry.ts";
 import { TlsWatch } from "./tls-watch.ts";
 import { hasEtcdData, type EtcdOwnership, type StateDir } from "./state-files.ts";
 
+/** How often `wait` asks the local etcd. */
+const WAIT_POLL_MS = 25;
+
 /** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
 export function learnerLimit(view: TicketView): { maxLearners?: number } {
   return view.maxInFlight !== undefined && view.maxInFlight > 1 ? { maxLearners: view.maxInFlight } : {};
@@ -300,7 +303,9 @@ export class LocalEtcd {
         lastNote = performance.now();
         this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((performance.now() - began) / 1000)} s): ${last}`);
       }
-      await sleep(100, signal);
+      // Its own etcd, on this machine: asked often, so that what follows (the promote, the report)
+      // starts within moments of etcd being ready.
+      await sleep(WAIT_POLL_MS, signal);
     }
   }
 

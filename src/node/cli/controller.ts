@@ -64,7 +64,7 @@ export function defineController(cmd: CliCommand): CliCommand {
     .addOption(
       value(
         "--hold <SECONDS>",
-        'while etcd says "in a moment" (settling after a change, learner starting or catching up), hold an add or promote and retry it every 100 ms for up to SECONDS before answering 503 + Retry-After (default 10; 0 answers at once)',
+        'while etcd says "in a moment" (settling after a change, learner starting or catching up), hold an add or promote and retry it every 50 ms for up to SECONDS before answering 503 + Retry-After (default 10; 0 answers at once)',
         seconds(0, 25),
       ),
     )
