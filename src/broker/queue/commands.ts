@@ -33,7 +33,7 @@ import {
 } from "./policy.ts";
 import type { Principal } from "./credentials.ts";
 import { actionLevel, isLogged, type LogLevel } from "./event-log.ts";
-import { QueueStore, clusterFacts, clusterPolicy, startFacts, type MemberRow, type TicketRow } from "./store.ts";
+import { type QueueStore, clusterFacts, clusterPolicy, startFacts, type MemberRow, type TicketRow } from "./store.ts";
 import { fail, iso, type Failure } from "./views.ts";
 import { randomId } from "../tokens/secrets.ts";
 
