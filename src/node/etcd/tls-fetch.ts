@@ -6,7 +6,7 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { request as httpRequest } from "node:http";
 import { Agent, request as httpsRequest } from "node:https";
 
