@@ -370,7 +370,7 @@ function writeTrace(dir: string, cluster: string, startedWall: number, nodes: No
     }
   });
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${cluster}.txt`), `${lines.sort((a, b) => parseInt(a) - parseInt(b)).join("\n")}\n`);
+  writeFileSync(join(dir, `${cluster}.txt`), `${lines.sort((a, b) => parseInt(a, 10) - parseInt(b, 10)).join("\n")}\n`);
 }
 
 async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number, tag: string, maxInFlight: number, tls: boolean): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {

@@ -86,7 +86,9 @@ async function startGroup(form: Form, file: string, dir: string): Promise<number
       spawnedAt.push(performance.now());
       procs.push(spawn(command, argv, { cwd: dir, stdio: ["ignore", "ignore", "ignore"], detached: true }));
     }
-    const spawnFailed = new Promise<never>((_, fail) => procs.forEach((p) => p.once("error", fail)));
+    const spawnFailed = new Promise<never>((_, fail) => {
+      for (const p of procs) p.once("error", fail);
+    });
     const timeout = new Promise<never>((_, fail) => setTimeout(() => fail(new Error(`${form}: not every agent reached the stand-in within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS).unref());
     const arrivals = await Promise.race([Promise.all(stand.first), timeout, spawnFailed]);
     return arrivals.map((at, i) => round(at - spawnedAt[i]!, 1));

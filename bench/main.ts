@@ -278,7 +278,7 @@ export async function main(argv: string[]): Promise<number> {
     await attempt("kubeadm", async () => {
       const got = await kubeadmGate(settings.kubeadm);
       if ("skipped" in got) {
-        results.skipped!["kubeadm"] = got.skipped;
+        results.skipped!.kubeadm = got.skipped;
         log(`kubeadm skipped: ${got.skipped}`);
       } else results.kubeadm = got;
     });

@@ -387,7 +387,7 @@ ${table(
 ${table(
   ["", "Before", "After creating", "After draining"],
   [
-    ["Durable Object database (\`sql.databaseSize\`)", mb(s.before.databaseSizeBytes), mb(s.afterCreate.databaseSizeBytes), mb(s.after.databaseSizeBytes)],
+    ["Durable Object database (`sql.databaseSize`)", mb(s.before.databaseSizeBytes), mb(s.afterCreate.databaseSizeBytes), mb(s.after.databaseSizeBytes)],
     ["Its SQLite files on disk (db + WAL + shm)", mb(files(s.before)), mb(files(s.afterCreate)), mb(files(s.after))],
     ["workerd RSS (VmRSS)", mb(s.before.workerdRssBytes), mb(s.afterCreate.workerdRssBytes), mb(s.after.workerdRssBytes)],
     ["workerd peak RSS (VmHWM)", mb(s.before.workerdPeakRssBytes), mb(s.afterCreate.workerdPeakRssBytes), mb(s.after.workerdPeakRssBytes)],

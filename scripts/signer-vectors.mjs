@@ -9,7 +9,7 @@
 // the names the issued certificate of that kind carries, or the refusal's status and code.
 // Keys and requests change when the file is remade; the cases do not.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureTool } from "./tools.mjs";

@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { startBroker, type BrokerProcess } from "../support/broker.ts";
 import { runAdmin } from "../support/admin-run.ts";
 
 const children = new Set<ChildProcess>();

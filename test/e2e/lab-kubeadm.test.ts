@@ -159,7 +159,9 @@ it.skipIf(skip)(
       const runs = await Promise.all(joiners.map((h) => kubeadmJoin(k.lab, bins, h, "cp-1", { args: ["-v=5"] })));
       sampling = false;
       await sampler;
-      runs.forEach((r, i) => k.keep(`kubeadm-join-${joiners[i]!.host}`, r));
+      runs.forEach((r, i) => {
+        k.keep(`kubeadm-join-${joiners[i]!.host}`, r);
+      });
       const outcome = runs.map((r, i) => `${joiners[i]!.host}: exit ${r.code} after ${Math.round(r.ms / 100) / 10} s, ${(r.output.match(/too many learner members/g) ?? []).length} "too many learner members"`);
       writeFileSync(join(k.out, "outcome.txt"), `${outcome.join("\n")}\n\nsamples (ms, members, learners, unstarted):\n${samples.map((s) => `${s.t} ${s.members} ${s.learners} ${s.unstarted}`).join("\n")}\n`);
       console.log(`[lab-kubeadm] four concurrent joins:\n${outcome.join("\n")}`);

@@ -50,7 +50,7 @@ it("prints its version and its usage without Node.js", () => {
   const help = runWithoutNode(home, bin, ["--help"]);
   expect(help.status).toBe(0);
   for (const command of ["join", "controller", "admin"]) expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
-  expect(help.stdout).toMatch(/^  serve +not in this single file: .*npm package/m);
+  expect(help.stdout).toMatch(/^ {2}serve +not in this single file: .*npm package/m);
   const joinHelp = runWithoutNode(home, bin, ["join", "--help"]);
   expect(joinHelp.status).toBe(0);
   expect(joinHelp.stdout).toMatch(/--exec/);
@@ -129,6 +129,6 @@ describe("the arm64 file", () => {
     if (!emulator) throw new Error("qemu-aarch64-static and the arm64 libraries are missing: apt-get install qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross");
     const run = (args: string[]) => execFileSync(emulator, ["-L", AARCH64_SYSROOT, releaseFile("arm64"), ...args], { cwd: home, encoding: "utf8", timeout: 120_000 });
     expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v1.1)\n`);
-    expect(run(["--help"])).toMatch(/^  join /m);
+    expect(run(["--help"])).toMatch(/^ {2}join /m);
   });
 });

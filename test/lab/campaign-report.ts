@@ -134,25 +134,25 @@ export function svgTimeline(r: SeedResult): string {
   const x = (t: number) => left + (t / end) * (width - left - 10);
   const y = (host: string) => 30 + hosts.indexOf(host) * rowH;
   const parts: string[] = [];
-  hosts.forEach((h) => parts.push(`<text x="4" y="${y(h) + 14}" font-size="12">${h}</text><line x1="${left}" x2="${width - 10}" y1="${y(h) + 10}" y2="${y(h) + 10}" stroke="#ddd"/>`));
+  for (const h of hosts) parts.push(`<text x="4" y="${y(h) + 14}" font-size="12">${h}</text><line x1="${left}" x2="${width - 10}" y1="${y(h) + 10}" y2="${y(h) + 10}" stroke="#ddd"/>`);
   for (const e of r.timeline) {
     const m = /^fault-(\w+)$/.exec(e.kind);
     if (m && e.node && hosts.includes(e.node)) {
       const f = e.detail as unknown as Fault;
       const w = Math.max(3, x(e.t + (f.forMs || 0)) - x(e.t));
-      parts.push(`<rect x="${x(e.t)}" y="${y(e.node) + 2}" width="${w}" height="16" fill="${COLORS[f.kind] ?? "#999"}" opacity="0.6"><title>${escape(describe(f))}</title></rect>`);
+      parts.push(`<rect x="${x(e.t)}" y="${y(e.node) + 2}" width="${w}" height="16" fill="${COLORS[f.kind] ?? "#999"}" opacity="0.6"><title>${escapeXml(describe(f))}</title></rect>`);
       if (f.kind === "partition") for (const o of f.from) if (hosts.includes(o)) parts.push(`<rect x="${x(e.t)}" y="${y(o) + 8}" width="${w}" height="4" fill="${COLORS.partition}" opacity="0.4"/>`);
     }
-    if (e.node && MARKS[e.kind]) parts.push(`<circle cx="${x(e.t)}" cy="${y(e.node) + 10}" r="4" fill="${MARKS[e.kind]}"><title>${escape(`${(e.t / 1000).toFixed(1)} s ${e.kind} ${JSON.stringify(e.detail ?? {})}`)}</title></circle>`);
-    if (e.kind === "healed" || e.kind === "invariant-violated") parts.push(`<line x1="${x(e.t)}" x2="${x(e.t)}" y1="20" y2="${30 + hosts.length * rowH}" stroke="${e.kind === "healed" ? "#2ca02c" : "#d62728"}" stroke-dasharray="4 2"><title>${escape(e.kind)}</title></line>`);
+    if (e.node && MARKS[e.kind]) parts.push(`<circle cx="${x(e.t)}" cy="${y(e.node) + 10}" r="4" fill="${MARKS[e.kind]}"><title>${escapeXml(`${(e.t / 1000).toFixed(1)} s ${e.kind} ${JSON.stringify(e.detail ?? {})}`)}</title></circle>`);
+    if (e.kind === "healed" || e.kind === "invariant-violated") parts.push(`<line x1="${x(e.t)}" x2="${x(e.t)}" y1="20" y2="${30 + hosts.length * rowH}" stroke="${e.kind === "healed" ? "#2ca02c" : "#d62728"}" stroke-dasharray="4 2"><title>${escapeXml(e.kind)}</title></line>`);
   }
   const legend = Object.entries(COLORS).map(([k, c], i) => `<rect x="${left + i * 110}" y="${40 + hosts.length * rowH}" width="12" height="12" fill="${c}" opacity="0.6"/><text x="${left + 16 + i * 110}" y="${50 + hosts.length * rowH}" font-size="11">${k}</text>`);
   parts.push(...legend, `<text x="${left}" y="${72 + hosts.length * rowH}" font-size="11">dots: admitted (blue), added/promoted/joined (green), gave up/refused (red), exit (grey); dashed: healed (green), invariant violated (red)</text>`);
   const h = 85 + hosts.length * rowH;
   const title = `seed ${r.seed}: ${r.violations.map((v) => v.invariant).join(", ") || "pass"} (${(end / 1000).toFixed(0)} s)`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${h}" font-family="sans-serif"><text x="4" y="14" font-size="13">${escape(title)}</text>${parts.join("")}</svg>\n`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${h}" font-family="sans-serif"><text x="4" y="14" font-size="13">${escapeXml(title)}</text>${parts.join("")}</svg>\n`;
 }
 
-function escape(s: string): string {
+function escapeXml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ADMIN, call, enroll, peer, ticket } from "./helpers.ts";
+import { ADMIN, call, enroll, peer, ticket, type Reply } from "./helpers.ts";
 
 describe("authentication", () => {
   it("rate-limits failed authentications per client IP with 429 and Retry-After, then refuses even a right token from it", async () => {
     const from = (ip: string) => ({ "cf-connecting-ip": ip });
     const statuses: number[] = [];
-    let limited;
+    let limited: Reply | undefined;
     // 20 failures a minute are allowed; a window that ends during the loop only starts the count again.
     for (let i = 0; i < 45 && !limited; i++) {
       const r = await call("GET", "/v1/admin/clusters/auth-rl", { token: `guess-${i}`, headers: from("203.0.113.7") });

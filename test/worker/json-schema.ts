@@ -57,7 +57,7 @@ export function validate(schema: Schema, value: unknown, root: unknown, path = "
       else if (schema.additionalProperties !== undefined) errors.push(...validate(schema.additionalProperties, v, root, `${path}.${key}`));
     }
   }
-  if (actual === "array" && schema.items !== undefined) (value as unknown[]).forEach((v, i) => errors.push(...validate(schema.items, v, root, `${path}[${i}]`)));
+  if (actual === "array" && schema.items !== undefined) for (const [i, v] of (value as unknown[]).entries()) errors.push(...validate(schema.items, v, root, `${path}[${i}]`));
   if (schema.allOf) for (const s of schema.allOf) errors.push(...validate(s, value, root, path));
   if (schema.anyOf && !schema.anyOf.some((s: Schema) => validate(s, value, root, path).length === 0)) errors.push(`${path}: matches none of anyOf`);
   if (schema.oneOf && schema.oneOf.filter((s: Schema) => validate(s, value, root, path).length === 0).length !== 1) errors.push(`${path}: does not match exactly one of oneOf`);

@@ -41,7 +41,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
  * Retry-After. Typed `any` so that OpenAPI route handlers accept it: the bodies are checked
  * against the OpenAPI schemas by the tests rather than by the compiler.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: OpenAPI handlers must return the route's typed response; bodies are checked against the schemas by the tests
 export function respond<T>(c: Context<AppEnv>, outcome: Outcome<T>): any {
   if (!outcome.ok) return sendProblem(c, problem(outcome.status, outcome.code, outcome.detail, outcome.extra), outcome.retryAfter);
   if (outcome.etag) c.header("etag", outcome.etag);
@@ -80,7 +80,7 @@ export const authLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
  * Counts a failed authentication against the client IP; once over the limit the answer is 429
  * instead of 401, and `authLimit` refuses the address's requests until the period ends.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: OpenAPI handlers must return the route's typed response; bodies are checked against the schemas by the tests
 export async function authFailure(c: Context<AppEnv>, detail: string, code: ProblemCode = "unauthorized"): Promise<any> {
   const limiter = c.env.AUTH_FAILURES;
   if (limiter) {
@@ -96,7 +96,7 @@ export async function authFailure(c: Context<AppEnv>, detail: string, code: Prob
 }
 
 /** A DO outcome, with 401s counted as failed authentications. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: OpenAPI handlers must return the route's typed response; bodies are checked against the schemas by the tests
 export async function respondAuthenticated<T>(c: Context<AppEnv>, outcome: Outcome<T>): Promise<any> {
   if (!outcome.ok && outcome.status === 401) return authFailure(c, outcome.detail, outcome.code);
   return respond(c, outcome);

@@ -33,7 +33,7 @@ import {
 } from "./policy.ts";
 import type { Principal } from "./credentials.ts";
 import { actionLevel, isLogged, type LogLevel } from "./event-log.ts";
-import { QueueStore, clusterFacts, clusterPolicy, startFacts, type MemberRow, type TicketRow } from "./store.ts";
+import { type QueueStore, clusterFacts, clusterPolicy, startFacts, type MemberRow, type TicketRow } from "./store.ts";
 import { fail, iso, type Failure } from "./views.ts";
 import { randomId } from "../tokens/secrets.ts";
 
@@ -211,7 +211,7 @@ export class QueueCommands {
     const a = this.store.admission(jti);
     if (!a) return { reason: "unknown", detail: "unknown admission" };
     if (a.status !== "active") return { reason: a.status, detail: `${a.status}${a.reason ? ` (${a.reason})` : ""}` };
-    if (!row || row.state !== "admitted" || row.jti !== jti) return { reason: "superseded", detail: `ticket ${a.ticket_id} has another admission` };
+    if (row?.state !== "admitted" || row.jti !== jti) return { reason: "superseded", detail: `ticket ${a.ticket_id} has another admission` };
     if (expSeconds * 1000 <= now) return { reason: "expired", detail: "the admission token has expired" };
     return null;
   }
@@ -254,7 +254,7 @@ export class QueueCommands {
         case "already_joined": {
           const last = this.store.latestTicketOf(node);
           // Adopted members (and members whose ticket retention deleted) have no ticket to show.
-          if (!last || last.state !== "joined") return ok({ kind: "adopted_member" as const, member: member! });
+          if (last?.state !== "joined") return ok({ kind: "adopted_member" as const, member: member! });
           return ok({ kind: "ticket" as const, id: last.id, created: false, row: last });
         }
         case "peer_url_conflict": {

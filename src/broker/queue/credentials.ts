@@ -4,7 +4,7 @@
  * once and kept while it is current.
  * @module
  */
-import { decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from "jose";
+import { decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload, type ProtectedHeaderParameters } from "jose";
 import { ADMISSION_ALG, ADMISSION_TYP, audienceFor, customClaimsProblem } from "../../shared/protocol/claims.ts";
 import { importPrivateKey } from "../tokens/keys.ts";
 import { ENROLLMENT_TOKEN_PREFIX, sha256Hex } from "../tokens/secrets.ts";
@@ -48,7 +48,7 @@ export class Credentials {
   async verifyAdmission(token: string, nowMs: number): Promise<VerifiedAdmission | null> {
     const cluster = this.store.cluster();
     if (!cluster) return null;
-    let header;
+    let header: ProtectedHeaderParameters;
     try {
       header = decodeProtectedHeader(token);
     } catch {

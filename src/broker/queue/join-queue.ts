@@ -40,6 +40,7 @@ import {
   ticketView,
   type Failure,
   type Outcome,
+  type QueuedExtras,
   type TicketView,
 } from "./views.ts";
 import { scopeProblem } from "../../shared/protocol/token-scope.ts";
@@ -581,8 +582,8 @@ export class JoinQueue extends DurableObject<Env> {
   #viewOutcome(row: TicketRow, status: 200 | 201): Outcome<TicketView> {
     const c = this.#store.cluster()!;
     const policy = clusterPolicy(c);
-    let queued;
-    let admission;
+    let queued: QueuedExtras | undefined;
+    let admission: { token: string; expiresAt: number } | undefined;
     if (row.state === "queued") {
       const position = this.#store.position(row.seq);
       const typical = c.typical_admission_ms / 1000;

@@ -47,7 +47,9 @@ export function renderMetrics(m: MetricsInput): string {
   metric("join_broker_tickets", "gauge", "Tickets queued or admitted now; for ended states, tickets that ended so since the cluster was created (history is deleted, counts are kept).", Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]));
 
   lines.push("# HELP join_broker_admission_wait_seconds Time from a ticket's creation to its admission.", "# TYPE join_broker_admission_wait_seconds histogram");
-  WAIT_BUCKETS_SECONDS.forEach((le, i) => lines.push(`join_broker_admission_wait_seconds_bucket{${label},le="${le}"} ${s.wait.cumulative[i]}`));
+  WAIT_BUCKETS_SECONDS.forEach((le, i) => {
+    lines.push(`join_broker_admission_wait_seconds_bucket{${label},le="${le}"} ${s.wait.cumulative[i]}`);
+  });
   lines.push(`join_broker_admission_wait_seconds_bucket{${label},le="+Inf"} ${s.wait.count}`);
   lines.push(`join_broker_admission_wait_seconds_sum{${label}} ${s.wait.sumSeconds}`);
   lines.push(`join_broker_admission_wait_seconds_count{${label}} ${s.wait.count}`);

@@ -4,7 +4,7 @@
  * @module
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { authLimit, issuer, newApp, queue, respond, type AppEnv } from "../http/context.ts";
+import { authLimit, issuer, newApp, queue, respond } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import {
   AdoptRequest,

@@ -59,7 +59,9 @@ describe("the agent and a broker that answers 500", () => {
     expect(arrivals).toHaveLength(5);
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
     // 0.5, 1, 2 and 4 s (random 0: the lower half of each step): never at full speed.
-    gaps.forEach((g, i) => expect(g).toBeGreaterThanOrEqual(500 * 2 ** i - 50));
+    gaps.forEach((g, i) => {
+      expect(g).toBeGreaterThanOrEqual(500 * 2 ** i - 50);
+    });
     const events = lines.map((l) => JSON.parse(l) as { step: string; msg: string });
     expect(events.filter((e) => e.step === "broker-error")).toHaveLength(4);
     expect(events.find((e) => e.step === "broker-error")!.msg).toContain("corr-1234");

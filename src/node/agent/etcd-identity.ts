@@ -28,7 +28,7 @@ export function foreignEtcd(expected: ExpectedEtcd, status: EtcdStatus, members:
   }
   const own = members.find((m) => m.id === status.header.memberId);
   const want = canonicalPeerUrl(expected.peerURL);
-  if (!own || !own.peerURLs.some((u) => canonicalPeerUrl(u) === want)) {
+  if (!own?.peerURLs.some((u) => canonicalPeerUrl(u) === want)) {
     return `${self} with peer URL ${own?.peerURLs.join(", ") || "?"}, not this node's ${expected.peerURL}`;
   }
   if (members.length !== 1) return `${self}, one of ${members.length} members, not the only member of a new cluster`;

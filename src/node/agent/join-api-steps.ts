@@ -123,7 +123,7 @@ export class JoinApiSteps {
   async #joinApiRejected(view: TicketView, admission: string, answer: HttpResult<unknown>, rejected: number, signal: AbortSignal): Promise<number> {
     const res = await this.#brokerSteps.retry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
     const current = res.body;
-    if (!current || current.state !== "admitted" || current.admission !== admission) {
+    if (current?.state !== "admitted" || current.admission !== admission) {
       const controller = new AbortController();
       abortFor(controller, current, describeAnswer(answer));
       if (controller.signal.aborted) throw controller.signal.reason;

@@ -9,7 +9,7 @@
  */
 import type { NodeSession } from "../../shared/client/node-session.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
-import { TransportError, describeAnswer } from "../../shared/client/exchange.ts";
+import { TransportError, describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import { sleep, type Random } from "./retry.ts";
 
 /** The admission ended without a revocation (lease expired, ticket abandoned or superseded): ask again. */
@@ -94,7 +94,7 @@ export class LeaseKeeper {
           : Math.max(1_000, (remaining / 3) * (0.9 + 0.2 * this.random()));
       this.#first = false;
       await this.clock.sleep(delay, stop);
-      let result;
+      let result: HttpResult<TicketView>;
       try {
         result = await this.broker.heartbeat(this.ticket, this.admission, stop);
       } catch (e) {

@@ -204,7 +204,10 @@ class PlainReporter implements FormatReporter {
   }
 
   failure(service: Service, message: string, fields: Fields = {}): void {
-    if (this.verbose) return this.event("retry", message, fields);
+    if (this.verbose) {
+      this.event("retry", message, fields);
+      return;
+    }
     const folded = this.#throttle.admit(service);
     if (folded !== null) this.event("retry", `${message}${foldedNote(folded)}`, fields);
   }

@@ -10,8 +10,8 @@
  * - `etcd.pid`: the etcd this agent started, so that a restarted agent can stop one left running.
  * @module
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { Role } from "../../shared/protocol/wire.ts";
 import { DirLock } from "../dir-lock.ts";
 import { writeFileAtomic } from "../atomic-file.ts";

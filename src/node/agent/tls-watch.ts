@@ -35,7 +35,6 @@ export class TlsWatch {
   readonly #reported = new Set<string>();
   /** What was reported, for the refusal's words (the first of each kind). */
   readonly #said: string[] = [];
-  #lastOwn: TlsHandshakeError | null = null;
 
   constructor(
     readonly files: PkiFiles,
@@ -49,12 +48,10 @@ export class TlsWatch {
   /** etcd answered one of this node's requests: its certificates are good enough for that. */
   answered(): void {
     this.#since = null;
-    this.#lastOwn = null;
   }
 
   /** This node's own request to its etcd failed over a certificate. */
   refusedOwn(e: TlsHandshakeError): void {
-    this.#lastOwn = e;
     const line = `this node's own request to its etcd at ${this.clientURL} failed the TLS handshake: ${e.message}`;
     this.#note(`own:${e.code}`, line, e.expiry, { side: e.side, code: e.code });
   }

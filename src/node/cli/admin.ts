@@ -113,7 +113,7 @@ async function runSubcommand(admin: CliCommand, leaf: CliCommand, command: Admin
   };
   const stop = command.follows?.(values) ? stopOnSignals() : null;
   try {
-    let brokerClient;
+    let brokerClient: BrokerClient;
     let client: AdminClient | undefined;
     try {
       brokerClient = new BrokerClient({ baseUrl: broker!, bearer: token!, timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined, userAgent: "join-broker-admin/1" });

@@ -6,7 +6,7 @@
  * out help like the docs' flag tables (`--broker URL`).
  * @module
  */
-import { Command, CommanderError, Help, Option, type HelpContext, type OptionValueSource, type ParseOptions } from "commander";
+import { Command, CommanderError, Help, type Option, type HelpContext, type OptionValueSource, type ParseOptions } from "commander";
 import { UsageError } from "../exit-codes.ts";
 import { closest, didYouMean } from "./suggest.ts";
 

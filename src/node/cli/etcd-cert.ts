@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Option } from "commander";
 import { EXIT, UsageError } from "../exit-codes.ts";
-import { PkiError } from "../pki/ca.ts";
+import { PkiError, type CertificateAuthority } from "../pki/ca.ts";
 import { API_SERVER_USER, ROOT_USER } from "../pki/etcd-identities.ts";
 import { readCertificateAuthority } from "../pki/pki-dir.ts";
 import { generateKeyPair, issueCertificate } from "../pki/x509.ts";
@@ -49,7 +49,7 @@ interface EtcdCertValues {
 async function runEtcdCert(cmd: CliCommand): Promise<number> {
   requireAll(unset(cmd, "pkiDir", "out"));
   const { pkiDir, out, user, days } = cmd.opts<EtcdCertValues>();
-  let ca;
+  let ca: CertificateAuthority;
   try {
     ca = await readCertificateAuthority(pkiDir!);
   } catch (e) {

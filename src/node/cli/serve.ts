@@ -5,6 +5,7 @@
  */
 import { Option, type Command } from "commander";
 import type { ServeOptions } from "../serve/start.ts";
+import type { Supervisor } from "../serve/supervisor.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { packageVersion } from "../package-root.ts";
 import { parseOnly, requireAll, requirement, together, typed, unset, type CliCommand } from "./command.ts";
@@ -152,7 +153,7 @@ async function runServe(options: ServeOptions): Promise<number> {
   const [{ DataDirError, layout }, { startSelfHosted }, { StartError }] = await Promise.all([import("../serve/data-dir.ts"), import("../serve/start.ts"), import("../serve/supervisor.ts")]);
   const log = (line: string) => process.stderr.write(`join-broker serve: ${line}\n`);
   const version = packageVersion();
-  let supervisor;
+  let supervisor: Supervisor;
   try {
     supervisor = await startSelfHosted(options, { softwareVersion: version, log, output: { stdout: process.stdout, stderr: process.stderr } });
   } catch (e) {

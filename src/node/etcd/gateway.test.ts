@@ -113,7 +113,13 @@ describe("EtcdGateway: which member it asks", () => {
       }),
     );
     await Promise.all(servers.map((s) => new Promise<void>((ok) => s.listen(0, "127.0.0.1", ok))));
-    return { urls: servers.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`), asked, close: () => servers.forEach((s) => s.close()) };
+    return {
+      urls: servers.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`),
+      asked,
+      close: () => {
+        for (const s of servers) s.close();
+      },
+    };
   }
 
   it("asks the next member when one calls the cluster unhealthy (etcd checks a change against the connections of the member asked)", async () => {

@@ -366,7 +366,7 @@ export class EtcdGateway {
     return { healthy, clusterId: s.header.clusterId, leader: s.leader || null, endpoint: s.endpoint, detail };
   }
 
-  async #call<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only?: string[], deadline?: number, signIn = true): Promise<EtcdResult<T>> {
+  async #call<T>(path: string, body: unknown, read: (body: Record<string, unknown>, endpoint: string) => T, only?: string[], deadline?: number, signIn = true): Promise<EtcdResult<T>> {
     const first = await this.#callOnce(path, body, read, only, deadline, signIn);
     // A token etcd does not know (ended after 5 idle minutes), or none yet while auth is on
     // (etcd says "user name is empty", or for a read "permission denied"): sign in, ask once more.
@@ -378,7 +378,7 @@ export class EtcdGateway {
     return first;
   }
 
-  async #callOnce<T>(path: string, body: unknown, read: (body: Record<string, any>, endpoint: string) => T, only: string[] | undefined, deadline: number | undefined, withToken: boolean): Promise<EtcdResult<T>> {
+  async #callOnce<T>(path: string, body: unknown, read: (body: Record<string, unknown>, endpoint: string) => T, only: string[] | undefined, deadline: number | undefined, withToken: boolean): Promise<EtcdResult<T>> {
     const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
     const unreachable: string[] = [];
     // The first member that called the cluster unhealthy: the answer when no later one does better.
@@ -403,9 +403,9 @@ export class EtcdGateway {
         unreachable.push(`${endpoint}: ${describeFetchError(e)}`);
         continue;
       }
-      let parsed: Record<string, any> | null = null;
+      let parsed: Record<string, unknown> | null = null;
       try {
-        parsed = text ? (JSON.parse(text) as Record<string, any>) : {};
+        parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
       } catch {
         parsed = null;
       }
@@ -481,7 +481,7 @@ function str(v: unknown): string {
   return typeof v === "string" ? v : typeof v === "number" ? String(v) : "";
 }
 
-function readHeader(body: Record<string, any>): ResponseHeader {
+function readHeader(body: Record<string, unknown>): ResponseHeader {
   const h = (body.header ?? {}) as Record<string, unknown>;
   // snake_case from 3.4/3.5's default marshaler; camelCase in case a build sets OrigName false.
   return {
@@ -506,7 +506,7 @@ function readMember(m: unknown): EtcdMember {
   };
 }
 
-function readMembers(body: Record<string, any>): EtcdMember[] {
+function readMembers(body: Record<string, unknown>): EtcdMember[] {
   return Array.isArray(body.members) ? body.members.map(readMember) : [];
 }
 

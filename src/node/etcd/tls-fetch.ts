@@ -6,7 +6,7 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { request as httpRequest } from "node:http";
 import { Agent, request as httpsRequest } from "node:https";
 
@@ -201,7 +201,9 @@ function headerRecord(init: RequestInit["headers"]): Record<string, string> {
     for (const [name, value] of init as [string, string][]) out[name.toLowerCase()] = value;
   } else if (typeof (init as Headers).forEach === "function") {
     // A Headers object: its maker loaded undici already.
-    (init as Headers).forEach((value, name) => (out[name.toLowerCase()] = value));
+    (init as Headers).forEach((value, name) => {
+      out[name.toLowerCase()] = value;
+    });
   } else {
     for (const [name, value] of Object.entries(init as Record<string, string>)) out[name.toLowerCase()] = value;
   }

@@ -18,7 +18,7 @@ import type { CertificateLedger } from "./ledger.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
 import { problemCodeForField } from "../../shared/protocol/problem.ts";
-import { joinProblem, refuse, RETRY_AFTER, type JoinApiProblem, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
+import { joinProblem, refuse, RETRY_AFTER, type JoinApiProblem, type Outcome } from "./outcome.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
 

@@ -170,7 +170,7 @@ export async function loadCertificateAuthority(certPem: string, keyPem: string, 
 }
 
 function keyUsageNames(flags: number): string {
-  const names = Object.entries(x509.KeyUsageFlags).filter(([name, bit]) => typeof bit === "number" && isNaN(Number(name)) && flags & bit);
+  const names = Object.entries(x509.KeyUsageFlags).filter(([name, bit]) => typeof bit === "number" && Number.isNaN(Number(name)) && flags & bit);
   return names.map(([name]) => name).join(", ") || "none";
 }
 

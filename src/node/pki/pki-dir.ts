@@ -25,6 +25,7 @@ import {
   normalSerial,
   readRevocationList,
   signedBy,
+  type CertificateFacts,
   type CertificateKind,
   type KeyPair,
 } from "./x509.ts";
@@ -115,7 +116,7 @@ export async function haveUsableCertificates(dir: string, identity: NodeIdentity
   for (const kind of kinds) {
     const certPem = readFileSync(certFile(files, kind), "utf8");
     const keyPem = readFileSync(keyFile(files, kind), "utf8");
-    let facts;
+    let facts: CertificateFacts;
     try {
       facts = certificateFacts(certPem);
     } catch {

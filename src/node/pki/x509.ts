@@ -226,7 +226,8 @@ function canonicalIp(text: string): string | null {
 
 function isMappedIpv4(text: string): boolean {
   const g = isIP(text) === 6 ? ipv6Groups(text) : null;
-  return g !== null && g.slice(0, 5).every((n) => n === 0) && g[5] === 0xffff;
+  if (g === null) return false;
+  return g.slice(0, 5).every((n) => n === 0) && g[5] === 0xffff;
 }
 
 /** What a certificate of each kind may be used for (extended key usage). */

@@ -32,7 +32,7 @@ export function parsePeerUrl(value: string): PeerUrlResult {
   const bad = (problem: string): PeerUrlResult => ({ ok: false, problem });
   if (typeof value !== "string") return bad("must be a string");
   if (value.length > MAX_LENGTH) return bad(`must be at most ${MAX_LENGTH} characters`);
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this test refuses (C0, DEL and C1)
   if (/[\s\u0000-\u001f\u007f-\u009f]/.test(value)) return bad("must not contain whitespace or control characters");
   if (/[^\x21-\x7e]/.test(value)) return bad("must be ASCII (write an internationalized host name in punycode)");
   if (value.includes("?")) return bad("must not have a query");

@@ -44,7 +44,10 @@ export function linkedCluster(): string | null {
 
 /** Says that the address names no cluster it can read: in the sign-in form, or, when a cluster is open, in the status line. */
 export function badLink(): void {
-  if (!$("dashboard").hidden) return connection('Malformed link (its "#cluster=" is not valid percent-encoding): still showing ' + state.cluster, "trouble");
+  if (!$("dashboard").hidden) {
+    connection('Malformed link (its "#cluster=" is not valid percent-encoding): still showing ' + state.cluster, "trouble");
+    return;
+  }
   showProblem("Malformed link", "The \"#cluster=\" part of this address is not valid percent-encoding. Type the cluster's name below.");
 }
 
