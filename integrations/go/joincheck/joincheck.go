@@ -63,16 +63,23 @@ const AdmissionRequired = "admission_required"
 // Misconfigured is the code of every refusal by a Checker whose configuration is wrong.
 const Misconfigured = "admission_check_misconfigured"
 
+// Logger is where a Checker says what it did: refusals and a wrong configuration as warnings, the
+// admissions that let a member in as information. logrus's Logger and FieldLogger are Loggers.
+type Logger interface {
+	Infof(format string, args ...any)
+	Warnf(format string, args ...any)
+}
+
 // Checker checks the admission of requests to a join API. A nil *Checker checks nothing.
 type Checker struct {
 	opts admission.Options
 	err  error
-	log  func(format string, args ...any)
+	log  Logger
 }
 
 // New makes a Checker that verifies with opts (Broker and Cluster required; Node, PeerURL and
 // Role are filled per request). log, if not nil, is told of every refusal and admission.
-func New(opts admission.Options, log func(format string, args ...any)) *Checker {
+func New(opts admission.Options, log Logger) *Checker {
 	c := &Checker{opts: opts, log: log}
 	if opts.Cluster == "" {
 		c.err = fmt.Errorf("%s names the broker but %s names no cluster", EnvBroker, EnvCluster)
@@ -86,9 +93,9 @@ func New(opts admission.Options, log func(format string, args ...any)) *Checker 
 		c.opts.Trust = trust
 	}
 	if c.err != nil {
-		c.logf("join broker admission check misconfigured: %v: every etcd member add and CA request is refused (503) until it is fixed", c.err)
+		c.warnf("join broker admission check misconfigured: %v: every etcd member add and CA request is refused (503) until it is fixed", c.err)
 	} else {
-		c.logf("join broker admission check on: etcd members are added only for a node admitted by %s for cluster %s", opts.Broker, opts.Cluster)
+		c.infof("join broker admission check on: etcd members are added only for a node admitted by %s for cluster %s", opts.Broker, opts.Cluster)
 	}
 	return c
 }
@@ -96,7 +103,7 @@ func New(opts admission.Options, log func(format string, args ...any)) *Checker 
 // FromEnv makes the Checker that JOIN_BROKER_URL, JOIN_BROKER_CLUSTER and JOIN_BROKER_CA_FILE
 // describe, or returns nil when JOIN_BROKER_URL is not set (nothing is checked). A wrong value
 // makes a Checker that refuses everything with 503 and says why (logged now, and in each answer).
-func FromEnv(log func(format string, args ...any)) *Checker {
+func FromEnv(log Logger) *Checker {
 	broker := strings.TrimSpace(os.Getenv(EnvBroker))
 	if broker == "" {
 		return nil
@@ -106,7 +113,7 @@ func FromEnv(log func(format string, args ...any)) *Checker {
 		client, err := clientTrusting(file)
 		if err != nil {
 			c := &Checker{opts: opts, err: err, log: log}
-			c.logf("join broker admission check misconfigured: %v: every etcd member add and CA request is refused (503) until it is fixed", err)
+			c.warnf("join broker admission check misconfigured: %v: every etcd member add and CA request is refused (503) until it is fixed", err)
 			return c
 		}
 		opts.HTTPClient = client
@@ -140,7 +147,7 @@ func (c *Checker) Member(w http.ResponseWriter, r *http.Request, node, peerURL s
 	}
 	claims, ok := c.check(w, r, node, peerURL, func(string) string { return node })
 	if ok {
-		c.logf("join broker admission %s (ticket %s) admits %s at %s", claims.ID, claims.Ticket, node, peerURL)
+		c.infof("join broker admission %s (ticket %s) admits %s at %s", claims.ID, claims.Ticket, node, peerURL)
 	}
 	return ok
 }
@@ -168,7 +175,7 @@ func (c *Checker) check(w http.ResponseWriter, r *http.Request, node, peerURL st
 	}
 	token := strings.TrimSpace(r.Header.Get(Header))
 	if token == "" {
-		c.logf("join broker admission check refused %s: no %s header", what, Header)
+		c.warnf("join broker admission check refused %s: no %s header", what, Header)
 		refuse(w, r, http.StatusUnauthorized, AdmissionRequired, "this join API gives "+strings.TrimSuffix(what, " at "+peerURL)+" only to a node the join broker admitted: send its admission token ("+EnvAdmission+") in the "+Header+" header")
 		return nil, false
 	}
@@ -177,11 +184,11 @@ func (c *Checker) check(w http.ResponseWriter, r *http.Request, node, peerURL st
 	claims, err := admission.Verify(r.Context(), token, opts)
 	var refusal *admission.Error
 	if errors.As(err, &refusal) {
-		c.logf("join broker admission check refused %s: %v", what, refusal)
+		c.warnf("join broker admission check refused %s: %v", what, refusal)
 		refuse(w, r, refusal.Status(), string(refusal.Code), refusal.Message)
 		return nil, false
 	} else if err != nil {
-		c.logf("join broker admission check failed: %v", err)
+		c.warnf("join broker admission check failed: %v", err)
 		refuse(w, r, http.StatusServiceUnavailable, Misconfigured, "the join API's admission check is misconfigured: "+err.Error())
 		return nil, false
 	}
@@ -204,9 +211,15 @@ func unverifiedSubject(token string) string {
 	return claims.Sub
 }
 
-func (c *Checker) logf(format string, args ...any) {
+func (c *Checker) infof(format string, args ...any) {
 	if c != nil && c.log != nil {
-		c.log(format, args...)
+		c.log.Infof(format, args...)
+	}
+}
+
+func (c *Checker) warnf(format string, args ...any) {
+	if c != nil && c.log != nil {
+		c.log.Warnf(format, args...)
 	}
 }
 

@@ -3,6 +3,7 @@ package joincheck_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,18 +73,27 @@ func (o offline) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // checker is the Checker of the vectors' cluster; fallback 0 means introspection only (and the
 // broker never answers).
-func checker(t *testing.T, v *vectors, fallback time.Duration, logged *[]string) *joincheck.Checker {
+// logs records what a Checker logged, "info: …" and "warn: …".
+type logs struct{ lines []string }
+
+func (l *logs) Infof(format string, args ...any) {
+	l.lines = append(l.lines, "info: "+fmt.Sprintf(format, args...))
+}
+func (l *logs) Warnf(format string, args ...any) {
+	l.lines = append(l.lines, "warn: "+fmt.Sprintf(format, args...))
+}
+
+func checker(t *testing.T, v *vectors, fallback time.Duration, logged *logs) *joincheck.Checker {
 	t.Helper()
 	client := &http.Client{Transport: offline{string(v.Revocations)}}
 	trust, err := admission.NewTrust(admission.TrustOptions{Broker: v.Broker, Cluster: v.Cluster, JWKS: &v.JWKS, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := func(format string, args ...any) {}
-	if logged != nil {
-		log = func(format string, args ...any) { *logged = append(*logged, format) }
+	if logged == nil {
+		logged = &logs{}
 	}
-	return joincheck.New(admission.Options{Broker: v.Broker, Cluster: v.Cluster, Trust: trust, RevocationListFallback: fallback, Now: func() time.Time { return time.Unix(v.VerifyAt, 0) }}, log)
+	return joincheck.New(admission.Options{Broker: v.Broker, Cluster: v.Cluster, Trust: trust, RevocationListFallback: fallback, Now: func() time.Time { return time.Unix(v.VerifyAt, 0) }}, logged)
 }
 
 // k0sAPI stands for k0s's join API with the patch's two calls: Member before the etcd add (the
@@ -186,6 +196,27 @@ func TestTheRefusalSaysWhatToSend(t *testing.T) {
 	}
 }
 
+func TestItLogsRefusalsAsWarningsAndAdmissionsAsInformation(t *testing.T) {
+	v := load(t)
+	logged := &logs{}
+	api := &k0sAPI{check: checker(t, v, time.Minute, logged)}
+	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	call(t, api, http.MethodPost, "/v1beta1/etcd/members", "", add(node, peer), "")
+	call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add("ctrl-9", peer), "")
+	call(t, api, http.MethodGet, "/v1beta1/ca", "", "", "")
+	call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add(node, peer), "")
+	want := []string{
+		"info: join broker admission check on: etcd members are added only for a node admitted by " + v.Broker + " for cluster " + v.Cluster,
+		"warn: join broker admission check refused an etcd member for ctrl-1 at https://10.0.0.11:2380: no Join-Broker-Admission header",
+		"warn: join broker admission check refused an etcd member for ctrl-9 at https://10.0.0.11:2380: wrong_node: the admission token is for node ctrl-1, not ctrl-9",
+		"warn: join broker admission check refused the cluster's CA: no Join-Broker-Admission header",
+		"info: join broker admission adm_8JOgLmkAqa81vJxHJGaA (ticket tkt_kFxYroHI3LYqkK2t) admits ctrl-1 at https://10.0.0.11:2380",
+	}
+	if strings.Join(logged.lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("logged:\n%s\nwant:\n%s", strings.Join(logged.lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestProblemJSONForAClientThatAsks(t *testing.T) {
 	v := load(t)
 	api := &k0sAPI{check: checker(t, v, time.Minute, nil)}
@@ -263,8 +294,8 @@ func TestFromEnv(t *testing.T) {
 	})
 	misconfigured := func(t *testing.T, wantInBody string) {
 		t.Helper()
-		var logged []string
-		api := &k0sAPI{check: joincheck.FromEnv(func(f string, args ...any) { logged = append(logged, f) })}
+		logged := &logs{}
+		api := &k0sAPI{check: joincheck.FromEnv(logged)}
 		if api.check == nil {
 			t.Fatal("no checker")
 		}
@@ -274,8 +305,8 @@ func TestFromEnv(t *testing.T) {
 				t.Fatalf("%s: got %+v", path, got)
 			}
 		}
-		if len(api.added) != 0 || len(logged) != 1 || !strings.Contains(logged[0], "misconfigured") {
-			t.Fatalf("added %v, logged %v", api.added, logged)
+		if len(api.added) != 0 || len(logged.lines) != 1 || !strings.HasPrefix(logged.lines[0], "warn: join broker admission check misconfigured: ") {
+			t.Fatalf("added %v, logged %v", api.added, logged.lines)
 		}
 	}
 	t.Run("a broker without a cluster refuses everything, saying why", func(t *testing.T) {
@@ -314,7 +345,7 @@ func TestFromEnv(t *testing.T) {
 		t.Setenv(joincheck.EnvCAFile, "")
 		v := load(t)
 		token, node, peer := v.token(t, "a join token, bound to its node and peer")
-		api := &k0sAPI{check: joincheck.FromEnv(nil)}
+		api := &k0sAPI{check: joincheck.FromEnv(&logs{})}
 		got := call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add(node, peer), "")
 		// A broker that does not know the cluster: the token is not one of its admissions.
 		if got.status != 401 || !strings.HasPrefix(got.body, "invalid_token: ") || len(api.added) != 0 {
