@@ -126,11 +126,15 @@ export function reliabilityMarkdown(run: CampaignRun, command: string): string {
 export const K0S_SECTION_START = "<!-- the k0s campaign's record: npm run campaign -- --installer k0s --record rewrites it -->";
 export const K0S_SECTION_END = "<!-- end of the k0s campaign's record -->";
 
+/** Seeds per k0s version the k0s campaign aims at; a record with fewer says so. */
+export const K0S_TARGET_SEEDS = 50;
+
 /** RELIABILITY.md's k0s section: per k0s release, seeds, passed, failed and the fault mix, with the command. */
 export function reliabilityK0sSection(run: CampaignRun, command: string): string {
   const releases = [...new Set(run.results.map((r) => r.installer ?? "k0s"))].sort();
   const minutes = Math.round(run.results.reduce((n, r) => n + r.durationMs, 0) / 60_000);
   const failing = run.results.filter((r) => r.outcome === "fail");
+  const short = releases.map((release) => [release, run.results.filter((r) => (r.installer ?? "k0s") === release).length] as const).filter(([, n]) => n < K0S_TARGET_SEEDS);
   const mix = (results: SeedResult[]) => Object.entries(faultMix(results)).map(([k, n]) => `${k} ${n}`).join(", ");
   return [
     K0S_SECTION_START,
@@ -146,6 +150,7 @@ export function reliabilityK0sSection(run: CampaignRun, command: string): string
       return `| ${release.replace(/^k0s /, "")} | ${rs.length} | ${rs.length - bad} | ${bad} | ${mix(rs)} |`;
     }),
     "",
+    ...(short.length ? [`**Not yet the target of ${K0S_TARGET_SEEDS} seeds per k0s version**: ${short.map(([release, n]) => `${release.replace(/^k0s /, "")} has ${n}`).join(", ")}; what this record shows is what those seeds showed, no more.`, ""] : []),
     ...(failing.length
       ? ["Failed seeds (replay: `npm run campaign -- --installer k0s --seed S`):", "", ...failing.map((r) => `- seed ${r.seed} (${r.installer}): ${r.violations.map((v) => `${v.invariant} (${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")})`).join("; ")}`), ""]
       : []),

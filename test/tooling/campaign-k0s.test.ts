@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { K0S_BOUNDS, K0S_OTHER_HOSTS, k0sSchedule, k0sVersionOf } from "../lab/campaign-k0s.ts";
-import { faultMix, k0sSectionOf, reliabilityK0sSection, reliabilityMarkdown, withK0sSection } from "../lab/campaign-report.ts";
+import { faultMix, K0S_TARGET_SEEDS, k0sSectionOf, reliabilityK0sSection, reliabilityMarkdown, withK0sSection } from "../lab/campaign-report.ts";
 import type { SeedResult } from "../lab/campaign.ts";
 import { K0S_HOSTS } from "../lab/k0s-lab.ts";
 
@@ -61,6 +61,12 @@ describe("k0s campaign record", () => {
     expect(section).toMatch(/\| v1\.36\.3\+k0s\.2 \| 1 \| 1 \| 0 \| /);
     expect(section).toContain("`npm run campaign -- --installer k0s --seeds 3 --record`");
     expect(section).toContain("- seed 3 (k0s v1.28.14+k0s.0): settles-within-bound (600 s after healing: k0s-3 lists k0s-1 \\| k0s-2)");
+    expect(section).toContain(`**Not yet the target of ${K0S_TARGET_SEEDS} seeds per k0s version**: v1.28.14+k0s.0 has 2, v1.36.3+k0s.2 has 1;`);
+  });
+
+  it("says nothing of the target once every version has its seeds", () => {
+    const many = Array.from({ length: 2 * K0S_TARGET_SEEDS }, (_, i) => seed(i + 1, i % 2 ? "k0s v1.36.3+k0s.2" : "k0s v1.28.14+k0s.0", "pass"));
+    expect(reliabilityK0sSection({ ...run, results: many }, "x")).not.toContain("Not yet the target");
   });
 
   it("is appended to the record once, replaced when written again, and kept when the main record is written again", () => {
