@@ -35,7 +35,7 @@ import type { Fault, SeedResult, Violation } from "./campaign.ts";
 import { BrokeredK0sLab, K0S_HOSTS, k0sBinaries, type K0sBinaries } from "./k0s-lab.ts";
 
 export const K0S_BOUNDS = {
-  /** Faults start within this long after the units start (a k0s cluster of four forms in 2 to 4 minutes). */
+  /** Faults start within this long after the units start (a k0s cluster of four forms in one to two minutes, up to four when a joiner's etcd fails). */
   faultWindowMs: 150_000,
   /** The longest partition (and loss). */
   maxPartitionMs: 30_000,
