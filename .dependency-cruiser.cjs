@@ -12,6 +12,14 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: "no-folder-cycles",
+      severity: "error",
+      comment: "Folders are rooms: one imports another, never back (through others or directly).",
+      scope: "folder",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
       name: "broker-not-node",
       severity: "error",
       comment: "The broker runs in workerd: it never imports the node side.",
@@ -24,6 +32,13 @@ module.exports = {
       comment: "The node side runs in Node: it never imports the broker (the contract lives in src/shared).",
       from: { path: "^src/node/", pathNot: "\\.test\\.ts$" },
       to: { path: "^src/broker/" },
+    },
+    {
+      name: "only-cli-knows-flags",
+      severity: "error",
+      comment: "Flags, help and their checks live in src/node/cli, which reads the command line into typed options for the rest: nothing else on the node side imports it.",
+      from: { path: "^src/node/", pathNot: "^src/node/cli/|\\.test\\.ts$" },
+      to: { path: "^src/node/cli/" },
     },
     {
       name: "shared-imports-neither",

@@ -42,7 +42,8 @@ export default defineConfig({
     projects: [
       {
         // Pure modules, next to their code: no workerd, no network.
-        test: { name: "unit", include: ["src/**/*.test.ts", "test/tooling/**/*.test.ts"], environment: "node", maxWorkers: IN_PROCESS_WORKERS },
+        // Hang guards as the workerd project's: RSA key generation and the built CLI take seconds under load.
+        test: { name: "unit", include: ["src/**/*.test.ts", "test/tooling/**/*.test.ts"], environment: "node", maxWorkers: IN_PROCESS_WORKERS, testTimeout: 60_000, hookTimeout: 60_000 },
       },
       {
         // The Worker and its Durable Object in the real workerd runtime.
@@ -55,7 +56,10 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
-          testTimeout: 30_000,
+          // Hang guards, not speed limits: the races' hundred rounds take 6 s on a quiet machine and
+          // several times that beside the end-to-end files and the lab steps in `npm test`.
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
           maxWorkers: IN_PROCESS_WORKERS,
           // The Durable Object logs every state change as a JSON line: keep test output readable.
           onConsoleLog: (log) => !log.startsWith('{"cluster"'),

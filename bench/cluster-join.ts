@@ -19,8 +19,9 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { catchUpFacts } from "../src/node/etcd/etcd-log.ts";
 import { EtcdGateway } from "../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../src/node/etcd/tls-fetch.ts";
 import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../src/node/pki/pki-dir.ts";
@@ -47,8 +48,8 @@ export interface JoinRun {
   brokeredSeconds: number;
   serialSeconds: number;
   ratio: number;
-  brokered: { voters: number; members: number; clusterIds: number; bootstraps: number };
-  serial: { voters: number; members: number; addRetries: number; promoteRetries: number };
+  brokered: { voters: number; members: number; clusterIds: number; bootstraps: number; etcd?: EtcdFacts };
+  serial: { voters: number; members: number; addRetries: number; promoteRetries: number; etcd?: EtcdFacts };
   brokeredBreakdown: BrokeredBreakdown;
   serialBreakdown: SerialBreakdown;
 }
@@ -101,6 +102,36 @@ interface SerialStep {
   promoteMs: number;
   voterMs: number;
   totalMs: number;
+}
+
+/**
+ * What etcd itself says about a side's join, read after it (counts, which load does not move):
+ * the raft log's length, and from the members' logs the snapshots they were sent and the
+ * publish proposals that timed out. On etcd 3.6+ a member joining a log past 100 entries is sent
+ * a snapshot, and if its own publish is already inside it, it waits out etcd's request timeout.
+ */
+export interface EtcdFacts {
+  /** The leader's raft index at the end (every entry: membership changes, publishes, elections, writes). */
+  raftIndex: number;
+  /** Members whose logs were read. */
+  members: number;
+  snapshotsReceived: number;
+  failedPublishes: number;
+  /** The slowest member's start → published itself (ms). */
+  slowestPublishMs: number | null;
+}
+
+/** The members' logs summed up; a file that does not exist is skipped. */
+function etcdFacts(raftIndex: number, logFiles: readonly string[]): EtcdFacts {
+  const facts = logFiles.filter((f) => existsSync(f)).map((f) => catchUpFacts(readFileSync(f, "utf8")));
+  const publishes = facts.map((f) => f.publishMs).filter((x): x is number => x !== null);
+  return {
+    raftIndex,
+    members: facts.length,
+    snapshotsReceived: sum(facts.map((f) => f.snapshotsReceived)),
+    failedPublishes: sum(facts.map((f) => f.failedPublishes)),
+    slowestPublishMs: publishes.length ? Math.max(...publishes) : null,
+  };
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
@@ -318,8 +349,16 @@ function whenPrinted(proc: ChildProcess, output: Watched, pattern: RegExp, what:
  * With BENCH_JOIN_TRACE=DIR: one file per brokered run, every agent's progress events as
  * milliseconds since the run's start, to see where a run's time went.
  */
-function writeTrace(dir: string, cluster: string, startedWall: number, nodes: NodeAddress[], stderrs: string[][]): void {
+function writeTrace(dir: string, cluster: string, startedWall: number, nodes: NodeAddress[], stderrs: string[][], joinApiStderr: string[]): void {
   const lines: string[] = [];
+  for (const line of joinApiStderr) {
+    try {
+      const e = JSON.parse(line) as { time?: unknown; msg?: unknown };
+      if (typeof e.time === "string") lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} join-api ${String(e.msg ?? "")}`);
+    } catch {
+      /* not a log line */
+    }
+  }
   stderrs.forEach((agentLines, i) => {
     for (const line of agentLines) {
       try {
@@ -358,7 +397,7 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const token = (created.body as { token: string }).token;
     // The agents read it from their admitted tickets and start etcd with as many learner slots.
     if (maxInFlight !== 1) await http.expect([200], "PUT", `/v1/admin/clusters/${cluster}/policy`, { bearer: broker.adminToken, body: { maxInFlight } });
-    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0", ...apiTls]);
+    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0", "--log-format", "json", ...apiTls]);
     procs.push(api);
     const apiOutput = watch(api);
     await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
@@ -379,17 +418,22 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const times = await Promise.all(agents.map((a) => a.joined));
     const seconds = (Math.max(...times) - started) / 1000;
 
-    const check = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length };
+    const check: JoinRun["brokered"] = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length };
     const ids = new Set<string>();
+    let raftIndex = 0;
     for (const node of nodes) {
-      const list = await new EtcdGateway(node.clientURL, { timeoutMs: 5_000, ...gatewayOptions(benchClient) }).memberList();
+      const gateway = new EtcdGateway(node.clientURL, { timeoutMs: 5_000, ...gatewayOptions(benchClient) });
+      const list = await gateway.memberList();
       if (!list.ok) continue;
       ids.add(list.value.header.clusterId);
       check.members = Math.max(check.members, list.value.members.length);
       check.voters = Math.max(check.voters, list.value.members.filter((m) => !m.isLearner && m.started).length);
+      const status = await gateway.status();
+      if (status.ok) raftIndex = Math.max(raftIndex, Number(status.value.raftIndex));
     }
     check.clusterIds = ids.size;
-    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, nodes, agents.map((a) => a.output.stderr));
+    check.etcd = etcdFacts(raftIndex, nodes.map((node) => join(dir, node.name, "etcd.log")));
+    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, nodes, agents.map((a) => a.output.stderr), apiOutput.stderr);
     return { seconds, check, breakdown: brokeredBreakdown(startedWall, agents.map((a) => a.output.stderr)) };
   } finally {
     http.close();
@@ -408,7 +452,7 @@ async function serial(etcdBin: string, n: number, run: number, tls: boolean): Pr
     const output = watch(proc);
     const done = await whenPrinted(proc, output, /^all voters \d+$/m, "serial script");
     await exited(proc);
-    const details = JSON.parse(/^\{.*\}$/m.exec(output.stdout)?.[0] ?? "{}") as { members?: number; voters?: number; steps?: SerialStep[] };
+    const details = JSON.parse(/^\{.*\}$/m.exec(output.stdout)?.[0] ?? "{}") as { members?: number; voters?: number; raftIndex?: number; steps?: SerialStep[] };
     const steps = details.steps ?? [];
     const inside = Number(/^all voters (\d+)$/m.exec(output.stdout)?.[1] ?? NaN);
     const joins = steps.slice(1);
@@ -427,6 +471,7 @@ async function serial(etcdBin: string, n: number, run: number, tls: boolean): Pr
         members: details.members ?? 0,
         addRetries: steps.reduce((s, x) => s + x.addRetries, 0),
         promoteRetries: steps.reduce((s, x) => s + x.promoteRetries, 0),
+        etcd: etcdFacts(details.raftIndex ?? NaN, nodes.map((node) => join(dir, `${node.name}.log`))),
       },
     };
   } finally {
@@ -482,7 +527,8 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
           brokeredBreakdown: b.breakdown,
           serialBreakdown: s.breakdown,
         });
-        log(`join etcd ${plan.etcd}${tls ? " (TLS)" : " (plain http)"}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s, serial ${round(s.seconds, 1)} s, ratio ${ratio}`);
+        const facts = (f?: EtcdFacts) => (f ? `raft index ${f.raftIndex}, ${f.snapshotsReceived} snapshot(s) sent, ${f.failedPublishes} publish timeout(s)` : "no etcd facts");
+        log(`join etcd ${plan.etcd}${tls ? " (TLS)" : " (plain http)"}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s (${facts(b.check.etcd)}), serial ${round(s.seconds, 1)} s (${facts(s.check.etcd)}), ratio ${ratio}`);
       }
     }
   }

@@ -16,6 +16,10 @@
  *   agent starts once its prepare is done and runs the rest (`check-etcd`, `etcd-join`) inside.
  *   The roles are fixed: host 0's agent, started first, is the only one asking before the cluster
  *   exists (a prepare waits for it), so it bootstraps.
+ * - **pipelined** (E): as D, and each join inside the gate leaves out `check-etcd` too (kubeadm's
+ *   wait, before its add, for every member to answer etcd's status): the gate orders the adds
+ *   (the start rule) and etcd refuses an add that would not be safe by itself (its health check),
+ *   so a join's add no longer waits for the member before it to serve clients.
  *
  * Set-up (the lab, the broker, the cluster's CA) is outside the clock, as is tearing down. A round
  * whose checks fail (five started voters in every member's view, one cluster ID, no learner left,
@@ -34,7 +38,7 @@ import { kubePin } from "../scripts/kube.mjs";
 import { scratchDir } from "./support/paths.ts";
 import { log, median, round, sleep } from "./support/stats.ts";
 
-export const KUBEADM_ARMS = ["serial", "serialized", "start-rule", "prepared"] as const;
+export const KUBEADM_ARMS = ["serial", "serialized", "start-rule", "prepared", "pipelined"] as const;
 export type KubeadmArm = (typeof KUBEADM_ARMS)[number];
 
 export interface KubeadmGateSettings {
@@ -93,6 +97,8 @@ export interface KubeadmGateResult {
     serializedRatio: number | null;
     /** prepared / serial. */
     preparedRatio?: number | null;
+    /** pipelined / serial. */
+    pipelinedRatio?: number | null;
     failedRounds: number;
   };
 }
@@ -249,19 +255,19 @@ const PREPARED_RECIPE = [
   "fi",
 ].join("\n");
 
-/** D: the phases before etcd outside the gate, in parallel; the rest through it, under the start rule. */
-async function preparedArm(bins: KubeBinaries, round: number, out: string, maxInFlight: number): Promise<KubeadmArmRun> {
-  const b = await BrokeredKubeLab.create(`prepared-r${round}`, bins, {
+/** D (and E): the phases before etcd outside the gate, in parallel; the rest through it, under the start rule (E: without check-etcd). */
+async function preparedArm(bins: KubeBinaries, round: number, out: string, maxInFlight: number, arm: "prepared" | "pipelined" = "prepared"): Promise<KubeadmArmRun> {
+  const b = await BrokeredKubeLab.create(`${arm}-r${round}`, bins, {
     policy: { maxInFlight },
     cluster: { etcdExtraArgs: { "max-learners": String(maxInFlight) } },
-    outDir: join(out, `prepared-r${round}`),
+    outDir: join(out, `${arm}-r${round}`),
   });
   open.add(b);
   const [first, ...joiners] = NODES as [string, ...string[]];
   for (const n of joiners) {
     const dir = b.lab.host(n).mounts.get("/etc/kubeadm")!;
     const config = parse(readFileSync(join(dir, "join.yaml"), "utf8")) as { skipPhases: string[] };
-    config.skipPhases = [...config.skipPhases, "control-plane-prepare"];
+    config.skipPhases = [...config.skipPhases, "control-plane-prepare", ...(arm === "pipelined" ? ["check-etcd"] : [])];
     writeFileSync(join(dir, "join-prepared.yaml"), stringify(config));
   }
   try {
@@ -282,8 +288,8 @@ async function preparedArm(bins: KubeBinaries, round: number, out: string, maxIn
     );
     const withPrepare = (x: KubeadmNodeRun) => (prepareExit.has(x.node) ? { ...x, prepareExitS: prepareExit.get(x.node)! } : x);
     const prepareFailed = prepares.filter(Boolean);
-    if (prepareFailed.length) return failed("prepared", round, maxInFlight, NODES.map((n) => withPrepare(nodeRun(b, n, wall0))), prepareFailed.join("; "));
-    const outcome = await gatedOutcome(b, "prepared", round, maxInFlight, t0, wall0, (n) => `${prepareOutput.get(n) ?? ""}${b.kubeadmOutput(n)}`);
+    if (prepareFailed.length) return failed(arm, round, maxInFlight, NODES.map((n) => withPrepare(nodeRun(b, n, wall0))), prepareFailed.join("; "));
+    const outcome = await gatedOutcome(b, arm, round, maxInFlight, t0, wall0, (n) => `${prepareOutput.get(n) ?? ""}${b.kubeadmOutput(n)}`);
     return { ...outcome, nodes: outcome.nodes.map(withPrepare) };
   } finally {
     open.delete(b);
@@ -316,7 +322,11 @@ export async function kubeadmGate(settings: KubeadmGateSettings): Promise<Kubead
     for (const arm of settings.arms ?? KUBEADM_ARMS) {
       log(`kubeadm: round ${r + 1}/${settings.rounds}, ${arm}…`);
       const run =
-        arm === "serial" ? await serialArm(bins, r, out) : arm === "prepared" ? await preparedArm(bins, r, out, settings.maxInFlight) : await gatedArm(arm, bins, r, out, arm === "serialized" ? 1 : settings.maxInFlight);
+        arm === "serial"
+          ? await serialArm(bins, r, out)
+          : arm === "prepared" || arm === "pipelined"
+            ? await preparedArm(bins, r, out, settings.maxInFlight, arm)
+            : await gatedArm(arm, bins, r, out, arm === "serialized" ? 1 : settings.maxInFlight);
       runs.push(run);
       log(run.ok ? `kubeadm: ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.kubeadmExitS}`).join(", ")})` : `kubeadm: ${arm} FAILED: ${run.failure}`);
     }
@@ -345,6 +355,7 @@ export function summarizeKubeadm(runs: readonly KubeadmArmRun[]): KubeadmGateRes
     startRuleRatio: ratio(medians["start-rule"], medians.serial),
     serializedRatio: ratio(medians.serialized, medians.serial),
     preparedRatio: ratio(medians.prepared, medians.serial),
+    pipelinedRatio: ratio(medians.pipelined, medians.serial),
     failedRounds: runs.filter((x) => !x.ok).length,
   };
 }

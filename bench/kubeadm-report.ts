@@ -9,7 +9,7 @@ import { n, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const KUBEADM_TARGETS = {
-  /** Start rule (maxInFlight 4) over the serial script. */
+  /** The pipelined gate (arm E, else the start rule C) over the serial script. */
   startRuleRatio: 0.6,
   /** The serialized gate (maxInFlight 1) over the serial script. */
   serializedRatio: 1.1,
@@ -20,22 +20,54 @@ const LABEL: Record<KubeadmArm, string> = {
   serialized: "B. gate, maxInFlight 1",
   "start-rule": "C. gate, start rule, maxInFlight",
   prepared: "D. phases before etcd outside the gate, start rule, maxInFlight",
+  pipelined: "E. as D, check-etcd left to etcd, start rule, maxInFlight",
 };
-const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
+const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" || arm === "pipelined" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
+
+/** The arm the pipelined target is judged on: E when it ran, else C. */
+function pipelinedArm(k: KubeadmGateResult): "pipelined" | "start-rule" {
+  return k.summary.medians.pipelined !== undefined && k.runs.some((x) => x.arm === "pipelined") ? "pipelined" : "start-rule";
+}
 
 export function kubeadmSummaryRows(r: Results): string[][] {
   const k = r.kubeadm;
   if (!k) return [["8", "kubeadm through the gate", r.skipped?.kubeadm ? "skipped" : "not measured", "", "", `≤ ${KUBEADM_TARGETS.startRuleRatio}×; ≤ ${KUBEADM_TARGETS.serializedRatio}×`, ""]];
   const m = k.summary.medians;
-  const s = (v: number | null) => (v === null ? "failed" : `${n(v, 1)} s`);
-  const met = (ratio: number | null, target: number) => (ratio === null ? "–" : yes(ratio <= target));
-  return [
-    ["8", `kubeadm ${k.kubernetes} through the gate, 1 + 4, start rule (maxInFlight ${k.maxInFlight})`, s(m["start-rule"]), `serial script ${s(m.serial)}`, n(k.summary.startRuleRatio, 2), `≤ ${KUBEADM_TARGETS.startRuleRatio}×`, met(k.summary.startRuleRatio, KUBEADM_TARGETS.startRuleRatio)],
-    ["8", `kubeadm ${k.kubernetes} through the gate, 1 + 4, maxInFlight 1`, s(m.serialized), `serial script ${s(m.serial)}`, n(k.summary.serializedRatio, 2), `≤ ${KUBEADM_TARGETS.serializedRatio}×`, met(k.summary.serializedRatio, KUBEADM_TARGETS.serializedRatio)],
-    ...(m.prepared !== undefined && k.summary.preparedRatio !== undefined
-      ? [["8", `kubeadm ${k.kubernetes}, 1 + 4, the phases before etcd outside the gate, start rule (maxInFlight ${k.maxInFlight})`, s(m.prepared), `serial script ${s(m.serial)}`, n(k.summary.preparedRatio, 2), "–", "–"]]
-      : []),
+  const s = (v: number | null | undefined) => (v === null || v === undefined ? "failed" : `${n(v, 1)} s`);
+  const met = (ratio: number | null | undefined, target: number) => (ratio === null || ratio === undefined ? "–" : yes(ratio <= target));
+  const judged = pipelinedArm(k);
+  const ratioOf = (arm: KubeadmArm) => ({ serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null, pipelined: k.summary.pipelinedRatio ?? null })[arm];
+  const row = (arm: KubeadmArm, what: string, target: number | null): string[] => [
+    "8",
+    `kubeadm ${k.kubernetes}, 1 + 4, ${what}`,
+    s(m[arm]),
+    `serial script ${s(m.serial)}`,
+    n(ratioOf(arm), 2),
+    target === null ? "–" : `≤ ${target}×`,
+    target === null ? "–" : met(ratioOf(arm), target),
   ];
+  const rows = [row("serialized", "through the gate, maxInFlight 1", KUBEADM_TARGETS.serializedRatio), row("start-rule", `through the gate, start rule (maxInFlight ${k.maxInFlight})`, judged === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null)];
+  if (k.runs.some((x) => x.arm === "prepared")) rows.push(row("prepared", `the phases before etcd outside the gate, start rule (maxInFlight ${k.maxInFlight})`, null));
+  if (judged === "pipelined") rows.push(row("pipelined", `pipelined gate: the phases before etcd outside it, check-etcd left to etcd, start rule (maxInFlight ${k.maxInFlight})`, KUBEADM_TARGETS.startRuleRatio));
+  return rows;
+}
+
+/** For each missed kubeadm target: where the arm's time went beside the serial script's, measured. */
+export function kubeadmMissedNotes(r: Results): string[] {
+  const k = r.kubeadm;
+  if (!k) return [];
+  const judged = pipelinedArm(k);
+  const targets: [KubeadmArm, number, number | null | undefined][] = [
+    ["serialized", KUBEADM_TARGETS.serializedRatio, k.summary.serializedRatio],
+    [judged, KUBEADM_TARGETS.startRuleRatio, judged === "pipelined" ? k.summary.pipelinedRatio : k.summary.startRuleRatio],
+  ];
+  const a = breakdown(k.runs.filter((x) => x.arm === "serial"));
+  return targets
+    .filter(([, target, ratio]) => ratio === null || ratio === undefined || ratio > target)
+    .map(([arm, target, ratio]) => {
+      const b = breakdown(k.runs.filter((x) => x.arm === arm));
+      return `**${label(k, arm)}** (kubeadm): ${ratio === null || ratio === undefined ? "no passed round" : n(ratio, 2)}, target ≤ ${target}. kubeadm init starts at ${n(b.firstStart, 1)} (serial 0); one join takes ${n(b.join, 1)} (serial ${n(a.join, 1)}), one starts ${n(b.gap, 1)} after the other (serial ${n(a.gap, 1)}); joiners whose etcd served clients only after 5 s: ${n(b.stalled, 0)} of 4 (serial ${n(a.stalled, 0)}), etcd's own stall when a member joins from a snapshot whose publish it already holds (section 5e: etcd alone); kubeadm's etcd status calls that timed out waiting for such members: ${n(b.statusWait, 0)} s (serial ${n(a.statusWait, 0)}).`;
+    });
 }
 
 /** Where an arm's time went, medians over its passed rounds. */
@@ -73,7 +105,7 @@ export function kubeadmSection(r: Results): string {
     ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only kubeadm --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
     : "";
   const m = k.summary.medians;
-  const arms = (["serial", "serialized", "start-rule", "prepared"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
+  const arms = (["serial", "serialized", "start-rule", "prepared", "pipelined"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
   const parts = arms.map((a) => ({ arm: a, b: breakdown(k.runs.filter((x) => x.arm === a)) }));
   const s2 = (v: number) => n(v, 1);
   return `${title}
@@ -97,6 +129,11 @@ other in this order, each on a fresh lab (bench/kubeadm-gate.ts):
   kubeconfigs, manifests) outside the gate, all four at once from the start (waiting for the
   cluster to exist); its agent starts when that is done and runs the rest of the join
   (\`check-etcd\`, \`etcd-join\`) through the gate. Host 0's agent starts first and bootstraps.
+- **E. the pipelined gate**: as D, and the join inside the gate leaves out \`check-etcd\` too
+  (kubeadm's wait, before its add, until every member answers etcd's status): the start rule
+  orders the adds and etcd refuses an add that is not safe by itself (its health check), so a
+  join's add does not wait for the member before it to serve clients. The ≤ ${KUBEADM_TARGETS.startRuleRatio}× target is
+  judged on this arm when it ran (else on C).
 
 Timed from the first command (kubeadm init; the agents' spawn) until five started voters, with every
 kubeadm and agent exited 0; the lab, the broker and the CA are set up before the clock starts. Each
@@ -126,8 +163,8 @@ Medians over the passed rounds (${k.rounds} round(s), ${k.summary.failedRounds} 
 ${table(
   ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "Joiners serving after > 5 s", "kubeadm's etcd status timeouts s"],
   parts.map(({ arm, b }) => {
-    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null }[arm];
-    const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null;
+    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null, pipelined: k.summary.pipelinedRatio ?? null }[arm];
+    const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === pipelinedArm(k) ? KUBEADM_TARGETS.startRuleRatio : null;
     return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), n(b.stalled, 0), s2(b.statusWait)];
   }),
 )}

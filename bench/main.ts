@@ -21,6 +21,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { brokerThroughput } from "./broker-throughput.ts";
 import { clusterJoin, joinChecksPassed, killJoinProcesses, type JoinSettings } from "./cluster-join.ts";
+import { etcdCatchUp, type CatchUpSettings } from "./etcd-catchup.ts";
 import { executableStartup } from "./executable.ts";
 import { footprint } from "./footprint.ts";
 import { handoff } from "./handoff.ts";
@@ -36,7 +37,7 @@ import { verifier } from "./verifier.ts";
 import { freshBuild } from "../bin/built-cli.mjs";
 import { buildCli } from "../scripts/build-cli.mjs";
 
-const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "executable", "footprint", "kubeadm", "k0s"] as const;
+const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "catchup", "executable", "footprint", "kubeadm", "k0s"] as const;
 type Section = (typeof SECTIONS)[number];
 /** Run only when asked for by name (`--only`): root, the Kubernetes builds, minutes a round. A run of the default set keeps their earlier figures. */
 const OPT_IN: readonly Section[] = ["kubeadm", "k0s"];
@@ -51,6 +52,7 @@ export const SETTINGS = {
     executable: { runs: 3 },
     footprint: { runs: 1, clusters: 20 },
     join: { versions: ["3.6"], sizes: [2], runs: 1, pipelined: { versions: ["3.6"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
+    catchup: { versions: ["3.6"], writes: [10, 150], trials: 2 } as CatchUpSettings,
     kubeadm: { rounds: 1, maxInFlight: 4 } as KubeadmGateSettings,
     k0s: { rounds: 1 } as K0sBenchSettings,
   },
@@ -62,6 +64,7 @@ export const SETTINGS = {
     executable: { runs: 7 },
     footprint: { runs: 3, clusters: 100 },
     join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
+    catchup: { versions: ["3.4", "3.5", "3.6", "3.7"], writes: [10, 150], trials: 6 } as CatchUpSettings,
     kubeadm: { rounds: 3, maxInFlight: 4 } as KubeadmGateSettings,
     k0s: { rounds: 3 } as K0sBenchSettings,
   },
@@ -106,7 +109,7 @@ export async function main(argv: string[]): Promise<number> {
         "  --sizes   the joining nodes of the whole-cluster join, e.g. 2,6 (default: 2,4,6; --quick: 2)\n" +
         "  --runs    runs per size of the whole-cluster join (default: 9 for 1 + 2, else 3; --quick: 1)\n" +
         "  --plain-http  the whole-cluster join on plain-http etcd (default: TLS and client certificates on every etcd port)\n" +
-        "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events, in ms from its start, to DIR\n" +
+        "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events and join API lines, in ms from its start, to DIR\n" +
         "  BENCH_KEEP=1          keeps each brokered join's node directories (etcd logs and flags) in bench/out\n" +
         `  BENCH_KUBEADM_ARMS=a,b  only these arms of --only kubeadm (${KUBEADM_ARMS.join(", ")}); what each printed stays in bench/out/kubeadm\n` +
         "  --only k0s      real k0s 1.28 and 1.36 through the gate against a serial script (as root, with the k0s builds; hold the lab lock: flock /tmp/jb-lab.lock)\n" +
@@ -139,6 +142,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     settings.join.versions = known.filter((v) => wanted.includes(v));
     settings.join.pipelined.versions = SETTINGS.full.join.pipelined.versions.filter((v) => wanted.includes(v));
+    settings.catchup.versions = known.filter((v) => wanted.includes(v));
   }
   if (values.sizes) {
     const sizes = values.sizes.split(",").map((x) => Number(x.trim()));
@@ -194,6 +198,7 @@ export async function main(argv: string[]): Promise<number> {
   // Built or installed before the clock starts (once per machine; scripts/etcd.mjs).
   const etcdReleases: string[] = [];
   if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
+  if (only.includes("catchup")) for (const v of settings.catchup.versions) if (!settings.join.versions.includes(v) || !only.includes("join")) etcdReleases.push(`${(await etcdPath(v)).release}`);
   // The agents and the join API run the package's command as installed: the built CLI, fresh.
   if (only.includes("join") || only.includes("executable") || only.includes("footprint") || only.includes("kubeadm") || only.includes("k0s")) {
     await buildCli();
@@ -247,7 +252,7 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
-    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "executable" && s !== "footprint" && s !== "kubeadm" && s !== "k0s");
+    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "catchup" && s !== "executable" && s !== "footprint" && s !== "kubeadm" && s !== "k0s");
     const shared = needsShared ? await start("shared") : null;
     await attempt("broker", async () => {
       results.broker = await brokerThroughput(shared!, settings.broker);
@@ -281,6 +286,10 @@ export async function main(argv: string[]): Promise<number> {
     });
     await attempt("join", async () => {
       results.join = await clusterJoin(shared!, settings.join, etcdPath);
+    });
+    // etcd alone: a new member's catch-up on a short raft log and on one past 100 entries.
+    await attempt("catchup", async () => {
+      results.catchup = await etcdCatchUp(settings.catchup, etcdPath);
     });
     // The single executable file beside the npm form: no broker (the agents' stand-in is local).
     await attempt("executable", async () => {

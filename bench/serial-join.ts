@@ -130,7 +130,12 @@ async function main(): Promise<void> {
     const list = await new EtcdGateway(processes.map((p) => p.clientURL), client()).memberList();
     const members = list.ok ? list.value.members : [];
     const voters = members.filter((m) => !m.isLearner && m.started).length;
-    process.stdout.write(`${JSON.stringify({ members: members.length, voters, steps })}\n`);
+    let raftIndex = 0;
+    for (const p of processes) {
+      const status = await new EtcdGateway(p.clientURL, { timeoutMs: 5_000, ...client() }).status(p.clientURL);
+      if (status.ok) raftIndex = Math.max(raftIndex, Number(status.value.raftIndex));
+    }
+    process.stdout.write(`${JSON.stringify({ members: members.length, voters, raftIndex, steps })}\n`);
   } finally {
     await Promise.all(processes.map((p) => p.stop(3_000)));
   }

@@ -186,6 +186,8 @@ const checks = quick
         ? []
         : [
             { id: "wrangler", title: "wrangler config and bundle", cmd: ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"], lane: "checks" },
+            // The Workers runtime's types, generated from wrangler.toml and the pinned workerd (npm run cf-typegen).
+            { id: "worker-types", title: "Worker types up to date (wrangler types --check)", cmd: ["wrangler", "types", "--check", "src/broker/worker-configuration.d.ts"], lane: "checks" },
             { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "checks" },
             { id: "boundaries", title: "boundaries: a type check per runtime, dependency rules", cmd: nodeCmd("scripts/boundaries.mjs"), lane: "checks" },
             { id: "openapi", title: "OpenAPI document lint (Redocly, recommended rules)", cmd: nodeCmd("scripts/openapi.mjs", "lint", `${RESULTS}/openapi.json`), lane: "checks" },

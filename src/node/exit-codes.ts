@@ -1,4 +1,4 @@
-/** Exit codes of every `join-broker` command (PROTOCOL.md, "Command line"). */
+/** Exit codes of every `join-broker` command (docs/protocol.md, "Command line"). */
 export const EXIT = {
   ok: 0,
   /** Unexpected failure (a bug, or the broker answered something unreadable). */

@@ -412,14 +412,14 @@ describe("join-broker admin: errors", () => {
       [["token", "create", "--ttl", "30s", ...conn], /--ttl 30s: must be at least 60 s/],
       [["token", "create", "--peer-hosts", "10.0.0.0/33", ...conn], /--peer-hosts: "10\.0\.0\.0\/33" is not/],
       [["token", "create", "--nodes", "a,,b", ...conn], /--nodes takes a comma-separated list/],
-      [["revoke", "adm_x", ...conn], /--reason is required/],
+      [["revoke", "adm_x", ...conn], /--reason TEXT is required/],
       [["policy", "set", ...conn], /policy set needs at least one of/],
       [["policy", "set", "--max-in-flight", "two", ...conn], /--max-in-flight must be a whole number/],
       [["adopt", "--member", "n1", ...conn], /--member must be NODE=PEERURL/],
       [["adopt", "--member", "n1=ftp://x:1", ...conn], /peerURL must use http or https/],
       [["status", "--cluster", "Not_A_Cluster", "--broker", nowhere, "--admin-token", "t"], /cluster: cluster must be a DNS label/],
       [["status", "--cluster", C, "--admin-token", "t"], /--broker URL is required/],
-      [["status", "--cluster", C, "--broker", nowhere], /--admin-token TOKEN is required/],
+      [["status", "--cluster", C, "--broker", nowhere], /the admin token is required \(--admin-token, --admin-token-file or JOIN_BROKER_ADMIN_TOKEN\)/],
       [["metrics", "--json", ...conn], /--json does not apply/],
     ];
     const runs = [];

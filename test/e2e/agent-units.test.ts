@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { parseJoinArgs } from "../../src/node/agent/join-options.ts";
+import { parseJoin } from "../../src/node/cli/join.ts";
 import { ROOT } from "../support/broker.ts";
 import { releaseFile } from "../support/single-executable.ts";
 
@@ -65,11 +65,10 @@ for (const [name, mode] of [["join-broker-agent.service", "own"], ["join-broker-
     const env: Record<string, string> = { ...envFile(unit("join-broker-agent.env")), STATE_DIRECTORY: join(dir, "state"), CREDENTIALS_DIRECTORY: creds };
     const argv = execStart(text, env);
     expect(argv.slice(0, 2)).toEqual([INSTALLED, "join"]);
-    const parsed = parseJoinArgs(argv.slice(2), {});
-    expect(parsed.help).toBe(false);
-    if (parsed.help) return;
-    expect(parsed.options).toMatchObject({ cluster: env.CLUSTER, node: env.NODE, peerURL: env.PEER_URL, stateDir: env.STATE_DIRECTORY });
-    if (mode === "own") expect(parsed.options).toMatchObject({ etcdBin: "/usr/local/bin/etcd", exec: null, pkiDir: join(env.STATE_DIRECTORY!, "pki"), clientURL: env.CLIENT_URL });
-    else expect(parsed.options).toMatchObject({ etcdBin: null, exec: "/etc/join-broker/install", etcdEndpoints: env.ETCD_ENDPOINTS!.split(",") });
+    const options = parseJoin(argv.slice(2), {});
+    expect(options).not.toBeNull();
+    expect(options).toMatchObject({ cluster: env.CLUSTER, node: env.NODE, peerURL: env.PEER_URL, stateDir: env.STATE_DIRECTORY });
+    if (mode === "own") expect(options).toMatchObject({ etcdBin: "/usr/local/bin/etcd", exec: null, pkiDir: join(env.STATE_DIRECTORY!, "pki"), clientURL: env.CLIENT_URL });
+    else expect(options).toMatchObject({ etcdBin: null, exec: "/etc/join-broker/install", etcdEndpoints: env.ETCD_ENDPOINTS!.split(",") });
   });
 }

@@ -43,7 +43,7 @@ describe("command line", () => {
   it("bad usage exits 2 and says what is wrong", () => {
     const missing = agent(base);
     expect(missing.status).toBe(2);
-    expect(missing.stderr).toContain("--state-dir is required");
+    expect(missing.stderr).toContain("--state-dir DIR is required");
     const badPeer = agent([...base.slice(0, 9), "http://127.0.0.1", ...base.slice(10), "--state-dir", dir]);
     expect(badPeer.status).toBe(2);
     expect(badPeer.stderr).toContain("must name a port");

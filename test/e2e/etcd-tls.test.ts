@@ -72,6 +72,17 @@ async function admitWhenFree(node: string, peerURL: string): Promise<{ token: st
   throw new Error(`no admission within 60 s: ${last}`);
 }
 
+/** Waits (up to 30 s) until etcd lists no learner. */
+async function untilNoLearner(): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const list = await h.etcd(h.node("ctrl-0").clientURL).memberList();
+    if (list.ok && !list.value.members.some((m) => m.isLearner)) return;
+    if (Date.now() > deadline) throw new Error(`a learner is still listed after 30 s: ${list.ok ? JSON.stringify(list.value.members) : list.error.message}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function memberCount(): Promise<number> {
   const list = await h.etcd(h.node("ctrl-0").clientURL).memberList();
   if (!list.ok) throw new Error(list.error.message);
@@ -245,9 +256,11 @@ describe("an expired admission", () => {
     const [port] = await freePorts(1);
     const peerURL = `https://127.0.0.1:${port}`;
     const node = `late-${randomUUID().slice(0, 6)}`;
-    // The learner lone-1 left is removed first (its admission was revoked); then this one is admitted.
+    // The learner lone-1 left is removed first (its admission was revoked: the join API's sweep
+    // removes it within 5 s, while the broker admits the next node at once); then this one is admitted.
     const admission = await admitWhenFree(node, peerURL);
     try {
+      await untilNoLearner();
       const exp = Number(decodeJwt(admission.token).exp) * 1000;
       skewMs = exp - Date.now() + 1_000;
       const before = await memberCount();

@@ -271,6 +271,33 @@ describe("membership: an admission that ends while its add waits", () => {
     expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
     expect(await memberIds()).toEqual(members);
   });
+
+  it("asks again when the add waited for another change or its request's look is old, not when it went straight through", async () => {
+    await removeLearners();
+    const members = await memberIds();
+    let asked = 0;
+    // The broker revoked the admission after the request's verification looked (active).
+    const membership = new Membership({ gateway, admissionStatus: async (token) => (token === "t-q" && asked++, { active: false, reason: "revoked" }), holdMs: 0 });
+    const look = () => ({ status: { active: true as const }, at: Date.now() });
+    const queued = await memberAddress("gw-queued");
+    // Behind another change (a promote of a member that is not there): asked again, refused.
+    const ahead = membership.promote({ node: "gw-none", peerURL: "http://127.0.0.1:1", jti: "adm_none", token: "t-none" });
+    const behind = membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, look());
+    expect((await ahead).ok).toBe(false);
+    const r = await behind;
+    expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
+    expect(asked).toBe(1);
+    // A look older than a second: asked again, refused.
+    const r2 = await membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, { status: { active: true }, at: Date.now() - 2_000 });
+    expect(!r2.ok && r2.code).toBe("admission_revoked");
+    expect(asked).toBe(2);
+    expect(await memberIds()).toEqual(members);
+    // Straight through, moments after the look: made on it (the broker is not asked twice for one add).
+    const r3 = await membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, look());
+    expect(r3.ok && r3.value.learner).toBe(true);
+    expect(asked).toBe(2);
+    await removeLearners();
+  });
 });
 
 describe("membership: an add bounded by its admission's lease", () => {
@@ -435,6 +462,39 @@ describe("membership: held while etcd settles", () => {
     expect(Date.now() - started).toBeLessThan(20_000);
     const still = await gw.memberList();
     expect(still.ok && still.value.members.filter((m) => m.isLearner)).toHaveLength(1);
+  });
+});
+
+describe("membership: a held add and the learner it waits for", () => {
+  it("asks the broker about that learner's admission once a second, not at every attempt, and adds once that admission has ended", async () => {
+    await removeLearners();
+    let askedAboutFirst = 0;
+    let firstActive = true;
+    const membership = new Membership({
+      gateway,
+      admissionStatus: async (token) => {
+        if (token !== "t-first") return { active: true };
+        askedAboutFirst++;
+        return firstActive ? { active: true } : { active: false, reason: "expired" };
+      },
+      holdMs: 1_400,
+    });
+    const [first, second] = await Promise.all([memberAddress("gw-first"), memberAddress("gw-second")]);
+    const added = await membership.addLearner({ node: "gw-first", peerURL: first.peerURL, jti: "adm_first", token: "t-first" });
+    expect(added.ok && added.value.learner).toBe(true);
+    askedAboutFirst = 0;
+    // Held for 1.4 s behind a learner that does not start (about 28 attempts): asked about twice.
+    const held = await membership.addLearner({ node: "gw-second", peerURL: second.peerURL, jti: "adm_second", token: "t-second" });
+    expect(!held.ok && held.code).toBe("learner_not_started");
+    expect(askedAboutFirst).toBeGreaterThanOrEqual(1);
+    expect(askedAboutFirst).toBeLessThanOrEqual(2);
+    // Its admission ends: the next held add, a new request, asks afresh and removes it at once.
+    firstActive = false;
+    const next = await membership.addLearner({ node: "gw-second", peerURL: second.peerURL, jti: "adm_second", token: "t-second" });
+    expect(next.ok && next.value.learner).toBe(true);
+    const list = await gateway.memberList();
+    expect(list.ok && memberByPeerUrl(list.value.members, first.peerURL)).toBeUndefined();
+    await removeLearners();
   });
 });
 

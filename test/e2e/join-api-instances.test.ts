@@ -5,10 +5,15 @@
  *
  * Runs on $E2E_ETCD_VERSION when that is 3.6 or later, else on 3.6.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { memberByPeerUrl, type EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { Membership, type AdmissionStatus } from "../../src/node/join-api/members.ts";
-import { learnerRecordKey } from "../../src/node/join-api/learner-records.ts";
+import { learnerRecordKey, memberRecordKey, revokedKey } from "../../src/node/join-api/learner-records.ts";
+import { CertificateLedger } from "../../src/node/join-api/ledger.ts";
+import { certificateAuthority } from "../../src/node/pki/pki-dir.ts";
 import { MULTI_LEARNER_VERSION as VERSION, memberAddress, startMultiLearnerEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 
 let etcd: TestEtcd;
@@ -32,10 +37,12 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   const request = (m: MemberAddress) => ({ node: m.name, peerURL: m.peerURL, jti: `adm_${m.name}`, token: `t_${m.name}` });
   const [a1, b1, a2] = await Promise.all(["in-a1", "in-b1", "in-a2"].map((n) => memberAddress(n)));
 
-  const addedA = await a.addLearner(request(a1));
+  // The serials of the certificates signed beside each add ride on its learner's record.
+  const serials = (name: string) => [1, 2].map((i) => ({ serial: `${Buffer.from(name).toString("hex")}0${i}`, notAfter: Date.now() + 86_400_000, jti: `adm_${name}` }));
+  const addedA = await a.addLearner({ ...request(a1), certificates: serials("in-a1") });
   if (!addedA.ok) throw new Error(`${addedA.code} ${addedA.detail}`);
   await etcd.startMember(a1, addedA.value.initialCluster);
-  const addedB = await b.addLearner(request(b1));
+  const addedB = await b.addLearner({ ...request(b1), certificates: serials("in-b1") });
   if (!addedB.ok) throw new Error(`${addedB.code} ${addedB.detail}`);
   await etcd.startMember(b1, addedB.value.initialCluster);
 
@@ -58,11 +65,102 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   expect(lines.find((l) => l.startsWith("a: removed"))).toContain("admission adm_in-b1 for node in-b1 is no longer active (revoked)");
   const record = await gateway.get(learnerRecordKey(b1.peerURL));
   expect(record.ok && record.value).toBeNull();
+  // Its certificates went onto the revocation list in the removal's write.
+  for (const { serial } of serials("in-b1")) {
+    const revoked = await gateway.get(revokedKey(serial));
+    expect(revoked.ok && revoked.value && JSON.parse(revoked.value)).toMatchObject({ serial, node: "in-b1" });
+  }
 
-  // And a promotion, through any instance, clears the learner's record.
+  // A promotion, through any instance, writes nothing to etcd: the node is not kept waiting for
+  // its record's removal. The next add takes it away with its own record, in one transaction.
+  const revision = async () => {
+    const s = await gateway.status();
+    if (!s.ok) throw new Error(s.error.message);
+    return Number(s.value.header.revision);
+  };
   const promoting = new Membership({ gateway, admissionStatus, holdMs: 30_000 });
+  const beforePromote = await revision();
   const promoted = await promoting.promote(request(a1));
   if (!promoted.ok) throw new Error(`${promoted.code} ${promoted.detail}`);
+  expect(await revision()).toBe(beforePromote);
+  await etcd.startMember(a2, added2.value.initialCluster);
+  const b2 = await memberAddress("in-b2");
+  const beforeAdd = await revision();
+  const addedB2 = await new Membership({ gateway, admissionStatus, holdMs: 30_000 }).addLearner(request(b2));
+  if (!addedB2.ok) throw new Error(`${addedB2.code} ${addedB2.detail}`);
+  expect(await revision()).toBe(beforeAdd + 1);
   const left = await gateway.get(learnerRecordKey(a1.peerURL));
   expect(left.ok && left.value).toBeNull();
+  // In that transaction the promoted learner's record became its member's, certificates and all.
+  const memberRecord = await gateway.get(memberRecordKey(addedA.value.memberID));
+  expect(memberRecord.ok && memberRecord.value && JSON.parse(memberRecord.value)).toMatchObject({ node: "in-a1", memberID: addedA.value.memberID, certificates: serials("in-a1").map((e) => ({ serial: e.serial })) });
+  const kept = await gateway.get(learnerRecordKey(a2.peerURL));
+  expect(kept.ok && kept.value && JSON.parse(kept.value)).toMatchObject({ node: "in-a2", jti: "adm_in-a2", memberID: added2.value.memberID });
+  const written = await gateway.get(learnerRecordKey(b2.peerURL));
+  expect(written.ok && written.value && JSON.parse(written.value)).toMatchObject({ node: "in-b2", jti: "adm_in-b2", memberID: addedB2.value.memberID });
 }, 180_000);
+
+it(`an instance that added a learner under an admission since superseded leaves it to the newer one, recorded by another instance`, async () => {
+  // Out of the way first: the learners the test before left.
+  for (const m of (await members()).filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+  const statuses = new Map<string, AdmissionStatus>();
+  const admissionStatus = async (token: string) => statuses.get(token) ?? ({ active: true } as const);
+  const lines: string[] = [];
+  const instance = (name: string) => new Membership({ gateway, admissionStatus, unknownLearnerGraceMs: 0, holdMs: 0, log: (l) => lines.push(`${name}: ${l}`) });
+  const [a, b] = [instance("a"), instance("b")];
+  const [n, m] = await Promise.all(["in-n", "in-m"].map((x) => memberAddress(x)));
+
+  // Instance a adds node n's learner under its first admission, which then ends; the broker
+  // admits n again and n's next ask reaches instance b, which records the newer admission.
+  const first = await a.addLearner({ node: "in-n", peerURL: n.peerURL, jti: "adm_n1", token: "t_n1" });
+  if (!first.ok) throw new Error(`${first.code} ${first.detail}`);
+  await etcd.startMember(n, first.value.initialCluster);
+  statuses.set("t_n1", { active: false, reason: "expired" });
+  const again = await b.addLearner({ node: "in-n", peerURL: n.peerURL, jti: "adm_n2", token: "t_n2" });
+  expect(again.ok && again.value.memberID).toBe(first.value.memberID);
+
+  // Instance a, which remembers only the ended admission, asks etcd's record before it reaps: the
+  // newer admission is active, so n's learner stays, and m is added beside it.
+  const added = await a.addLearner({ node: "in-m", peerURL: m.peerURL, jti: "adm_m", token: "t_m" });
+  if (!added.ok) throw new Error(`${added.code} ${added.detail}`);
+  expect(memberByPeerUrl(await members(), n.peerURL)?.id).toBe(first.value.memberID);
+  expect(lines.filter((l) => l.includes("removed"))).toEqual([]);
+}, 120_000);
+
+it(`the revocation sweep reads a promoted learner's record as its member's: kept while etcd lists the member, revoked once it is gone, though the broker cannot say`, async () => {
+  for (const m of (await members()).filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+  const membership = new Membership({ gateway, admissionStatus: async () => ({ active: true }), holdMs: 30_000 });
+  const x = await memberAddress("in-x");
+  const certificates = [{ serial: "c0ffee01", notAfter: Date.now() + 86_400_000, jti: "adm_x" }];
+  const added = await membership.addLearner({ node: "in-x", peerURL: x.peerURL, jti: "adm_x", token: "t_x", certificates });
+  if (!added.ok) throw new Error(`${added.code} ${added.detail}`);
+  await etcd.startMember(x, added.value.initialCluster);
+  const promoted = await membership.promote({ node: "in-x", peerURL: x.peerURL, jti: "adm_x", token: "t_x" });
+  if (!promoted.ok) throw new Error(`${promoted.code} ${promoted.detail}`);
+
+  // No add since: the learner's record, naming the member, is all etcd holds of its certificates.
+  const record = await gateway.get(learnerRecordKey(x.peerURL));
+  expect(record.ok && record.value && JSON.parse(record.value)).toMatchObject({ memberID: added.value.memberID, certificates: [{ serial: "c0ffee01" }] });
+  const { ca } = await certificateAuthority(mkdtempSync(join(tmpdir(), "join-broker-ledger-ca-")), { create: { commonName: "ledger test CA" } });
+  // A broker that cannot answer: only etcd's member list decides.
+  const ledger = new CertificateLedger({ gateway, membership, ca, admissionStatus: async () => null });
+  await ledger.sweep();
+  expect(ledger.current?.serials).not.toContain("c0ffee01");
+  const kept = await gateway.get(revokedKey("c0ffee01"));
+  expect(kept.ok && kept.value).toBeNull();
+
+  // etcd refuses the change until its leader has seen the new voter for 5 s.
+  const until = Date.now() + 20_000;
+  let removed = await gateway.memberRemove(added.value.memberID);
+  while (!removed.ok && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 250));
+    removed = await gateway.memberRemove(added.value.memberID);
+  }
+  expect(removed.ok, removed.ok ? "" : removed.error.message).toBe(true);
+  await ledger.sweep();
+  expect(ledger.current?.serials).toContain("c0ffee01");
+  const revoked = await gateway.get(revokedKey("c0ffee01"));
+  expect(revoked.ok && revoked.value && JSON.parse(revoked.value)).toMatchObject({ serial: "c0ffee01", node: "in-x" });
+  const gone = await gateway.get(learnerRecordKey(x.peerURL));
+  expect(gone.ok && gone.value).toBeNull();
+}, 120_000);

@@ -21,7 +21,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { K0S_VERSIONS, k0sPin } from "../../scripts/k0s.mjs";
-import { K0S_HOSTS, k0sBinaries, k0sRecipe, k0sUnitFromDocs, seedThroughBroker, seedWithoutBroker, startedVoters, type K0sBinaries, type SeedReport } from "../lab/k0s-lab.ts";
+import { parseJoin } from "../../src/node/cli/join.ts";
+import { K0S_HOSTS, k0sBinaries, k0sRecipe, k0sUnitFromDocs, recipeArgs, seedThroughBroker, seedWithoutBroker, startedVoters, type K0sBinaries, type SeedReport } from "../lab/k0s-lab.ts";
 import { labSkipReason } from "../lab/lab.ts";
 import { ROOT } from "../support/broker.ts";
 
@@ -42,6 +43,15 @@ it("docs/installers.md gives docs/k0s.md's unit, and the unit is the whole recip
   const flags = Object.fromEntries(k0sRecipe(unit).flags);
   expect(flags).toMatchObject({ "etcd-server-name": "localhost", service: true, cleanup: "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd", "rescue-etcd": "/var/lib/k0s/bin/etcd", "rescue-pki": "/var/lib/k0s/pki/etcd" });
   expect(String(flags.exec)).toMatch(/k0s controller --config \/etc\/k0s\/k0s\.yaml --token-file \/etc\/k0s\/controller-token/);
+  // The command line the lab's hosts run, as `join-broker join` reads it.
+  const own = { broker: "https://broker.example", cluster: "k0s", token: `jbe_${"x".repeat(40)}`, node: "ctrl-1", peerURL: "https://10.77.0.11:2380", etcd: ["https://10.77.0.11:2379"], stateDir: "/var/lib/join-broker" };
+  expect(parseJoin(recipeArgs(k0sRecipe(unit), own).slice(1), {})).toMatchObject({
+    exec: flags.exec,
+    service: true,
+    cleanup: flags.cleanup,
+    rescue: { etcdBin: flags["rescue-etcd"], pkiDir: flags["rescue-pki"] },
+    etcdTls: { serverName: "localhost" },
+  });
   expect(readFileSync(join(ROOT, "docs", "installers.md"), "utf8")).not.toMatch(/Untested against k0s itself/);
 });
 

@@ -1,7 +1,8 @@
 /**
  * The npm form: `npm pack` of this checkout (its `prepare` builds dist/cli, as publishing does),
  * installed with `npm install <tarball>` into an empty directory outside the project (from npm's
- * cache where it can), runs its `join-broker --version` and `--help` from the built CLI.
+ * cache where it can), runs its `join-broker --version` and `--help` from the built CLI; the package
+ * carries the sources the command falls back to, and none of the tests.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -33,6 +34,14 @@ it("installs a join-broker command into an empty directory", () => {
   expect(existsSync(join(app, "node_modules/etcd-join-broker/dist/cli/main.js"))).toBe(true);
   // Packaging output stays out of the package.
   expect(existsSync(join(app, "node_modules/etcd-join-broker/dist/release"))).toBe(false);
+});
+
+it("ships the sources the command runs from, and none of the tests", () => {
+  const pkg = join(app, "node_modules/etcd-join-broker");
+  const files = readdirSync(pkg, { recursive: true, encoding: "utf8" }).filter((f) => !f.startsWith("node_modules"));
+  // bin/join-broker falls back to these when the build is stale; serve bundles src/broker.
+  expect(files).toEqual(expect.arrayContaining(["src/node/cli/main.ts", "src/broker/index.ts", "src/shared/protocol/wire.ts"]));
+  expect(files.filter((f) => /\.test\.ts$|-test-kit\.ts$|worker-configuration\.d\.ts$/.test(f))).toEqual([]);
 });
 
 it("prints its version and usage, from the built CLI", () => {

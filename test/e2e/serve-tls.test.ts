@@ -4,7 +4,7 @@
  * without, and a bootstrap node and two joiners form one etcd cluster through it.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as tls from "node:tls";
@@ -21,8 +21,16 @@ let dir: string;
 let ca: PrivateCa;
 let h: ClusterHarness;
 
-function admin(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, [BIN, "admin", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, timeout: 60_000 });
+function admin(args: string[], env: Record<string, string> = {}, node = process.execPath) {
+  return spawnSync(node, [BIN, "admin", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, timeout: 60_000 });
+}
+
+/** The machine's own Node, when it is one that cannot add CAs to its trust store at run time (before 22.19). */
+function olderNode(): string | null {
+  const node = ["/usr/bin/node", "/usr/local/bin/node"].find(existsSync);
+  if (!node) return null;
+  const [major, minor] = spawnSync(node, ["-p", "process.versions.node"], { encoding: "utf8" }).stdout.trim().split(".").map(Number);
+  return major < 22 || (major === 22 && minor < 19) ? node : null;
 }
 
 beforeAll(async () => {
@@ -55,6 +63,15 @@ describe("HTTPS from workerd with a private CA", () => {
     const notPem = admin([...base, "--ca-file", ca.key]);
     expect(notPem.status).toBe(2);
     expect(notPem.stderr).toContain("holds no PEM certificate");
+  });
+
+  it.runIf(olderNode())("on a Node that cannot add CAs at run time, --ca-file runs the command again with NODE_EXTRA_CA_CERTS", () => {
+    const node = olderNode()!;
+    const base = ["status", "--cluster", h.cluster, "--broker", h.broker.url, "--json"];
+    expect(admin(base, {}, node).status).toBe(1);
+    const withFlag = admin([...base, "--ca-file", ca.ca], {}, node);
+    expect({ status: withFlag.status, stderr: withFlag.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(JSON.parse(withFlag.stdout).cluster).toBe(h.cluster);
   });
 
   it("a bootstrap node and two joiners, and the join API, all over HTTPS, form one cluster", async () => {

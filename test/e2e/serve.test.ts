@@ -12,8 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Writable } from "node:stream";
 import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
 import { DataDirLocked } from "../../src/node/serve/data-dir.ts";
-import type { ServeOptions } from "../../src/node/serve/serve-options.ts";
-import { startSelfHosted } from "../../src/node/serve/start.ts";
+import { startSelfHosted, type ServeOptions } from "../../src/node/serve/start.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

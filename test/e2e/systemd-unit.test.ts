@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { parseServeArgs } from "../../src/node/serve/serve-options.ts";
+import { parseServe } from "../../src/node/cli/serve.ts";
 import { ROOT } from "../support/broker.ts";
 import { makePrivateCa } from "../support/private-ca.ts";
 
@@ -54,7 +54,5 @@ it("starts serve with a command line serve accepts (TLS on all addresses, secret
   const env: Record<string, string> = { STATE_DIRECTORY: join(dir, "state"), CREDENTIALS_DIRECTORY: creds };
   const argv = execStart.split(/\s+/).map((a) => a.replace(/\$\{(\w+)\}/g, (_, name: string) => env[name]));
   expect(argv.slice(0, 2)).toEqual(["/opt/join-broker/bin/join-broker", "serve"]);
-  const parsed = parseServeArgs(argv.slice(2), {});
-  expect(parsed.help).toBe(false);
-  if (!parsed.help) expect(parsed.options).toMatchObject({ host: "0.0.0.0", port: 8443, dataDir: env.STATE_DIRECTORY, adminToken: "unit-admin-token-0123456789", tls: { cert: join(creds, "tls.crt") } });
+  expect(parseServe(argv.slice(2), {})).toMatchObject({ host: "0.0.0.0", port: 8443, dataDir: env.STATE_DIRECTORY, adminToken: "unit-admin-token-0123456789", tls: { cert: join(creds, "tls.crt") } });
 });

@@ -1,8 +1,14 @@
 /**
  * The end state every scenario must reach, asserted on what etcd and the broker report.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "vitest";
+import { catchUpFacts } from "../../src/node/etcd/etcd-log.ts";
 import type { ClusterHarness } from "./cluster.ts";
+
+/** etcd 3.6+ takes an in-memory snapshot past this many applied entries and compacts the log behind it. */
+const SNAPSHOT_THRESHOLD = 100;
 
 /**
  * Every named node serves the same member list and cluster ID: exactly these nodes, all started
@@ -72,4 +78,33 @@ async function settledViews(h: ClusterHarness, names: string[]): Promise<Awaited
     if (views && (settled || Date.now() >= deadline)) return views;
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/**
+ * What the joins cost etcd, from etcd itself, in counts that load does not move: the join API's
+ * records are one KV write per admission (the store's revision starts at 1), the raft log stays
+ * below etcd 3.6's snapshot threshold, and so no member was sent a snapshot. A member that joins
+ * from a snapshot may find its own publish inside it and wait out etcd's 7 s request timeout
+ * (docs/etcd-versions.md); a join API that wrote on every retry of a held add pushed a cluster
+ * of seven past the threshold.
+ */
+export async function expectNoSnapshotCatchUp(h: ClusterHarness, names: string[]): Promise<{ revision: number; raftIndex: number }> {
+  let revision = 0;
+  let raftIndex = 0;
+  for (const node of h.nodes.filter((n) => names.includes(n.name))) {
+    const status = await h.etcd(node.clientURL, 5_000).status(node.clientURL);
+    if (!status.ok) continue;
+    revision = Math.max(revision, Number(status.value.header.revision));
+    raftIndex = Math.max(raftIndex, Number(status.value.raftIndex));
+  }
+  // With TLS (--pki-dir) the bootstrap node also records its own certificates, once.
+  const ownRecord = h.pkiCaDir ? 1 : 0;
+  expect(revision, "etcd's KV revision: one record write per joiner at most").toBeGreaterThanOrEqual(1);
+  expect(revision - 1, "KV writes (the join API's learner records, the bootstrap node's own record)").toBeLessThanOrEqual(names.length - 1 + ownRecord);
+  expect(raftIndex, "raft entries, below etcd 3.6's in-memory snapshot threshold").toBeLessThan(SNAPSHOT_THRESHOLD);
+  for (const node of h.nodes.filter((n) => names.includes(n.name))) {
+    const facts = catchUpFacts(readFileSync(join(node.stateDir, "etcd.log"), "utf8"));
+    expect(facts.snapshotsReceived, `snapshots sent to ${node.name} ("${"received and saved database snapshot"}" in its etcd log)`).toBe(0);
+  }
+  return { revision, raftIndex };
 }

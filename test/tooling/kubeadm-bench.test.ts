@@ -38,7 +38,7 @@ describe("summarizeKubeadm", () => {
       run("serial", 1, 40), run("serialized", 1, 33), run("start-rule", 1, null),
       run("serial", 2, 35), run("serialized", 2, 30), run("start-rule", 2, 21),
     ]);
-    expect(s.medians).toEqual({ serial: 35, serialized: 30, "start-rule": 19.5, prepared: null });
+    expect(s.medians).toEqual({ serial: 35, serialized: 30, "start-rule": 19.5, prepared: null, pipelined: null });
     expect(s.startRuleRatio).toBeCloseTo(19.5 / 35, 3);
     expect(s.serializedRatio).toBeCloseTo(30 / 35, 3);
     expect(s.preparedRatio).toBeNull();

@@ -36,6 +36,7 @@ it("needs each version's etcd, and 3.6 where a version holds one learner; only t
   expect(needs["e2e-etcd-3.4"]).toEqual(["cli", "certcheck", "etcd-3.4", "etcd-3.6"]);
   expect(needs["e2e-etcd-3.7"]).toEqual(["cli", "certcheck", "etcd-3.7"]);
   expect(needs["e2e-kubeadm"]).toContain("kube");
+  expect(needs["e2e-k0s"]).toEqual(expect.arrayContaining(["kube", "k0s"]));
   // The newest version but the primary runs the broker on serve; with the primary alone, two
   // whole-cluster scenarios do, as a project of their own. Steps of their own need the primary.
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.5" }).map((p) => [p.name, p.env.JOIN_BROKER_E2E_RUNTIME])).toEqual([["e2e-etcd-3.5", "serve"]]);

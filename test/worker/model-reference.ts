@@ -1,7 +1,7 @@
 /**
  * A small reference model of one cluster's join queue, for the model-based tests: a list of
  * tickets in arrival order, the admissions they were given, the members, and a handful of flags.
- * It is written from PROTOCOL.md, independently of the Durable Object's SQL and of
+ * It is written from docs/protocol.md, independently of the Durable Object's SQL and of
  * src/broker/queue/policy.ts, so that the two can disagree.
  * @module
  */
@@ -75,7 +75,7 @@ export class QueueModel {
     return this.queued().filter((q) => q.seq <= t.seq).length;
   }
 
-  /** The ticket request rules of PROTOCOL.md, in order. */
+  /** The ticket request rules of docs/protocol.md, in order. */
   predictRequest(node: string, peerURL: string): TicketRequestPrediction {
     const live = this.live(node);
     if (live) {

@@ -124,7 +124,7 @@ describe("GET /openapi.json", () => {
     const phantom = [...documented].filter((r) => !served.has(r));
     expect({ missing, phantom }).toEqual({ missing: [], phantom: [] });
     for (const r of UNDOCUMENTED) expect(served).toContain(r);
-    // The contract's routes are all there (PROTOCOL.md), so an empty route table cannot pass.
+    // The contract's routes are all there (docs/protocol.md), so an empty route table cannot pass.
     for (const r of [
       "POST /v1/clusters/{cluster}/tickets",
       "GET /v1/clusters/{cluster}/tickets/{ticket}",

@@ -89,7 +89,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Claims are a verified admission token's claims (PROTOCOL.md, "Admission token").
+// Claims are a verified admission token's claims (docs/protocol.md, "Admission token").
 type Claims struct {
 	Issuer    string    `json:"iss"`
 	Audience  string    `json:"aud"`

@@ -9,8 +9,9 @@ import type { BrokerSteps } from "./broker-steps.ts";
 import { GaveUp } from "./errors.ts";
 import type { Gate } from "./gate.ts";
 import type { JoinApiSteps } from "./join-api-steps.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { LocalEtcd } from "./local-etcd.ts";
+import type { NodeKeys } from "./node-certificates.ts";
 import type { RevocationListKeeper } from "./revocation-list.ts";
 import type { NodeFiles } from "./node-files.ts";
 import type { Reporter } from "./progress.ts";
@@ -25,6 +26,8 @@ export interface AgentContext {
   readonly session: NodeSession;
   readonly broker: BrokerSteps;
   readonly joinApi: JoinApiSteps;
+  /** This node's etcd keys and certificate requests (--pki-dir), made while it waits for its turn. */
+  readonly keys: NodeKeys;
   /** Gate mode (--exec): an installer adds the member and runs etcd; see gate.ts. */
   readonly gate: Gate | null;
   readonly random: Random;

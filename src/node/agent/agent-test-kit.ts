@@ -1,11 +1,11 @@
 /**
- * For the agent's unit tests, never imported by the agent itself: its options as
- * `join-broker join` parses them, and a JSON progress reporter whose lines the test reads back.
+ * For the agent's unit tests, never imported by the agent itself: its options as `join-broker
+ * join` would give them, and a JSON progress reporter whose lines the test reads back.
  * @module
  */
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { parseJoinArgs, type AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { createReporter, type Reporter } from "./progress.ts";
 
 export interface TestNode {
@@ -13,18 +13,44 @@ export interface TestNode {
   broker?: string;
   node?: string;
   peerURL?: string;
-  /** More flags, as typed. */
-  more?: string[];
+  /** Other options than the defaults below. */
+  more?: Partial<AgentOptions>;
 }
 
-/** Node n1 of cluster c1, its state dir under `root`, the join API on a port nothing listens on. */
-export function testAgentOptions(root: string, { broker = "http://127.0.0.1:1", node = "n1", peerURL = "https://127.0.0.1:2380", more = [] }: TestNode = {}): AgentOptions {
-  const parsed = parseJoinArgs(
-    ["--broker", broker, "--cluster", "c1", "--token", "jbe_" + "x".repeat(40), "--node", node, "--peer-url", peerURL, "--join-api", "http://127.0.0.1:1", "--state-dir", join(root, "state"), "--log-format", "json", ...more],
-    {},
-  );
-  if (parsed.help) throw new Error("unexpected --help");
-  return parsed.options;
+/** Node n1 of cluster c1, its state dir under `root`, the join API on a port nothing listens on, JSON logs. */
+export function testAgentOptions(root: string, { broker = "http://127.0.0.1:1", node = "n1", peerURL = "https://127.0.0.1:2380", more = {} }: TestNode = {}): AgentOptions {
+  const stateDir = join(root, "state");
+  return {
+    brokerUrl: broker,
+    cluster: "c1",
+    token: `jbe_${"x".repeat(40)}`,
+    node,
+    peerURL,
+    listenPeerURL: peerURL,
+    joinApiUrl: "http://127.0.0.1:1",
+    stateDir,
+    dataDir: join(stateDir, "etcd"),
+    clientURL: "http://127.0.0.1:2379",
+    etcdBin: null,
+    etcdArgs: [],
+    printEtcdFlags: false,
+    retryRevoked: false,
+    timeoutSeconds: 3600,
+    joinApiPatienceSeconds: 60,
+    exec: null,
+    etcdEndpoints: ["http://127.0.0.1:2379"],
+    controllers: [],
+    etcdTls: null,
+    pkiDir: null,
+    apiServerClient: false,
+    service: false,
+    cleanup: null,
+    removalTimeoutSeconds: 120,
+    rescue: null,
+    logFormat: "json",
+    verbose: false,
+    ...more,
+  };
 }
 
 /** What the agent reported: every JSON line, and the lines parsed. */

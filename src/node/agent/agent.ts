@@ -23,7 +23,8 @@
  * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
  * @module
  */
-import { BrokerClient } from "../../shared/client/broker-client.ts";
+import { NodeSession } from "../../shared/client/node-session.ts";
+import { nodeFetch } from "../etcd/tls-fetch.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { UsageError } from "../exit-codes.ts";
 import { withDeadline, type AgentContext } from "./agent-context.ts";
@@ -33,14 +34,14 @@ import { endRun } from "./ending.ts";
 import { Gate } from "./gate.ts";
 import { JoinApiClient } from "./join-api-client.ts";
 import { JoinApiSteps } from "./join-api-steps.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { alreadyJoined, resumeJoined, serveJoined } from "./joined-steps.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
 import { joinAsLearner } from "./learner-step.ts";
 import { LocalEtcd } from "./local-etcd.ts";
 import { RevocationListKeeper } from "./revocation-list.ts";
 import { NodeFiles } from "./node-files.ts";
-import { bootstrapCertificates, checkOperatorCa } from "./node-certificates.ts";
+import { bootstrapCertificates, checkOperatorCa, NodeKeys } from "./node-certificates.ts";
 import type { Reporter } from "./progress.ts";
 import { Backoff, sleep, type Random } from "./retry.ts";
 import { StateDir, type JoinedMarker } from "./state-files.ts";
@@ -76,7 +77,11 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
 function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): AgentContext {
   const { reporter, print } = deps;
   const random = deps.random ?? Math.random;
-  const session = new BrokerClient({ baseUrl: options.brokerUrl }).nodeSession(options.cluster, options.token);
+  // Its own fetch over node:http, and the node session alone rather than the whole broker client
+  // (its input schemas): a process that starts on every controller at once loads neither undici
+  // nor zod (--cluster is checked with the command line).
+  const fetch = nodeFetch();
+  const session = new NodeSession(options.brokerUrl, options.cluster, options.token, undefined, fetch);
   const files = new NodeFiles(options, dir);
   const broker = new BrokerSteps(session, options, reporter, random);
   const crl = options.pkiDir && !options.exec ? new RevocationListKeeper(options.pkiDir, options.joinApiUrl, reporter) : null;
@@ -90,9 +95,10 @@ function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): Ag
     started: () => crl?.start(),
     beforeStart: async () => crl?.ensurePlaceholder(),
   });
-  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, random);
+  const keys = new NodeKeys(options);
+  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl, undefined, fetch), broker, session, etcd, options, reporter, random, keys);
   const gate = options.exec ? new Gate(options, reporter, dir) : null;
-  return { options, reporter, files, etcd, session, broker, joinApi, gate, random, crl, stop: deps.stop, print };
+  return { options, reporter, files, etcd, session, broker, joinApi, keys, gate, random, crl, stop: deps.stop, print };
 }
 
 async function run(ctx: AgentContext): Promise<number> {
@@ -104,6 +110,8 @@ async function run(ctx: AgentContext): Promise<number> {
     const marker = ctx.files.dir.readMarker();
     if (marker) return await resumeJoined(ctx, marker);
     const o = ctx.options;
+    // Either role needs fresh etcd keys on TLS: made while the broker is asked and the queue waited in.
+    if (o.pkiDir && !ctx.gate) ctx.keys.prepare();
     ctx.reporter.event("start", `joining cluster ${o.cluster} through ${o.brokerUrl} as ${o.node} (${o.peerURL})`, { cluster: o.cluster, peerURL: o.peerURL });
     await checkOperatorCa(o, ctx.reporter);
     const joined = await withDeadline(ctx, (signal) => join(ctx, signal));
@@ -158,7 +166,7 @@ async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal)
   lease.start();
   const signal = AbortSignal.any([outer, lease.signal]);
   try {
-    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.crl);
+    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys, ctx.crl);
     if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
     if (ctx.gate) {
       const voter = await ctx.gate.admitted(

@@ -11,7 +11,7 @@ import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { UsageError } from "../exit-codes.ts";
 import { GaveUp, Refusal } from "./errors.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost, abortFor } from "./lease.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, retrying, sleep, type Random } from "./retry.ts";

@@ -20,6 +20,7 @@ import { JoinApiClient } from "./join-api-client.ts";
 import { JoinApiSteps } from "./join-api-steps.ts";
 import { AdmissionRevoked } from "./lease.ts";
 import { LocalEtcd } from "./local-etcd.ts";
+import { NodeKeys } from "./node-certificates.ts";
 import { NodeFiles } from "./node-files.ts";
 import { StateDir } from "./state-files.ts";
 
@@ -51,8 +52,9 @@ function context(ticket: string | undefined): { ctx: AgentContext; events: () =>
   const session = new BrokerClient({ baseUrl: url }).nodeSession("c1", options.token);
   const broker = new BrokerSteps(session, options, reporter, () => 0.5);
   const etcd = new LocalEtcd(options, reporter, dir, { owned: () => files.owned, saveOwned: () => {}, disk: () => files.disk(), refusal: (rule) => rule, print: () => {} });
-  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5);
-  const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, gate: null, random: () => 0.5, crl: null, stop: new AbortController().signal, print: () => {} };
+  const keys = new NodeKeys(options);
+  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5, keys);
+  const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, keys, gate: null, random: () => 0.5, crl: null, stop: new AbortController().signal, print: () => {} };
   return { ctx, events };
 }
 

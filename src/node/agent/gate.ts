@@ -45,7 +45,7 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { QuorumRescue, rescueFilesMissing } from "./quorum-rescue.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep, untilAborted } from "./retry.ts";
 import type { StateDir } from "./state-files.ts";

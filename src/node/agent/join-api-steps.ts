@@ -11,10 +11,10 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import type { BrokerSteps } from "./broker-steps.ts";
 import { JoinApiOutOfReach, Refusal } from "./errors.ts";
 import type { JoinApiClient, MemberAdded, MemberPromoted } from "./join-api-client.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost, abortFor } from "./lease.ts";
 import type { LocalEtcd } from "./local-etcd.ts";
-import { certificatesToRequest, saveCertificates } from "./node-certificates.ts";
+import { certificatesToRequest, saveCertificates, type NodeKeys } from "./node-certificates.ts";
 import type { Reporter } from "./progress.ts";
 import { Backoff, retrying, type Random, type RetryOptions } from "./retry.ts";
 
@@ -29,8 +29,9 @@ export class JoinApiSteps {
   readonly #o: AgentOptions;
   readonly #r: Reporter;
   readonly #random: Random;
+  readonly #keys: NodeKeys;
 
-  constructor(client: JoinApiClient, brokerSteps: BrokerSteps, broker: NodeSession, etcd: LocalEtcd, options: AgentOptions, reporter: Reporter, random: Random) {
+  constructor(client: JoinApiClient, brokerSteps: BrokerSteps, broker: NodeSession, etcd: LocalEtcd, options: AgentOptions, reporter: Reporter, random: Random, keys: NodeKeys) {
     this.#client = client;
     this.#brokerSteps = brokerSteps;
     this.#broker = broker;
@@ -38,6 +39,7 @@ export class JoinApiSteps {
     this.#o = options;
     this.#r = reporter;
     this.#random = random;
+    this.#keys = keys;
   }
 
   async addMember(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
@@ -61,16 +63,16 @@ export class JoinApiSteps {
       unreachableSince ??= performance.now();
       if (performance.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
     };
-    // Keys made for this add, kept in memory until their certificates arrive: a node that stops
-    // before then makes fresh ones when it asks again.
-    const pending = await certificatesToRequest(this.#o);
+    // Keys made for this node (while it waited), kept in memory until their certificates arrive:
+    // a node that stops before then makes fresh ones when it asks again.
+    const pending = await certificatesToRequest(this.#o, this.#keys);
     return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
       const res = await this.#client.addMember(admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
       this.#r.reachable("join-api");
       unreachableSince = null;
       const body = res.body;
       if (res.status === 200 && body && typeof body.memberID === "string" && Array.isArray(body.initialCluster)) {
-        if (pending) saveCertificates(this.#o, this.#r, pending, body);
+        if (pending) await saveCertificates(this.#o, this.#r, pending, body);
         return { done: body };
       }
       if (res.status === 401 || res.status === 403 || res.status === 410) {

@@ -21,12 +21,15 @@ import { decideDataDir } from "./data-dir-rules.ts";
 import { GaveUp, Refusal } from "./errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost } from "./lease.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep } from "./retry.ts";
 import { TlsWatch } from "./tls-watch.ts";
 import { hasEtcdData, type EtcdOwnership, type StateDir } from "./state-files.ts";
+
+/** How often `wait` asks the local etcd. */
+const WAIT_POLL_MS = 25;
 
 /** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
 export function learnerLimit(view: TicketView): { maxLearners?: number } {
@@ -300,7 +303,9 @@ export class LocalEtcd {
         lastNote = performance.now();
         this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((performance.now() - began) / 1000)} s): ${last}`);
       }
-      await sleep(100, signal);
+      // Its own etcd, on this machine: asked often, so that what follows (the promote, the report)
+      // starts within moments of etcd being ready.
+      await sleep(WAIT_POLL_MS, signal);
     }
   }
 

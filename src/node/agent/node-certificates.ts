@@ -1,14 +1,16 @@
 /**
  * A node's etcd certificates with --pki-dir: the bootstrap node's CA and its own certificates,
  * a joiner's requests (fresh keys, kept in memory until signed) and what the join API signed.
+ * The keys and their requests are made while the node waits for its turn (`NodeKeys`), so that
+ * neither role makes them after it is admitted.
  * @module
  */
 import type { MemberAdded } from "../../shared/protocol/join-api.ts";
-import { requestedIdentity } from "../pki/identity.ts";
+import { requestedIdentity, type NodeIdentity } from "../pki/identity.ts";
 import { existsSync } from "node:fs";
 import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pkiFiles, readCertificateAuthority, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
 import { Refusal } from "./errors.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
 import type { RevocationListKeeper } from "./revocation-list.ts";
 
@@ -32,31 +34,54 @@ export async function checkOperatorCa(o: AgentOptions, r: Reporter): Promise<voi
   });
 }
 
+/**
+ * This node's fresh keys and certificate requests, made once, in memory, from the moment the
+ * agent starts: they are saved only with certificates signed for them (by the bootstrap node
+ * itself or by the join API), and a node that stops before then makes fresh ones next time.
+ */
+export class NodeKeys {
+  readonly identity: NodeIdentity;
+  #pending: Promise<PendingCertificates> | null = null;
+
+  constructor(o: AgentOptions) {
+    this.identity = requestedIdentity(o.node, o.peerURL, o.clientURL, { apiServerClient: o.apiServerClient });
+  }
+
+  /** Starts making them (at most once); a failure is met by the step that needs them. */
+  prepare(): void {
+    this.#pending ??= requestCertificates(this.identity);
+    this.#pending.catch(() => undefined);
+  }
+
+  pending(): Promise<PendingCertificates> {
+    this.prepare();
+    return this.#pending!;
+  }
+}
+
 /** The bootstrap node's CA (made here when the operator put none) and its own certificates. */
-export async function bootstrapCertificates(o: AgentOptions, r: Reporter, crl: RevocationListKeeper | null): Promise<void> {
+export async function bootstrapCertificates(o: AgentOptions, r: Reporter, keys: NodeKeys, crl: RevocationListKeeper | null): Promise<void> {
   const dir = o.pkiDir;
   if (!dir) return;
-  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL, { apiServerClient: o.apiServerClient });
   const { ca, created } = await certificateAuthority(dir, { create: { commonName: `${o.cluster} etcd CA` } });
   if (created) r.event("pki", `created the cluster's etcd CA in ${dir} (ca.crt, ca.key): keep ca.key on this node, give the join API a copy`, { dir });
   // Before etcd first starts: the list it reads (empty; the join API's, once there is one).
   await crl?.ensureOwn(ca);
-  if (await haveUsableCertificates(dir, identity)) return;
-  await issueOwnCertificates(dir, ca, identity);
+  if (await haveUsableCertificates(dir, keys.identity)) return;
+  await issueOwnCertificates(dir, ca, keys.identity, await keys.pending());
   r.event("pki", `signed this node's peer and server certificates with the CA in ${dir}`, { dir });
 }
 
 /** A joiner's certificate requests, unless it holds usable certificates already (null). */
-export async function certificatesToRequest(o: AgentOptions): Promise<PendingCertificates | null> {
+export async function certificatesToRequest(o: AgentOptions, keys: NodeKeys): Promise<PendingCertificates | null> {
   const dir = o.pkiDir;
   if (!dir) return null;
-  const identity = requestedIdentity(o.node, o.peerURL, o.clientURL, { apiServerClient: o.apiServerClient });
-  if (await haveUsableCertificates(dir, identity)) return null;
-  return await requestCertificates(identity);
+  if (await haveUsableCertificates(dir, keys.identity)) return null;
+  return await keys.pending();
 }
 
 /** Saves what the join API signed for these keys; an answer without certificates is a join API without a CA. */
-export function saveCertificates(o: AgentOptions, r: Reporter, pending: PendingCertificates, added: MemberAdded): void {
+export async function saveCertificates(o: AgentOptions, r: Reporter, pending: PendingCertificates, added: MemberAdded): Promise<void> {
   const dir = o.pkiDir!;
   if (!added.certificates) {
     throw new Refusal(`the join API ${o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
@@ -64,6 +89,6 @@ export function saveCertificates(o: AgentOptions, r: Reporter, pending: PendingC
   if (pending.requests.client && !added.certificates.client) {
     throw new Refusal(`the join API ${o.joinApiUrl} signed this node's certificates but not the API server's client certificate asked for (--apiserver-etcd-client): it predates that certificate`);
   }
-  pending.save(dir, added.certificates);
+  await pending.save(dir, added.certificates);
   r.event("pki", `the join API signed this node's peer and server certificates${added.certificates.client ? " and kube-apiserver's client certificate" : ""}; saved in ${dir}`, { dir });
 }

@@ -5,13 +5,13 @@ import { describe, expect, it } from "vitest";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { UsageError } from "../exit-codes.ts";
 import { Refusal } from "./errors.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { testAgentOptions } from "./agent-test-kit.ts";
 import { NodeFiles } from "./node-files.ts";
 import { StateDir } from "./state-files.ts";
 
 function optionsFor(root: string, node = "n1", peerURL = "https://10.0.0.1:2380"): AgentOptions {
-  return testAgentOptions(root, { node, peerURL, more: ["--data-dir", join(root, "data")] });
+  return testAgentOptions(root, { node, peerURL, more: { dataDir: join(root, "data") } });
 }
 
 const view = (over: Partial<TicketView> = {}): TicketView => ({ ticket: "tkt_1", state: "admitted", role: "join", ...over }) as TicketView;

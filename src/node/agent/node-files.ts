@@ -10,7 +10,7 @@ import { UsageError } from "../exit-codes.ts";
 import { decideDataDir, ownershipRefusal, type DiskFacts, type RefusalRule } from "./data-dir-rules.ts";
 import { refusalMessage, type NodePlace } from "./data-dir-messages.ts";
 import { Refusal } from "./errors.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import { hasEtcdData, type AgentState, type EtcdOwnership, type JoinedMarker, type StateDir } from "./state-files.ts";
 
 export class NodeFiles {

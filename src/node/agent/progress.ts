@@ -7,7 +7,7 @@
  * service, saying how many were folded into it.
  * @module
  */
-import type { LogFormat } from "./join-options.ts";
+import type { LogFormat } from "./agent-options.ts";
 
 /** The protocol steps, in order. Stable names: scripts and tests match on them. */
 export type Step =

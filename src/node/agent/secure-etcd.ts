@@ -15,7 +15,7 @@ import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../pki/
 import { certificateAuthority, pkiFiles } from "../pki/pki-dir.ts";
 import { certificateFacts, normalSerial } from "../pki/x509.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
-import type { AgentOptions } from "./join-options.ts";
+import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
 import { GaveUp } from "./errors.ts";
 import { sleep } from "./retry.ts";

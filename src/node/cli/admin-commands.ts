@@ -1,16 +1,15 @@
 /**
- * The `join-broker admin` subcommands: what each one sends (through the typed client) and how
- * its answer reads for a human. `--json` output is handled by the caller, from the same reply.
+ * The `join-broker admin` subcommands: their words, arguments and flags (admin-flags.ts), what each
+ * one sends (through the typed client) and how its answer reads for a human. `--json` output is
+ * handled by the caller, from the same reply.
  * @module
  */
 import { BrokerProblem, checkEnrollmentTokenInput, type AdminClient, type BrokerClient, type Reply } from "../../shared/client/index.ts";
 import type { AdminTicket, AuditEntry, Member } from "../../shared/client/index.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { UsageError } from "../exit-codes.ts";
-import { duration, fields, inlineDetail, parseDuration, relative, table, when } from "./format.ts";
-import type { Values } from "./flags.ts";
-
-export type { Values };
+import { ADMIN_FLAGS, type AdminFlagName, type Values } from "./admin-flags.ts";
+import { duration, fields, inlineDetail, relative, table, when } from "./format.ts";
 
 export interface CommandContext {
   client: AdminClient;
@@ -32,41 +31,16 @@ export interface AdminCommand {
   /** Positional argument names, e.g. ["JTI"]. */
   args: string[];
   /** Flags this subcommand takes besides the connection flags. */
-  options: string[];
-  synopsis: string;
+  flags: AdminFlagName[];
+  /** Of those, the ones it needs. */
+  required?: AdminFlagName[];
   summary: string;
   details?: string;
   /** false: the command lists or acts across clusters, and --cluster is not needed. */
   perCluster?: false;
+  /** Only a follower waits for an interrupt; every other subcommand dies of it the ordinary way. */
+  follows?(values: Values): boolean;
   run(ctx: CommandContext): Promise<void>;
-}
-
-const str = (values: Values, name: string): string | undefined => {
-  const v = values[name];
-  return typeof v === "string" ? v : undefined;
-};
-
-/** A whole, non-negative number flag. */
-function int(values: Values, name: string): number | undefined {
-  const v = str(values, name);
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(v)}`);
-  return Number(v);
-}
-
-/** A repeatable, comma-separated list flag; undefined when not given. */
-function list(values: Values, name: string): string[] | undefined {
-  const v = values[name];
-  if (v === undefined || typeof v === "boolean") return undefined;
-  const items = (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(",")).map((x) => x.trim());
-  if (items.some((x) => x === "")) throw new UsageError(`--${name} takes a comma-separated list without empty entries`);
-  return items;
-}
-
-function required(values: Values, name: string, what: string): string {
-  const v = str(values, name);
-  if (v === undefined || v.trim() === "") throw new UsageError(`--${name} is required: ${what}`);
-  return v;
 }
 
 type TokenRow = { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string; nodes?: string[]; peerHosts?: string[] };
@@ -94,7 +68,8 @@ export const auditLine = (e: AuditEntry) => `${String(e.seq).padStart(6)}  ${e.t
 /** An enrollment token's lifetime when `token create` is given no --ttl. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600;
 
-const POLICY_FLAGS = { "max-in-flight": "maxInFlight", "lease-seconds": "leaseSeconds", "admission-ttl-seconds": "admissionTtlSeconds", "max-queue": "maxQueue" } as const;
+/** The flags `policy set` takes: each sets the policy field of its name. */
+const POLICY_FLAGS = ["maxInFlight", "leaseSeconds", "admissionTtlSeconds", "maxQueue"] as const satisfies AdminFlagName[];
 
 /** How long `audit --follow` keeps retrying a broker that does not answer before it gives up. */
 const FOLLOW_GIVE_UP_MS = 5 * 60_000;
@@ -103,22 +78,15 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "create"],
     args: [],
-    options: ["ttl", "max-uses", "description", "nodes", "peer-hosts", "new-cluster"],
-    synopsis: "token create [--ttl 24h|never] [--max-uses N] [--description TEXT] [--nodes 'ctrl-*,…'] [--peer-hosts 10.0.0.0/24,…] [--new-cluster]",
+    flags: ["ttl", "maxUses", "description", "nodes", "peerHosts", "newCluster"],
     summary: "create an enrollment token (the secret is shown once); with --new-cluster, for a cluster not yet on the broker",
     details:
       "The cluster must exist on the broker, unless --new-cluster says to create it: a typo in --cluster never\n" +
-      "creates a cluster whose first node would bootstrap a second etcd cluster.\n" +
-      "--ttl takes seconds or a duration such as 10m, 24h, 7d (at least 60 s), or 'never'; without it the token\n" +
-      "expires in 24 h. Without --max-uses it may be used any number of times until then: give the number of nodes.\n" +
-      "--nodes limits the node names it may ask tickets for (glob patterns: * and ?), --peer-hosts the hosts of their\n" +
-      "peer URLs (host names, *.domain, IP addresses or CIDRs); both take a comma-separated list and may be repeated.",
+      "creates a cluster whose first node would bootstrap a second etcd cluster.",
     async run({ client, values, print }) {
-      const ttlText = str(values, "ttl");
       // A token that never expires is a choice made out loud (--ttl never), never a default.
-      const ttlSeconds = ttlText === undefined ? DEFAULT_TOKEN_TTL_SECONDS : ttlText === "never" ? undefined : (parseDuration(ttlText) ?? undefined);
-      if (ttlText !== undefined && ttlText !== "never" && ttlSeconds === undefined) throw new UsageError(`--ttl must be seconds, a duration like 10m, 24h, 7d, or 'never', not ${JSON.stringify(ttlText)}`);
-      const input = { ttlSeconds, maxUses: int(values, "max-uses"), description: str(values, "description"), nodes: list(values, "nodes"), peerHosts: list(values, "peer-hosts") };
+      const ttlSeconds = values.ttl === undefined ? DEFAULT_TOKEN_TTL_SECONDS : values.ttl === "never" ? undefined : values.ttl;
+      const input = { ttlSeconds, maxUses: values.maxUses, description: values.description, nodes: values.nodes, peerHosts: values.peerHosts };
       checkEnrollmentTokenInput(input); // bad usage sends nothing
       // The HTTP API creates a cluster with its first token; the CLI does so only when asked to.
       let isNew = false;
@@ -126,7 +94,7 @@ export const COMMANDS: AdminCommand[] = [
         await client.status();
       } catch (e) {
         // Reported with the way to create it (--new-cluster).
-        if (!(e instanceof BrokerProblem && e.code === "unknown_cluster") || values["new-cluster"] !== true) throw e;
+        if (!(e instanceof BrokerProblem && e.code === "unknown_cluster") || values.newCluster !== true) throw e;
         isNew = true;
       }
       const reply = await client.createEnrollmentToken(input);
@@ -144,8 +112,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "list"],
     args: [],
-    options: [],
-    synopsis: "token list",
+    flags: [],
     summary: "list the cluster's enrollment tokens (never their secrets)",
     async run({ client, print }) {
       const reply = await client.listEnrollmentTokens();
@@ -155,8 +122,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["token", "revoke"],
     args: ["ID"],
-    options: [],
-    synopsis: "token revoke ID",
+    flags: [],
     summary: "revoke an enrollment token: it can no longer create or read tickets",
     details: "Tickets it created stay in the queue, and admission tokens already issued stay valid; revoke those with 'revoke JTI'.",
     async run({ client, args, print }) {
@@ -172,8 +138,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["clusters"],
     args: [],
-    options: [],
-    synopsis: "clusters",
+    flags: [],
     summary: "list the clusters on this broker (no --cluster needed)",
     perCluster: false,
     async run({ broker, print }) {
@@ -189,8 +154,8 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["credentials", "create"],
     args: [],
-    options: ["read-only", "description"],
-    synopsis: "credentials create --read-only [--cluster NAME] [--description TEXT]",
+    flags: ["readOnly", "description"],
+    required: ["readOnly"],
     summary: "create a read-only admin credential (the secret is shown once): it reads status, audit, metrics and the console, and is refused every write",
     details:
       "With --cluster it reads only that cluster (JOIN_BROKER_CLUSTER does not set this: only the flag does); without it,\n" +
@@ -198,9 +163,8 @@ export const COMMANDS: AdminCommand[] = [
       "Only the admin token creates, lists and revokes credentials.",
     perCluster: false,
     async run({ broker, values, print }) {
-      if (values["read-only"] !== true) throw new UsageError("credentials create needs --read-only: read-only credentials are the only kind");
-      const cluster = str(values, "cluster");
-      const reply = await broker.createCredential({ readOnly: true, ...(cluster ? { cluster } : {}), ...(str(values, "description") ? { description: str(values, "description") } : {}) });
+      const { cluster, description } = values;
+      const reply = await broker.createCredential({ readOnly: true, ...(cluster ? { cluster } : {}), ...(description ? { description } : {}) });
       const c = reply.body;
       print(reply, () => `Created read-only credential ${c.id} for ${c.cluster ? `cluster ${c.cluster}` : "every cluster"}.\nThe credential is shown only this once (the broker keeps only its hash):\n${c.token}\n`);
     },
@@ -208,8 +172,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["credentials", "list"],
     args: [],
-    options: [],
-    synopsis: "credentials list",
+    flags: [],
     summary: "list the read-only admin credentials (never their secrets)",
     perCluster: false,
     async run({ broker, print }) {
@@ -228,8 +191,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["credentials", "revoke"],
     args: ["ID"],
-    options: [],
-    synopsis: "credentials revoke ID",
+    flags: [],
     summary: "revoke a read-only admin credential: its next request is refused",
     perCluster: false,
     async run({ broker, args, print }) {
@@ -241,8 +203,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["status"],
     args: [],
-    options: [],
-    synopsis: "status",
+    flags: [],
     summary: "bootstrap state, pause, policy, queue, admissions in flight, members",
     async run({ client, print }) {
       const reply = await client.status();
@@ -282,14 +243,13 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["tickets"],
     args: [],
-    options: ["state", "limit", "after"],
-    synopsis: "tickets [--state queued|admitted|joined|expired|abandoned|revoked] [--limit N] [--after SEQ]",
+    flags: ["state", "limit", "after"],
     summary: "list tickets in queue order, optionally of one state",
     async run({ client, values, print }) {
-      const reply = await client.tickets({ state: str(values, "state") as never, limit: int(values, "limit"), after: int(values, "after") });
+      const reply = await client.tickets({ state: values.state as never, limit: values.limit, after: values.after });
       print(reply, () => {
         const { tickets, next } = reply.body;
-        const body = tickets.length ? ticketRows(tickets, Date.now()) : `No ${str(values, "state") ?? ""}${str(values, "state") ? " " : ""}tickets in cluster ${client.cluster}.\n`;
+        const body = tickets.length ? ticketRows(tickets, Date.now()) : `No ${values.state ? `${values.state} ` : ""}tickets in cluster ${client.cluster}.\n`;
         return next === null ? body : `${body}More: add --after ${next}\n`;
       });
     },
@@ -297,12 +257,12 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["revoke"],
     args: ["JTI"],
-    options: ["reason"],
-    synopsis: "revoke JTI --reason TEXT",
+    flags: ["reason"],
+    required: ["reason"],
     summary: "revoke an admission token now: its ticket ends and its slot goes to the next node",
     details: "Introspection reports the token inactive at once; verifiers that use the revocation list see it on their next poll.",
     async run({ client, args, values, print }) {
-      const reply = await client.revokeAdmission(args[0], required(values, "reason", "say why, for the audit log"));
+      const reply = await client.revokeAdmission(args[0], values.reason!);
       const r = reply.body;
       print(reply, () =>
         r.changed
@@ -314,8 +274,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["pause"],
     args: [],
-    options: [],
-    synopsis: "pause",
+    flags: [],
     summary: "stop admitting: nodes keep queueing, admitted nodes keep their leases",
     async run({ client, print }) {
       const reply = await client.pause();
@@ -325,8 +284,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["resume"],
     args: [],
-    options: [],
-    synopsis: "resume",
+    flags: [],
     summary: "admit again, in queue order",
     async run({ client, print }) {
       const reply = await client.resume();
@@ -336,17 +294,13 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["policy", "set"],
     args: [],
-    options: Object.keys(POLICY_FLAGS),
-    synopsis: "policy set [--max-in-flight N] [--lease-seconds N] [--admission-ttl-seconds N] [--max-queue N]",
+    flags: [...POLICY_FLAGS],
     summary: "change the queue policy; fields not given keep their value",
     details: "maxInFlight above 1 needs etcd >= 3.6 (etcd 3.4/3.5 allow a single learner at a time).",
     async run({ client, values, print }) {
       const patch: Record<string, number> = {};
-      for (const [flag, field] of Object.entries(POLICY_FLAGS)) {
-        const v = int(values, flag);
-        if (v !== undefined) patch[field] = v;
-      }
-      if (Object.keys(patch).length === 0) throw new UsageError(`policy set needs at least one of ${Object.keys(POLICY_FLAGS).map((f) => `--${f}`).join(", ")}`);
+      for (const field of POLICY_FLAGS) if (values[field] !== undefined) patch[field] = values[field];
+      if (Object.keys(patch).length === 0) throw new UsageError(`policy set needs at least one of ${POLICY_FLAGS.map((f) => ADMIN_FLAGS[f].flags.split(" ")[0]).join(", ")}`);
       const reply = await client.setPolicy(patch);
       const p = reply.body;
       print(reply, () => `Policy of ${client.cluster}: maxInFlight ${p.maxInFlight}, leaseSeconds ${p.leaseSeconds}, admissionTtlSeconds ${p.admissionTtlSeconds}, maxQueue ${p.maxQueue}.\n`);
@@ -355,8 +309,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["policy"],
     args: [],
-    options: [],
-    synopsis: "policy",
+    flags: [],
     summary: "show the queue policy",
     async run({ client, print }) {
       const reply = await client.policy();
@@ -374,8 +327,7 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["keys", "rotate"],
     args: [],
-    options: [],
-    synopsis: "keys rotate",
+    flags: [],
     summary: "sign new admission tokens with a new key; the old public key stays published until its tokens expire",
     async run({ client, print }) {
       const reply = await client.rotateKeys();
@@ -386,27 +338,19 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["adopt"],
     args: [],
-    options: ["member"],
-    synopsis: "adopt --member NODE=PEERURL [--member NODE=PEERURL …]",
+    flags: ["member"],
+    required: ["member"],
     summary: "declare an existing etcd cluster and its members: it never gets a bootstrap ticket",
     details: "Run it before any node of that cluster asks for a ticket.",
     async run({ client, values, print }) {
-      const given = (values.member as string[] | undefined) ?? [];
-      if (given.length === 0) throw new UsageError("adopt needs at least one --member NODE=PEERURL");
-      const members = given.map((m) => {
-        const at = m.indexOf("=");
-        if (at <= 0 || at === m.length - 1) throw new UsageError(`--member must be NODE=PEERURL, not ${JSON.stringify(m)}`);
-        return { node: m.slice(0, at), peerURL: m.slice(at + 1) };
-      });
-      const reply = await client.adopt(members);
+      const reply = await client.adopt(values.member!);
       print(reply, () => `Adopted cluster ${client.cluster} with ${reply.body.adopted} member(s); it will never issue a bootstrap ticket.\n` + memberRows(reply.body.members, Date.now()));
     },
   },
   {
     words: ["forget"],
     args: ["NODE"],
-    options: [],
-    synopsis: "forget NODE",
+    flags: [],
     summary: "forget a member (after removing it from etcd) so that it may join again",
     async run({ client, args, print }) {
       const reply = await client.forgetMember(args[0]);
@@ -416,12 +360,12 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["bootstrap", "reassign"],
     args: ["NODE"],
-    options: ["reason"],
-    synopsis: "bootstrap reassign NODE --reason TEXT",
+    flags: ["reason"],
+    required: ["reason"],
     summary: "hand the bootstrap ticket to another node (the old holder's ticket is revoked)",
     details: "Only before the cluster is bootstrapped. Make sure the old holder's etcd is gone first: two bootstrapped nodes are two clusters.",
     async run({ client, args, values, print }) {
-      const reply = await client.reassignBootstrap({ node: args[0], reason: required(values, "reason", "say why, for the audit log") });
+      const reply = await client.reassignBootstrap({ node: args[0], reason: values.reason! });
       const r = reply.body;
       print(reply, () => `Bootstrap of ${client.cluster} now belongs to ${r.bootstrapNode}${r.revoked ? `; revoked the old holder's admission ${r.revoked}` : ""}.\n`);
     },
@@ -429,12 +373,12 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["restored"],
     args: [],
-    options: ["reason"],
-    synopsis: "restored --reason TEXT",
+    flags: ["reason"],
+    required: ["reason"],
     summary: "mark the cluster's state restored from an earlier point (a point-in-time restore): no bootstrap until an admin decides",
     details: "Run it right after restoring the broker's state to an earlier point, before any node asks. Then decide: adopt, if the cluster exists; bootstrap allow, if it never formed.",
     async run({ client, values, print }) {
-      const reply = await client.markRestored(required(values, "reason", "say why, for the audit log"));
+      const reply = await client.markRestored(values.reason!);
       print(reply, () =>
         reply.body.awaitingAdmin
           ? `Marked ${client.cluster} restored: no bootstrap until you decide (adopt, if the cluster exists; bootstrap allow, if it never formed).\n`
@@ -445,20 +389,19 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["bootstrap", "allow"],
     args: [],
-    options: ["reason"],
-    synopsis: "bootstrap allow --reason TEXT",
+    flags: ["reason"],
+    required: ["reason"],
     summary: "after a restore: the cluster never formed, so its bootstrap may go ahead",
     details: "Only if no etcd of this cluster runs anywhere: a bootstrap next to an existing cluster makes two clusters. If it exists, adopt it instead.",
     async run({ client, values, print }) {
-      const reply = await client.allowBootstrap(required(values, "reason", "say why, for the audit log"));
+      const reply = await client.allowBootstrap(values.reason!);
       print(reply, () => (reply.body.changed ? `Bootstrap of ${client.cluster} may go ahead.\n` : `${client.cluster} was not waiting for a decision; nothing changed.\n`));
     },
   },
   {
     words: ["metrics"],
     args: [],
-    options: [],
-    synopsis: "metrics",
+    flags: [],
     summary: "the cluster's queue metrics in the Prometheus text format (queue length, in flight, admissions, waits)",
     details: "The answer is text, not JSON, so --json does not apply; scrape GET /v1/admin/clusters/NAME/metrics with a read-only credential\n('credentials create --read-only') for monitoring.",
     async run({ client, values, print }) {
@@ -470,14 +413,14 @@ export const COMMANDS: AdminCommand[] = [
   {
     words: ["audit"],
     args: [],
-    options: ["after", "limit", "follow"],
-    synopsis: "audit [--after SEQ] [--limit N] [--follow]",
+    flags: ["after", "limit", "follow"],
+    follows: (values) => values.follow === true,
     summary: "the append-only log of every state change; --follow waits for new entries until interrupted",
     details: "With --follow --json each answer that carries entries is printed as one line (the broker's body).",
     async run(ctx) {
       const { client, values, print } = ctx;
-      let after = int(values, "after") ?? 0;
-      const limit = int(values, "limit");
+      let after = values.after ?? 0;
+      const limit = values.limit;
       if (!values.follow) {
         const reply = await client.audit({ after, limit });
         print(reply, () => {

@@ -1,67 +1,22 @@
 /**
  * `join-broker admin SUBCOMMAND --cluster NAME --broker URL --admin-token TOKEN [--json]`: the
- * admin API from a shell. Flags may come before or after the subcommand; the broker URL and the
- * admin token may come from JOIN_BROKER_URL and JOIN_BROKER_ADMIN_TOKEN instead.
+ * admin API from a shell. The connection flags may come before or after the subcommand; the
+ * broker URL, the admin token and the cluster may come from JOIN_BROKER_URL,
+ * JOIN_BROKER_ADMIN_TOKEN and JOIN_BROKER_CLUSTER instead.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { Option, type Command } from "commander";
 import { BrokerClient, BrokerProblem, BrokerUnreachable, InvalidInput, type AdminClient, type Reply } from "../../shared/client/index.ts";
-import { COMMANDS, type AdminCommand, type Values } from "./admin-commands.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
-import { closest, didYouMean } from "./suggest.ts";
-import { defineCommand, parseCommand, type FlagSpec } from "./flags.ts";
+import { COMMANDS, type AdminCommand } from "./admin-commands.ts";
+import { ADMIN_FLAGS, inFlagTerms, type AdminFlagName, type Values } from "./admin-flags.ts";
+import { caFileOption, withCaFile } from "./ca-file.ts";
+import { leafCommands, requireAll, secretRequirement, typed, unset, type CliCommand } from "./command.ts";
+import { stopOnSignals } from "./signals.ts";
+import { choice, httpUrl, number, readSecret, text, value, type Reader } from "./values.ts";
 
-const CONNECTION_FLAGS = {
-  cluster: { value: "NAME", env: "JOIN_BROKER_CLUSTER" },
-  broker: { value: "URL", env: "JOIN_BROKER_URL" },
-  "admin-token": { value: "TOKEN", env: "JOIN_BROKER_ADMIN_TOKEN" },
-  "admin-token-file": "PATH",
-  "timeout-seconds": "N",
-  json: true,
-} as const satisfies Record<string, FlagSpec>;
 
-/** Flags of one subcommand or another (AdminCommand.options says which). */
-const COMMAND_FLAGS = {
-  ttl: "DURATION",
-  "max-uses": "N",
-  description: "TEXT",
-  state: "STATE",
-  limit: "N",
-  after: "SEQ",
-  reason: "TEXT",
-  "max-in-flight": "N",
-  "lease-seconds": "SECONDS",
-  "admission-ttl-seconds": "SECONDS",
-  "max-queue": "N",
-  member: { value: "NODE=PEERURL", repeat: true },
-  nodes: { value: "PATTERNS", repeat: true },
-  "peer-hosts": { value: "HOSTS", repeat: true },
-  follow: { switch: true, short: "f" },
-  "new-cluster": true,
-  "read-only": true,
-} as const satisfies Record<string, FlagSpec>;
-
-export const ADMIN_FLAGS = { ...CONNECTION_FLAGS, ...COMMAND_FLAGS };
-
-export const ADMIN_USAGE = `Usage: join-broker admin SUBCOMMAND [ARGS] --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]
-
-Subcommands:
-${COMMANDS.map((c) => `  ${c.synopsis}\n      ${c.summary}`).join("\n")}
-
-Connection (every subcommand):
-  --cluster NAME             the cluster (or JOIN_BROKER_CLUSTER)
-  --broker URL               the broker's base URL (or JOIN_BROKER_URL)
-  --admin-token TOKEN        the broker's ADMIN_TOKEN, or a read-only credential for reads
-                             (or JOIN_BROKER_ADMIN_TOKEN); prefer the
-                             environment or --admin-token-file: flags are visible to other local users
-  --admin-token-file PATH    read the admin token from a file
-  --timeout-seconds N        give up on a request after N seconds (default 30)
-  --json                     print the broker's JSON response body exactly, and nothing else;
-                             on a broker error, its problem+json body
-  --ca-file FILE             PEM file of CA certificates to trust for HTTPS to the broker
-                             (a private CA), besides the system's; NODE_EXTRA_CA_CERTS works too
-  -h, --help                 this text; 'join-broker admin SUBCOMMAND --help' for one subcommand
-
+const EXIT_CODES = `
 Exit codes:
   0  done
   1  the broker answered with an error (its problem code and detail go to stderr),
@@ -71,101 +26,97 @@ Exit codes:
      failed authentications from this address (HTTP 429 rate_limited)
 `;
 
-function commandUsage(c: AdminCommand): string {
-  return `Usage: join-broker admin ${c.synopsis} --cluster NAME [--broker URL] [--admin-token TOKEN] [--json]\n\n${c.summary}.\n${c.details ? `${c.details}\n` : ""}\nRun 'join-broker admin --help' for the connection flags and exit codes.\n`;
+const CONNECTION = "Connection (every subcommand):";
+const CONNECTION_SYNOPSIS = "--cluster NAME [--broker URL] [--admin-token TOKEN] [--json]";
+
+export function defineAdmin(cmd: CliCommand): CliCommand {
+  cmd
+    .usage(`SUBCOMMAND [ARGS] ${CONNECTION_SYNOPSIS}`)
+    // The connection flags are admin's own, read before or after the subcommand.
+    .enablePositionalOptions(false)
+    .optionsGroup(CONNECTION)
+    .addOption(value("--cluster <NAME>", "the cluster", text).env("JOIN_BROKER_CLUSTER"))
+    .addOption(value("--broker <URL>", "the broker's base URL", httpUrl).env("JOIN_BROKER_URL"))
+    .addOption(
+      value(
+        "--admin-token <TOKEN>",
+        "the broker's ADMIN_TOKEN, or a read-only credential for reads; prefer the environment or --admin-token-file: flags are visible to other local users",
+        text,
+      ).env("JOIN_BROKER_ADMIN_TOKEN"),
+    )
+    .addOption(value("--admin-token-file <PATH>", "read the admin token from a file", text))
+    .addOption(value("--timeout-seconds <N>", "give up on a request after N seconds (default 30)", number({ min: 1, whole: true, unit: "seconds" })))
+    .addOption(new Option("--json", "print the broker's JSON response body exactly, and nothing else; on a broker error, its problem+json body"))
+    .addOption(caFileOption())
+    .addHelpOption(new Option("-h, --help", "this text; 'join-broker admin SUBCOMMAND --help' for one subcommand").helpGroup(CONNECTION))
+    .addHelpText("after", EXIT_CODES)
+    // Every subcommand by its words ("token create"), not the groups they make.
+    .configureHelp({ ...cmd.configureHelp(), visibleCommands: (c: Command) => (c === cmd ? leafCommands(cmd).map((l) => l.command) : [...c.commands]) });
+  for (const c of COMMANDS) defineSubcommand(cmd, c);
+  return cmd;
 }
 
-/** What to say about positionals that name no subcommand: the closest ones, whatever was mistyped. */
-function unknownSubcommand(positionals: string[]): string {
-  const names = COMMANDS.map((c) => c.words.join(" "));
-  const two = positionals.slice(0, 2).join(" ");
-  const typed = positionals.length > 1 && closest(two, names).length ? two : positionals[0];
-  const near = closest(typed, names);
-  const group = names.filter((n) => n.startsWith(`${positionals[0]} `));
-  const options = near.length ? near : group;
-  const hint = options.length ? `; did you mean ${options.map((n) => `'${n}'`).join(" or ")}?` : "; 'join-broker admin --help' lists them";
-  return `unknown subcommand '${typed}'${hint}`;
+/** A flag of the table as an option of one subcommand. */
+function adminOption(name: AdminFlagName): Option {
+  const flag = ADMIN_FLAGS[name];
+  if ("choices" in flag) return choice(flag.flags, flag.description, flag.choices);
+  if ("read" in flag) return value(flag.flags, flag.description, flag.read as Reader<unknown>);
+  return new Option(flag.flags, flag.description);
 }
 
-/** The subcommand named by the leading positionals: "token create" takes two words, "status" one. */
-function findCommand(positionals: string[]): { command: AdminCommand; args: string[] } | null {
-  for (const c of COMMANDS) {
-    if (c.words.every((w, i) => positionals[i] === w)) return { command: c, args: positionals.slice(c.words.length) };
-  }
-  return null;
+/** `revoke JTI --reason TEXT`, `tickets [--state STATE] [--limit N] [--after SEQ]`: from the subcommand's flags. */
+function synopsis(c: AdminCommand): string {
+  const flag = (name: AdminFlagName) => ADMIN_FLAGS[name].flags.replace(/^-\w, /, "").replace(/ <([^>]+)>/, " $1");
+  return [...c.args, ...c.flags.map((f) => (c.required?.includes(f) ? flag(f) : `[${flag(f)}]`))].join(" ");
 }
 
-function typedOnly(values: Values, fromEnv: Set<string>): Values {
-  return Object.fromEntries(Object.entries(values).filter(([flag]) => !fromEnv.has(flag)));
+function defineSubcommand(admin: CliCommand, c: AdminCommand): void {
+  let parent: Command = admin;
+  for (const word of c.words.slice(0, -1)) parent = parent.commands.find((x) => x.name() === word) ?? parent.command(word).summary(`the ${word} subcommands`);
+  const name = c.words.at(-1)!;
+  const sub = (parent.commands.find((x) => x.name() === name) as CliCommand | undefined) ?? (parent.command(name) as CliCommand);
+  sub
+    .helpGroup("Subcommands:")
+    .summary(c.summary)
+    .description(`${c.summary.charAt(0).toUpperCase()}${c.summary.slice(1)}.${c.details ? `\n${c.details}` : ""}`)
+    .usage(synopsis(c))
+    .configureHelp({ ...sub.configureHelp(), showGlobalOptions: true, commandUsage: () => ["join-broker admin", ...c.words, synopsis(c), CONNECTION_SYNOPSIS].filter(Boolean).join(" ") })
+    .addHelpOption(new Option("-h, --help", "this help"))
+    .addHelpText("after", "\nRun 'join-broker admin --help' for the exit codes.\n");
+  for (const a of c.args) sub.argument(`<${a}>`);
+  for (const f of c.flags) sub.addOption(adminOption(f));
+  sub.runs((leaf) => withCaFile(leaf, () => runSubcommand(admin, leaf, c)));
 }
 
-/** The flag, the file, then JOIN_BROKER_ADMIN_TOKEN. */
-function adminToken(values: Values, fromEnv: Set<string>): string | undefined {
-  const token = values["admin-token"];
-  if (typeof token === "string" && !fromEnv.has("admin-token")) return token;
-  const file = values["admin-token-file"];
-  if (typeof file === "string") {
-    try {
-      return readFileSync(file, "utf8").trim();
-    } catch (e) {
-      throw new UsageError(`cannot read --admin-token-file ${file}: ${(e as Error).message}`);
-    }
-  }
-  return (token as string | undefined) || undefined;
+interface Connection {
+  cluster?: string;
+  broker?: string;
+  timeoutSeconds?: number;
+  json?: true;
 }
 
-export interface Io {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  env: NodeJS.ProcessEnv;
-}
-
-const processIo: Io = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t), env: process.env };
-
-export async function run(argv: string[], io: Io = processIo): Promise<number> {
-  const parsed = parseCommand(defineCommand("admin", ADMIN_FLAGS, { positionals: true }), argv, io.env);
-  const values = parsed.values;
-  const found = findCommand(parsed.positionals);
-
-  if (parsed.help) {
-    io.stdout(found ? commandUsage(found.command) : ADMIN_USAGE);
-    return EXIT.ok;
-  }
-  if (parsed.positionals.length === 0) {
-    io.stderr(ADMIN_USAGE);
-    return EXIT.usage;
-  }
-  if (!found) throw new UsageError(unknownSubcommand(parsed.positionals));
-  const { command, args } = found;
+async function runSubcommand(admin: CliCommand, leaf: CliCommand, command: AdminCommand): Promise<number> {
   const name = command.words.join(" ");
-  if (args.length < command.args.length) throw new UsageError(`'${name}' needs ${command.args.slice(args.length).join(" ")}: join-broker admin ${command.synopsis}`);
-  if (args.length > command.args.length) throw new UsageError(`'${name}' takes ${command.args.length ? command.args.join(" ") : "no arguments"}, not ${JSON.stringify(args.slice(command.args.length).join(" "))}`);
-  for (const flag of Object.keys(COMMAND_FLAGS)) {
-    if (values[flag] !== undefined && !command.options.includes(flag)) throw new UsageError(`--${flag} does not apply to '${name}'`);
-  }
-
-  const cluster = values.cluster as string | undefined;
-  const broker = values.broker as string | undefined;
-  const token = adminToken(values, parsed.fromEnv);
-  if (!cluster && command.perCluster !== false) throw new UsageError("--cluster NAME is required (or JOIN_BROKER_CLUSTER)");
-  if (!broker) throw new UsageError("--broker URL is required (or JOIN_BROKER_URL)");
-  if (!token) throw new UsageError("--admin-token TOKEN is required (or JOIN_BROKER_ADMIN_TOKEN, or --admin-token-file PATH)");
-  const timeoutText = values["timeout-seconds"] as string | undefined;
-  if (timeoutText !== undefined && !/^[1-9]\d*$/.test(timeoutText)) throw new UsageError("--timeout-seconds must be a whole number of seconds, at least 1");
-
-  const json = values.json === true;
-  // Only a follower waits for an interrupt; every other subcommand dies of it the ordinary way.
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  if (values.follow) {
-    process.once("SIGINT", onSignal);
-    process.once("SIGTERM", onSignal);
-  }
+  const { cluster, broker, timeoutSeconds, json } = admin.opts<Connection>();
+  const token = readSecret(admin, "adminToken", "adminTokenFile");
+  requireAll([
+    ...(command.perCluster === false ? [] : unset(admin, "cluster")),
+    ...unset(admin, "broker"),
+    ...(token === undefined ? [secretRequirement(admin, "the admin token", "adminToken", "adminTokenFile")] : []),
+    ...unset(leaf, ...(command.required ?? [])),
+  ]);
+  const values: Values = {
+    ...leaf.opts<Values>(),
+    // What was typed: a subcommand that reads --cluster itself (credentials create) never takes JOIN_BROKER_CLUSTER.
+    cluster: typed(admin, "cluster") ? cluster : undefined,
+    json,
+  };
+  const stop = command.follows?.(values) ? stopOnSignals() : null;
   try {
     let brokerClient;
     let client: AdminClient | undefined;
     try {
-      brokerClient = new BrokerClient({ baseUrl: broker, bearer: token, timeoutMs: timeoutText ? Number(timeoutText) * 1000 : undefined, userAgent: "join-broker-admin/1" });
+      brokerClient = new BrokerClient({ baseUrl: broker!, bearer: token!, timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined, userAgent: "join-broker-admin/1" });
       client = cluster ? brokerClient.admin(cluster) : undefined;
     } catch (e) {
       throw new UsageError(e instanceof InvalidInput ? `--${e.message}` : `--broker: ${(e as Error).message}`);
@@ -174,69 +125,29 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
       // Commands that are not about one cluster (perCluster: false) never read it.
       client: client as AdminClient,
       broker: brokerClient,
-      args,
-      // What was typed: a subcommand that reads --cluster itself (credentials create) never takes JOIN_BROKER_CLUSTER.
-      values: typedOnly(values, parsed.fromEnv),
-      signal: stop.signal,
-      note: (text) => io.stderr(`join-broker admin ${name}: ${text}\n`),
-      print: (reply: Reply<unknown>, human: () => string) => io.stdout(json ? `${reply.text.trimEnd()}\n` : human()),
+      args: leaf.processedArgs as string[],
+      values,
+      signal: stop?.signal ?? new AbortController().signal,
+      note: (text) => process.stderr.write(`join-broker admin ${name}: ${text}\n`),
+      print: (reply: Reply<unknown>, human: () => string) => process.stdout.write(json ? `${reply.text.trimEnd()}\n` : human()),
     });
     return EXIT.ok;
   } catch (e) {
-    if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, values));
+    if (e instanceof InvalidInput) throw new UsageError(inFlagTerms(e, leaf));
     if (e instanceof BrokerProblem) {
-      if (json) io.stdout(`${e.text.trimEnd()}\n`);
-      io.stderr(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "", name)}\n`);
+      if (json) process.stdout.write(`${e.text.trimEnd()}\n`);
+      process.stderr.write(`join-broker admin ${name}: the broker refused: ${e.code} (HTTP ${e.status}): ${e.problem.detail}${hint(e, cluster ?? "", name)}\n`);
       // rate_limited answers only failed authentications: it is a refusal like the 401s before it.
       return e.refused || e.code === "rate_limited" ? EXIT.refused : EXIT.failure;
     }
     if (e instanceof BrokerUnreachable) {
-      io.stderr(`join-broker admin ${name}: ${e.message}\n`);
+      process.stderr.write(`join-broker admin ${name}: ${e.message}\n`);
       return EXIT.failure;
     }
     throw e;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    stop?.release();
   }
-}
-
-/** Request fields as the flags (or arguments) that set them, and the unit a bound is in. */
-const FIELD_FLAGS: Record<string, { flag: string; unit?: string }> = {
-  ttlSeconds: { flag: "--ttl", unit: "s" },
-  maxUses: { flag: "--max-uses" },
-  description: { flag: "--description", unit: "characters" },
-  reason: { flag: "--reason", unit: "characters" },
-  state: { flag: "--state" },
-  limit: { flag: "--limit" },
-  after: { flag: "--after" },
-  maxInFlight: { flag: "--max-in-flight" },
-  leaseSeconds: { flag: "--lease-seconds", unit: "s" },
-  admissionTtlSeconds: { flag: "--admission-ttl-seconds", unit: "s" },
-  maxQueue: { flag: "--max-queue" },
-  members: { flag: "--member" },
-  nodes: { flag: "--nodes" },
-  peerHosts: { flag: "--peer-hosts" },
-};
-
-/** A refused input, said in the words the user typed: the flag, its value, and the rule. */
-function inFlagTerms(e: InvalidInput, values: Values): string {
-  if (e.issues.length === 0) return e.message;
-  return e.issues
-    .map((i) => {
-      const field = i.path.split(".")[0];
-      const known = FIELD_FLAGS[field];
-      if (!known) return i.path ? `${i.path}: ${i.message}` : i.message;
-      const typed = values[known.flag.slice(2)];
-      const given = typeof typed === "string" ? ` ${typed}` : "";
-      const unit = known.unit ? ` ${known.unit}` : "";
-      const rule =
-        i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
-        : i.code === "too_big" && i.maximum !== undefined ? `must be at most ${i.maximum}${unit}`
-        : i.message.charAt(0).toLowerCase() + i.message.slice(1);
-      return `${known.flag}${given}: ${rule}`;
-    })
-    .join("; ");
 }
 
 /** What to check next, for the problems an operator meets most. */

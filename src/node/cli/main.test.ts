@@ -9,11 +9,14 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { packageRoot } from "../package-root.ts";
 import { EXIT } from "../exit-codes.ts";
-import { JOIN_FLAGS } from "../agent/join-options.ts";
-import { RESTORE_FLAGS, SERVE_FLAGS, parseRestoreArgs } from "../serve/serve-options.ts";
-import { ADMIN_FLAGS, run as runAdmin } from "./admin.ts";
-import { CONTROLLER_FLAGS } from "./controller.ts";
+import type { Command } from "commander";
+import { defineAdmin } from "./admin.ts";
+import { CliCommand } from "./command.ts";
+import { defineController } from "./controller.ts";
+import { defineEtcdCert } from "./etcd-cert.ts";
+import { defineJoin } from "./join.ts";
 import { main } from "./main.ts";
+import { defineServe, parseRestore } from "./serve.ts";
 
 /** Runs `join-broker ARGV` in this process; what it wrote and its exit code. */
 async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -44,6 +47,8 @@ describe("a mistyped command, subcommand or flag", () => {
       [["controller", "--clock-tolerence=5"], "join-broker controller: unknown flag '--clock-tolerence'; did you mean '--clock-tolerance'?"],
       [["admin", "status", "--brokr", "http://x"], "join-broker admin: unknown flag '--brokr'; did you mean '--broker'?"],
       [["serve", "--listne", "127.0.0.1:1"], "join-broker serve: unknown flag '--listne'; did you mean '--listen'?"],
+      [["etcd-crt"], "join-broker: unknown command 'etcd-crt'; did you mean 'etcd-cert'?"],
+      [["etcd-cert", "--usr", "root"], "join-broker etcd-cert: unknown flag '--usr'; did you mean '--user'?"],
     ];
     for (const [argv, first] of cases) {
       const r = await cli(...argv);
@@ -54,7 +59,7 @@ describe("a mistyped command, subcommand or flag", () => {
 
   it("keeps what follows `--` an argument, as typed", async () => {
     const r = await cli("join", "--", "--cluster");
-    expect({ code: r.code, first: r.stderr.split("\n")[0] }).toEqual({ code: EXIT.usage, first: "join-broker join: unexpected positional argument '--cluster'" });
+    expect({ code: r.code, first: r.stderr.split("\n")[0] }).toEqual({ code: EXIT.usage, first: `join-broker join: 'join' takes no arguments, not "--cluster"` });
   });
 
   it("is bad usage (exit 2) for a missing value or a stray argument too", async () => {
@@ -75,16 +80,27 @@ function documentedFlags(doc: string, section: string): string[] {
   return [...new Set(rows.flatMap((row) => row.split(/(?<!\\)\|/)[1].match(/--[a-z][a-z0-9-]*/g) ?? []))];
 }
 
-/** Flags the command line takes before a command's own table is read. */
-const EVERY_COMMAND = ["--help"];
-const HTTPS_COMMAND = [...EVERY_COMMAND, "--ca-file"];
+/** The command `define` makes under `join-broker`, and the one `words` name below it. */
+function command(define: (cmd: CliCommand) => CliCommand, name: string, ...words: string[]): Command {
+  let cmd: Command = define(new CliCommand("join-broker").command(name) as CliCommand);
+  for (const word of words) cmd = cmd.commands.find((c) => c.name() === word)!;
+  return cmd;
+}
+
+/** Every flag a command (and the subcommands below it) takes, visible in its help or not. */
+function flagsOf(cmd: Command, { hidden = true } = {}): string[] {
+  const own = cmd.options.filter((o) => hidden || !o.hidden).flatMap((o) => (o.long ? [o.long] : []));
+  return [...new Set([...own, "--help", ...cmd.commands.flatMap((c) => (c.name() === "restore" ? [] : flagsOf(c, { hidden })))])];
+}
 
 const COMMANDS = [
-  { argv: ["join"], table: JOIN_FLAGS, layer: HTTPS_COMMAND, docs: documentedFlags("docs/agent.md", "## Command line") },
-  { argv: ["controller"], table: CONTROLLER_FLAGS, layer: HTTPS_COMMAND, docs: documentedFlags("docs/join-api.md", "## Running it") },
-  { argv: ["serve"], table: SERVE_FLAGS, layer: EVERY_COMMAND, docs: documentedFlags("docs/self-hosting.md", "## Flags") },
-  { argv: ["serve", "restore"], table: RESTORE_FLAGS, layer: EVERY_COMMAND, docs: ["--data-dir", "--from"] },
-  { argv: ["admin"], table: ADMIN_FLAGS, layer: HTTPS_COMMAND, docs: [...documentedFlags("docs/operations.md", "## The admin CLI"), "--cluster", "--broker", "--admin-token", "--admin-token-file", "--json"] },
+  { argv: ["join"], cmd: command(defineJoin, "join"), docs: documentedFlags("docs/agent.md", "## Command line") },
+  { argv: ["controller"], cmd: command(defineController, "controller"), docs: documentedFlags("docs/join-api.md", "## Running it") },
+  { argv: ["serve"], cmd: command(defineServe, "serve"), docs: documentedFlags("docs/self-hosting.md", "## Flags") },
+  { argv: ["serve", "restore"], cmd: command(defineServe, "serve", "restore"), docs: ["--data-dir", "--from"] },
+  // docs/protocol.md's additions give its synopsis (no table of its own).
+  { argv: ["etcd-cert"], cmd: command(defineEtcdCert, "etcd-cert"), docs: ["--pki-dir", "--out", "--user", "--days"] },
+  { argv: ["admin"], cmd: command(defineAdmin, "admin"), docs: [...documentedFlags("docs/operations.md", "## The admin CLI"), "--cluster", "--broker", "--admin-token", "--admin-token-file", "--json"] },
 ];
 
 describe("--help", () => {
@@ -95,12 +111,12 @@ describe("--help", () => {
     expect(COMMANDS.find((c) => c.argv[0] === "admin")!.docs).toEqual(expect.arrayContaining(["--ttl", "--member", "--follow", "--read-only", "--max-queue"]));
   });
 
-  for (const { argv, table, layer, docs } of COMMANDS) {
+  for (const { argv, cmd, docs } of COMMANDS) {
     it(`of ${argv.join(" ")} lists every documented flag, and the command takes each one`, async () => {
       const r = await cli(...argv, "--help");
       expect(r.code).toBe(EXIT.ok);
       expect(r.stdout).toMatch(new RegExp(`^Usage: join-broker ${argv.join(" ")}`));
-      const taken = [...Object.keys(table).map((f) => `--${f}`), ...layer];
+      const taken = flagsOf(cmd);
       for (const flag of docs) {
         expect(r.stdout, `${flag} in ${argv.join(" ")} --help`).toMatch(new RegExp(`${flag}(?![a-z0-9-])`));
         expect(taken, `${argv.join(" ")} takes ${flag}`).toContain(flag);
@@ -109,11 +125,27 @@ describe("--help", () => {
 
     it(`of ${argv.join(" ")} explains every flag the command takes`, async () => {
       const { stdout } = await cli(...argv, "--help");
-      // serve knows --admin-token only to refuse it with the reason.
-      const refused = argv[0] === "serve" ? ["admin-token"] : [];
-      for (const flag of Object.keys(table).filter((f) => !refused.includes(f))) expect(stdout, `--${flag} in ${argv.join(" ")} --help`).toMatch(new RegExp(`--${flag}(?![a-z0-9-])`));
+      // serve knows --admin-token only to refuse it with the reason: hidden.
+      for (const flag of flagsOf(cmd, { hidden: false })) expect(stdout, `${flag} in ${argv.join(" ")} --help`).toMatch(new RegExp(`${flag}(?![a-z0-9-])`));
     });
   }
+});
+
+describe("etcd-cert", () => {
+  it("refuses, with exit 2, what would make no certificate", async () => {
+    const first = async (...argv: string[]) => {
+      const r = await cli("etcd-cert", ...argv);
+      return { code: r.code, first: r.stderr.split("\n")[0] };
+    };
+    expect(await first()).toEqual({ code: EXIT.usage, first: "join-broker etcd-cert: --pki-dir DIR and --out DIR are required" });
+    expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--user", "admin")).toEqual({ code: EXIT.usage, first: 'join-broker etcd-cert: --user must be root or kube-apiserver, not "admin"' });
+    for (const days of ["0", "1.5", "10000"]) {
+      expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--days", days)).toEqual({ code: EXIT.usage, first: `join-broker etcd-cert: --days must be a whole number of days from 1 to 9999, not "${days}"` });
+    }
+    const noCa = await first("--pki-dir", "/nowhere", "--out", "/tmp/x");
+    expect(noCa.code).toBe(EXIT.usage);
+    expect(noCa.first).toMatch(/^join-broker etcd-cert: --pki-dir: /);
+  });
 });
 
 describe("environment fallbacks", () => {
@@ -132,18 +164,20 @@ describe("environment fallbacks", () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     return { url, seen, close: () => new Promise((ok) => server.close(ok)) };
   }
-  const quiet = { stdout: () => {}, stderr: () => {} };
+  afterEach(() => vi.unstubAllEnvs());
 
   it("admin: the broker, the admin token and the cluster from JOIN_BROKER_*, a flag winning over each", async () => {
     const broker = await recorder();
     try {
-      const env = { JOIN_BROKER_URL: broker.url, JOIN_BROKER_ADMIN_TOKEN: "from-the-environment", JOIN_BROKER_CLUSTER: "env-cluster" };
-      await runAdmin(["status"], { ...quiet, env });
+      vi.stubEnv("JOIN_BROKER_URL", broker.url);
+      vi.stubEnv("JOIN_BROKER_ADMIN_TOKEN", "from-the-environment");
+      vi.stubEnv("JOIN_BROKER_CLUSTER", "env-cluster");
+      await cli("admin", "status");
       expect(broker.seen.at(-1)).toMatchObject({ url: "/v1/admin/clusters/env-cluster", authorization: "Bearer from-the-environment" });
-      await runAdmin(["status", "--cluster", "flag-cluster", "--admin-token", "from-the-flag"], { ...quiet, env });
+      await cli("admin", "status", "--cluster", "flag-cluster", "--admin-token", "from-the-flag");
       expect(broker.seen.at(-1)).toMatchObject({ url: "/v1/admin/clusters/flag-cluster", authorization: "Bearer from-the-flag" });
       // Only the flag scopes a credential to a cluster: JOIN_BROKER_CLUSTER does not.
-      await runAdmin(["credentials", "create", "--read-only"], { ...quiet, env });
+      await cli("admin", "credentials", "create", "--read-only");
       expect(JSON.parse(broker.seen.at(-1)!.body)).toEqual({ readOnly: true });
     } finally {
       await broker.close();
@@ -151,7 +185,7 @@ describe("environment fallbacks", () => {
   });
 
   it("serve restore: the data directory from STATE_DIRECTORY (the first of several), the flag winning", () => {
-    expect(parseRestoreArgs([], { STATE_DIRECTORY: "/var/lib/a:/var/lib/b" })).toEqual({ help: false, dataDir: "/var/lib/a", from: null });
-    expect(parseRestoreArgs(["--data-dir", "/d"], { STATE_DIRECTORY: "/var/lib/a" })).toEqual({ help: false, dataDir: "/d", from: null });
+    expect(parseRestore([], { STATE_DIRECTORY: "/var/lib/a:/var/lib/b" })).toEqual({ dataDir: "/var/lib/a", from: null });
+    expect(parseRestore(["--data-dir", "/d"], { STATE_DIRECTORY: "/var/lib/a" })).toEqual({ dataDir: "/d", from: null });
   });
 });

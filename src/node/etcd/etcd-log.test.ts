@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { etcdError, etcdTlsRejections } from "./etcd-log.ts";
+import { catchUpFacts, etcdError, etcdTlsRejections } from "./etcd-log.ts";
 
 const line = (o: Record<string, unknown>) => JSON.stringify({ ts: "2026-01-01T00:00:00Z", caller: "x.go:1", ...o });
 
@@ -39,5 +39,30 @@ describe("the certificate refusals etcd logs", () => {
       { at: "a peer", remote: "https://127.0.0.1:24016/members", error: 'Get "https://127.0.0.1:24016/members": tls: failed to verify certificate: x509: certificate signed by unknown authority', refusedBy: "etcd", expiry: false, ts: "2026-12-06T03:13:22.578853Z" },
       expect.objectContaining({ at: "peer port", remote: "10.0.0.5:41000", expiry: true }),
     ]);
+  });
+});
+
+describe("how a member caught up, from its log", () => {
+  const at = (ms: number, o: Record<string, unknown>) => JSON.stringify({ level: "info", ts: new Date(Date.UTC(2026, 0, 1) + ms).toISOString(), caller: "x.go:1", ...o });
+
+  it("counts the snapshot it was sent and the publish that timed out, and times the publish from its first line", () => {
+    const log = [
+      at(0, { msg: "starting an etcd server" }),
+      at(40, { msg: "received and saved database snapshot", "incoming-snapshot-index": 157 }),
+      at(7_010, { level: "warn", msg: "failed to publish local member to cluster through raft", "publish-timeout": "7s", error: "etcdserver: request timed out" }),
+      at(7_020, { msg: "published local member to cluster through raft" }),
+      at(7_021, { msg: "published local member to cluster through raft" }),
+      '{"level":"info","msg":"cut',
+    ].join("\n");
+    expect(catchUpFacts(log)).toEqual({ snapshotsReceived: 1, failedPublishes: 1, publishMs: 7_020 });
+  });
+
+  it("reads 3.4's float timestamps, and says null for a member that never published", () => {
+    expect(catchUpFacts([JSON.stringify({ level: "info", ts: 1_700_000_000.5, msg: "x" }), JSON.stringify({ level: "info", ts: 1_700_000_000.75, msg: "published local member to cluster through raft" })].join("\n"))).toEqual({
+      snapshotsReceived: 0,
+      failedPublishes: 0,
+      publishMs: 250,
+    });
+    expect(catchUpFacts(at(0, { msg: "starting" })).publishMs).toBeNull();
   });
 });

@@ -90,3 +90,45 @@ export function etcdTlsRejections(log: string): EtcdTlsRejection[] {
   }
   return out;
 }
+
+/**
+ * How a member caught up, in etcd's own words (counts, which load does not move): whether it was
+ * sent a snapshot ("received and saved database snapshot"; on 3.6+ every member joining a cluster
+ * whose raft log has passed 100 entries is), whether its first "publish my name" proposal timed
+ * out ("failed to publish local member to cluster through raft", followed by a second attempt
+ * etcd's request timeout later, 7 s with the agent's flags; a member that found its own publish
+ * already inside its snapshot never sees that proposal applied), and how long it took from its
+ * first log line to publishing itself.
+ */
+export interface CatchUpFacts {
+  snapshotsReceived: number;
+  failedPublishes: number;
+  /** Its first log line to "published local member to cluster through raft"; null if it never said so. */
+  publishMs: number | null;
+}
+
+export const SNAPSHOT_RECEIVED = "received and saved database snapshot";
+export const PUBLISH_FAILED = "failed to publish local member to cluster through raft";
+export const PUBLISHED = "published local member to cluster through raft";
+
+export function catchUpFacts(log: string): CatchUpFacts {
+  let first: number | null = null;
+  let published: number | null = null;
+  let snapshotsReceived = 0;
+  let failedPublishes = 0;
+  for (const line of log.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let e: { ts?: unknown; msg?: unknown };
+    try {
+      e = JSON.parse(line) as { ts?: unknown; msg?: unknown };
+    } catch {
+      continue;
+    }
+    const at = typeof e.ts === "string" ? Date.parse(e.ts) : typeof e.ts === "number" ? e.ts * 1000 : NaN;
+    if (first === null && Number.isFinite(at)) first = at;
+    if (e.msg === SNAPSHOT_RECEIVED) snapshotsReceived++;
+    else if (e.msg === PUBLISH_FAILED) failedPublishes++;
+    else if (e.msg === PUBLISHED && published === null && Number.isFinite(at)) published = at;
+  }
+  return { snapshotsReceived, failedPublishes, publishMs: first !== null && published !== null ? published - first : null };
+}

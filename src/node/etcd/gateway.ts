@@ -15,6 +15,7 @@
  * says the token is unknown (simple tokens end after 5 idle minutes, per member).
  * @module
  */
+import { nodeFetch } from "./tls-fetch.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { knownEtcdMessages, type EtcdRefusal } from "./versions.ts";
 
@@ -34,7 +35,7 @@ export interface ResponseHeader {
   clusterId: string;
   memberId: string;
   raftTerm: string;
-  /** The key-value store's revision (decimal), "" where etcd left it out. */
+  /** The key-value store's revision (decimal), "" where etcd left it out: it moves with every write of a key, never with a membership change. */
   revision: string;
 }
 
@@ -195,7 +196,7 @@ export class EtcdGateway {
   constructor(endpoints: string | readonly string[], options: GatewayOptions = {}) {
     this.endpoints = parseEndpoints(endpoints);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
-    this.#fetch = options.fetch ?? fetch;
+    this.#fetch = options.fetch ?? nodeFetch();
     this.#credentials = options.credentials;
     this.#session = options.session ?? { token: null };
   }
@@ -226,6 +227,35 @@ export class EtcdGateway {
   /** Writes one key (etcd's KV, for the join API's own small records). */
   async put(key: string, value: string, options: CallBound = {}): Promise<EtcdResult<null>> {
     return this.#call("/v3/kv/put", { key: b64(key), value: b64(value) }, () => null, undefined, options.deadline);
+  }
+
+  /**
+   * Several writes as one transaction: one raft entry however many keys it puts and deletes
+   * (a delete of a key that is not there changes nothing).
+   */
+  async writeAll(puts: readonly { key: string; value: string }[], deletes: readonly string[] = [], options: CallBound = {}): Promise<EtcdResult<null>> {
+    const success = [
+      ...puts.map((p) => ({ requestPut: { key: b64(p.key), value: b64(p.value) } })),
+      ...deletes.map((key) => ({ requestDeleteRange: { key: b64(key) } })),
+    ];
+    return this.#call("/v3/kv/txn", { success }, () => null, undefined, options.deadline);
+  }
+
+  /** Every key under `prefix` with its value (one linearizable read). */
+  async getPrefix(prefix: string, options: CallBound = {}): Promise<EtcdResult<Map<string, string>>> {
+    return this.#call(
+      "/v3/kv/range",
+      { key: b64(prefix), range_end: Buffer.from(prefixEnd(prefix)).toString("base64") },
+      (body) => {
+        const found = new Map<string, string>();
+        for (const kv of Array.isArray(body.kvs) ? (body.kvs as { key?: string; value?: string }[]) : []) {
+          found.set(Buffer.from(kv.key ?? "", "base64").toString("utf8"), Buffer.from(kv.value ?? "", "base64").toString("utf8"));
+        }
+        return found;
+      },
+      undefined,
+      options.deadline,
+    );
   }
 
   /** The value of one key, or null when there is none. */

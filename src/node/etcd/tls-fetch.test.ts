@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway } from "./gateway.ts";
-import { tlsFetch, tlsFilesFromFlags, tlsHandshakeError } from "./tls-fetch.ts";
+import { tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
 
 const TLS = resolve(import.meta.dirname, "../../../test/fixtures/tls");
 const file = (name: string) => join(TLS, name);
@@ -121,12 +121,5 @@ describe("tlsFetch with a server name", () => {
     expect((await ask("localhost")).ok).toBe(true);
     const wrong = await ask("etcd.example");
     expect(!wrong.ok && wrong.error.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
-  });
-
-  it("takes --etcd-server-name as a DNS name or an address, and refuses anything else", () => {
-    const flags = (name: string) => (flag: string) => (flag === "etcd-server-name" ? name : undefined);
-    expect(tlsFilesFromFlags(flags("localhost"), { mustExist: false })).toEqual({ serverName: "localhost" });
-    expect(tlsFilesFromFlags(flags("127.0.0.1"), { mustExist: false })).toEqual({ serverName: "127.0.0.1" });
-    for (const bad of ["https://localhost", "local host", "-x", "a..b"]) expect(() => tlsFilesFromFlags(flags(bad), { mustExist: false }), bad).toThrow(/is not a DNS name or an IP address/);
   });
 });

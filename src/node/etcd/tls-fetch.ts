@@ -6,9 +6,7 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { join, resolve } from "node:path";
-import { UsageError } from "../exit-codes.ts";
 import { request as httpRequest } from "node:http";
 import { Agent, request as httpsRequest } from "node:https";
 
@@ -22,28 +20,6 @@ export interface TlsFiles {
    * are reached at the node's address. Not a file; it goes with them.
    */
   serverName?: string;
-}
-
-/**
- * `--etcd-cacert`, `--etcd-cert` and `--etcd-key` as files (absolute paths), cert and key
- * together; null when none is given. `mustExist` checks them now; without it they are read when
- * etcd is asked (a joining installer may write them only while it joins).
- */
-export function tlsFilesFromFlags(flag: (name: "etcd-cacert" | "etcd-cert" | "etcd-key" | "etcd-server-name") => string | undefined, options: { mustExist: boolean }): TlsFiles | null {
-  const files: TlsFiles = {};
-  for (const [name, field] of [["etcd-cacert", "ca"], ["etcd-cert", "cert"], ["etcd-key", "key"]] as const) {
-    const path = flag(name);
-    if (!path) continue;
-    if (options.mustExist && !existsSync(path)) throw new UsageError(`--${name} ${path}: no such file`);
-    files[field] = resolve(path);
-  }
-  if (!files.cert !== !files.key) throw new UsageError("--etcd-cert and --etcd-key go together");
-  const serverName = flag("etcd-server-name");
-  if (serverName !== undefined) {
-    if (!DNS_NAME.test(serverName) && !isIP(serverName)) throw new UsageError(`--etcd-server-name ${JSON.stringify(serverName)} is not a DNS name or an IP address`);
-    files.serverName = serverName;
-  }
-  return Object.keys(files).length ? files : null;
 }
 
 /**
@@ -92,8 +68,6 @@ export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): Tl
   }
   return null;
 }
-/** A DNS name (labels of letters, digits and '-', dot-separated), which a certificate's SAN can name (as it can an IP address). */
-const DNS_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 export interface KeptCopy {
   /** A directory of the caller's own (created 0700) where the last working set of files is kept. */
@@ -145,7 +119,7 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
     }
     return agent;
   };
-  return fetchWithAgent(currentAgent, files);
+  return nodeFetch(() => currentAgent(), (e, host) => tlsHandshakeError(e, host, files), files.serverName);
 }
 
 /**
@@ -155,57 +129,110 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
 export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }, names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" }): typeof fetch {
   let agentFor = "";
   let agent: Agent | null = null;
-  return fetchWithAgent(() => {
-    const m = material();
-    const id = [m.ca, m.cert, m.key].join("\0");
-    if (!agent || id !== agentFor) {
-      agent?.destroy();
-      agent = new Agent({ keepAlive: true, ca: m.ca, cert: m.cert, key: m.key });
-      agentFor = id;
-    }
-    return agent;
-  }, names);
+  return nodeFetch(
+    () => {
+      const m = material();
+      const id = [m.ca, m.cert, m.key].join("\0");
+      if (!agent || id !== agentFor) {
+        agent?.destroy();
+        agent = new Agent({ keepAlive: true, ca: m.ca, cert: m.cert, key: m.key });
+        agentFor = id;
+      }
+      return agent;
+    },
+    (e, host) => tlsHandshakeError(e, host, names),
+    names.serverName,
+  );
 }
 
-/** A fetch over `currentAgent`'s TLS; `files` name its certificates in handshake failures. */
-function fetchWithAgent(currentAgent: () => Agent, files: TlsFiles): typeof fetch {
-  const fetchWithTls = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
+/**
+ * `fetch` over node:http and node:https: the subset the project's clients use (method, headers,
+ * a string body, a signal, `redirect: "error"`; an answer's status, headers, text and JSON),
+ * without loading the global fetch's implementation (undici, also behind the global `Response`
+ * and `Headers`), which costs a starting process about 100 ms of CPU: the node agent starts once
+ * per controller, all at once. `agent` gives the https agent for each request (client
+ * certificates); by default Node's global one. `failure` may word a request's error better.
+ * `serverName`: etcd's certificate is checked against it, not the endpoint's address.
+ */
+export function nodeFetch(agent?: () => Agent, failure?: (e: Error, host: string) => Error | null, serverName?: string): typeof fetch {
+  const fetchOverNode = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
       const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
       const secure = url.protocol === "https:";
-      let agent: Agent | undefined;
+      let chosen: Agent | undefined;
       try {
-        agent = secure ? currentAgent() : undefined;
+        chosen = secure && agent ? agent() : undefined;
       } catch (e) {
         reject(new Error(`cannot read etcd's TLS files: ${(e as Error).message}`));
         return;
       }
-      const headers: Record<string, string> = {};
-      new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+      const headers = headerRecord(init.headers);
       const body = typeof init.body === "string" ? init.body : undefined;
       if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-      // With a server name, etcd's certificate is checked against it, not the endpoint's address.
-      const tls = secure ? { agent, ...(files.serverName ? { servername: files.serverName } : {}) } : {};
+      const tls = secure ? { ...(chosen ? { agent: chosen } : {}), ...(serverName ? { servername: serverName } : {}) } : {};
       const req = (secure ? httpsRequest : httpRequest)(url.href, { method: init.method ?? "GET", headers, ...tls }, (res) => {
+        const status = res.statusCode ?? 502;
+        if (init.redirect === "error" && status >= 300 && status < 400) {
+          res.resume();
+          reject(new TypeError(`fetch failed: redirect (HTTP ${status}) to ${res.headers.location ?? "?"} refused`));
+          return;
+        }
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);
-        res.on("end", () => {
-          const out = new Headers();
-          for (const [name, value] of Object.entries(res.headers)) if (typeof value === "string") out.set(name, value);
-          const status = res.statusCode ?? 502;
-          resolve(new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers: out }));
-        });
+        res.on("end", () => resolve(new NodeResponse(status, res.headers, status === 204 || status === 304 ? Buffer.alloc(0) : Buffer.concat(chunks)) as unknown as Response));
       });
       const signal = init.signal;
       const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
       if (signal?.aborted) onAbort();
       else signal?.addEventListener("abort", onAbort, { once: true });
-      req.on("error", (e) => reject(tlsHandshakeError(e, url.host, files) ?? Object.assign(new Error(e.message), { cause: e })));
+      req.on("error", (e) => reject(failure?.(e, url.host) ?? Object.assign(new Error(e.message), { cause: e })));
       req.on("close", () => signal?.removeEventListener("abort", onAbort));
       req.end(body);
     });
-  return fetchWithTls as typeof fetch;
+  return fetchOverNode as typeof fetch;
+}
+
+/** A request's headers as plain name → value (lower-case names), from any form `fetch` takes. */
+function headerRecord(init: RequestInit["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!init) return out;
+  if (Array.isArray(init)) {
+    for (const [name, value] of init as [string, string][]) out[name.toLowerCase()] = value;
+  } else if (typeof (init as Headers).forEach === "function") {
+    // A Headers object: its maker loaded undici already.
+    (init as Headers).forEach((value, name) => (out[name.toLowerCase()] = value));
+  } else {
+    for (const [name, value] of Object.entries(init as Record<string, string>)) out[name.toLowerCase()] = value;
+  }
+  return out;
+}
+
+/** What the clients read of an answer: status, ok, headers.get, text(), json(). */
+class NodeResponse {
+  readonly ok: boolean;
+  readonly headers: { get(name: string): string | null; has(name: string): boolean };
+  constructor(
+    readonly status: number,
+    raw: Record<string, string | string[] | undefined>,
+    readonly body: Buffer,
+  ) {
+    this.ok = status >= 200 && status < 300;
+    const get = (name: string) => {
+      const v = raw[name.toLowerCase()];
+      return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
+    };
+    this.headers = { get, has: (name) => get(name) !== null };
+  }
+  async text(): Promise<string> {
+    return this.body.toString("utf8");
+  }
+  async json(): Promise<unknown> {
+    return JSON.parse(this.body.toString("utf8"));
+  }
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    return this.body.buffer.slice(this.body.byteOffset, this.body.byteOffset + this.body.byteLength) as ArrayBuffer;
+  }
 }
 
 function idOf(read: { ca?: Buffer; cert?: Buffer; key?: Buffer }): string {

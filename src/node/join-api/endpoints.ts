@@ -1,5 +1,5 @@
 /**
- * The reference join API as a Hono app, in the k0s shape (PROTOCOL.md, "Controllers' join API"):
+ * The reference join API as a Hono app, in the k0s shape (docs/protocol.md, "Controllers' join API"):
  * `POST /v1beta1/etcd/members` and `POST /v1beta1/etcd/members/promote`, both authorized by an
  * admission token that is verified, bound to the request and checked active before etcd is
  * touched. Bad input is a 4xx problem; every "not now" is a 503 with Retry-After.
@@ -11,8 +11,9 @@ import { NODE_PATTERN, peerUrlProblem, reservedNodeNameProblem } from "../../sha
 import { AdmissionError, verifyAdmission, type VerifyAdmissionOptions } from "../../shared/verifier/index.ts";
 import type { AdmissionClaims } from "../../shared/protocol/claims.ts";
 import type { EtcdGateway } from "../etcd/gateway.ts";
-import type { Membership } from "./members.ts";
+import type { FirstLook, Membership } from "./members.ts";
 import { noSigner, type CertificateSigner } from "./signer.ts";
+import type { IssuedCertificates } from "../../shared/protocol/join-api.ts";
 import type { CertificateLedger } from "./ledger.ts";
 import { parseBearer } from "../../shared/protocol/bearer.ts";
 import { fail, problemOf } from "../../shared/protocol/outcome.ts";
@@ -55,10 +56,11 @@ export function createJoinApi(options: JoinApiOptions): Hono {
   const app = new Hono();
   const log = options.log ?? (() => {});
 
-  const verify = async (token: string, node: string, peerURL?: string): Promise<Outcome<AdmissionClaims>> => {
+  const verify = async (token: string, node: string, peerURL?: string): Promise<Outcome<AdmissionClaims & { look?: FirstLook }>> => {
     try {
-      const { claims } = await verifyAdmission(token, { ...options.verify, node, peerURL, role: "join" });
-      return { ok: true, value: claims };
+      const { claims, introspection } = await verifyAdmission(token, { ...options.verify, node, peerURL, role: "join" });
+      const look = introspection ? { status: { active: true as const, ...(introspection.leaseRemainingMs !== undefined ? { leaseRemainingMs: introspection.leaseRemainingMs } : {}) }, at: Date.now() } : undefined;
+      return { ok: true, value: { ...claims, look } };
     } catch (e) {
       if (!(e instanceof AdmissionError)) throw e;
       log(`refused node ${node}: ${e.code} (${e.message})`);
@@ -86,13 +88,25 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       checked = outcome.value;
     }
+    // Signed while etcd is asked, once nothing holds the add back, not after etcd answers (a
+    // node's etcd waits for both), nor while it is held (other nodes' adds come first); their
+    // serials (chosen before signing) are recorded in etcd with the learner, in the write right
+    // after the add; handed out only once that write is made, and dropped unseen otherwise.
+    const signer = options.signer;
+    let signing: Promise<IssuedCertificates> | null = null;
+    const sign = () => {
+      if (!checked || !signer) return null;
+      signing ??= signer.issue(checked);
+      signing.catch(() => undefined);
+      return signing;
+    };
     const entries = checked ? Object.values(checked.serials).map((serial) => ({ serial, notAfter: checked.notAfter, jti: verified.value.jti })) : undefined;
-    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token, certificates: entries });
+    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token, certificates: entries }, verified.value.look, sign);
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
     }
-    if (!checked || !options.signer) return send(c, added);
+    if (!checked || !signer) return send(c, added);
     // A second set for the same member only while it has not run (its node crashed before our
     // answer and asks again with fresh keys): a member that has started holds its certificates,
     // and a voter never gets more.
@@ -100,7 +114,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       log(`refused node ${node}'s certificate requests: member ${added.value.memberID} has started`);
       return send(c, refuse(409, "certificates_not_reissued", `member ${added.value.memberID} of node ${node} has started: its certificates were signed before it ran, and none are signed for a member that has (to replace them, remove the member and join again)`));
     }
-    const certificates = await options.signer.issue(checked);
+    const certificates = await sign()!;
     log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
     return c.json({ ...added.value, certificates }, 200);
   });
@@ -122,7 +136,7 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       }
       return send(c, verified);
     }
-    const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url, jti: verified.value.jti, token });
+    const promoted = await options.membership.promote({ node, peerURL: verified.value.peer_url, jti: verified.value.jti, token }, verified.value.look);
     if (!promoted.ok) log(`not promoting node ${node} now: ${promoted.code} (${promoted.detail})`);
     return send(c, promoted);
   });

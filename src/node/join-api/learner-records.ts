@@ -4,21 +4,32 @@
  * memory, any of them restarted) can then ask the broker about a learner another instance added,
  * instead of taking it for a stranger, and tell which certificates to revoke when it goes.
  *
- *   /join-broker/learners/<peer URL>   a learner's admission (node, jti, token) and certificates,
- *                                      written before the add, in the same write as before
- *   /join-broker/members/<member ID>   a voter's certificates: the learner's record becomes this
- *                                      one in the write that deleted it (at promotion)
+ *   /join-broker/learners/<peer URL>   a learner's admission (node, jti, token), the member it was
+ *                                      written for, and its certificates: written right after the
+ *                                      add, before any certificate is handed out
+ *   /join-broker/members/<member ID>   a voter's certificates: its learner record becomes this one
+ *                                      in the next add's write (until then the learner record,
+ *                                      naming the member, stands for it)
  *   /join-broker/revoked/<serial>      a certificate on the revocation list, until it expires
  *
- * A learner that goes (its admission ended, or nobody vouched for it) takes its record with it,
- * and its certificates onto the revocation list, in one transaction. The value holds the
- * admission token: it only authorizes its own node and peer URL until it expires, and whoever
- * reads etcd controls the cluster anyway (with auth on, only root reads these keys).
+ * What it costs etcd is kept to one raft entry per admission, written after the add, never
+ * before it and never at the promote: the learner's record (with the serials of the certificates
+ * signed beside the add), the revocation of what a record left behind for its peer URL named, and
+ * the records of learners promoted since becoming their members' records, in one transaction. A
+ * record is written after its member exists, so it names the member ID: a record left over from
+ * an earlier member with the same peer URL never speaks for a later one, and a record whose member
+ * is gone from etcd's member list is known to be gone (ledger.ts). (On etcd 3.6+ a raft log past
+ * 100 entries sends every new member a snapshot; see docs/etcd-versions.md.)
+ *
+ * A learner that is removed takes its record with it, and its certificates onto the revocation
+ * list, in one transaction. The value holds the admission token: it only authorizes its own node
+ * and peer URL until it expires, and whoever reads etcd controls the cluster anyway (with auth
+ * on, only root reads these keys).
  * @module
  */
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import type { CallBound, EtcdGateway, EtcdResult, TxnOp } from "../etcd/gateway.ts";
+import type { CallBound, EtcdGateway, EtcdMember, EtcdResult, TxnOp } from "../etcd/gateway.ts";
 import { RECORDS_PREFIX } from "../pki/etcd-identities.ts";
 
 export { RECORDS_PREFIX };
@@ -39,6 +50,8 @@ export interface LearnerRecord {
   peerURL: string;
   jti: string;
   token: string;
+  /** The member the record was written for (absent in records of join APIs before it was kept: they match any member). */
+  memberID?: string;
   certificates?: CertificateEntry[];
 }
 
@@ -80,6 +93,37 @@ export function revocations(entries: readonly CertificateEntry[], who: { node: s
   }));
 }
 
+/** The writes that make a promoted learner's record its member's: the learner record goes, the member record (if it names certificates) comes. */
+export function promotion(record: LearnerRecord, memberID: string): TxnOp[] {
+  const ops: TxnOp[] = [{ delete: { key: learnerRecordKey(record.peerURL) } }];
+  if (record.certificates?.length) {
+    const member: MemberRecord = { node: record.node, peerURL: canonicalPeerUrl(record.peerURL), memberID, certificates: record.certificates };
+    ops.push({ put: { key: memberRecordKey(memberID), value: JSON.stringify(member) } });
+  }
+  return ops;
+}
+
+/** Whether a record speaks for this member: written for it, or for no member in particular (older records). */
+export function recordIsFor(record: LearnerRecord, memberID: string): boolean {
+  return record.memberID === undefined || record.memberID === memberID;
+}
+
+/** The records etcd holds, by canonical peer URL; `of` finds a learner's own. */
+export class RecordsRead {
+  constructor(readonly byPeerUrl: ReadonlyMap<string, LearnerRecord>) {}
+
+  /** This member's record: one of its peer URLs, written for this very member (or for no member in particular). */
+  of(member: EtcdMember): LearnerRecord | null {
+    for (const url of member.peerURLs) {
+      const record = this.byPeerUrl.get(canonicalPeerUrl(url));
+      if (record && recordIsFor(record, member.id)) return record;
+    }
+    return null;
+  }
+}
+
+type Written = LearnerRecord & { memberID: string };
+
 export class LearnerRecords {
   readonly #gateway: EtcdGateway;
   readonly #now: () => number;
@@ -89,73 +133,81 @@ export class LearnerRecords {
     this.#now = now;
   }
 
+  /** Every record, in one read. */
+  async read(bound: CallBound = {}): Promise<EtcdResult<RecordsRead>> {
+    const got = await this.#gateway.getPrefix(LEARNER_RECORD_PREFIX, bound);
+    if (!got.ok) return got;
+    const byPeerUrl = new Map<string, LearnerRecord>();
+    for (const value of got.value.values()) {
+      const record = parse(value);
+      if (record) byPeerUrl.set(canonicalPeerUrl(record.peerURL), record);
+    }
+    return { ok: true, value: new RecordsRead(byPeerUrl), endpoint: got.endpoint };
+  }
+
   /**
-   * Writes the record unless etcd holds this very one already. An add held while etcd refuses
-   * changes runs again every few hundred milliseconds; a write each time would put dozens of
-   * entries in the raft log per join, and on etcd 3.6+ a log past 100 entries sends every new
-   * member a snapshot, whose first publish then waits out etcd's 7 s request timeout.
-   *
-   * `again`: the learner exists already (its node asks again): the certificates signed for it
-   * before stay its own, beside the new ones. Otherwise a record left behind for this peer URL
-   * belongs to a learner that is gone: its certificates are revoked in the same write.
+   * Writes the record of a learner just added, in one transaction (one raft entry) with:
+   * - the revocation of the certificates a record left behind for its peer URL named (written for
+   *   another member, one that is gone: the peer URL is this learner's now);
+   * - the records of learners promoted since (voters in `members`) becoming their members' records.
+   * `before`: the records as read while the add was made (the learner's own is not among them).
    */
-  async save(record: LearnerRecord, bound: CallBound & { again?: boolean } = {}): Promise<EtcdResult<null>> {
+  async write(record: Written, before: RecordsRead, members: readonly EtcdMember[], bound: CallBound = {}): Promise<EtcdResult<null>> {
+    const peerURL = canonicalPeerUrl(record.peerURL);
+    const ops: TxnOp[] = [{ put: { key: learnerRecordKey(peerURL), value: serialize({ ...record, peerURL }) } }];
+    const left = before.byPeerUrl.get(peerURL);
+    if (left && left.memberID !== record.memberID && left.certificates?.length) ops.push(...revocations(left.certificates, left, "its learner is gone", this.#now()));
+    for (const member of members) {
+      if (member.isLearner) continue;
+      const promoted = before.of(member);
+      if (promoted && canonicalPeerUrl(promoted.peerURL) !== peerURL) ops.push(...promotion(promoted, member.id));
+    }
+    const written = await this.#gateway.txn(ops, bound);
+    return written.ok ? { ok: true, value: null, endpoint: written.endpoint } : written;
+  }
+
+  /**
+   * Writes the record of a learner that exists already (its node asks again) unless etcd holds
+   * this very one: a node asking again costs no write. The certificates recorded for this member
+   * before stay its own, beside the new ones; a record written for another member (gone: the peer
+   * URL is this one's) has its certificates revoked in the same write.
+   */
+  async keep(record: Written, bound: CallBound = {}): Promise<EtcdResult<null>> {
     const peerURL = canonicalPeerUrl(record.peerURL);
     const key = learnerRecordKey(peerURL);
     const current = await this.#gateway.get(key, bound);
-    const previous = current.ok && current.value !== null ? parse(current.value) : null;
-    const kept = bound.again ? (previous?.certificates ?? []) : [];
-    const certificates = merge(kept, record.certificates ?? []);
-    const value = JSON.stringify({ node: record.node, peerURL, jti: record.jti, token: record.token, ...(certificates.length ? { certificates } : {}) });
-    if (current.ok && current.value === value) return { ok: true, value: null, endpoint: current.endpoint };
-    const gone = !bound.again && previous?.certificates?.length ? revocations(previous.certificates, previous, "its learner is gone", this.#now()) : [];
-    if (gone.length === 0) return this.#gateway.put(key, value, bound);
+    if (!current.ok) return current;
+    const previous = current.value !== null ? parse(current.value) : null;
+    const same = previous !== null && recordIsFor(previous, record.memberID);
+    const certificates = merge(same ? (previous.certificates ?? []) : [], record.certificates ?? []);
+    const value = serialize({ ...record, peerURL, certificates });
+    if (current.value === value) return { ok: true, value: null, endpoint: current.endpoint };
+    const gone = !same && previous?.certificates?.length ? revocations(previous.certificates, previous, "its learner is gone", this.#now()) : [];
     const written = await this.#gateway.txn([{ put: { key, value } }, ...gone], bound);
     return written.ok ? { ok: true, value: null, endpoint: written.endpoint } : written;
   }
 
-  /** The record of the first of these peer URLs that has one (null: none), or etcd's error. */
-  async find(peerURLs: readonly string[]): Promise<EtcdResult<LearnerRecord | null>> {
-    for (const url of peerURLs) {
-      const got = await this.#gateway.get(learnerRecordKey(url));
-      if (!got.ok) return got;
-      const record = got.value === null ? null : parse(got.value);
-      if (record) return { ok: true, value: record, endpoint: got.endpoint };
-    }
-    return { ok: true, value: null, endpoint: "" };
-  }
-
   /**
    * The learner is gone (removed): its record goes, and its certificates onto the revocation
-   * list, in one write. Best effort: a record left behind names a peer URL no learner has; the
-   * next add for it, or the revocation sweep, revokes its certificates then.
+   * list, in one write. Best effort: a record left behind names a member etcd no longer lists;
+   * the next add for its peer URL, or the revocation sweep, revokes its certificates then.
    */
   async forget(peerURLs: readonly string[], reason: string): Promise<void> {
     for (const url of peerURLs) {
       const key = learnerRecordKey(url);
       const got = await this.#gateway.get(key);
-      const record = got.ok && got.value !== null ? parse(got.value) : null;
+      if (!got.ok || got.value === null) continue;
+      const record = parse(got.value);
       const revoked = record?.certificates?.length ? revocations(record.certificates, record, reason, this.#now()) : [];
       if (revoked.length) await this.#gateway.txn([{ delete: { key } }, ...revoked]);
       else await this.#gateway.delete(key);
     }
   }
+}
 
-  /**
-   * The learner is a voter now: its record becomes the member's (its certificates stay valid
-   * while the member lives), in the one write that deleted it before.
-   */
-  async promoted(peerURL: string, memberID: string): Promise<void> {
-    const key = learnerRecordKey(peerURL);
-    const got = await this.#gateway.get(key);
-    const record = got.ok && got.value !== null ? parse(got.value) : null;
-    if (!record?.certificates?.length) {
-      await this.#gateway.delete(key);
-      return;
-    }
-    const member: MemberRecord = { node: record.node, peerURL: canonicalPeerUrl(record.peerURL), memberID, certificates: record.certificates };
-    await this.#gateway.txn([{ delete: { key } }, { put: { key: memberRecordKey(memberID), value: JSON.stringify(member) } }]);
-  }
+function serialize(r: Written): string {
+  const certificates = r.certificates ?? [];
+  return JSON.stringify({ node: r.node, peerURL: r.peerURL, jti: r.jti, token: r.token, memberID: r.memberID, ...(certificates.length ? { certificates } : {}) });
 }
 
 /** Certificate entries of both lists, each serial once. */
@@ -169,7 +221,14 @@ export function parse(text: string): LearnerRecord | null {
   try {
     const r = JSON.parse(text) as Partial<LearnerRecord>;
     if (typeof r.node !== "string" || typeof r.peerURL !== "string" || typeof r.jti !== "string" || typeof r.token !== "string") return null;
-    return { node: r.node, peerURL: r.peerURL, jti: r.jti, token: r.token, ...(Array.isArray(r.certificates) ? { certificates: r.certificates.filter(isEntry) } : {}) };
+    return {
+      node: r.node,
+      peerURL: r.peerURL,
+      jti: r.jti,
+      token: r.token,
+      ...(typeof r.memberID === "string" ? { memberID: r.memberID } : {}),
+      ...(Array.isArray(r.certificates) ? { certificates: r.certificates.filter(isEntry) } : {}),
+    };
   } catch {
     return null;
   }

@@ -11,8 +11,11 @@
  *   do not vote), taking its certificates onto the list; a learner whose admission ended
  *   otherwise (its lease, abandoned, superseded) is left to the next add, as before, and its
  *   certificates go with it then;
- * - a record whose learner never came, or is gone, and whose admission ended: its certificates
- *   are revoked;
+ * - a learner's record whose member is gone from etcd's member list (it names the member it was
+ *   written for, right after the add) has its certificates revoked, as does an older record (one
+ *   naming no member) whose learner never came, or is gone, and whose admission ended;
+ * - a learner's record whose member was promoted stands for the member's record (the next add's
+ *   write makes it one): its certificates stay valid while the member lives;
  * - revocations past their certificate's end are dropped.
  * Nothing is written when nothing changed, and never in the path of an add: the learner's record
  * that names its certificates is the one the add writes anyway.
@@ -25,10 +28,10 @@ import {
   MEMBER_RECORD_PREFIX,
   RECORDS_PREFIX,
   REVOKED_PREFIX,
-  memberRecordKey,
   parse,
   parseMemberRecord,
   parseRevoked,
+  recordIsFor,
   revocations,
   type RevokedEntry,
 } from "./learner-records.ts";
@@ -127,18 +130,22 @@ export class CertificateLedger {
       } else if (kv.key.startsWith(LEARNER_RECORD_PREFIX)) {
         const record = parse(kv.value);
         if (!record) continue;
-        const member = memberByPeerUrl(members, record.peerURL);
-        if (member && !member.isLearner) {
-          // Promoted by someone else (or the write after our promote was lost): it is a member's record now.
-          ops.push({ delete: { key: kv.key } });
-          if (record.certificates?.length) {
-            ops.push({ put: { key: memberRecordKey(member.id), value: JSON.stringify({ node: record.node, peerURL: record.peerURL, memberID: member.id, certificates: record.certificates }) } });
-          }
+        const byUrl = memberByPeerUrl(members, record.peerURL);
+        const member = byUrl && recordIsFor(record, byUrl.id) ? byUrl : undefined;
+        // Promoted (its record becomes the member's in the next add's write, learner-records.ts):
+        // it stands for the member's record until then, so nothing is written here.
+        if (member && !member.isLearner) continue;
+        const entries = record.certificates ?? [];
+        if (!member && record.memberID !== undefined) {
+          // Written after its member's add, for that member, which etcd no longer lists: gone
+          // (removed, promoted or not), whatever its admission says.
+          const why = `its member ${record.memberID} is no longer in etcd's member list`;
+          ops.push({ delete: { key: kv.key } }, ...revocations(entries, record, why, now));
+          if (entries.length) this.#log(`revoking node ${record.node}'s certificates (${entries.map((c) => c.serial).join(", ")}): ${why}`);
           continue;
         }
         const status = await this.#o.admissionStatus(record.token, record.jti);
         if (status === null || status.active) continue;
-        const entries = record.certificates ?? [];
         if (member && status.reason === "revoked") {
           const why = `its admission ${record.jti} for node ${record.node} was revoked`;
           reaps.push({ peerURL: record.peerURL, node: record.node, why, entries: entries.map((e) => entry(e, record, why, now)) });

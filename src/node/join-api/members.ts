@@ -7,7 +7,7 @@
  * as soon as it is started and in sync.
  *
  * When etcd says "in a moment" (the cluster settles for 5 s after each change, a learner starts
- * and catches up), the request is held and retried here every 100 ms, for up to `holdMs`, rather
+ * and catches up), the request is held and retried here every 50 ms, for up to `holdMs`, rather
  * than answered at once: HTTP's Retry-After counts whole seconds, so a node sent away would come
  * back up to a second or two after etcd was ready, for every step of every join.
  * @module
@@ -15,7 +15,7 @@
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember, type EtcdResult, type MemberAddResult } from "../etcd/gateway.ts";
-import { LearnerRecords, type CertificateEntry } from "./learner-records.ts";
+import { LearnerRecords, type CertificateEntry, type RecordsRead } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
 export interface AddedMember {
@@ -68,7 +68,7 @@ export interface AddInput {
   peerURL: string;
   jti: string;
   token: string;
-  /** The certificates about to be signed for this learner (their serials), recorded before the add. */
+  /** The certificates signed for this learner beside its add (their serials), recorded in the write right after it, before any is handed out. */
   certificates?: CertificateEntry[];
 }
 
@@ -76,9 +76,25 @@ export interface AddInput {
 type Room = { kind: "goes"; why: string } | { kind: "stays"; outcome: Outcome<AddedMember> };
 const stays = (outcome: Outcome<AddedMember>): Room => ({ kind: "stays", outcome });
 
+/**
+ * The broker's answer on this admission as the request's verification got it, and when: an add
+ * or promote that goes straight through (nothing ahead of it, no learner removed, its first
+ * attempt) is made on it rather than asking the broker again a few milliseconds later.
+ */
+export interface FirstLook {
+  status: Extract<AdmissionStatus, { active: true }>;
+  /** When the answer arrived (Date.now()). */
+  at: number;
+}
+
 /** etcd refusals that etcd lifts by itself within seconds: worth holding the request for. */
 const SETTLING: ReadonlySet<JoinApiProblemCode> = new Set(["etcd_unhealthy", "not_enough_started_members", "learner_not_started", "learner_not_in_sync"]);
-const HOLD_RETRY_MS = 100;
+/** Held attempts start this often (from one attempt's start to the next one's). */
+const HOLD_RETRY_MS = 50;
+/** A held request asks about another learner's admission it heard called active at most this often. */
+const SEEN_ACTIVE_MS = 1_000;
+/** A first look older than this is not used (the request took long to come this far). */
+const FIRST_LOOK_MS = 1_000;
 /** How long a promotion waits for adds in flight: etcd's health window, the most it can save. */
 const ADDS_FIRST_MS = 5_000;
 /**
@@ -106,6 +122,10 @@ export class Membership {
   /** When a learner with no usable record was first seen blocking a join, by member ID. */
   readonly #unknownSince = new Map<string, number>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Held requests waiting for their next attempt: a change that may have unblocked them wakes them early. */
+  readonly #wakers = new Set<() => void>();
+  /** Serialized tasks queued or running. */
+  #inQueue = 0;
   /** Add requests being served (held or in turn), for `promote`. */
   #addsInFlight = 0;
 
@@ -125,12 +145,17 @@ export class Membership {
 
   /**
    * Adds `peerURL` as a learner for `node`, or returns the member that already has it. The
-   * certificates about to be signed for it are recorded with its admission, in the same write.
+   * certificates about to be signed for it are recorded with its admission, in the write made
+   * right after the add, before the answer.
+   *
+   * `onAdding` is called once an attempt finds nothing to wait for and goes on to the add (the
+   * caller's own work for the added node, its certificates say, can start then).
    */
-  async addLearner(input: AddInput): Promise<Outcome<AddedMember>> {
+  async addLearner(input: AddInput, firstLook?: FirstLook, onAdding?: () => void): Promise<Outcome<AddedMember>> {
     this.#addsInFlight++;
     try {
-      return await this.#held(() => this.#serialized(() => this.#addLearner(input)));
+      const seen = new Map<string, number>();
+      return await this.#held((first) => this.#serialized((straight) => this.#addLearner(input, first && straight ? firstLook : undefined, onAdding, seen)));
     } finally {
       this.#addsInFlight--;
     }
@@ -145,10 +170,27 @@ export class Membership {
    * whereas learners added first and then promoted back to back pay that window once, not once
    * per promotion. Waiting is quorum-safe: a learner never votes.
    */
-  async promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+  async promote(input: { node: string; peerURL: string; jti: string; token: string }, firstLook?: FirstLook): Promise<Outcome<PromotedMember>> {
+    this.#wake();
     const until = Date.now() + ADDS_FIRST_MS;
-    while (this.#addsInFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
-    return this.#held(() => this.#serialized(() => this.#promote(input)));
+    let waited = false;
+    while (this.#addsInFlight > 0 && Date.now() < until) {
+      waited = true;
+      await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+    }
+    return this.#held((first) => {
+      // The broker is asked as the attempt queues for its turn, not once it has it: promotions
+      // back to back would each hold the others up for a round trip to the broker. The answer
+      // counts if it is under a second old when the promote is made (as a request's own look does).
+      const look = first && !waited && firstLook ? Promise.resolve(firstLook) : this.#freshLook(input);
+      return this.#serialized((straight) => this.#promote(input, look, first && straight && !waited ? firstLook : undefined));
+    });
+  }
+
+  /** The broker's answer on this admission now, and when it came. */
+  async #freshLook(input: { token: string; jti: string }): Promise<{ status: AdmissionStatus | null; at: number }> {
+    const status = await this.#admissionStatus(input.token, input.jti).catch(() => null);
+    return { status, at: Date.now() };
   }
 
   /**
@@ -178,25 +220,56 @@ export class Membership {
   /**
    * Retries an attempt while etcd's refusal is one that passes by itself, for up to the hold time.
    * Each attempt is a whole add or promote (member list, admission check, change), taken in turn
-   * with every other membership change; the waits between attempts hold no lock.
+   * with every other membership change; the waits between attempts hold no lock. Attempts start
+   * every 50 ms (the next one's start counted from the last one's), so that an add waiting for
+   * etcd's health window is made within about that of the window's end.
    */
-  async #held<T>(attempt: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  async #held<T>(attempt: (first: boolean) => Promise<Outcome<T>>): Promise<Outcome<T>> {
     // Real time, not the injectable clock of the grace period: this wait really happens.
     const until = Date.now() + this.#holdMs;
-    for (;;) {
-      const outcome = await attempt();
+    for (let first = true; ; first = false) {
+      const began = Date.now();
+      const outcome = await attempt(first);
       if (outcome.ok || !SETTLING.has(outcome.code) || Date.now() + HOLD_RETRY_MS > until) return outcome;
-      await new Promise((r) => setTimeout(r, HOLD_RETRY_MS));
+      await new Promise<void>((r) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#wakers.delete(wake);
+          r();
+        };
+        const timer = setTimeout(wake, Math.max(0, began + HOLD_RETRY_MS - Date.now()));
+        this.#wakers.add(wake);
+      });
     }
   }
 
-  #serialized<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(task, task);
-    this.#queue = run.catch(() => undefined);
+  /**
+   * Wakes the held requests for their next attempt now: a node asking for its promotion has
+   * just seen its etcd serve (its learner has started, which held adds wait for), and a
+   * promotion makes room for another learner.
+   */
+  #wake(): void {
+    for (const wake of [...this.#wakers]) wake();
+  }
+
+  /** Runs `task` after every change queued before it; `straight` tells it whether nothing was ahead of it. */
+  #serialized<T>(task: (straight: boolean) => Promise<T>): Promise<T> {
+    const straight = this.#inQueue === 0;
+    this.#inQueue++;
+    const run = this.#queue.then(
+      () => task(straight),
+      () => task(straight),
+    );
+    this.#queue = run.catch(() => undefined).finally(() => this.#inQueue--);
     return run;
   }
 
-  async #addLearner(input: AddInput): Promise<Outcome<AddedMember>> {
+  async #addLearner(
+    input: AddInput,
+    firstLook?: FirstLook,
+    onAdding?: () => void,
+    seen: Map<string, number> = new Map(),
+  ): Promise<Outcome<AddedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -214,23 +287,41 @@ export class Membership {
     //   (`initialCluster`) against the cluster's and exits if they differ, so no member is added
     //   or removed until it has started (pipelined adds follow each other one start apart);
     // - etcd having no room for another learner: then the first learner that stays is the answer.
+    // etcd's records are read (once) only when a learner's fate depends on them.
+    let read: Promise<EtcdResult<RecordsRead>> | null = null;
+    const records = () => (read ??= this.#shared.read());
+    // A learner that has not started and stays is the answer by itself: asked about first, alone.
+    const unstarted = learners.filter((m) => !m.started);
     const rooms: { learner: EtcdMember; room: Room }[] = [];
-    for (const learner of learners) rooms.push({ learner, room: await this.#assess(learner) });
-    const starting = rooms.find((r) => r.room.kind === "stays" && !r.learner.started);
-    if (starting?.room.kind === "stays") return starting.room.outcome;
+    for (const learner of unstarted) {
+      const room = await this.#assess(learner, records, seen);
+      if (room.kind === "stays") return room.outcome;
+      rooms.push({ learner, room });
+    }
+    // The started ones all at once (the broker asked about each in parallel), and, unless this add
+    // went straight through on its request's look, about this admission too (used below only if
+    // no learner had to go to make room).
+    onAdding?.();
+    const started = learners.filter((m) => m.started);
+    const ownLook = recent(firstLook) ?? this.#admissionStatus(input.token, input.jti);
+    if (ownLook instanceof Promise) ownLook.catch(() => undefined);
+    rooms.push(...(await Promise.all(started.map(async (learner) => ({ learner, room: await this.#assess(learner, records, seen) })))));
     let pending: Outcome<AddedMember> | null = null;
+    let madeRoom = false;
     for (const { learner, room } of rooms) {
       if (room.kind === "stays") pending ??= room.outcome;
       else {
         const failed = await this.#remove(learner, room.why);
         if (failed) return failed;
+        madeRoom = true;
       }
     }
 
     // The admission may have ended while this add waited its turn, listed members or made room:
     // ask once more right before the add, so no member is added after its end is visible here.
-    // A broker that cannot answer is no yes.
-    const status = await this.#admissionStatus(input.token, input.jti);
+    // An add that went straight through (nothing ahead of it, no room made) is made on the look
+    // its request's verification took moments ago. A broker that cannot answer is no yes.
+    const status = madeRoom ? await this.#admissionStatus(input.token, input.jti) : await ownLook;
     if (status === null) return brokerSilent(input, "added");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
@@ -239,14 +330,15 @@ export class Membership {
     // be made for an admission that ended (an unreachable endpoint alone costs a 10 s timeout).
     const deadline = changeDeadline(status);
     if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "added", status.leaseRemainingMs);
-    // Recorded in etcd first, so no instance ever sees this learner without its admission.
-    const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token, certificates: input.certificates }, { deadline });
-    if (!saved.ok) return outOfTime(saved.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(saved.error);
 
+    // etcd's records, read while the add is made: the write after it turns the records of learners
+    // promoted since into their members' and revokes what a record left for this peer URL named.
+    const before = this.#shared.read({ deadline });
+    before.catch(() => undefined);
     const added = await this.#memberAdd(peerURL, deadline);
     if (!added.ok) {
-      // Perhaps made anyway: the member then stays with its record, found by the node's next ask
-      // or removed by the next node's add once this admission has ended.
+      // Perhaps made anyway: the member is then found by the node's next ask (which records it),
+      // or, unrecorded, removed by a later add once it has blocked joins for the grace period.
       if (outOfTime(added.error, deadline)) return leaseEnding(input, "added", status.leaseRemainingMs);
       if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {
         // Another add for this peer won the race (or an earlier try timed out after etcd applied it).
@@ -265,6 +357,24 @@ export class Membership {
     const member = added.value.member;
     this.#remember(input, peerURL, member.id);
     this.#log(`added learner ${memberIdHex(member.id)} for node ${input.node} (${peerURL}, admission ${input.jti})`);
+    // Recorded for every instance right after the add, before the node hears of it: one raft
+    // entry that names the certificates signed for it meanwhile and makes the records of
+    // learners promoted since their members' (never the record of a peer URL that has a learner
+    // now: another instance may have added it meanwhile).
+    const record = { node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id, certificates: input.certificates };
+    const readBefore = await before;
+    const recorded = readBefore.ok ? await this.#shared.write(record, readBefore.value, added.value.members, { deadline }) : await this.#shared.keep(record, { deadline });
+    if (!recorded.ok) {
+      // No certificate leaves here without its record: the node asks again (its learner is found
+      // and recorded then, with the certificates signed for that ask).
+      if (input.certificates?.length) {
+        this.#log(`could not record learner ${memberIdHex(member.id)}'s admission and certificates in etcd (${recorded.error.message}); its node is asked to come back`);
+        return outOfTime(recorded.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(recorded.error);
+      }
+      // The member is there either way: this instance vouches for it from memory, another one that
+      // finds no record gives it the grace period, and the node's next ask records it again.
+      this.#log(`could not record learner ${memberIdHex(member.id)}'s admission in etcd (${recorded.error.message}); only this join API instance knows it`);
+    }
     return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false } };
   }
 
@@ -292,7 +402,7 @@ export class Membership {
       // The newer admission decides, in every instance.
       // A node asking again before its member started gets new certificates (its keys were only
       // in the memory of the run that crashed); the ones signed before stay this member's.
-      const saved = await this.#shared.save({ node: input.node, peerURL, jti: input.jti, token: input.token, certificates: member.started ? [] : input.certificates }, { again: true });
+      const saved = await this.#shared.keep({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id, certificates: member.started ? [] : input.certificates });
       if (!saved.ok) return fromEtcdError(saved.error);
     }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
@@ -315,15 +425,39 @@ export class Membership {
    * Removing a learner is always quorum-safe: learners never count toward quorum, so the voters
    * and their majority are the same before and after. Voters never come here.
    */
-  async #assess(learner: EtcdMember): Promise<Room> {
+  /**
+   * `seen`: the other learners' admissions this request (held, asking again every 50 ms) heard
+   * the broker call active, and when; each is asked again once a second, not at every attempt, so
+   * a held request learns of another admission's end within a second. A new request asks afresh.
+   */
+  async #assess(learner: EtcdMember, records: () => Promise<EtcdResult<RecordsRead>>, seen: Map<string, number>): Promise<Room> {
     const who = learner.name || learner.peerURLs.join(",");
     const state = learner.started ? "is running and waits for promotion" : "has not started";
-    const shared = await this.#shared.find(learner.peerURLs);
-    if (!shared.ok) return stays(fromEtcdError(shared.error));
-    const record = shared.value ?? learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find(Boolean);
+    // A learner this instance added, whose admission the broker calls active, stays: no other
+    // record can say otherwise, an active admission being its node's only one. Any other verdict
+    // is made on etcd's record, the newest admission's in every instance.
+    const own = learner.peerURLs.map((u) => this.#records.get(canonicalPeerUrl(u))).find((r) => r?.memberID === learner.id);
+    const ask = async (token: string, jti: string): Promise<AdmissionStatus | null> => {
+      const at = seen.get(token);
+      if (at !== undefined && Date.now() - at < SEEN_ACTIVE_MS) return { active: true };
+      const status = await this.#admissionStatus(token, jti);
+      if (status?.active) seen.set(token, Date.now());
+      else seen.delete(token);
+      return status;
+    };
+    const ownStatus = own ? await ask(own.token, own.jti) : null;
+    let record: { node: string; jti: string; token: string } | null = own ?? null;
+    let known: AdmissionStatus | null = ownStatus?.active ? ownStatus : null;
+    if (!known) {
+      const shared = await records();
+      if (!shared.ok) return stays(fromEtcdError(shared.error));
+      const found = shared.value.of(learner);
+      if (found && (found.jti !== own?.jti || found.token !== own?.token)) record = found;
+      else if (ownStatus) known = ownStatus;
+    }
     let why: string | null = null;
     if (record) {
-      const status = await this.#admissionStatus(record.token, record.jti);
+      const status = known ?? (await ask(record.token, record.jti));
       if (status === null) {
         return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
       }
@@ -368,7 +502,11 @@ export class Membership {
     return null;
   }
 
-  async #promote(input: { node: string; peerURL: string; jti: string; token: string }): Promise<Outcome<PromotedMember>> {
+  async #promote(
+    input: { node: string; peerURL: string; jti: string; token: string },
+    look: Promise<{ status: AdmissionStatus | null; at: number }>,
+    firstLook?: FirstLook,
+  ): Promise<Outcome<PromotedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -376,8 +514,11 @@ export class Membership {
     if (!member) return refuse(404, "member_not_found", `no etcd member has peer URL ${peerURL}; add it first (POST /v1beta1/etcd/members)`);
     if (!member.isLearner) return { ok: true, value: { memberID: member.id, learner: false } };
     // As before an add: the admission may have ended while this promote was held or waited its
-    // turn, so the broker is asked right before each promote attempt.
-    const status = await this.#admissionStatus(input.token, input.jti);
+    // turn, so each promote attempt is made on a look at the broker under a second old: its
+    // request's own when it went straight through, else the one taken as it queued, else a new one.
+    const queued = await look;
+    const fromQueue = queued.status?.active ? recent({ status: queued.status, at: queued.at }) : queued.status && Date.now() - queued.at <= FIRST_LOOK_MS ? queued.status : null;
+    const status = recent(firstLook) || fromQueue || (await this.#admissionStatus(input.token, input.jti));
     if (status === null) return brokerSilent(input, "promoted");
     if (!status.active) {
       return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
@@ -394,9 +535,12 @@ export class Membership {
       if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
       return fromEtcdError(promoted.error);
     }
+    // No write here (the node is not kept waiting): its learner record, which names this member
+    // and its certificates, stands for the member's record until the next add's write turns it
+    // into one (learner-records.ts); the revocation sweep reads it as the member's meanwhile.
     this.#records.delete(peerURL);
-    await this.#shared.promoted(peerURL, member.id);
     this.#log(`promoted learner ${memberIdHex(member.id)} (node ${input.node}, ${peerURL}) to voter`);
+    this.#wake();
     return { ok: true, value: { memberID: member.id, learner: false } };
   }
 
@@ -415,6 +559,14 @@ export class Membership {
       return record?.node ?? `member-${m.id}`;
     });
   }
+}
+
+/** The first look, its lease counted down to now, if it is recent enough to act on. */
+function recent(look: FirstLook | undefined): AdmissionStatus | null {
+  if (!look) return null;
+  const age = Date.now() - look.at;
+  if (age < 0 || age > FIRST_LOOK_MS) return null;
+  return look.status.leaseRemainingMs === undefined ? { active: true } : { active: true, leaseRemainingMs: look.status.leaseRemainingMs - age };
 }
 
 /** When an etcd change for this admission must be answered by (this machine's clock), if the broker told its lease. */

@@ -8,7 +8,8 @@
  * proof that its sender holds it.
  *
  * Their serial numbers are chosen when the requests are checked, before etcd is touched, so that
- * the learner's record, written before the add, already names them: every join API instance can
+ * the learner's record, written right after the add and before the certificates are handed out,
+ * names them while they are signed: every join API instance can
  * then tell which certificates belong to which admission and member, and list them on the
  * revocation list once that admission or member ends (ledger.ts).
  * @module
@@ -79,18 +80,15 @@ export class CertificateSigner {
     const { peer, server } = allowedIdentity(checked.node, checked.peerURL);
     const serverHosts = checked.server.hosts.length ? checked.server.hosts : peer.hosts;
     const days = (checked.notAfter - checked.issuedAt) / 86_400_000;
-    return {
-      ca: this.ca.certPem,
-      peer: await issueCertificate(this.ca, checked.peer.publicKey, peer, days, checked.issuedAt, { kind: "peer", serial: checked.serials.peer, rsa: checked.peer.rsa }),
-      server: await issueCertificate(this.ca, checked.server.publicKey, { node: server.node, hosts: serverHosts }, days, checked.issuedAt, {
-        kind: "server",
-        serial: checked.serials.server,
-        rsa: checked.server.rsa,
-      }),
-      ...(checked.client && checked.serials.client
-        ? { client: await issueCertificate(this.ca, checked.client.publicKey, { node: checked.node, hosts: [] }, days, checked.issuedAt, { kind: "client", serial: checked.serials.client, rsa: checked.client.rsa }) }
-        : {}),
-    };
+    // All at once: a node's etcd waits for every one of them.
+    const [peerPem, serverPem, clientPem] = await Promise.all([
+      issueCertificate(this.ca, checked.peer.publicKey, peer, days, checked.issuedAt, { kind: "peer", serial: checked.serials.peer, rsa: checked.peer.rsa }),
+      issueCertificate(this.ca, checked.server.publicKey, { node: server.node, hosts: serverHosts }, days, checked.issuedAt, { kind: "server", serial: checked.serials.server, rsa: checked.server.rsa }),
+      checked.client && checked.serials.client
+        ? issueCertificate(this.ca, checked.client.publicKey, { node: checked.node, hosts: [] }, days, checked.issuedAt, { kind: "client", serial: checked.serials.client, rsa: checked.client.rsa })
+        : null,
+    ]);
+    return { ca: this.ca.certPem, peer: peerPem, server: serverPem, ...(clientPem ? { client: clientPem } : {}) };
   }
 }
 

@@ -14,7 +14,7 @@
 import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../atomic-file.ts";
+import { writeFileAtomic, writeFilesAtomic } from "../atomic-file.ts";
 import {
   certificateFacts,
   createCertificateAuthority,
@@ -130,18 +130,17 @@ export async function haveUsableCertificates(dir: string, identity: NodeIdentity
   return true;
 }
 
-/** The bootstrap node signs its own certificates with the CA it holds. */
-export async function issueOwnCertificates(dir: string, ca: CertificateAuthority, identity: NodeIdentity): Promise<void> {
-  const pending = await requestCertificates(identity);
-  const issued: IssuedCertificates = {
-    ca: ca.certPem,
-    peer: await issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS, Date.now(), { kind: "peer" }),
-    server: await issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS, Date.now(), { kind: "server" }),
-    ...(pending.keys.client
-      ? { client: await issueCertificate(ca, pending.keys.client.keys.publicKey, { node: identity.peer.node, hosts: [] }, NODE_CERT_VALID_DAYS, Date.now(), { kind: "client" }) }
-      : {}),
-  };
-  pending.save(dir, issued);
+/** The bootstrap node signs its own certificates with the CA it holds (for keys made already, or fresh ones), all at once. */
+export async function issueOwnCertificates(dir: string, ca: CertificateAuthority, identity: NodeIdentity, keys?: PendingCertificates): Promise<void> {
+  const pending = keys ?? (await requestCertificates(identity));
+  const now = Date.now();
+  const [peer, server, client] = await Promise.all([
+    issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS, now, { kind: "peer" }),
+    issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS, now, { kind: "server" }),
+    pending.keys.client ? issueCertificate(ca, pending.keys.client.keys.publicKey, { node: identity.peer.node, hosts: [] }, NODE_CERT_VALID_DAYS, now, { kind: "client" }) : null,
+  ]);
+  const issued: IssuedCertificates = { ca: ca.certPem, peer, server, ...(client ? { client } : {}) };
+  await pending.save(dir, issued);
 }
 
 function certFile(files: PkiFiles, kind: CertificateKind): string {
@@ -156,7 +155,8 @@ function keyFile(files: PkiFiles, kind: CertificateKind): string {
 export interface PendingCertificates {
   requests: CertificateRequests;
   keys: Record<Exclude<CertificateKind, "client">, KeyPair> & { client?: KeyPair };
-  save(dir: string, issued: IssuedCertificates): void;
+  /** Writes the keys, then the certificates (never a certificate without its key on disk). */
+  save(dir: string, issued: IssuedCertificates): Promise<void>;
 }
 
 export async function requestCertificates(identity: NodeIdentity): Promise<PendingCertificates> {
@@ -169,21 +169,28 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
   return {
     requests,
     keys,
-    save(dir, issued) {
+    async save(dir, issued) {
       const files = pkiFiles(dir);
       if (existsSync(files.caKey) && existsSync(files.ca) && !holdsCertificate(files.ca, issued.ca)) {
         throw new PkiError("certificate_mismatch", `the join API signed with another CA than the one in ${files.ca} (beside ${files.caKey}): each cluster has one etcd CA`);
       }
       mkdirSync(dir, { recursive: true, mode: 0o700 });
-      // Keys before their certificates: a certificate is never on disk without its own key.
-      writeFileAtomic(files.peerKey, keys.peer.keyPem);
-      writeFileAtomic(files.serverKey, keys.server.keyPem);
-      if (keys.client) writeFileAtomic(files.apiServerKey, keys.client.keyPem);
-      writeFileAtomic(files.peerCert, issued.peer);
-      writeFileAtomic(files.serverCert, issued.server);
-      if (keys.client && issued.client) writeFileAtomic(files.apiServerCert, issued.client);
-      // The operator's CA certificate (kubeadm's, say) stays as it is when it is this one.
-      if (!holdsCertificate(files.ca, issued.ca)) writeFileAtomic(files.ca, issued.ca);
+      // Keys before their certificates: a certificate is never on disk without its own key. The
+      // files' contents are flushed at once (a node's etcd starts only once they are there). The
+      // operator's CA certificate (kubeadm's, say) stays as it is when it is this one.
+      await writeFilesAtomic([
+        [
+          { path: files.peerKey, content: keys.peer.keyPem },
+          { path: files.serverKey, content: keys.server.keyPem },
+          ...(keys.client ? [{ path: files.apiServerKey, content: keys.client.keyPem }] : []),
+        ],
+        [
+          { path: files.peerCert, content: issued.peer },
+          { path: files.serverCert, content: issued.server },
+          ...(keys.client && issued.client ? [{ path: files.apiServerCert, content: issued.client }] : []),
+          ...(holdsCertificate(files.ca, issued.ca) ? [] : [{ path: files.ca, content: issued.ca }]),
+        ],
+      ]);
     },
   };
 }

@@ -106,7 +106,7 @@ describe("a node's --pki-dir", () => {
     const pending = await requestCertificates(identity);
     const peer = await issueCertificate(other.ca, pending.keys.peer.keys.publicKey, identity.peer, 30);
     const server = await issueCertificate(other.ca, pending.keys.server.keys.publicKey, identity.server, 30);
-    expect(() => pending.save(dir, { ca: other.ca.certPem, peer, server })).toThrow(PkiError);
+    await expect(pending.save(dir, { ca: other.ca.certPem, peer, server })).rejects.toThrow(PkiError);
   });
 });
 

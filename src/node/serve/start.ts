@@ -9,8 +9,20 @@ import { join, resolve } from "node:path";
 import { bundleWorker, WORKER_ENTRY } from "./bundle.ts";
 import { workerdConfig } from "./config.ts";
 import { layout, lockDataDir, openDataDir, readRestore, storedAdminToken, type DataDir } from "./data-dir.ts";
-import type { ServeOptions } from "./serve-options.ts";
 import { claimRunDir, Supervisor, workerdBinary } from "./supervisor.ts";
+
+/** What to serve: `join-broker serve` reads it from its flags (src/node/cli/serve.ts). */
+export interface ServeOptions {
+  host: string;
+  port: number;
+  dataDir: string;
+  tls?: { cert: string; key: string };
+  /** Absent: serve uses DIR/admin-token, made with a random token on the first start. */
+  adminToken?: string;
+  issuer?: string;
+  logLevel?: string;
+  clientIpHeader?: string;
+}
 
 export interface StartOptions {
   softwareVersion: string;

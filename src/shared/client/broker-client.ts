@@ -1,5 +1,5 @@
 /**
- * A typed client for the broker's HTTP API (PROTOCOL.md). Inputs are checked with the same zod
+ * A typed client for the broker's HTTP API (docs/protocol.md). Inputs are checked with the same zod
  * schemas that validate requests in the broker (src/shared/protocol/schemas.ts), so a bad argument fails
  * here with the broker's own message before anything is sent; answers are typed with the
  * broker's view types. Every call returns the parsed body together with its exact text.
@@ -84,9 +84,11 @@ export type AdminCredentialInput = z.input<typeof AdminCredentialRequest>;
 
 export class BrokerClient {
   readonly transport: Transport;
+  readonly #fetch?: typeof fetch;
 
   constructor(options: TransportOptions) {
     this.transport = new Transport(options);
+    this.#fetch = options.fetch;
   }
 
   /** The admin API of one cluster; the client must carry the ADMIN_TOKEN. */
@@ -125,7 +127,7 @@ export class BrokerClient {
 
   /** A node's session for one cluster (the agent's calls), with its enrollment token. */
   nodeSession(cluster: string, enrollmentToken: string, timeoutMs?: number): NodeSession {
-    return new NodeSession(this.transport.baseUrl, check(ClusterName, cluster, "cluster"), enrollmentToken, timeoutMs);
+    return new NodeSession(this.transport.baseUrl, check(ClusterName, cluster, "cluster"), enrollmentToken, timeoutMs, this.#fetch);
   }
 
   /** The broker's OpenAPI 3.1 document. */

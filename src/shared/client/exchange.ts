@@ -43,6 +43,8 @@ export interface RequestOptions {
   timeoutMs: number;
   /** Aborting it rejects with the signal's reason (not a TransportError). */
   signal?: AbortSignal;
+  /** Another `fetch` than the global one (a Node process's own over node:http, say). */
+  fetch?: typeof fetch;
 }
 
 export async function requestJson<T>(url: string, options: RequestOptions): Promise<HttpResult<T>> {
@@ -54,7 +56,7 @@ export async function requestJson<T>(url: string, options: RequestOptions): Prom
   let response: Response;
   let text: string;
   try {
-    response = await fetch(url, {
+    response = await (options.fetch ?? fetch)(url, {
       method: options.method ?? "GET",
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),

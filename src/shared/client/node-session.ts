@@ -1,5 +1,5 @@
 /**
- * A node's session with the broker (PROTOCOL.md, "Broker: node-facing"): ticket, long polls,
+ * A node's session with the broker (docs/protocol.md, "Broker: node-facing"): ticket, long polls,
  * heartbeats, complete, abandon, each with the credential it needs (enrollment or admission
  * token). Every method returns the raw answer (`HttpResult`) instead of throwing on a 4xx/5xx:
  * the node agent decides what each status means. Part of the typed client
@@ -22,6 +22,7 @@ export class NodeSession {
     readonly cluster: string,
     readonly enrollmentToken: string,
     readonly timeoutMs = 20_000,
+    readonly fetch?: typeof globalThis.fetch,
   ) {
     this.#base = `${brokerUrl.replace(/\/+$/, "")}/v1/clusters/${encodeURIComponent(cluster)}/tickets`;
   }
@@ -29,7 +30,7 @@ export class NodeSession {
   /** POST …/tickets: idempotent per (cluster, node); 201 new and admitted, 202 queued, 200 existing. */
   requestTicket(node: string, peerURL: string, signal?: AbortSignal, options: { exclusiveUntilStarted?: boolean } = {}): Promise<HttpResult<TicketView>> {
     const body = { node, peerURL, ...(options.exclusiveUntilStarted ? { exclusiveUntilStarted: true } : {}) };
-    return requestJson<TicketView>(this.#base, { method: "POST", bearer: this.enrollmentToken, body, timeoutMs: this.timeoutMs, signal });
+    return requestJson<TicketView>(this.#base, { method: "POST", bearer: this.enrollmentToken, body, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
   }
 
   /**
@@ -44,17 +45,18 @@ export class NodeSession {
       headers: options.etag ? { "if-none-match": options.etag } : undefined,
       timeoutMs: wait * 1000 + LONG_POLL_SLACK_MS,
       signal: options.signal,
+      fetch: this.fetch,
     });
   }
 
   /** POST …/heartbeat with the admission token: extends the lease. */
   heartbeat(ticket: string, admission: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, { method: "POST", bearer: admission, timeoutMs: this.timeoutMs, signal });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, { method: "POST", bearer: admission, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
   }
 
   /** POST …/started {"memberID"}: the node's etcd member started (the start rule admits the next node). */
   memberStarted(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
   }
 
   /**
@@ -67,11 +69,11 @@ export class NodeSession {
 
   /** POST …/complete {"memberID"}: the node is a started, promoted voter. */
   complete(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
   }
 
   /** DELETE …/tickets/{ticket}: give up the place (or the slot). */
   abandon(ticket: string, bearer?: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}`, { method: "DELETE", bearer: bearer ?? this.enrollmentToken, timeoutMs: this.timeoutMs, signal });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}`, { method: "DELETE", bearer: bearer ?? this.enrollmentToken, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Admission token claims (PROTOCOL.md, "Admission token"), built and checked without I/O.
+ * Admission token claims (docs/protocol.md, "Admission token"), built and checked without I/O.
  * @module
  */
 import type { Role } from "./wire.ts";

@@ -1,5 +1,5 @@
 /**
- * Identifiers shared by the broker, the node agent and the join API (PROTOCOL.md, "Identifiers").
+ * Identifiers shared by the broker, the node agent and the join API (docs/protocol.md, "Identifiers").
  * @module
  */
 import { parsePeerUrl } from "./peer-url.ts";

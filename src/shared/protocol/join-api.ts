@@ -1,5 +1,5 @@
 /**
- * The controllers' join API on the wire (PROTOCOL.md, "Controllers' join API"), with this
+ * The controllers' join API on the wire (docs/protocol.md, "Controllers' join API"), with this
  * repository's addition for etcd run on TLS: the add carries a certificate request per
  * certificate the node needs, and the answer the certificates signed for its admission.
  * @module

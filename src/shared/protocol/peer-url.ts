@@ -1,5 +1,5 @@
 /**
- * Peer URLs, parsed strictly and written one way (PROTOCOL.md, "Identifiers", contract v1.1).
+ * Peer URLs, parsed strictly and written one way (docs/protocol.md, "Identifiers", contract v1.1).
  *
  * The broker, the node agent and the join API all use this one parser, so a peer URL is stored,
  * signed (`peer_url`) and compared only in its canonical form: `scheme://host:port`, with the

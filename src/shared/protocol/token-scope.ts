@@ -1,5 +1,5 @@
 /**
- * Enrollment token scopes (PROTOCOL.md, admin `enrollment-tokens`, contract v1.1): which node
+ * Enrollment token scopes (docs/protocol.md, admin `enrollment-tokens`, contract v1.1): which node
  * names a token may ask tickets for (`nodes`, glob patterns) and which hosts their peer URLs may
  * use (`peerHosts`, host names or CIDRs). Pure functions: the admin API validates patterns with
  * them, and the broker checks each ticket request against the token's scope.

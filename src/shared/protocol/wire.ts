@@ -1,5 +1,5 @@
 /**
- * The contract's wire types: the JSON bodies the broker answers with (PROTOCOL.md "ticket view"
+ * The contract's wire types: the JSON bodies the broker answers with (docs/protocol.md "ticket view"
  * and the admin views). Defined here once; the broker's storage layer maps its rows to them
  * (src/broker/queue/views.ts) and every client reads them.
  * @module

@@ -12,7 +12,7 @@ import { errors, jwtVerify, type JWTPayload } from "jose";
 import { canonicalPeerUrl } from "../protocol/identifiers.ts";
 import { ADMISSION_ALG, ADMISSION_TYP, REQUIRED_CLAIMS, audienceFor, customClaimsProblem, issuerFor, type AdmissionClaims } from "../protocol/claims.ts";
 import { AdmissionError, ForbiddenAdmissionError, InactiveAdmissionError, InvalidAdmissionError, VerifierUnavailableError } from "./errors.ts";
-import { BrokerUnreachableError, sharedClusterTrust, type ClusterTrust } from "./trust.ts";
+import { BrokerUnreachableError, sharedClusterTrust, type ClusterTrust, type IntrospectAnswer } from "./trust.ts";
 
 export interface VerifyAdmissionOptions {
   /** The broker's URL; tokens must carry its origin as `iss`. */
@@ -48,13 +48,15 @@ export interface VerifiedAdmission {
   claims: AdmissionClaims;
   /** How activeness was established. */
   activeBy: "introspection" | "revocation-list" | "unchecked";
+  /** The broker's answer when activeness was established by introspection (with the lease left, when the broker said). */
+  introspection?: Extract<IntrospectAnswer, { active: true }>;
 }
 
 export async function verifyAdmission(token: string, options: VerifyAdmissionOptions): Promise<VerifiedAdmission> {
   const claims = await verifyAdmissionClaims(token, options);
   checkBinding(claims, options);
-  const activeBy = await checkActive(token, claims, options);
-  return { claims, activeBy };
+  const active = await checkActive(token, claims, options);
+  return active.by === "introspection" ? { claims, activeBy: active.by, introspection: active.answer } : { claims, activeBy: active.by };
 }
 
 /** Signature and claims only: no binding to a request, no activeness. */
@@ -93,13 +95,17 @@ function checkBinding(claims: AdmissionClaims, options: VerifyAdmissionOptions):
   }
 }
 
-async function checkActive(token: string, claims: AdmissionClaims, options: VerifyAdmissionOptions): Promise<VerifiedAdmission["activeBy"]> {
-  if ((options.activeCheck ?? "introspect") === "none") return "unchecked";
+async function checkActive(
+  token: string,
+  claims: AdmissionClaims,
+  options: VerifyAdmissionOptions,
+): Promise<{ by: "introspection"; answer: Extract<IntrospectAnswer, { active: true }> } | { by: "revocation-list" | "unchecked" }> {
+  if ((options.activeCheck ?? "introspect") === "none") return { by: "unchecked" };
   const trust = options.trust ?? sharedClusterTrust(options.broker, options.cluster);
   let unreachable: BrokerUnreachableError;
   try {
     const answer = await trust.introspect(token);
-    if (answer.active) return "introspection";
+    if (answer.active) return { by: "introspection", answer };
     throw inactive(answer.reason, claims.jti);
   } catch (e) {
     if (!(e instanceof BrokerUnreachableError)) throw e;
@@ -110,7 +116,7 @@ async function checkActive(token: string, claims: AdmissionClaims, options: Veri
   const listed = await revocationListStatus(trust, claims.jti, fallback.maxAgeSeconds, options.now?.() ?? Date.now());
   if (!listed.ok) throw new VerifierUnavailableError(`the broker cannot be reached and the revocation list is ${listed.age} (limit ${fallback.maxAgeSeconds} s)`, "revocation_list_stale");
   if (!listed.active) throw inactive(listed.reason, claims.jti);
-  return "revocation-list";
+  return { by: "revocation-list" };
 }
 
 /**

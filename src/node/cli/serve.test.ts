@@ -2,9 +2,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { UsageError } from "../exit-codes.ts";
-import { isLoopback, parseServeArgs, SERVE_HELP } from "./serve-options.ts";
-import { parseListen } from "../cli/flags.ts";
+import { refusalOf } from "./cli-test-kit.ts";
+import { parseOnly } from "./command.ts";
+import { defineServe, parseServe } from "./serve.ts";
+import { isLoopback, listen } from "./values.ts";
 
 const TOKEN = { JOIN_BROKER_ADMIN_TOKEN: "admin-token-0123456789" };
 const dir = mkdtempSync(join(tmpdir(), "serve-options-"));
@@ -13,31 +14,24 @@ const file = (name: string, text: string) => {
   writeFileSync(path, text);
   return path;
 };
-const parse = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => parseServeArgs(argv, env);
+const parse = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => parseServe(argv, env);
 const options = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => {
   const r = parse(argv, env);
-  if (r.help) throw new Error("help");
-  return r.options;
+  if (r === null) throw new Error("help");
+  return r;
 };
-const usage = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => {
-  try {
-    parse(argv, env);
-  } catch (e) {
-    expect(e).toBeInstanceOf(UsageError);
-    return (e as Error).message;
-  }
-  throw new Error("no usage error");
-};
+const usage = (argv: string[], env: NodeJS.ProcessEnv = TOKEN) => refusalOf(() => parse(argv, env));
 
 describe("join-broker serve flags", () => {
   it("--help explains every flag", () => {
-    expect(parse(["--help"])).toEqual({ help: true });
-    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level", "--client-ip-header", "JOIN_BROKER_ADMIN_TOKEN"]) expect(SERVE_HELP).toContain(flag);
+    expect(parse(["--help"])).toBeNull();
+    const help = parseOnly("serve", defineServe, [])?.parent?.commands[0].helpInformation() ?? "";
+    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level", "--client-ip-header", "JOIN_BROKER_ADMIN_TOKEN"]) expect(help).toContain(flag);
   });
 
   it("parses an address, a data dir and the token from the environment", () => {
     expect(options(["--listen", "127.0.0.1:8443", "--data-dir", "/tmp/jb"])).toEqual({ host: "127.0.0.1", port: 8443, dataDir: "/tmp/jb", adminToken: TOKEN.JOIN_BROKER_ADMIN_TOKEN, tls: undefined, issuer: undefined, logLevel: undefined, clientIpHeader: undefined });
-    expect(parseListen("[::1]:0")).toEqual({ host: "::1", port: 0 });
+    expect(listen("[::1]:0", "--listen", undefined)).toEqual({ host: "::1", port: 0 });
     expect(options(["--listen", "127.0.0.1:1"], { ...TOKEN, STATE_DIRECTORY: "/var/lib/join-broker" }).dataDir).toBe("/var/lib/join-broker");
   });
 
@@ -73,8 +67,8 @@ describe("join-broker serve flags", () => {
     const key = file("key.pem", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
     expect(options(["--listen", "0.0.0.0:443", "--data-dir", dir, "--tls-cert", cert, "--tls-key", key]).tls).toEqual({ cert, key });
     expect(usage(["--listen", "0.0.0.0:443", "--data-dir", dir, "--tls-cert", cert])).toContain("go together");
-    expect(usage(["--listen", "0.0.0.0:443", "--data-dir", dir, "--tls-cert", key, "--tls-key", key])).toContain("is not a PEM certificate");
-    expect(usage(["--listen", "0.0.0.0:443", "--data-dir", dir, "--tls-cert", cert, "--tls-key", cert])).toContain("is not a PEM private key");
+    expect(usage(["--listen", "0.0.0.0:443", "--data-dir", dir, "--tls-cert", key, "--tls-key", key])).toContain("holds no PEM certificate");
+    expect(usage(["--listen", "0.0.0.0:443", "--data-dir", dir, "--tls-cert", cert, "--tls-key", cert])).toContain("holds no PEM private key");
   });
 
   it("says what is wrong with a bad address, issuer or log level", () => {
@@ -87,5 +81,12 @@ describe("join-broker serve flags", () => {
     expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir, "--issuer", "https://b.example/"]).issuer).toBe("https://b.example");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--log-level", "trace"])).toContain("debug, info, warn");
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--port", "1"])).toContain("--port");
+  });
+
+  it("says which of serve and serve restore a flag belongs to", () => {
+    const refusal = (argv: string[]) => refusalOf(() => parseOnly("serve", defineServe, argv, TOKEN));
+    expect(refusal(["restore", "--listen", "127.0.0.1:1"])).toBe("--listen does not apply to 'restore'");
+    expect(refusal(["--listen", "127.0.0.1:1", "--from", "/backup"])).toBe("--from goes after its subcommand: 'restore'");
+    expect(refusal(["restore", "--form", "/backup"])).toBe("unknown flag '--form'; did you mean '--from'?");
   });
 });
