@@ -19,7 +19,7 @@ export async function joinAsLearner(ctx: AgentContext, view: TicketView, admissi
   // The newest revocation list first: certificates of a member that was removed are not used again.
   await ctx.crl?.refresh(signal);
   r.event("member-add", `asking the join API (${ctx.options.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
-  const added = await ctx.joinApi.addMember(view, admission, signal);
+  let added = await ctx.joinApi.addMember(view, admission, signal);
   r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
     memberID: added.memberID,
     memberIDHex: memberIdHex(added.memberID),
@@ -31,10 +31,18 @@ export async function joinAsLearner(ctx: AgentContext, view: TicketView, admissi
   if (next.discardOwned) {
     // etcd's peer URLs are unique: our peer URL now belongs to the new member, so the member
     // the data was made for is gone. etcd would refuse that data ("permanently removed").
-    // Its certificates are those this add answered with, or ones the revocation list (read before the add) does not name.
+    // Certificates this add answered with are the new member's. Without them, the node kept
+    // those of the removed member, which the join API revoked when it removed that member (an
+    // add held while it made room does so after the list read above): they go aside with its
+    // data, and the same admission asks again, for a member that has not started, with new keys.
+    const reuse = !!added.certificates || !ctx.options.pkiDir;
     await etcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`, {
-      keepCertificates: true,
+      keepCertificates: reuse,
     });
+    if (!reuse) {
+      r.event("member-add", `asking the join API again, with new keys: the certificates this node held were the removed member's`, { ticket: view.ticket });
+      added = await ctx.joinApi.addMember(view, admission, signal);
+    }
   }
   etcd.record({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(next.voter ? { voter: true } : {}), ...learnerLimit(view) });
   // Before etcd first starts: the certificates it must refuse (the join API's list).

@@ -41,6 +41,14 @@ describe("tlsFetch", () => {
     expect(list.ok && list.value.header.clusterId).toBe("14841639068965178418");
   });
 
+  it("answers as fetch does where the callers rely on it: status, headers, a clone read beside the original", async () => {
+    const fetch = tlsFetch({ ca: file("ca.crt"), cert: file("client.crt"), key: file("client.key") });
+    const res = await fetch(`${url}/v3/cluster/member/list`, { method: "POST", body: JSON.stringify({ asked: 1 }) });
+    expect([res.status, res.ok, res.headers.get("Content-Type")]).toEqual([200, true, "application/json"]);
+    expect(JSON.parse(await res.clone().text())).toMatchObject({ echo: { asked: 1 } });
+    expect(await res.json()).toMatchObject({ echo: { asked: 1 } });
+  });
+
   it("without a client certificate the endpoint refuses, and the gateway calls it unreachable", async () => {
     const list = await new EtcdGateway(url, { timeoutMs: 3_000, fetch: tlsFetch({ ca: file("ca.crt") }) }).memberList();
     expect(list.ok).toBe(false);

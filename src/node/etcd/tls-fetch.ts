@@ -233,6 +233,10 @@ class NodeResponse {
   async arrayBuffer(): Promise<ArrayBuffer> {
     return this.body.buffer.slice(this.body.byteOffset, this.body.byteOffset + this.body.byteLength) as ArrayBuffer;
   }
+  /** The body is read whole already: a clone shares it (the join API reads a refusal's text before passing it on). */
+  clone(): NodeResponse {
+    return this;
+  }
 }
 
 function idOf(read: { ca?: Buffer; cert?: Buffer; key?: Buffer }): string {
