@@ -6,7 +6,9 @@
  * `--etcd 3.6,3.7` limits the join to those etcd versions; `--plain-http` runs the join's etcd
  * without TLS (the default is TLS with client certificates); `--render` only rewrites BENCHMARKS.md
  * from bench/results.json. `--only kubeadm` runs the real kubeadm through the gate (root and the
- * Kubernetes builds; not in the default set: about three minutes a round of four arms).
+ * Kubernetes builds; not in the default set: about three minutes a round of four arms); `--only
+ * k0s` runs real k0s 1.28 and 1.36 through the gate against a serial script (root and the k0s
+ * builds; not in the default set either: about ten minutes a round).
  * Benchmarks assert nothing about time: the exit code is 0 unless a benchmark could not run or
  * a correctness check inside one (FIFO, exactly once, one cluster) failed.
  * @module
@@ -24,6 +26,7 @@ import { executableStartup } from "./executable.ts";
 import { footprint } from "./footprint.ts";
 import { handoff } from "./handoff.ts";
 import { destroyKubeadmLabs, KUBEADM_ARMS, kubeadmGate, type KubeadmArm, type KubeadmGateSettings } from "./kubeadm-gate.ts";
+import { destroyK0sLabs, K0S_ARMS, k0sGate, type K0sArm, type K0sBenchSettings } from "./k0s-gate.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
 import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
@@ -34,10 +37,10 @@ import { verifier } from "./verifier.ts";
 import { freshBuild } from "../bin/built-cli.mjs";
 import { buildCli } from "../scripts/build-cli.mjs";
 
-const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "catchup", "executable", "footprint", "kubeadm"] as const;
+const SECTIONS = ["broker", "handoff", "serve", "scale", "verifier", "join", "catchup", "executable", "footprint", "kubeadm", "k0s"] as const;
 type Section = (typeof SECTIONS)[number];
 /** Run only when asked for by name (`--only`): root, the Kubernetes builds, minutes a round. A run of the default set keeps their earlier figures. */
-const OPT_IN: readonly Section[] = ["kubeadm"];
+const OPT_IN: readonly Section[] = ["kubeadm", "k0s"];
 const DEFAULT_SECTIONS = SECTIONS.filter((s) => !OPT_IN.includes(s));
 
 export const SETTINGS = {
@@ -51,6 +54,7 @@ export const SETTINGS = {
     join: { versions: ["3.6"], sizes: [2], runs: 1, pipelined: { versions: ["3.6"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
     catchup: { versions: ["3.6"], writes: [10, 150], trials: 2 } as CatchUpSettings,
     kubeadm: { rounds: 1, maxInFlight: 4 } as KubeadmGateSettings,
+    k0s: { rounds: 1 } as K0sBenchSettings,
   },
   full: {
     broker: { runs: 5, requests: 1_500, concurrency: 32 },
@@ -62,6 +66,7 @@ export const SETTINGS = {
     join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
     catchup: { versions: ["3.4", "3.5", "3.6", "3.7"], writes: [10, 150], trials: 6 } as CatchUpSettings,
     kubeadm: { rounds: 3, maxInFlight: 4 } as KubeadmGateSettings,
+    k0s: { rounds: 3 } as K0sBenchSettings,
   },
 };
 
@@ -107,6 +112,8 @@ export async function main(argv: string[]): Promise<number> {
         "  BENCH_JOIN_TRACE=DIR  writes each brokered join's agent events and join API lines, in ms from its start, to DIR\n" +
         "  BENCH_KEEP=1          keeps each brokered join's node directories (etcd logs and flags) in bench/out\n" +
         `  BENCH_KUBEADM_ARMS=a,b  only these arms of --only kubeadm (${KUBEADM_ARMS.join(", ")}); what each printed stays in bench/out/kubeadm\n` +
+        "  --only k0s      real k0s 1.28 and 1.36 through the gate against a serial script (as root, with the k0s builds; hold the lab lock: flock /tmp/jb-lab.lock)\n" +
+        `  BENCH_K0S_ARMS=a,b      only these arms of --only k0s (${K0S_ARMS.join(", ")}); BENCH_K0S_VERSIONS=1.28 only that k0s; what k0s printed stays in bench/out/k0s\n` +
         "  --render  only rewrite BENCHMARKS.md from bench/results.json\n",
     );
     return 0;
@@ -156,6 +163,24 @@ export async function main(argv: string[]): Promise<number> {
     }
     settings.kubeadm.arms = arms;
   }
+  if (process.env.BENCH_K0S_ARMS) {
+    const arms = process.env.BENCH_K0S_ARMS.split(",").map((x) => x.trim()) as K0sArm[];
+    const bad = arms.filter((a) => !K0S_ARMS.includes(a));
+    if (bad.length) {
+      process.stderr.write(`unknown k0s arm(s): ${bad.join(", ")}; choose from ${K0S_ARMS.join(", ")}\n`);
+      return 2;
+    }
+    settings.k0s.arms = arms;
+  }
+  if (process.env.BENCH_K0S_VERSIONS) {
+    const versions = process.env.BENCH_K0S_VERSIONS.split(",").map((x) => x.trim());
+    const bad = versions.filter((v) => v !== "1.28" && v !== "1.36");
+    if (bad.length) {
+      process.stderr.write(`unknown k0s version(s): ${bad.join(", ")}; choose from 1.28, 1.36\n`);
+      return 2;
+    }
+    settings.k0s.versions = versions as ("1.28" | "1.36")[];
+  }
   if (values.runs) {
     const runs = Number(values.runs);
     if (!Number.isInteger(runs) || runs < 1 || runs > 20) {
@@ -175,7 +200,7 @@ export async function main(argv: string[]): Promise<number> {
   if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
   if (only.includes("catchup")) for (const v of settings.catchup.versions) if (!settings.join.versions.includes(v) || !only.includes("join")) etcdReleases.push(`${(await etcdPath(v)).release}`);
   // The agents and the join API run the package's command as installed: the built CLI, fresh.
-  if (only.includes("join") || only.includes("executable") || only.includes("footprint") || only.includes("kubeadm")) {
+  if (only.includes("join") || only.includes("executable") || only.includes("footprint") || only.includes("kubeadm") || only.includes("k0s")) {
     await buildCli();
     const built = freshBuild(ROOT);
     if (!built.entry) throw new Error(`the CLI build is not used: ${built.why}`);
@@ -197,7 +222,7 @@ export async function main(argv: string[]): Promise<number> {
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
     killJoinProcesses();
-    void Promise.all([...brokers].map((b) => b.stop()).concat(destroyKubeadmLabs())).finally(() => process.exit(130));
+    void Promise.all([...brokers].map((b) => b.stop()).concat(destroyKubeadmLabs(), destroyK0sLabs())).finally(() => process.exit(130));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
@@ -227,7 +252,7 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
-    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "catchup" && s !== "executable" && s !== "footprint" && s !== "kubeadm");
+    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "catchup" && s !== "executable" && s !== "footprint" && s !== "kubeadm" && s !== "k0s");
     const shared = needsShared ? await start("shared") : null;
     await attempt("broker", async () => {
       results.broker = await brokerThroughput(shared!, settings.broker);
@@ -282,6 +307,14 @@ export async function main(argv: string[]): Promise<number> {
         log(`kubeadm skipped: ${got.skipped}`);
       } else results.kubeadm = got;
     });
+    // Real k0s on lab hosts, the serial script beside the gate (join-broker serve in the lab).
+    await attempt("k0s", async () => {
+      const got = await k0sGate(settings.k0s);
+      if ("skipped" in got) {
+        results.skipped!["k0s"] = got.skipped;
+        log(`k0s skipped: ${got.skipped}`);
+      } else results.k0s = got;
+    });
     if (shared) await stop(shared);
   } finally {
     await Promise.all([...brokers].map((b) => stop(b)));
@@ -301,7 +334,7 @@ export async function main(argv: string[]): Promise<number> {
   writeFileSync(mdPath, renderReport(written));
   log(`wrote ${jsonPath} and ${mdPath} (${results.durationSeconds} s)`);
 
-  const broken = Object.keys(results.errors).length > 0 || results.kubeadm?.runs.some((r) => !r.ok) || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
+  const broken = Object.keys(results.errors).length > 0 || results.kubeadm?.runs.some((r) => !r.ok) || results.k0s?.runs.some((r) => !r.ok) || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
   return broken ? 1 : 0;
 }
 

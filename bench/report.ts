@@ -9,9 +9,11 @@ import type { CatchUpResult } from "./etcd-catchup.ts";
 import type { ExecutableResult } from "./executable.ts";
 import type { FootprintResult } from "./footprint.ts";
 import type { HandoffResult } from "./handoff.ts";
+import type { K0sBenchResult } from "./k0s-gate.ts";
 import type { KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { ScaleResult } from "./queue-scale.ts";
 import type { VerifierResult } from "./verifier.ts";
+import { k0sSection, k0sSummaryRows } from "./k0s-report.ts";
 import { kubeadmMissedNotes, kubeadmSection, kubeadmSummaryRows } from "./kubeadm-report.ts";
 import { n, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
@@ -43,6 +45,7 @@ export interface Results {
   executable?: ExecutableResult;
   footprint?: FootprintResult;
   kubeadm?: KubeadmGateResult;
+  k0s?: K0sBenchResult;
   /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
   merged?: { date: string; mode: "quick" | "full"; sections: string[]; settings: unknown; machine: Record<string, string | number>; loadAverage: { start: number[]; end: number[] }; durationSeconds: number }[];
 }
@@ -82,6 +85,7 @@ admission, one etcd cluster).
     npm run bench -- --only join --merge --etcd 3.6,3.7   # the join on some etcd versions, written into bench/results.json
     npm run bench -- --only join --plain-http   # the join on plain-http etcd (by default etcd runs TLS with client certificates)
     npm run bench -- --only kubeadm --merge   # the real kubeadm through the gate (as root, with the Kubernetes builds), written into bench/results.json
+    npm run bench -- --only k0s --merge   # real k0s 1.28 and 1.36 through the gate (as root, with the k0s builds), written into bench/results.json
     npm run bench -- --render  # rewrite this file from bench/results.json
 
 Everything runs on 127.0.0.1. The broker runs under \`wrangler dev\` (workerd) with the bench
@@ -211,6 +215,7 @@ function summary(r: Results): string {
       : ["7", "Memory (RSS)", "not measured", "", "", "–", ""],
   );
   rows.push(...kubeadmSummaryRows(r));
+  rows.push(...k0sSummaryRows(r));
   const notes = [...joinMissedNotes(r), ...kubeadmMissedNotes(r)];
   return `${table(["#", "Benchmark", "Figure", "Ceiling / baseline (same run)", "Ratio", "Target", "Met"], rows)}${notes.length ? `\n\nWhy each missed target was missed, measured in the same runs (medians; seconds):\n\n${notes.map((x) => `- ${x}`).join("\n")}` : ""}`;
 }
@@ -649,6 +654,7 @@ machine is shared, which is why every figure stands beside its own ceiling.`;
     executableSection(r),
     footprintSection(r),
     kubeadmSection(r),
+    k0sSection(r),
     "Raw figures of every run: [bench/results.json](bench/results.json).",
     "",
   ].join("\n");

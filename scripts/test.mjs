@@ -149,8 +149,10 @@ const builds = [
   // minutes of both cores: at the lowest CPU and I/O priority, taking what the tests leave idle.
   { id: "kube", title: `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver, etcd ${kubePin().etcd}`, cmd: nodeCmd("scripts/kube.mjs", "list"), lane: "go", nice: 19, idleIo: true },
   // k0s 1.28 and 1.36 from the source archives beside the repository (6 to 10 minutes each, cold),
-  // for the k0s step: after Kubernetes, the same way.
-  { id: "k0s", title: `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")} (from source)`, cmd: nodeCmd("scripts/k0s.mjs", "list"), lane: "go", nice: 19, idleIo: true },
+  // for the k0s step: after Kubernetes, the same way. `list` builds each release's patched
+  // variants too (integrations/k0s/<version>/<variant>/: the `broker` variant's join API checks
+  // the admission), a variant in about a minute once its release is built.
+  { id: "k0s", title: `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")}, each also +broker (from source)`, cmd: nodeCmd("scripts/k0s.mjs", "list"), lane: "go", nice: 19, idleIo: true },
 ];
 
 const e2eNeeds = [...new Set([...matrixProjects.flatMap((p) => p.needs), ...(contractSelected ? ["cli"] : []), ...fileBuilds(selected ? e2eFiles : ["test/e2e/single-executable.test.ts"]), ...unplacedVersions.flatMap((v) => ["cli", "certcheck", etcdJob(v)])])];

@@ -46,6 +46,8 @@ export interface Violation {
 export interface SeedResult {
   seed: number;
   mode: "join-api" | "gate";
+  /** The installer gate mode ran, when it is a real one (`k0s v1.28.14+k0s.0`); else the test installer. */
+  installer?: string;
   nodes: string[];
   schedule: Fault[];
   outcome: "pass" | "fail";

@@ -46,6 +46,9 @@ const BALANCER = resolve(import.meta.dirname, "balancer.mjs");
 /** What a k0s host runs, already built (never builds). */
 export interface K0sBinaries {
   version: K0sVersion;
+  /** The patched variant (integrations/k0s/<version>/<variant>/), or null for k0s as tagged. */
+  variant: string | null;
+  /** The release, "+<variant>" added for a patched one. */
   release: string;
   k0s: string;
   etcd: string;
@@ -53,15 +56,20 @@ export interface K0sBinaries {
   kubeApiserver: string;
 }
 
-/** The built binaries of this k0s version, or why there are none (`node scripts/k0s.mjs list` and `node scripts/kube.mjs list` build them). */
-export function k0sBinaries(version: K0sVersion): K0sBinaries | string {
+/**
+ * The built binaries of this k0s version (with `variant`, that patched variant: "broker"), or why
+ * there are none (`node scripts/k0s.mjs list` and `node scripts/kube.mjs list` build them).
+ */
+export function k0sBinaries(version: K0sVersion, variant: string | null = null): K0sBinaries | string {
   const pin = k0sPin(version);
-  const k0s = cachedK0sPath(version);
+  const name = variant ? `${version}+${variant}` : version;
+  const release = variant ? `${pin.release} +${variant}` : pin.release;
+  const k0s = cachedK0sPath(name);
   const etcd = cachedEtcdPath(pin.etcd);
   const kubeApiserver = cachedKubePath("kube-apiserver");
-  const missing = [!k0s && `k0s ${pin.release} (node scripts/k0s.mjs path ${version})`, !etcd && `etcd ${pin.etcd} (node scripts/etcd.mjs path ${pin.etcd})`, !kubeApiserver && "kube-apiserver (node scripts/kube.mjs path kube-apiserver)"].filter(Boolean);
+  const missing = [!k0s && `k0s ${release} (node scripts/k0s.mjs path ${name})`, !etcd && `etcd ${pin.etcd} (node scripts/etcd.mjs path ${pin.etcd})`, !kubeApiserver && "kube-apiserver (node scripts/kube.mjs path kube-apiserver)"].filter(Boolean);
   if (!k0s || !etcd || !kubeApiserver) return `not built: ${missing.join(", ")}`;
-  return { version, release: pin.release, k0s, etcd, etcdctl: join(dirname(etcd), "etcdctl"), kubeApiserver };
+  return { version, variant, release, k0s, etcd, etcdctl: join(dirname(etcd), "etcdctl"), kubeApiserver };
 }
 
 /** The private directories of a k0s host. */
@@ -550,6 +558,10 @@ export class BrokeredK0sLab {
   /** Starts the node's unit; every failure of its agent starts it again 5 s later (Restart=on-failure). */
   startService(node: string): AgentRun {
     const run = this.h.startAgent(node, { args: this.agentArgs(node) });
+    // Everything the unit printed, every run, as a journal keeps it (the harness keeps only the last lines).
+    const journal = this.journalPath(node);
+    writeFileSync(journal, `--- run ${run.run} at ${new Date().toISOString()}\n`, { flag: "a" });
+    run.proc.stderr?.on("data", (chunk: Buffer) => writeFileSync(journal, chunk, { flag: "a" }));
     void run.exited.then((x) => {
       if (this.#stopping || (x.code === 0 && !x.signal)) return;
       this.#restarts.set(node, setTimeout(() => !this.#stopping && this.startService(node), 5_000));
@@ -557,7 +569,17 @@ export class BrokeredK0sLab {
     return run;
   }
 
-  /** Each agent's output (its JSON progress and k0s's own lines), every run. */
+  /** Where the node's unit output goes, whole: `<out>/unit-<node>.log`. */
+  journalPath(node: string): string {
+    return join(this.k.out, `unit-${node}.log`);
+  }
+
+  /** Everything the node's unit printed (the agent's JSON progress, k0s's and its components' lines), every run, whole. */
+  journal(node: string): string {
+    return existsSync(this.journalPath(node)) ? readFileSync(this.journalPath(node), "utf8") : "";
+  }
+
+  /** Each agent's output (its JSON progress and the last 200 of k0s's own lines), every run. */
   output(node: string): string {
     return (this.h.runs.get(node) ?? []).map((r, i) => `--- run ${i + 1}${r.exit ? `: exit ${r.exit.code ?? r.exit.signal}` : ""}\n${r.events.map((e) => JSON.stringify(e)).join("\n")}\n${r.otherOutput.join("\n")}`).join("\n");
   }

@@ -11,6 +11,9 @@ export const KUBEADM_FILE = "test/e2e/lab-kubeadm.test.ts";
 /** Real k0s on lab hosts: a step of its own, once k0s (and kube-apiserver) are built. */
 export const K0S_FILE = "test/e2e/lab-k0s.test.ts";
 
+/** The patched k0s (`+broker`, integrations/k0s/) whose join API checks the admission: in the k0s step. */
+export const K0S_ADMISSION_FILE = "test/e2e/lab-k0s-admission.test.ts";
+
 /**
  * e2e files that are steps of their own: each step waits for a long build (a provisioning job
  * of scripts/test.mjs), and runs its files on the primary etcd version as project `project`,
@@ -28,10 +31,11 @@ export const OWN_STEPS = [
   {
     project: "e2e-k0s",
     // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through
-    // it): k0s from scripts/k0s.mjs, running kube-apiserver from the Kubernetes build.
-    files: [K0S_FILE],
+    // it; the patched k0s's join API checking the admission): k0s and its +broker variants from
+    // scripts/k0s.mjs (its `list` builds both), running kube-apiserver from the Kubernetes build.
+    files: [K0S_FILE, K0S_ADMISSION_FILE],
     builds: ["kube", "k0s"],
-    title: "k0s on lab hosts (k0s 1.28 and 1.36 built from source)",
+    title: "k0s on lab hosts (k0s 1.28 and 1.36 built from source, each also +broker)",
   },
 ];
 

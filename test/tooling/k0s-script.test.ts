@@ -127,7 +127,8 @@ describe("scripts/k0s.mjs: the source archive and the command line", () => {
     const help = cli({ JOIN_BROKER_K0S_CACHE: cache }, "--help");
     expect({ status: help.status, out: help.stdout }).toEqual({ status: 0, out: expect.stringMatching(/^usage: [\s\S]*integrations\/k0s\/VERSION\/V\/[\s\S]*JOIN_BROKER_K0S_CACHE/) });
     const list = cli({ JOIN_BROKER_K0S_CACHE: cache }, "list", "--no-build");
-    expect(list.stdout.split("\n").slice(0, 2)).toEqual(["1.28\tv1.28.14+k0s.0\tnot built", "1.36\tv1.36.3+k0s.2\tnot built"]);
+    // Each release, then its patched variants (integrations/k0s/<version>/<variant>/: `broker`).
+    expect(list.stdout.trimEnd().split("\n")).toEqual(["1.28\tv1.28.14+k0s.0\tnot built", "1.28+broker\tv1.28.14+k0s.0\tnot built", "1.36\tv1.36.3+k0s.2\tnot built", "1.36+broker\tv1.36.3+k0s.2\tnot built"]);
   });
 });
 

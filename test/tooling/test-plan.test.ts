@@ -41,5 +41,7 @@ it("needs each version's etcd, and 3.6 where a version holds one learner; only t
   // whole-cluster scenarios do, as a project of their own. Steps of their own need the primary.
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.5" }).map((p) => [p.name, p.env.JOIN_BROKER_E2E_RUNTIME])).toEqual([["e2e-etcd-3.5", "serve"]]);
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.6" }).map((p) => p.name)).toEqual(["e2e-etcd-3.6", "e2e-serve", "e2e-kubeadm", "e2e-k0s"]);
+  // The k0s step runs the patched k0s's admission file too, after the k0s build (which makes the variants).
+  expect(e2eProjects({}).find((p) => p.name === "e2e-k0s")).toMatchObject({ include: ["test/e2e/lab-k0s.test.ts", "test/e2e/lab-k0s-admission.test.ts"], needs: expect.arrayContaining(["kube", "k0s"]) });
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.4,3.7" }).find((p) => p.name === "e2e-etcd-3.7")!.env).toMatchObject({ JOIN_BROKER_E2E_RUNTIME: "serve" });
 });

@@ -437,6 +437,8 @@ export class Gate {
     delete env.JOIN_BROKER_ADMIN_TOKEN;
     Object.assign(env, {
       JOIN_BROKER_ROLE: context.role,
+      // With the cluster, what a join API started by COMMAND needs to check admissions (k0s's, patched: integrations/k0s).
+      JOIN_BROKER_URL: this.#o.brokerUrl,
       JOIN_BROKER_CLUSTER: this.#o.cluster,
       JOIN_BROKER_NODE: this.#o.node,
       JOIN_BROKER_PEER_URL: this.#o.peerURL,

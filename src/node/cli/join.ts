@@ -127,7 +127,7 @@ export function defineJoin(cmd: CliCommand): CliCommand {
     new Option(
       "--exec <'COMMAND'>",
       "instead of --join-api and --etcd-bin: once admitted, run COMMAND with sh -c and JOIN_BROKER_ROLE (bootstrap|join), JOIN_BROKER_ADMISSION (the JWT), " +
-        "JOIN_BROKER_CLUSTER, JOIN_BROKER_NODE, JOIN_BROKER_PEER_URL and JOIN_BROKER_TICKET in its environment (its output goes to stderr). The agent " +
+        "JOIN_BROKER_URL, JOIN_BROKER_CLUSTER, JOIN_BROKER_NODE, JOIN_BROKER_PEER_URL and JOIN_BROKER_TICKET in its environment (its output goes to stderr). The agent " +
         "heartbeats while it runs, and completes once etcd lists a started voter with this node's peer URL. COMMAND may exit (an installer) or keep " +
         "running (a supervisor: the agent then stays in the foreground and passes signals on). If it fails before the node is a voter, the agent " +
         "removes this node's learner (never a voter), leaves the queue and exits 4.",
