@@ -36,7 +36,8 @@ module.exports = {
     {
       name: "only-cli-knows-flags",
       severity: "error",
-      comment: "Flags, help and their checks live in src/node/cli, which reads the command line into typed options for the rest: nothing else on the node side imports it.",
+      comment:
+        "Flags, help and their checks live in src/node/cli, which reads the command line into typed options for the rest: nothing else on the node side imports it.",
       from: { path: "^src/node/", pathNot: "^src/node/cli/|\\.test\\.ts$" },
       to: { path: "^src/node/cli/" },
     },

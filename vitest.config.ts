@@ -43,7 +43,14 @@ export default defineConfig({
       {
         // Pure modules, next to their code: no workerd, no network.
         // Hang guards as the workerd project's: RSA key generation and the built CLI take seconds under load.
-        test: { name: "unit", include: ["src/**/*.test.ts", "test/tooling/**/*.test.ts"], environment: "node", maxWorkers: IN_PROCESS_WORKERS, testTimeout: 60_000, hookTimeout: 60_000 },
+        test: {
+          name: "unit",
+          include: ["src/**/*.test.ts", "test/tooling/**/*.test.ts"],
+          environment: "node",
+          maxWorkers: IN_PROCESS_WORKERS,
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
       },
       {
         // The Worker and its Durable Object in the real workerd runtime.

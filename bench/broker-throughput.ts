@@ -53,7 +53,12 @@ const PHASES = ["ceiling", "tickets", "ticketsAllLogged"] as const;
 type Phase = (typeof PHASES)[number];
 
 /** `count` requests from `concurrency` clients in a closed loop: each sends its next request when the last one returns. */
-async function chunk(count: number, concurrency: number, one: () => Promise<unknown>, into: { latencies: number[]; ms: number; requests: number }): Promise<void> {
+async function chunk(
+  count: number,
+  concurrency: number,
+  one: () => Promise<unknown>,
+  into: { latencies: number[]; ms: number; requests: number },
+): Promise<void> {
   const started = performance.now();
   await pool(count, concurrency, async () => {
     const t0 = performance.now();
@@ -66,7 +71,13 @@ async function chunk(count: number, concurrency: number, one: () => Promise<unkn
 
 function figuresOf(p: { latencies: number[]; ms: number; requests: number }): PhaseFigures {
   const seconds = p.ms / 1000;
-  return { requests: p.requests, seconds: round(seconds, 3), perSecond: round(p.requests / seconds, 1), p50Ms: round(percentile(p.latencies, 50)), p99Ms: round(percentile(p.latencies, 99)) };
+  return {
+    requests: p.requests,
+    seconds: round(seconds, 3),
+    perSecond: round(p.requests / seconds, 1),
+    p50Ms: round(percentile(p.latencies, 50)),
+    p99Ms: round(percentile(p.latencies, 99)),
+  };
 }
 
 /** Requests per chunk: the phases take turns chunk by chunk, so that all meet the same load on a shared machine. */
@@ -83,7 +94,8 @@ export async function brokerThroughput(broker: BenchBroker, options: { runs: num
       // first (isolate, Durable Object, SQLite pages, keep-alive sockets) with up to 100 pings and
       // 100 tickets.
       const ping = (cluster: BenchCluster) => http.expect([200], "GET", `/bench/clusters/${cluster.name}/ping`);
-      const logLevel = (cluster: BenchCluster, level: "debug" | "info") => http.expect([200], "GET", `/bench/clusters/${cluster.name}/log-level?level=${level}`);
+      const logLevel = (cluster: BenchCluster, level: "debug" | "info") =>
+        http.expect([200], "GET", `/bench/clusters/${cluster.name}/log-level?level=${level}`);
       const clusters = {} as Record<Phase, BenchCluster>;
       for (const name of PHASES) {
         const cluster = await createCluster(http, broker.adminToken, `throughput-${run}-${name.toLowerCase()}`);
@@ -97,7 +109,10 @@ export async function brokerThroughput(broker: BenchBroker, options: { runs: num
         tickets: () => requestTicket(http, clusters.tickets, `node-${node++}`),
         ticketsAllLogged: () => requestTicket(http, clusters.ticketsAllLogged, `node-${node++}`),
       };
-      const measured = Object.fromEntries(PHASES.map((p) => [p, { latencies: [] as number[], ms: 0, requests: 0 }])) as Record<Phase, { latencies: number[]; ms: number; requests: number }>;
+      const measured = Object.fromEntries(PHASES.map((p) => [p, { latencies: [] as number[], ms: 0, requests: 0 }])) as Record<
+        Phase,
+        { latencies: number[]; ms: number; requests: number }
+      >;
       const chunks = Math.max(1, Math.round(options.requests / CHUNK));
       for (let c = 0; c < chunks; c++) {
         const size = c === chunks - 1 ? options.requests - CHUNK * (chunks - 1) : CHUNK;
@@ -117,7 +132,9 @@ export async function brokerThroughput(broker: BenchBroker, options: { runs: num
       const ratio = round(figures.tickets.perSecond / figures.ceiling.perSecond, 3);
       const ratioAllLogged = round(figures.ticketsAllLogged.perSecond / figures.ceiling.perSecond, 3);
       runs.push({ run, order, ceiling: figures.ceiling, tickets: figures.tickets, ticketsAllLogged: figures.ticketsAllLogged, ratio, ratioAllLogged });
-      log(`broker run ${run + 1}/${options.runs}: tickets ${figures.tickets.perSecond}/s (p50 ${figures.tickets.p50Ms} ms), ceiling ${figures.ceiling.perSecond}/s, ratio ${ratio} (${ratioAllLogged} with every change logged)`);
+      log(
+        `broker run ${run + 1}/${options.runs}: tickets ${figures.tickets.perSecond}/s (p50 ${figures.tickets.p50Ms} ms), ceiling ${figures.ceiling.perSecond}/s, ratio ${ratio} (${ratioAllLogged} with every change logged)`,
+      );
     }
   } finally {
     http.close();

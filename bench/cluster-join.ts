@@ -236,7 +236,11 @@ interface NodeAddress {
 async function addresses(count: number, tls: boolean): Promise<NodeAddress[]> {
   const ports = await freePorts(count * 2);
   const scheme = tls ? "https" : "http";
-  return Array.from({ length: count }, (_, i) => ({ name: `ctrl-${i}`, peerURL: `${scheme}://127.0.0.1:${ports[2 * i]}`, clientURL: `${scheme}://127.0.0.1:${ports[2 * i + 1]}` }));
+  return Array.from({ length: count }, (_, i) => ({
+    name: `ctrl-${i}`,
+    peerURL: `${scheme}://127.0.0.1:${ports[2 * i]}`,
+    clientURL: `${scheme}://127.0.0.1:${ports[2 * i + 1]}`,
+  }));
 }
 
 /** An operator's etcd CA for one run (made before the clock starts), in `dir`/pki-ca. */
@@ -363,7 +367,8 @@ function writeTrace(dir: string, cluster: string, startedWall: number, nodes: No
     for (const line of agentLines) {
       try {
         const e = JSON.parse(line) as { step?: unknown; time?: unknown; msg?: unknown };
-        if (typeof e.step === "string" && typeof e.time === "string") lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} ${nodes[i]!.name} ${e.step}: ${String(e.msg ?? "")}`);
+        if (typeof e.step === "string" && typeof e.time === "string")
+          lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} ${nodes[i]!.name} ${e.step}: ${String(e.msg ?? "")}`);
       } catch {
         /* not a progress line */
       }
@@ -373,7 +378,15 @@ function writeTrace(dir: string, cluster: string, startedWall: number, nodes: No
   writeFileSync(join(dir, `${cluster}.txt`), `${lines.sort((a, b) => parseInt(a, 10) - parseInt(b, 10)).join("\n")}\n`);
 }
 
-async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: number, tag: string, maxInFlight: number, tls: boolean): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
+async function brokered(
+  broker: BenchBroker,
+  etcdBin: string,
+  n: number,
+  run: number,
+  tag: string,
+  maxInFlight: number,
+  tls: boolean,
+): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
   const cluster = `join-${tag}-m${maxInFlight}-n${n}-r${run}${tls ? "" : "-http"}`;
   const nodes = await addresses(n + 1, tls);
@@ -393,11 +406,28 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const apiClient = caDir ? await clientCertificate(caDir, dir, "join-api") : null;
     const benchClient = caDir ? await clientCertificate(caDir, dir, "bench") : null;
     const apiTls = caDir && apiClient ? ["--pki-dir", caDir, "--etcd-cacert", apiClient.ca!, "--etcd-cert", apiClient.cert!, "--etcd-key", apiClient.key!] : [];
-    const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { bearer: broker.adminToken, body: { description: "bench join" } });
+    const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {
+      bearer: broker.adminToken,
+      body: { description: "bench join" },
+    });
     const token = (created.body as { token: string }).token;
     // The agents read it from their admitted tickets and start etcd with as many learner slots.
     if (maxInFlight !== 1) await http.expect([200], "PUT", `/v1/admin/clusters/${cluster}/policy`, { bearer: broker.adminToken, body: { maxInFlight } });
-    const api = spawnTracked(process.execPath, [BIN, "controller", "--etcd", nodes.map((x) => x.clientURL).join(","), "--broker", broker.url, "--cluster", cluster, "--listen", "127.0.0.1:0", "--log-format", "json", ...apiTls]);
+    const api = spawnTracked(process.execPath, [
+      BIN,
+      "controller",
+      "--etcd",
+      nodes.map((x) => x.clientURL).join(","),
+      "--broker",
+      broker.url,
+      "--cluster",
+      cluster,
+      "--listen",
+      "127.0.0.1:0",
+      "--log-format",
+      "json",
+      ...apiTls,
+    ]);
     procs.push(api);
     const apiOutput = watch(api);
     await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
@@ -407,9 +437,33 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const startedWall = Date.now();
     const agents = nodes.map((node) => {
       const proc = spawnTracked(process.execPath, [
-        BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", node.name, "--peer-url", node.peerURL,
-        "--join-api", joinApi, "--state-dir", join(dir, node.name), "--etcd-bin", etcdBin, "--data-dir", join(dir, node.name, "etcd"),
-        "--client-url", node.clientURL, ...(caDir ? ["--pki-dir", pkiDir(node.name)] : []), "--log-format", "json", "--timeout", String(TIMEOUT_MS / 1000),
+        BIN,
+        "join",
+        "--broker",
+        broker.url,
+        "--cluster",
+        cluster,
+        "--token",
+        token,
+        "--node",
+        node.name,
+        "--peer-url",
+        node.peerURL,
+        "--join-api",
+        joinApi,
+        "--state-dir",
+        join(dir, node.name),
+        "--etcd-bin",
+        etcdBin,
+        "--data-dir",
+        join(dir, node.name, "etcd"),
+        "--client-url",
+        node.clientURL,
+        ...(caDir ? ["--pki-dir", pkiDir(node.name)] : []),
+        "--log-format",
+        "json",
+        "--timeout",
+        String(TIMEOUT_MS / 1000),
       ]);
       procs.push(proc);
       const output = watch(proc);
@@ -418,7 +472,12 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
     const times = await Promise.all(agents.map((a) => a.joined));
     const seconds = (Math.max(...times) - started) / 1000;
 
-    const check: JoinRun["brokered"] = { voters: 0, members: 0, clusterIds: 0, bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length };
+    const check: JoinRun["brokered"] = {
+      voters: 0,
+      members: 0,
+      clusterIds: 0,
+      bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length,
+    };
     const ids = new Set<string>();
     let raftIndex = 0;
     for (const node of nodes) {
@@ -432,9 +491,27 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
       if (status.ok) raftIndex = Math.max(raftIndex, Number(status.value.raftIndex));
     }
     check.clusterIds = ids.size;
-    check.etcd = etcdFacts(raftIndex, nodes.map((node) => join(dir, node.name, "etcd.log")));
-    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, nodes, agents.map((a) => a.output.stderr), apiOutput.stderr);
-    return { seconds, check, breakdown: brokeredBreakdown(startedWall, agents.map((a) => a.output.stderr)) };
+    check.etcd = etcdFacts(
+      raftIndex,
+      nodes.map((node) => join(dir, node.name, "etcd.log")),
+    );
+    if (process.env.BENCH_JOIN_TRACE)
+      writeTrace(
+        process.env.BENCH_JOIN_TRACE,
+        cluster,
+        startedWall,
+        nodes,
+        agents.map((a) => a.output.stderr),
+        apiOutput.stderr,
+      );
+    return {
+      seconds,
+      check,
+      breakdown: brokeredBreakdown(
+        startedWall,
+        agents.map((a) => a.output.stderr),
+      ),
+    };
   } finally {
     http.close();
     await stopAll(procs, dir);
@@ -442,7 +519,12 @@ async function brokered(broker: BenchBroker, etcdBin: string, n: number, run: nu
   }
 }
 
-async function serial(etcdBin: string, n: number, run: number, tls: boolean): Promise<{ seconds: number; check: JoinRun["serial"]; breakdown: SerialBreakdown }> {
+async function serial(
+  etcdBin: string,
+  n: number,
+  run: number,
+  tls: boolean,
+): Promise<{ seconds: number; check: JoinRun["serial"]; breakdown: SerialBreakdown }> {
   const dir = mkdtempSync(join(scratchDir(), `serial-${n}-${run}-`));
   const nodes = await addresses(n + 1, tls);
   const caDir = tls ? await operatorCa(dir) : null;
@@ -471,7 +553,10 @@ async function serial(etcdBin: string, n: number, run: number, tls: boolean): Pr
         members: details.members ?? 0,
         addRetries: steps.reduce((s, x) => s + x.addRetries, 0),
         promoteRetries: steps.reduce((s, x) => s + x.promoteRetries, 0),
-        etcd: etcdFacts(details.raftIndex ?? NaN, nodes.map((node) => join(dir, `${node.name}.log`))),
+        etcd: etcdFacts(
+          details.raftIndex ?? NaN,
+          nodes.map((node) => join(dir, `${node.name}.log`)),
+        ),
       },
     };
   } finally {
@@ -480,7 +565,11 @@ async function serial(etcdBin: string, n: number, run: number, tls: boolean): Pr
   }
 }
 
-export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, etcdPath: (version: string) => Promise<{ bin: string; release: string }>): Promise<JoinResult> {
+export async function clusterJoin(
+  broker: BenchBroker,
+  settings: JoinSettings,
+  etcdPath: (version: string) => Promise<{ bin: string; release: string }>,
+): Promise<JoinResult> {
   const runs: JoinRun[] = [];
   const tls = settings.tls !== false;
   const versions: { minor: string; release: string }[] = [];
@@ -527,8 +616,11 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
           brokeredBreakdown: b.breakdown,
           serialBreakdown: s.breakdown,
         });
-        const facts = (f?: EtcdFacts) => (f ? `raft index ${f.raftIndex}, ${f.snapshotsReceived} snapshot(s) sent, ${f.failedPublishes} publish timeout(s)` : "no etcd facts");
-        log(`join etcd ${plan.etcd}${tls ? " (TLS)" : " (plain http)"}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s (${facts(b.check.etcd)}), serial ${round(s.seconds, 1)} s (${facts(s.check.etcd)}), ratio ${ratio}`);
+        const facts = (f?: EtcdFacts) =>
+          f ? `raft index ${f.raftIndex}, ${f.snapshotsReceived} snapshot(s) sent, ${f.failedPublishes} publish timeout(s)` : "no etcd facts";
+        log(
+          `join etcd ${plan.etcd}${tls ? " (TLS)" : " (plain http)"}, maxInFlight ${plan.maxInFlight}, 1+${n} run ${run + 1}/${times}: brokered ${round(b.seconds, 1)} s (${facts(b.check.etcd)}), serial ${round(s.seconds, 1)} s (${facts(s.check.etcd)}), ratio ${ratio}`,
+        );
       }
     }
   }
@@ -557,6 +649,11 @@ export async function clusterJoin(broker: BenchBroker, settings: JoinSettings, e
 export function joinChecksPassed(r: JoinRun): boolean {
   const size = r.n + 1;
   return (
-    r.brokered.clusterIds === 1 && r.brokered.bootstraps === 1 && r.brokered.members === size && r.brokered.voters === size && r.serial.members === size && r.serial.voters === size
+    r.brokered.clusterIds === 1 &&
+    r.brokered.bootstraps === 1 &&
+    r.brokered.members === size &&
+    r.brokered.voters === size &&
+    r.serial.members === size &&
+    r.serial.voters === size
   );
 }

@@ -128,7 +128,15 @@ async function trial(bin: string, etcd: string, writes: number, n: number): Prom
       await sleep(50);
     }
     const facts = catchUpFacts(text);
-    return { etcd, writes, trial: n, indexAfterAdd: Number(status.value.raftIndex), snapshotIndex: snapshotIndexOf(text), failedPublishes: facts.failedPublishes, publishMs: facts.publishMs };
+    return {
+      etcd,
+      writes,
+      trial: n,
+      indexAfterAdd: Number(status.value.raftIndex),
+      snapshotIndex: snapshotIndexOf(text),
+      failedPublishes: facts.failedPublishes,
+      publishMs: facts.publishMs,
+    };
   } finally {
     await Promise.all(procs.map((p) => p.stop(3_000)));
     rmSync(dir, { recursive: true, force: true });
@@ -144,7 +152,9 @@ export async function etcdCatchUp(settings: CatchUpSettings, etcdPath: (version:
       for (const writes of settings.writes) {
         const t = await trial(bin, etcd, writes, n);
         trials.push(t);
-        log(`catch-up etcd ${etcd}, ${writes} writes, trial ${n + 1}/${settings.trials}: index after add ${t.indexAfterAdd}, snapshot ${t.snapshotIndex ?? "none"}, ${t.failedPublishes} publish timeout(s), published after ${t.publishMs ?? "?"} ms`);
+        log(
+          `catch-up etcd ${etcd}, ${writes} writes, trial ${n + 1}/${settings.trials}: index after add ${t.indexAfterAdd}, snapshot ${t.snapshotIndex ?? "none"}, ${t.failedPublishes} publish timeout(s), published after ${t.publishMs ?? "?"} ms`,
+        );
       }
     }
   }

@@ -78,9 +78,25 @@ async function startGroup(form: Form, file: string, dir: string): Promise<number
     const spawnedAt: number[] = [];
     for (let i = 0; i < AGENTS; i++) {
       const args = [
-        "join", "--broker", stand.urls[i]!, "--cluster", "bench-startup", "--token", "bench-enrollment-token-0123456789",
-        "--node", `startup-${i}`, "--peer-url", `http://127.0.0.1:${20_000 + i}`, "--join-api", "http://127.0.0.1:9",
-        "--state-dir", join(dir, `${form}-${i}`), "--etcd-bin", "/bin/true", "--log-format", "json",
+        "join",
+        "--broker",
+        stand.urls[i]!,
+        "--cluster",
+        "bench-startup",
+        "--token",
+        "bench-enrollment-token-0123456789",
+        "--node",
+        `startup-${i}`,
+        "--peer-url",
+        `http://127.0.0.1:${20_000 + i}`,
+        "--join-api",
+        "http://127.0.0.1:9",
+        "--state-dir",
+        join(dir, `${form}-${i}`),
+        "--etcd-bin",
+        "/bin/true",
+        "--log-format",
+        "json",
       ];
       const [command, argv] = form === "executable" ? [file, args] : [process.execPath, [BIN, ...args]];
       spawnedAt.push(performance.now());
@@ -89,7 +105,9 @@ async function startGroup(form: Form, file: string, dir: string): Promise<number
     const spawnFailed = new Promise<never>((_, fail) => {
       for (const p of procs) p.once("error", fail);
     });
-    const timeout = new Promise<never>((_, fail) => setTimeout(() => fail(new Error(`${form}: not every agent reached the stand-in within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS).unref());
+    const timeout = new Promise<never>((_, fail) =>
+      setTimeout(() => fail(new Error(`${form}: not every agent reached the stand-in within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS).unref(),
+    );
     const arrivals = await Promise.race([Promise.all(stand.first), timeout, spawnFailed]);
     return arrivals.map((at, i) => round(at - spawnedAt[i]!, 1));
   } finally {
@@ -137,7 +155,14 @@ export async function executableStartup(settings: ExecutableSettings): Promise<E
       const order: Form[] = run % 2 === 0 ? ["executable", "npm"] : ["npm", "executable"];
       const times: Record<Form, number[]> = { executable: [], npm: [] };
       for (const form of order) times[form] = await startGroup(form, x64, join(dir, `run-${run}`));
-      runs.push({ run, order: order.join(" → "), executableMs: times.executable, npmMs: times.npm, executableMedianMs: median(times.executable), npmMedianMs: median(times.npm) });
+      runs.push({
+        run,
+        order: order.join(" → "),
+        executableMs: times.executable,
+        npmMs: times.npm,
+        executableMedianMs: median(times.executable),
+        npmMedianMs: median(times.npm),
+      });
       log(`executable run ${run + 1}: file ${median(times.executable)} ms, npm form ${median(times.npm)} ms (medians of ${AGENTS})`);
     }
   } finally {
@@ -145,5 +170,12 @@ export async function executableStartup(settings: ExecutableSettings): Promise<E
   }
   const executableMs = median(runs.map((r) => r.executableMedianMs));
   const npmMs = median(runs.map((r) => r.npmMedianMs));
-  return { version: built.version, nodeVersion: built.nodeVersion, agents: AGENTS, sizes, runs, summary: { executableMs, npmMs, ratio: round(executableMs / npmMs, 3) } };
+  return {
+    version: built.version,
+    nodeVersion: built.nodeVersion,
+    agents: AGENTS,
+    sizes,
+    runs,
+    summary: { executableMs, npmMs, ratio: round(executableMs / npmMs, 3) },
+  };
 }

@@ -40,7 +40,10 @@ function startUntil(args: string[], ready: RegExp, env: Record<string, string> =
   const proc = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   return new Promise((resolve, reject) => {
     let out = "";
-    const timer = setTimeout(() => reject(new Error(`join-broker ${args[0]} was not ready in ${READY_TIMEOUT_MS / 1000} s:\n${out.slice(-2000)}`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`join-broker ${args[0]} was not ready in ${READY_TIMEOUT_MS / 1000} s:\n${out.slice(-2000)}`)),
+      READY_TIMEOUT_MS,
+    );
     const take = (d: Buffer) => {
       out += d;
       const match = out.match(ready);
@@ -72,7 +75,11 @@ function stop(proc: ChildProcess | undefined): Promise<void> {
 }
 
 async function call(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -83,7 +90,9 @@ async function oneRun(settings: FootprintSettings): Promise<FootprintResult["run
   const dir = mkdtempSync(join(scratchDir(), "footprint-"));
   const procs: ChildProcess[] = [];
   try {
-    const serve = await startUntil(["serve", "--listen", "127.0.0.1:0", "--data-dir", join(dir, "data")], /listening on (\S+)/, { JOIN_BROKER_ADMIN_TOKEN: ADMIN });
+    const serve = await startUntil(["serve", "--listen", "127.0.0.1:0", "--data-dir", join(dir, "data")], /listening on (\S+)/, {
+      JOIN_BROKER_ADMIN_TOKEN: ADMIN,
+    });
     procs.push(serve.proc);
     const url = serve.match[1]!;
     const tokens: string[] = [];
@@ -103,14 +112,33 @@ async function oneRun(settings: FootprintSettings): Promise<FootprintResult["run
 
     // An agent queued behind cluster fp-0's bootstrap node, holding its long polls.
     const agent = await startUntil(
-      ["join", "--broker", url, "--cluster", "fp-0", "--token", tokens[0]!, "--node", "agent-1", "--peer-url", "https://10.0.0.3:2380", "--join-api", "http://127.0.0.1:9", "--state-dir", join(dir, "agent")],
+      [
+        "join",
+        "--broker",
+        url,
+        "--cluster",
+        "fp-0",
+        "--token",
+        tokens[0]!,
+        "--node",
+        "agent-1",
+        "--peer-url",
+        "https://10.0.0.3:2380",
+        "--join-api",
+        "http://127.0.0.1:9",
+        "--state-dir",
+        join(dir, "agent"),
+      ],
       / queued: /,
     );
     procs.push(agent.proc);
     await settle();
     const agentMiB = treeRssMiB(agent.proc.pid!);
 
-    const joinApi = await startUntil(["controller", "--etcd", "http://127.0.0.1:9", "--broker", url, "--cluster", "fp-0", "--listen", "127.0.0.1:0"], /join API listening on/);
+    const joinApi = await startUntil(
+      ["controller", "--etcd", "http://127.0.0.1:9", "--broker", url, "--cluster", "fp-0", "--listen", "127.0.0.1:0"],
+      /join API listening on/,
+    );
     procs.push(joinApi.proc);
     await settle();
     const joinApiMiB = treeRssMiB(joinApi.proc.pid!);
@@ -128,5 +156,9 @@ export async function footprint(settings: FootprintSettings): Promise<FootprintR
     runs.push(await oneRun(settings));
   }
   const m = (k: keyof FootprintResult["summary"]) => round(median(runs.map((r) => r[k])), 1);
-  return { clusters: settings.clusters, runs, summary: { serveIdleMiB: m("serveIdleMiB"), serveLoadedMiB: m("serveLoadedMiB"), agentMiB: m("agentMiB"), joinApiMiB: m("joinApiMiB") } };
+  return {
+    clusters: settings.clusters,
+    runs,
+    summary: { serveIdleMiB: m("serveIdleMiB"), serveLoadedMiB: m("serveLoadedMiB"), agentMiB: m("agentMiB"), joinApiMiB: m("joinApiMiB") },
+  };
 }

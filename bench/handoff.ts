@@ -116,7 +116,10 @@ async function oneRun(http: HttpClient, broker: BenchBroker, run: number, count:
       n.polls++;
       maxConcurrentPolls = Math.max(maxConcurrentPolls, ++openPolls);
       const reply = await http
-        .call("GET", `/v1/clusters/${cluster.name}/tickets/${n.ticket}?wait=${WAIT_SECONDS}`, { bearer: cluster.enrollmentToken, timeoutMs: (WAIT_SECONDS + 30) * 1000 })
+        .call("GET", `/v1/clusters/${cluster.name}/tickets/${n.ticket}?wait=${WAIT_SECONDS}`, {
+          bearer: cluster.enrollmentToken,
+          timeoutMs: (WAIT_SECONDS + 30) * 1000,
+        })
         .finally(() => openPolls--);
       if (reply.status === 429 || reply.status === 503) {
         await sleep(Number(reply.headers["retry-after"] ?? 1) * 1000);

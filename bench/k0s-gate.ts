@@ -23,7 +23,17 @@
  */
 import { join } from "node:path";
 import { K0S_VERSIONS } from "../scripts/k0s.mjs";
-import { BrokeredK0sLab, disabledComponents, K0S_API_PORT, K0S_HOSTS, K0sLab, k0sBinaries, startedVoters, type K0sBinaries, type MemberList } from "../test/lab/k0s-lab.ts";
+import {
+  BrokeredK0sLab,
+  disabledComponents,
+  K0S_API_PORT,
+  K0S_HOSTS,
+  K0sLab,
+  k0sBinaries,
+  startedVoters,
+  type K0sBinaries,
+  type MemberList,
+} from "../test/lab/k0s-lab.ts";
 import { labUnavailable } from "../test/lab/lab.ts";
 import { scratchDir } from "./support/paths.ts";
 import { log, median, round, sleep } from "./support/stats.ts";
@@ -89,7 +99,8 @@ export async function k0sBenchSkipReason(versions: readonly K0sBenchVersion[]): 
   const lab = await labUnavailable();
   if (lab) return `the lab cannot run here: ${lab}`;
   const missing = versions.map((v) => k0sBinaries(v)).filter((b): b is string => typeof b === "string");
-  if (missing.length) return `${missing.join("; ")}; build them once with \`node scripts/k0s.mjs list\` and \`node scripts/kube.mjs path kube-apiserver\`, then run again`;
+  if (missing.length)
+    return `${missing.join("; ")}; build them once with \`node scripts/k0s.mjs list\` and \`node scripts/kube.mjs path kube-apiserver\`, then run again`;
   return null;
 }
 
@@ -168,7 +179,20 @@ async function serialArm(bins: K0sBinaries, round: number, out: string): Promise
       for (;;) {
         if (voterIn(k, leader, peerURL) && apiUp(k, host)) break;
         const unit = k.services.get(`k0scontroller@${host}`)!;
-        if (unit.runs.length > 1) return failed(bins, "serial", round, nodes, `${host}'s k0s exited: ${unit.output().split("\n").filter((l) => /level=error|^Error/.test(l)).at(-1) ?? ""}`);
+        if (unit.runs.length > 1)
+          return failed(
+            bins,
+            "serial",
+            round,
+            nodes,
+            `${host}'s k0s exited: ${
+              unit
+                .output()
+                .split("\n")
+                .filter((l) => /level=error|^Error/.test(l))
+                .at(-1) ?? ""
+            }`,
+          );
         if (Date.now() > deadline) return failed(bins, "serial", round, nodes, `${host} was not up within ${RUN_BUDGET_MS / 1000} s`);
         await sleep(250);
       }
@@ -176,7 +200,15 @@ async function serialArm(bins: K0sBinaries, round: number, out: string): Promise
     }
     const end = await endState(k, deadline);
     const checks = { ...end.checks, restarts: 0 };
-    return { version: bins.version, release: bins.release, arm: "serial", round, nodes, checks, ...(end.failure ? { ok: false, failure: end.failure } : { ok: true, seconds: sinceS(t0, end.at) }) };
+    return {
+      version: bins.version,
+      release: bins.release,
+      arm: "serial",
+      round,
+      nodes,
+      checks,
+      ...(end.failure ? { ok: false, failure: end.failure } : { ok: true, seconds: sinceS(t0, end.at) }),
+    };
   } finally {
     open.delete(k);
     await k.close();
@@ -196,11 +228,20 @@ async function gatedArm(arm: "gate" | "gate-checked", bins: K0sBinaries, round: 
     while (!joined() && Date.now() < deadline) await sleep(250);
     const restarts = K0S_HOSTS.reduce((n, h) => n + (b.h.runs.get(h)?.length ?? 1) - 1, 0);
     const nodes = K0S_HOSTS.map((h) => nodeRun(b, h, wall0));
-    if (!joined()) return failed(bins, arm, round, nodes, `not every agent said its node joined within ${RUN_BUDGET_MS / 1000} s\n${b.h.describeAgents()}`, restarts);
+    if (!joined())
+      return failed(bins, arm, round, nodes, `not every agent said its node joined within ${RUN_BUDGET_MS / 1000} s\n${b.h.describeAgents()}`, restarts);
     const end = await endState(b.k, deadline);
     const checks = { ...end.checks, restarts };
     const failure = [end.failure, restarts > 0 && `${restarts} unit restart(s)`].filter(Boolean).join("; ");
-    return { version: bins.version, release: bins.release, arm, round, nodes, checks, ...(failure ? { ok: false, failure } : { ok: true, seconds: sinceS(t0, end.at) }) };
+    return {
+      version: bins.version,
+      release: bins.release,
+      arm,
+      round,
+      nodes,
+      checks,
+      ...(failure ? { ok: false, failure } : { ok: true, seconds: sinceS(t0, end.at) }),
+    };
   } finally {
     open.delete(b);
     await b.close();
@@ -241,7 +282,11 @@ export async function k0sGate(settings: K0sBenchSettings): Promise<K0sBenchResul
         log(`k0s: round ${r + 1}/${settings.rounds}, ${bins.release}, ${arm}…`);
         const run = arm === "serial" ? await serialArm(bins, r, out) : await gatedArm(arm, bins, r, out);
         runs.push(run);
-        log(run.ok ? `k0s: ${bins.release} ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.voterS ?? "?"}`).join(", ")})` : `k0s: ${bins.release} ${arm} FAILED: ${run.failure}`);
+        log(
+          run.ok
+            ? `k0s: ${bins.release} ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.voterS ?? "?"}`).join(", ")})`
+            : `k0s: ${bins.release} ${arm} FAILED: ${run.failure}`,
+        );
       }
     }
   }

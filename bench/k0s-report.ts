@@ -3,7 +3,7 @@
  * table.
  * @module
  */
-import type { K0sArm, K0sArmRun, K0sBenchResult, K0sVersionSummary } from "./k0s-gate.ts";
+import type { K0sArm, K0sArmRun, K0sVersionSummary } from "./k0s-gate.ts";
 import type { Results } from "./report.ts";
 import { n, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
@@ -25,9 +25,27 @@ export function k0sSummaryRows(r: Results): string[][] {
   const s = (v: number | null) => (v === null ? "failed" : `${n(v, 1)} s`);
   const met = (ratio: number | null) => (ratio === null ? "–" : yes(ratio <= K0S_TARGETS.gateRatio));
   return k.summary.flatMap((v: K0sVersionSummary) => [
-    ["9", `k0s ${v.release} through the gate, 1 + 3`, s(v.medians.gate), `serial script ${s(v.medians.serial)}`, n(v.gateRatio, 2), `≤ ${K0S_TARGETS.gateRatio}×`, met(v.gateRatio)],
+    [
+      "9",
+      `k0s ${v.release} through the gate, 1 + 3`,
+      s(v.medians.gate),
+      `serial script ${s(v.medians.serial)}`,
+      n(v.gateRatio, 2),
+      `≤ ${K0S_TARGETS.gateRatio}×`,
+      met(v.gateRatio),
+    ],
     ...(v.medians["gate-checked"] !== null || k.runs.some((x) => x.version === v.version && x.arm === "gate-checked")
-      ? [["9", `k0s ${v.release} +broker (checks the admission) through the gate, 1 + 3`, s(v.medians["gate-checked"]), `serial script ${s(v.medians.serial)}`, n(v.checkedRatio, 2), `≤ ${K0S_TARGETS.gateRatio}×`, met(v.checkedRatio)]]
+      ? [
+          [
+            "9",
+            `k0s ${v.release} +broker (checks the admission) through the gate, 1 + 3`,
+            s(v.medians["gate-checked"]),
+            `serial script ${s(v.medians.serial)}`,
+            n(v.checkedRatio, 2),
+            `≤ ${K0S_TARGETS.gateRatio}×`,
+            met(v.checkedRatio),
+          ],
+        ]
       : []),
   ]);
 }
@@ -44,9 +62,22 @@ function breakdown(runs: K0sArmRun[]) {
     /** The bootstrap node's k0s start to its member a started voter (and, serial, its join API up). */
     bootstrap: med((x) => (boot(x)?.voterS !== undefined ? boot(x)!.voterS! - boot(x)!.startS : NaN)),
     /** A joiner's k0s start to its member a started voter, median over the three. */
-    join: med((x) => median(joiners(x).map((y) => (y.voterS ?? NaN) - y.startS).filter((v) => !Number.isNaN(v)))),
+    join: med((x) =>
+      median(
+        joiners(x)
+          .map((y) => (y.voterS ?? NaN) - y.startS)
+          .filter((v) => !Number.isNaN(v)),
+      ),
+    ),
     /** Between one joiner's voter and the next joiner's start. */
-    handoff: med((x) => median(joiners(x).slice(1).map((y, i) => y.startS - (joiners(x)[i]!.voterS ?? NaN)).filter((v) => !Number.isNaN(v)))),
+    handoff: med((x) =>
+      median(
+        joiners(x)
+          .slice(1)
+          .map((y, i) => y.startS - (joiners(x)[i]!.voterS ?? NaN))
+          .filter((v) => !Number.isNaN(v)),
+      ),
+    ),
   };
 }
 
@@ -54,7 +85,8 @@ export function k0sSection(r: Results): string {
   const title = "## 9. k0s through the gate";
   const k = r.k0s;
   if (r.errors.k0s) return `${title}\n\n**Not measured** — the benchmark failed: \`${r.errors.k0s.split("\n")[0]}\`\n`;
-  if (!k) return `${title}\n\n${r.skipped?.k0s ? `Skipped: ${r.skipped.k0s}.` : "Not measured yet: `flock /tmp/jb-lab.lock npm run bench -- --only k0s --merge` (as root, with the k0s builds)."}\n`;
+  if (!k)
+    return `${title}\n\n${r.skipped?.k0s ? `Skipped: ${r.skipped.k0s}.` : "Not measured yet: `flock /tmp/jb-lab.lock npm run bench -- --only k0s --merge` (as root, with the k0s builds)."}\n`;
   const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("k0s"));
   const by = run
     ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only k0s --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
@@ -92,7 +124,10 @@ ${table(
     LABEL[x.arm],
     x.ok ? n(x.seconds, 2) : "failed",
     x.ok ? "passed" : `**failed**: ${(x.failure ?? "").split("\n")[0]}`,
-    x.nodes.filter((y) => y.role === "bootstrap").map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.voterS)}`).join(""),
+    x.nodes
+      .filter((y) => y.role === "bootstrap")
+      .map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.voterS)}`)
+      .join(""),
     x.nodes
       .filter((y) => y.role !== "bootstrap")
       .sort((a, b) => a.startS - b.startS)
@@ -104,13 +139,37 @@ ${table(
 Medians over the passed rounds (${k.rounds} round(s)):
 
 ${table(
-  ["k0s", "Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "Bootstrap start → voter s", "Join start → voter s", "Voter → next join s", "Failed rounds"],
+  [
+    "k0s",
+    "Arm",
+    "Median s",
+    "Ratio to A",
+    "Target",
+    "Met",
+    "First start s",
+    "Bootstrap start → voter s",
+    "Join start → voter s",
+    "Voter → next join s",
+    "Failed rounds",
+  ],
   k.summary.flatMap((v) =>
     arms.map((arm) => {
       const b = breakdown(k.runs.filter((x) => x.version === v.version && x.arm === arm));
       const ratio = { serial: 1, gate: v.gateRatio, "gate-checked": v.checkedRatio }[arm];
       const target = arm === "serial" ? null : K0S_TARGETS.gateRatio;
-      return [v.release, LABEL[arm], n(v.medians[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.bootstrap), s2(b.join), s2(b.handoff), String(k.runs.filter((x) => x.version === v.version && x.arm === arm && !x.ok).length)];
+      return [
+        v.release,
+        LABEL[arm],
+        n(v.medians[arm], 2),
+        n(ratio, 2),
+        target === null ? "–" : `≤ ${target}`,
+        target === null || ratio === null ? "–" : yes(ratio <= target),
+        s2(b.firstStart),
+        s2(b.bootstrap),
+        s2(b.join),
+        s2(b.handoff),
+        String(k.runs.filter((x) => x.version === v.version && x.arm === arm && !x.ok).length),
+      ];
     }),
   ),
 )}

@@ -188,7 +188,9 @@ async function serialArm(bins: KubeBinaries, round: number, out: string): Promis
   try {
     const t0 = performance.now();
     const steps: [string, "bootstrap" | "join", string[]][] = NODES.map((n, i) =>
-      i === 0 ? [n, "bootstrap", ["init", "--config", "/etc/kubeadm/init.yaml", "--upload-certs", "-v=5"]] : [n, "join", ["join", "--config", "/etc/kubeadm/join.yaml", "-v=5"]],
+      i === 0
+        ? [n, "bootstrap", ["init", "--config", "/etc/kubeadm/init.yaml", "--upload-certs", "-v=5"]]
+        : [n, "join", ["join", "--config", "/etc/kubeadm/join.yaml", "-v=5"]],
     );
     for (const [node, role, args] of steps) {
       const startS = sinceS(t0, performance.now());
@@ -196,10 +198,24 @@ async function serialArm(bins: KubeBinaries, round: number, out: string): Promis
       k.keep(`kubeadm-${args[0]}-${node}`, run);
       outputs.push(run.output);
       nodes.push({ node, role, startS, kubeadmExitS: sinceS(t0, performance.now()), statusTimeouts: statusTimeouts(run.output) });
-      if (run.code !== 0) return failed("serial", round, 1, nodes, `kubeadm ${args[0]} on ${node} exited ${run.code}: ${/^error: .*$/m.exec(run.output)?.[0] ?? run.output.trim().split("\n").at(-1)}`);
+      if (run.code !== 0)
+        return failed(
+          "serial",
+          round,
+          1,
+          nodes,
+          `kubeadm ${args[0]} on ${node} exited ${run.code}: ${/^error: .*$/m.exec(run.output)?.[0] ?? run.output.trim().split("\n").at(-1)}`,
+        );
     }
     const end = await endState(k, outputs, nodes);
-    return { arm: "serial", round, maxInFlight: 1, nodes, checks: end.checks, ...(end.failure ? { ok: false, failure: end.failure } : { ok: true, seconds: sinceS(t0, end.at) }) };
+    return {
+      arm: "serial",
+      round,
+      maxInFlight: 1,
+      nodes,
+      checks: end.checks,
+      ...(end.failure ? { ok: false, failure: end.failure } : { ok: true, seconds: sinceS(t0, end.at) }),
+    };
   } finally {
     open.delete(k);
     await k.close();
@@ -230,7 +246,15 @@ async function gatedArm(arm: "serialized" | "start-rule", bins: KubeBinaries, ro
 }
 
 /** Waits for every agent of a gated arm to exit, then for the end state; `output(node)` is all kubeadm printed there. */
-async function gatedOutcome(b: BrokeredKubeLab, arm: KubeadmArm, round: number, maxInFlight: number, t0: number, wall0: number, output: (node: string) => string): Promise<KubeadmArmRun> {
+async function gatedOutcome(
+  b: BrokeredKubeLab,
+  arm: KubeadmArm,
+  round: number,
+  maxInFlight: number,
+  t0: number,
+  wall0: number,
+  output: (node: string) => string,
+): Promise<KubeadmArmRun> {
   const deadline = Date.now() + RUN_BUDGET_MS;
   while (!NODES.every((n) => b.h.current(n)?.exit) && Date.now() < deadline) await sleep(100);
   const exits = NODES.every((n) => b.h.current(n)?.exit) ? NODES.map((n) => b.h.current(n)!.exit!) : null;
@@ -238,7 +262,14 @@ async function gatedOutcome(b: BrokeredKubeLab, arm: KubeadmArm, round: number, 
   const nodes = NODES.map((n) => nodeRun(b, n, wall0));
   if (!exits) return failed(arm, round, maxInFlight, nodes, `not every agent exited within ${RUN_BUDGET_MS / 1000} s\n${b.h.describeAgents()}`);
   const bad = NODES.filter((_, i) => exits[i]!.code !== 0);
-  if (bad.length) return failed(arm, round, maxInFlight, nodes, `agents exited otherwise than 0: ${bad.map((n) => `${n} ${exits[NODES.indexOf(n)]!.code ?? exits[NODES.indexOf(n)]!.signal}`).join(", ")}\n${b.h.describeAgents()}`);
+  if (bad.length)
+    return failed(
+      arm,
+      round,
+      maxInFlight,
+      nodes,
+      `agents exited otherwise than 0: ${bad.map((n) => `${n} ${exits[NODES.indexOf(n)]!.code ?? exits[NODES.indexOf(n)]!.signal}`).join(", ")}\n${b.h.describeAgents()}`,
+    );
   const end = await endState(b.k, NODES.map(output), nodes);
   // Recipes started while another node's still ran (from its `exec` to its `exec-exit`).
   const overlappingStarts = nodes.filter((x) => nodes.some((y) => y !== x && y.startS < x.startS && y.kubeadmExitS > x.startS)).length;
@@ -256,7 +287,13 @@ const PREPARED_RECIPE = [
 ].join("\n");
 
 /** D (and E): the phases before etcd outside the gate, in parallel; the rest through it, under the start rule (E: without check-etcd). */
-async function preparedArm(bins: KubeBinaries, round: number, out: string, maxInFlight: number, arm: "prepared" | "pipelined" = "prepared"): Promise<KubeadmArmRun> {
+async function preparedArm(
+  bins: KubeBinaries,
+  round: number,
+  out: string,
+  maxInFlight: number,
+  arm: "prepared" | "pipelined" = "prepared",
+): Promise<KubeadmArmRun> {
   const b = await BrokeredKubeLab.create(`${arm}-r${round}`, bins, {
     policy: { maxInFlight },
     cluster: { etcdExtraArgs: { "max-learners": String(maxInFlight) } },
@@ -278,7 +315,9 @@ async function preparedArm(bins: KubeBinaries, round: number, out: string, maxIn
     const prepareOutput = new Map<string, string>();
     const prepares = await Promise.all(
       joiners.map(async (n) => {
-        const run = await runKubeadm(b.lab, n, bins.kubeadm, ["join", "phase", "control-plane-prepare", "all", "--config", "/etc/kubeadm/join.yaml", "-v=5"], { timeoutMs: RUN_BUDGET_MS });
+        const run = await runKubeadm(b.lab, n, bins.kubeadm, ["join", "phase", "control-plane-prepare", "all", "--config", "/etc/kubeadm/join.yaml", "-v=5"], {
+          timeoutMs: RUN_BUDGET_MS,
+        });
         prepareExit.set(n, sinceS(t0, performance.now()));
         prepareOutput.set(n, run.output);
         b.k.keep(`kubeadm-prepare-${n}`, run);
@@ -288,7 +327,14 @@ async function preparedArm(bins: KubeBinaries, round: number, out: string, maxIn
     );
     const withPrepare = (x: KubeadmNodeRun) => (prepareExit.has(x.node) ? { ...x, prepareExitS: prepareExit.get(x.node)! } : x);
     const prepareFailed = prepares.filter(Boolean);
-    if (prepareFailed.length) return failed(arm, round, maxInFlight, NODES.map((n) => withPrepare(nodeRun(b, n, wall0))), prepareFailed.join("; "));
+    if (prepareFailed.length)
+      return failed(
+        arm,
+        round,
+        maxInFlight,
+        NODES.map((n) => withPrepare(nodeRun(b, n, wall0))),
+        prepareFailed.join("; "),
+      );
     const outcome = await gatedOutcome(b, arm, round, maxInFlight, t0, wall0, (n) => `${prepareOutput.get(n) ?? ""}${b.kubeadmOutput(n)}`);
     return { ...outcome, nodes: outcome.nodes.map(withPrepare) };
   } finally {
@@ -309,7 +355,15 @@ function nodeRun(b: BrokeredKubeLab, node: string, wall0: number): KubeadmNodeRu
   const role = exec?.role === "bootstrap" || exec?.role === "join" ? exec.role : "?";
   const started = at("member-started");
   const agentExit = at("joined");
-  return { node, role, statusTimeouts: statusTimeouts(b.kubeadmOutput(node)), startS: at("exec") ?? NaN, ...(started !== undefined ? { memberStartedS: started } : {}), kubeadmExitS: at("exec-exit") ?? NaN, ...(agentExit !== undefined ? { agentExitS: agentExit } : {}) };
+  return {
+    node,
+    role,
+    statusTimeouts: statusTimeouts(b.kubeadmOutput(node)),
+    startS: at("exec") ?? NaN,
+    ...(started !== undefined ? { memberStartedS: started } : {}),
+    kubeadmExitS: at("exec-exit") ?? NaN,
+    ...(agentExit !== undefined ? { agentExitS: agentExit } : {}),
+  };
 }
 
 export async function kubeadmGate(settings: KubeadmGateSettings): Promise<KubeadmGateResult | { skipped: string }> {
@@ -328,10 +382,14 @@ export async function kubeadmGate(settings: KubeadmGateSettings): Promise<Kubead
             ? await preparedArm(bins, r, out, settings.maxInFlight, arm)
             : await gatedArm(arm, bins, r, out, arm === "serialized" ? 1 : settings.maxInFlight);
       runs.push(run);
-      log(run.ok ? `kubeadm: ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.kubeadmExitS}`).join(", ")})` : `kubeadm: ${arm} FAILED: ${run.failure}`);
+      log(
+        run.ok
+          ? `kubeadm: ${arm} ${run.seconds} s (${run.nodes.map((x) => `${x.node} ${x.role} ${x.startS}→${x.kubeadmExitS}`).join(", ")})`
+          : `kubeadm: ${arm} FAILED: ${run.failure}`,
+      );
     }
   }
-  const etcd = existsSync(bins.etcd) ? bins.etcd.split("/").at(-2) ?? kubePin().etcd : kubePin().etcd;
+  const etcd = existsSync(bins.etcd) ? (bins.etcd.split("/").at(-2) ?? kubePin().etcd) : kubePin().etcd;
   return {
     kubernetes: kubePin().release,
     etcd,

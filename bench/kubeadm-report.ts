@@ -22,7 +22,8 @@ const LABEL: Record<KubeadmArm, string> = {
   prepared: "D. phases before etcd outside the gate, start rule, maxInFlight",
   pipelined: "E. as D, check-etcd left to etcd, start rule, maxInFlight",
 };
-const label = (k: KubeadmGateResult, arm: KubeadmArm) => (arm === "start-rule" || arm === "prepared" || arm === "pipelined" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm]);
+const label = (k: KubeadmGateResult, arm: KubeadmArm) =>
+  arm === "start-rule" || arm === "prepared" || arm === "pipelined" ? `${LABEL[arm]} ${k.maxInFlight}` : LABEL[arm];
 
 /** The arm the pipelined target is judged on: E when it ran, else C. */
 function pipelinedArm(k: KubeadmGateResult): "pipelined" | "start-rule" {
@@ -31,12 +32,30 @@ function pipelinedArm(k: KubeadmGateResult): "pipelined" | "start-rule" {
 
 export function kubeadmSummaryRows(r: Results): string[][] {
   const k = r.kubeadm;
-  if (!k) return [["8", "kubeadm through the gate", r.skipped?.kubeadm ? "skipped" : "not measured", "", "", `≤ ${KUBEADM_TARGETS.startRuleRatio}×; ≤ ${KUBEADM_TARGETS.serializedRatio}×`, ""]];
+  if (!k)
+    return [
+      [
+        "8",
+        "kubeadm through the gate",
+        r.skipped?.kubeadm ? "skipped" : "not measured",
+        "",
+        "",
+        `≤ ${KUBEADM_TARGETS.startRuleRatio}×; ≤ ${KUBEADM_TARGETS.serializedRatio}×`,
+        "",
+      ],
+    ];
   const m = k.summary.medians;
   const s = (v: number | null | undefined) => (v === null || v === undefined ? "failed" : `${n(v, 1)} s`);
   const met = (ratio: number | null | undefined, target: number) => (ratio === null || ratio === undefined ? "–" : yes(ratio <= target));
   const judged = pipelinedArm(k);
-  const ratioOf = (arm: KubeadmArm) => ({ serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null, pipelined: k.summary.pipelinedRatio ?? null })[arm];
+  const ratioOf = (arm: KubeadmArm) =>
+    ({
+      serial: 1,
+      serialized: k.summary.serializedRatio,
+      "start-rule": k.summary.startRuleRatio,
+      prepared: k.summary.preparedRatio ?? null,
+      pipelined: k.summary.pipelinedRatio ?? null,
+    })[arm];
   const row = (arm: KubeadmArm, what: string, target: number | null): string[] => [
     "8",
     `kubeadm ${k.kubernetes}, 1 + 4, ${what}`,
@@ -46,9 +65,20 @@ export function kubeadmSummaryRows(r: Results): string[][] {
     target === null ? "–" : `≤ ${target}×`,
     target === null ? "–" : met(ratioOf(arm), target),
   ];
-  const rows = [row("serialized", "through the gate, maxInFlight 1", KUBEADM_TARGETS.serializedRatio), row("start-rule", `through the gate, start rule (maxInFlight ${k.maxInFlight})`, judged === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null)];
-  if (k.runs.some((x) => x.arm === "prepared")) rows.push(row("prepared", `the phases before etcd outside the gate, start rule (maxInFlight ${k.maxInFlight})`, null));
-  if (judged === "pipelined") rows.push(row("pipelined", `pipelined gate: the phases before etcd outside it, check-etcd left to etcd, start rule (maxInFlight ${k.maxInFlight})`, KUBEADM_TARGETS.startRuleRatio));
+  const rows = [
+    row("serialized", "through the gate, maxInFlight 1", KUBEADM_TARGETS.serializedRatio),
+    row("start-rule", `through the gate, start rule (maxInFlight ${k.maxInFlight})`, judged === "start-rule" ? KUBEADM_TARGETS.startRuleRatio : null),
+  ];
+  if (k.runs.some((x) => x.arm === "prepared"))
+    rows.push(row("prepared", `the phases before etcd outside the gate, start rule (maxInFlight ${k.maxInFlight})`, null));
+  if (judged === "pipelined")
+    rows.push(
+      row(
+        "pipelined",
+        `pipelined gate: the phases before etcd outside it, check-etcd left to etcd, start rule (maxInFlight ${k.maxInFlight})`,
+        KUBEADM_TARGETS.startRuleRatio,
+      ),
+    );
   return rows;
 }
 
@@ -82,12 +112,24 @@ function breakdown(runs: KubeadmArmRun[]) {
     init: med((x) => (boot(x) ? boot(x)!.kubeadmExitS - boot(x)!.startS : NaN)),
     join: med((x) => median(joiners(x).map((y) => y.kubeadmExitS - y.startS))),
     /** Between one joiner's start and the next's. */
-    gap: med((x) => median(joiners(x).slice(1).map((y, i) => y.startS - joiners(x)[i]!.startS))),
+    gap: med((x) =>
+      median(
+        joiners(x)
+          .slice(1)
+          .map((y, i) => y.startS - joiners(x)[i]!.startS),
+      ),
+    ),
     /** The last kubeadm's exit to the end (the agents' voter check and exit; the end-state poll). */
     tail: med((x) => x.seconds! - Math.max(...x.nodes.map((y) => y.kubeadmExitS))),
     overlapping: med((x) => x.overlappingStarts ?? NaN),
     /** A joiner's etcd from its start to serving clients, median over the joiners. */
-    etcdServe: med((x) => median(joiners(x).map((y) => y.etcdServeS ?? NaN).filter((v) => !Number.isNaN(v)))),
+    etcdServe: med((x) =>
+      median(
+        joiners(x)
+          .map((y) => y.etcdServeS ?? NaN)
+          .filter((v) => !Number.isNaN(v)),
+      ),
+    ),
     /** Joiners whose etcd took over 5 s to serve clients (sent a snapshot), per round. */
     stalled: med((x) => joiners(x).filter((y) => (y.etcdServeS ?? 0) > 5).length),
     /** Seconds kubeadm spent in etcd status calls that timed out, all nodes together. */
@@ -99,7 +141,8 @@ export function kubeadmSection(r: Results): string {
   const title = "## 8. kubeadm through the gate";
   const k = r.kubeadm;
   if (r.errors.kubeadm) return `${title}\n\n**Not measured** — the benchmark failed: \`${r.errors.kubeadm.split("\n")[0]}\`\n`;
-  if (!k) return `${title}\n\n${r.skipped?.kubeadm ? `Skipped: ${r.skipped.kubeadm}.` : "Not measured yet: `npm run bench -- --only kubeadm --merge` (as root, with the Kubernetes builds)."}\n`;
+  if (!k)
+    return `${title}\n\n${r.skipped?.kubeadm ? `Skipped: ${r.skipped.kubeadm}.` : "Not measured yet: `npm run bench -- --only kubeadm --merge` (as root, with the Kubernetes builds)."}\n`;
   const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("kubeadm"));
   const by = run
     ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only kubeadm --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
@@ -149,7 +192,10 @@ ${table(
     x.ok ? n(x.seconds, 2) : "failed",
     x.ok ? "passed" : `**failed**: ${(x.failure ?? "").split("\n")[0]}`,
     x.nodes.filter((y) => y.role === "join" && (y.etcdServeS ?? 0) > 5).length,
-    x.nodes.filter((y) => y.role === "bootstrap").map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.kubeadmExitS)}`).join(""),
+    x.nodes
+      .filter((y) => y.role === "bootstrap")
+      .map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.kubeadmExitS)}`)
+      .join(""),
     x.nodes
       .filter((y) => y.role !== "bootstrap")
       .sort((a, b) => a.startS - b.startS)
@@ -161,11 +207,47 @@ ${table(
 Medians over the passed rounds (${k.rounds} round(s), ${k.summary.failedRounds} failed):
 
 ${table(
-  ["Arm", "Median s", "Ratio to A", "Target", "Met", "First start s", "kubeadm init s", "kubeadm join s", "Joiner to joiner s", "Last exit to end s", "Overlapping starts", "Joiner's etcd start → serving s", "Joiners serving after > 5 s", "kubeadm's etcd status timeouts s"],
+  [
+    "Arm",
+    "Median s",
+    "Ratio to A",
+    "Target",
+    "Met",
+    "First start s",
+    "kubeadm init s",
+    "kubeadm join s",
+    "Joiner to joiner s",
+    "Last exit to end s",
+    "Overlapping starts",
+    "Joiner's etcd start → serving s",
+    "Joiners serving after > 5 s",
+    "kubeadm's etcd status timeouts s",
+  ],
   parts.map(({ arm, b }) => {
-    const ratio = { serial: 1, serialized: k.summary.serializedRatio, "start-rule": k.summary.startRuleRatio, prepared: k.summary.preparedRatio ?? null, pipelined: k.summary.pipelinedRatio ?? null }[arm];
+    const ratio = {
+      serial: 1,
+      serialized: k.summary.serializedRatio,
+      "start-rule": k.summary.startRuleRatio,
+      prepared: k.summary.preparedRatio ?? null,
+      pipelined: k.summary.pipelinedRatio ?? null,
+    }[arm];
     const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === pipelinedArm(k) ? KUBEADM_TARGETS.startRuleRatio : null;
-    return [label(k, arm), n(m[arm], 2), n(ratio, 2), target === null ? "–" : `≤ ${target}`, target === null || ratio === null ? "–" : yes(ratio <= target), s2(b.firstStart), s2(b.init), s2(b.join), s2(b.gap), s2(b.tail), arm === "serial" ? "–" : n(b.overlapping, 0), s2(b.etcdServe), n(b.stalled, 0), s2(b.statusWait)];
+    return [
+      label(k, arm),
+      n(m[arm], 2),
+      n(ratio, 2),
+      target === null ? "–" : `≤ ${target}`,
+      target === null || ratio === null ? "–" : yes(ratio <= target),
+      s2(b.firstStart),
+      s2(b.init),
+      s2(b.join),
+      s2(b.gap),
+      s2(b.tail),
+      arm === "serial" ? "–" : n(b.overlapping, 0),
+      s2(b.etcdServe),
+      n(b.stalled, 0),
+      s2(b.statusWait),
+    ];
   }),
 )}
 

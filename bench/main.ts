@@ -63,7 +63,13 @@ export const SETTINGS = {
     verifier: { runs: 5, seconds: 2 },
     executable: { runs: 7 },
     footprint: { runs: 3, clusters: 100 },
-    join: { versions: ["3.4", "3.5", "3.6", "3.7"], sizes: [2, 4, 6], runs: 3, runsBySize: { 2: 9 }, pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 } } as JoinSettings,
+    join: {
+      versions: ["3.4", "3.5", "3.6", "3.7"],
+      sizes: [2, 4, 6],
+      runs: 3,
+      runsBySize: { 2: 9 },
+      pipelined: { versions: ["3.6", "3.7"], sizes: [6], maxInFlight: 6 },
+    } as JoinSettings,
     catchup: { versions: ["3.4", "3.5", "3.6", "3.7"], writes: [10, 150], trials: 6 } as CatchUpSettings,
     kubeadm: { rounds: 3, maxInFlight: 4 } as KubeadmGateSettings,
     k0s: { rounds: 3 } as K0sBenchSettings,
@@ -98,7 +104,17 @@ function machine(etcd: string) {
 export async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { quick: { type: "boolean" }, only: { type: "string" }, etcd: { type: "string" }, sizes: { type: "string" }, runs: { type: "string" }, "plain-http": { type: "boolean" }, merge: { type: "boolean" }, render: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: {
+      quick: { type: "boolean" },
+      only: { type: "string" },
+      etcd: { type: "string" },
+      sizes: { type: "string" },
+      runs: { type: "string" },
+      "plain-http": { type: "boolean" },
+      merge: { type: "boolean" },
+      render: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (values.help) {
     process.stdout.write(
@@ -198,7 +214,9 @@ export async function main(argv: string[]): Promise<number> {
   // Built or installed before the clock starts (once per machine; scripts/etcd.mjs).
   const etcdReleases: string[] = [];
   if (only.includes("join")) for (const v of settings.join.versions) etcdReleases.push(`${(await etcdPath(v)).release}`);
-  if (only.includes("catchup")) for (const v of settings.catchup.versions) if (!settings.join.versions.includes(v) || !only.includes("join")) etcdReleases.push(`${(await etcdPath(v)).release}`);
+  if (only.includes("catchup"))
+    for (const v of settings.catchup.versions)
+      if (!settings.join.versions.includes(v) || !only.includes("join")) etcdReleases.push(`${(await etcdPath(v)).release}`);
   // The agents and the join API run the package's command as installed: the built CLI, fresh.
   if (only.includes("join") || only.includes("executable") || only.includes("footprint") || only.includes("kubeadm") || only.includes("k0s")) {
     await buildCli();
@@ -252,7 +270,9 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     // One broker process for everything but the scale run, which gets its own so that its memory figures are its own.
-    const needsShared = only.some((s) => s !== "scale" && s !== "serve" && s !== "catchup" && s !== "executable" && s !== "footprint" && s !== "kubeadm" && s !== "k0s");
+    const needsShared = only.some(
+      (s) => s !== "scale" && s !== "serve" && s !== "catchup" && s !== "executable" && s !== "footprint" && s !== "kubeadm" && s !== "k0s",
+    );
     const shared = needsShared ? await start("shared") : null;
     await attempt("broker", async () => {
       results.broker = await brokerThroughput(shared!, settings.broker);
@@ -268,7 +288,8 @@ export async function main(argv: string[]): Promise<number> {
       try {
         results.serve = { broker: await brokerThroughput(own, settings.broker), handoff: await handoff(own, settings.handoff) };
         // wrangler dev's figures of this same run travel with them, for the side-by-side table.
-        if (results.broker && results.handoff) results.serve.besideWrangler = { date: results.date, broker: results.broker.summary, handoff: results.handoff.summary };
+        if (results.broker && results.handoff)
+          results.serve.besideWrangler = { date: results.date, broker: results.broker.summary, handoff: results.handoff.summary };
       } finally {
         await stop(own);
       }
@@ -311,7 +332,7 @@ export async function main(argv: string[]): Promise<number> {
     await attempt("k0s", async () => {
       const got = await k0sGate(settings.k0s);
       if ("skipped" in got) {
-        results.skipped!["k0s"] = got.skipped;
+        results.skipped!.k0s = got.skipped;
         log(`k0s skipped: ${got.skipped}`);
       } else results.k0s = got;
     });
@@ -334,7 +355,12 @@ export async function main(argv: string[]): Promise<number> {
   writeFileSync(mdPath, renderReport(written));
   log(`wrote ${jsonPath} and ${mdPath} (${results.durationSeconds} s)`);
 
-  const broken = Object.keys(results.errors).length > 0 || results.kubeadm?.runs.some((r) => !r.ok) || results.k0s?.runs.some((r) => !r.ok) || (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) || results.join?.runs.some((r) => !joinChecksPassed(r));
+  const broken =
+    Object.keys(results.errors).length > 0 ||
+    results.kubeadm?.runs.some((r) => !r.ok) ||
+    results.k0s?.runs.some((r) => !r.ok) ||
+    (results.scale && (!results.scale.check.passed || results.scale.retention.ratio > TARGETS.retentionRatio)) ||
+    results.join?.runs.some((r) => !joinChecksPassed(r));
   return broken ? 1 : 0;
 }
 
@@ -357,7 +383,9 @@ function mergeInto(previous: Results, partial: Results): Results {
     const kept = <T extends { etcd?: string }>(xs: T[]) => xs.filter((x) => x.etcd !== undefined && !fresh.has(x.etcd));
     const order = (v?: string) => Number((v ?? "0").replace(".", ""));
     out.join = {
-      versions: [...previous.join.versions.filter((v) => !fresh.has(v.minor)), ...(partial.join.versions ?? [])].sort((a, b) => order(a.minor) - order(b.minor)),
+      versions: [...previous.join.versions.filter((v) => !fresh.has(v.minor)), ...(partial.join.versions ?? [])].sort(
+        (a, b) => order(a.minor) - order(b.minor),
+      ),
       sizes: [...new Set([...previous.join.sizes, ...partial.join.sizes])].sort((a, b) => a - b),
       runsPerSize: partial.join.runsPerSize,
       runs: [...kept(previous.join.runs), ...partial.join.runs].sort((a, b) => order(a.etcd) - order(b.etcd)),
@@ -365,7 +393,9 @@ function mergeInto(previous: Results, partial: Results): Results {
     };
     // Rows replaced by rows on the other transport (plain http, TLS) stay beside them, to show what TLS costs.
     const tlsOf = (x: { tls?: boolean }) => x.tls === true;
-    const replaced = previous.join.summary.filter((x) => partial.join!.summary.some((y) => y.etcd === x.etcd && y.maxInFlight === x.maxInFlight && y.n === x.n && tlsOf(y) !== tlsOf(x)));
+    const replaced = previous.join.summary.filter((x) =>
+      partial.join!.summary.some((y) => y.etcd === x.etcd && y.maxInFlight === x.maxInFlight && y.n === x.n && tlsOf(y) !== tlsOf(x)),
+    );
     const joinRun = [...(previous.merged ?? [])].reverse().find((m) => m.sections.includes("join")) ?? previous;
     if (replaced.length) out.join.otherTransport = { date: joinRun.date, loadAverage: joinRun.loadAverage, summary: replaced };
     else if (previous.join.otherTransport) out.join.otherTransport = previous.join.otherTransport;
@@ -377,7 +407,18 @@ function mergeInto(previous: Results, partial: Results): Results {
     m.sections.every((s) => partial.sections.includes(s)) &&
     (!m.sections.includes("join") || ((m.settings as { join?: { versions?: string[] } }).join?.versions ?? []).every((v) => remeasuredVersions.has(v)));
   const runs = (previous.merged ?? []).filter((m) => !superseded(m));
-  out.merged = [...runs, { date: partial.date, mode: partial.mode, sections: partial.sections.filter((s) => !partial.skipped?.[s]), settings: partial.settings, machine: partial.machine, loadAverage: partial.loadAverage, durationSeconds: partial.durationSeconds }];
+  out.merged = [
+    ...runs,
+    {
+      date: partial.date,
+      mode: partial.mode,
+      sections: partial.sections.filter((s) => !partial.skipped?.[s]),
+      settings: partial.settings,
+      machine: partial.machine,
+      loadAverage: partial.loadAverage,
+      durationSeconds: partial.durationSeconds,
+    },
+  ];
   return out;
 }
 

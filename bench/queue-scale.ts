@@ -67,7 +67,16 @@ export interface ScaleResult {
 }
 
 /** Past every retention window (policy.ts), and one sweep interval more. */
-const RETENTION_ADVANCE_MS = (Math.max(DEFAULT_RETENTION.auditSeconds, DEFAULT_RETENTION.endedTicketSeconds, DEFAULT_RETENTION.endedAdmissionSeconds, DEFAULT_RETENTION.endedEnrollmentTokenSeconds) + DEFAULT_RETENTION.sweepIntervalSeconds + 60) * 1000;
+const RETENTION_ADVANCE_MS =
+  (Math.max(
+    DEFAULT_RETENTION.auditSeconds,
+    DEFAULT_RETENTION.endedTicketSeconds,
+    DEFAULT_RETENTION.endedAdmissionSeconds,
+    DEFAULT_RETENTION.endedEnrollmentTokenSeconds,
+  ) +
+    DEFAULT_RETENTION.sweepIntervalSeconds +
+    60) *
+  1000;
 
 /** Moves the cluster object's clock past the retention windows and runs its alarm; returns how long the sweep took. */
 async function passRetention(http: HttpClient, cluster: string): Promise<number> {
@@ -132,7 +141,9 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
       let next: TicketRead | null = await polled;
       if (last) break;
       if (next?.state !== "admitted") {
-        const status = (await http.expect([200], "GET", `/v1/admin/clusters/${cluster.name}`, { bearer: broker.adminToken })).body as { inFlight: { ticket: string }[] };
+        const status = (await http.expect([200], "GET", `/v1/admin/clusters/${cluster.name}`, { bearer: broker.adminToken })).body as {
+          inFlight: { ticket: string }[];
+        };
         const inFlight = status.inFlight[0]?.ticket;
         if (!inFlight) throw new Error(`scale: nothing admitted after ${done + 1} completions`);
         next = await readTicket(http, cluster, inFlight, 0);
@@ -154,7 +165,10 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
     const reference = await createCluster(http, broker.adminToken, "scale-nohistory");
     const members = tickets.map((t) => ({ node: t.node, peerURL: peerUrlOf(t.node) }));
     for (let i = 0; i < members.length; i += 100) {
-      await http.expect([200], "POST", `/v1/admin/clusters/${reference.name}/adopt`, { bearer: broker.adminToken, body: { members: members.slice(i, i + 100) } });
+      await http.expect([200], "POST", `/v1/admin/clusters/${reference.name}/adopt`, {
+        bearer: broker.adminToken,
+        body: { members: members.slice(i, i + 100) },
+      });
     }
     await passRetention(http, reference.name);
     const noHistory = await snapshot(http, broker, reference.name);
@@ -165,7 +179,9 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
       noHistoryDatabaseSizeBytes: noHistory.databaseSizeBytes,
       ratio: round(swept.databaseSizeBytes / noHistory.databaseSizeBytes, 2),
     };
-    log(`scale: after the retention window the database is ${retention.databaseSizeBytes} bytes, ${retention.ratio}x a cluster with the same members and no history (sweep ${retention.sweepMs} ms)`);
+    log(
+      `scale: after the retention window the database is ${retention.databaseSizeBytes} bytes, ${retention.ratio}x a cluster with the same members and no history (sweep ${retention.sweepMs} ms)`,
+    );
 
     // The check: the audit log's admissions, in log order, against the tickets in queue order.
     const admittedOrder = audit.filter((e) => e.action === "ticket.admitted").map((e) => e.subject);
@@ -182,8 +198,15 @@ export async function queueScale(broker: BenchBroker, options: { tickets: number
       joined: tickets.filter((t) => t.state === "joined").length,
       passed: false,
     };
-    check.passed = check.inFifoOrder && check.admittedTwice === 0 && check.distinctAdmitted === options.tickets && check.joined === options.tickets && tickets.length === options.tickets;
-    log(`scale: drained in ${round(drainSeconds, 1)} s; FIFO ${check.inFifoOrder}, exactly once ${check.admittedTwice === 0 && check.distinctAdmitted === options.tickets}`);
+    check.passed =
+      check.inFifoOrder &&
+      check.admittedTwice === 0 &&
+      check.distinctAdmitted === options.tickets &&
+      check.joined === options.tickets &&
+      tickets.length === options.tickets;
+    log(
+      `scale: drained in ${round(drainSeconds, 1)} s; FIFO ${check.inFifoOrder}, exactly once ${check.admittedTwice === 0 && check.distinctAdmitted === options.tickets}`,
+    );
     return {
       tickets: options.tickets,
       concurrency: options.concurrency,
@@ -217,7 +240,8 @@ interface TicketRead {
 /** The node's view of its ticket; with `waitSeconds`, a long poll that returns once it leaves the queue. */
 async function readTicket(http: HttpClient, cluster: BenchCluster, ticket: string, waitSeconds: number): Promise<TicketRead> {
   const query = waitSeconds > 0 ? `?wait=${waitSeconds}` : "";
-  return (await http.expect([200, 202], "GET", `/v1/clusters/${cluster.name}/tickets/${ticket}${query}`, { bearer: cluster.enrollmentToken })).body as TicketRead;
+  return (await http.expect([200, 202], "GET", `/v1/clusters/${cluster.name}/tickets/${ticket}${query}`, { bearer: cluster.enrollmentToken }))
+    .body as TicketRead;
 }
 
 /** Events per second over the first or the last tenth of `times` (completion instants, in order). */

@@ -47,7 +47,15 @@ export interface Results {
   kubeadm?: KubeadmGateResult;
   k0s?: K0sBenchResult;
   /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
-  merged?: { date: string; mode: "quick" | "full"; sections: string[]; settings: unknown; machine: Record<string, string | number>; loadAverage: { start: number[]; end: number[] }; durationSeconds: number }[];
+  merged?: {
+    date: string;
+    mode: "quick" | "full";
+    sections: string[];
+    settings: unknown;
+    machine: Record<string, string | number>;
+    loadAverage: { start: number[]; end: number[] };
+    durationSeconds: number;
+  }[];
 }
 
 export const TARGETS = {
@@ -98,7 +106,6 @@ const int = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "�
 const gib = (bytes: number) => `${n(bytes / 1024 ** 3)} GiB`;
 const mb = (bytes: number | null | undefined) => (bytes === null || bytes === undefined ? "–" : `${n(bytes / (1024 * 1024))} MiB`);
 
-
 function notMeasured(r: Results, section: string, what: string): string | null {
   if (r.errors[section]) return `${what}: **not measured** — the benchmark failed: \`${r.errors[section].split("\n")[0]}\``;
   if (!r.sections.includes(section)) return `${what}: not run in this run.`;
@@ -121,7 +128,9 @@ function joinMissedNotes(r: Results): string[] {
       const s = (k: keyof SerialBreakdown) => median(mine.map((y) => y.serialBreakdown[k] ?? NaN)) / 1000;
       const sum = (f: (y: JoinRun) => number | undefined) => mine.reduce((a, y) => a + (f(y) ?? 0), 0);
       const facts = (side: "brokered" | "serial") =>
-        mine.some((y) => y[side].etcd) ? `${sum((y) => y[side].etcd?.snapshotsReceived)} snapshot(s) sent, ${sum((y) => y[side].etcd?.failedPublishes)} publish timeout(s), raft index ${median(mine.map((y) => y[side].etcd?.raftIndex ?? NaN))}` : "not recorded";
+        mine.some((y) => y[side].etcd)
+          ? `${sum((y) => y[side].etcd?.snapshotsReceived)} snapshot(s) sent, ${sum((y) => y[side].etcd?.failedPublishes)} publish timeout(s), raft index ${median(mine.map((y) => y[side].etcd?.raftIndex ?? NaN))}`
+          : "not recorded";
       const what = `etcd ${etcdOf(x)} on ${transportOf(x)}, 1 + ${x.n}${mifOf(x) > 1 ? ` (maxInFlight ${mifOf(x)})` : ""}`;
       const serialNode0 = median(mine.map((y) => y.serialBreakdown.processStartMs + y.serialBreakdown.firstNodeMs)) / 1000;
       const parts =
@@ -129,7 +138,10 @@ function joinMissedNotes(r: Results): string[] {
           ? `node 0 ready ${n(b("bootstrapMs"), 2)} (serial ${n(serialNode0, 2)}), adds one etcd start apart and then the promotions: the slowest joiner's catch-up ${n(b("slowestCatchUpMs"), 2)}, against the serial script's ${n(s("memberAddMs"), 2)} of health windows`
           : `process start ${n(b("processStartMs"), 2)} (serial ${n(s("processStartMs"), 2)}), node 0 ready ${n(b("bootstrapMs"), 2)} (serial ${n(serialNode0, 2)}), member adds ${n(b("memberAddMs"), 2)} (serial ${n(s("memberAddMs"), 2)}), etcd starts ${n(b("etcdStartMs"), 2)} (serial ${n(s("etcdStartMs"), 2)}), promote → voter ${n(b("promoteMs"), 2)} (serial ${n(s("promoteMs"), 2)}), reports to the broker ${n(b("completeMs") + b("handoffMs"), 2)}`;
       // The run that measured this row: the latest merged join run on its etcd version, else this one.
-      const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("join") && ((m.settings as { join?: { versions?: string[] } }).join?.versions ?? []).includes(etcdOf(x))) ?? r;
+      const run =
+        [...(r.merged ?? [])]
+          .reverse()
+          .find((m) => m.sections.includes("join") && ((m.settings as { join?: { versions?: string[] } }).join?.versions ?? []).includes(etcdOf(x))) ?? r;
       const delta = x.brokeredSeconds - x.serialSeconds;
       return `**${what}**: ${n(x.ratio, 2)}, target ≤ ${joinTarget(x)}: brokered ${n(x.brokeredSeconds, 2)} s against ${n(x.serialSeconds, 2)} s (${delta >= 0 ? "+" : "−"}${n(Math.abs(delta), 2)} s). ${parts}. etcd, brokered: ${facts("brokered")}; serial: ${facts("serial")} (over ${mine.length} run(s)). Load average ${run.loadAverage.start.join(" / ")} at the start of the run that measured it, ${run.loadAverage.end.join(" / ")} at its end.`;
     });
@@ -140,20 +152,44 @@ function summary(r: Results): string {
   const b = r.broker?.summary;
   rows.push(
     b
-      ? ["1", "Broker: ticket creations", `${n(b.ticketsPerSecond)}/s (p50 ${n(b.ticketsP50Ms)} ms, p99 ${n(b.ticketsP99Ms)} ms)`, `no-op DO RPC ${n(b.ceilingPerSecond)}/s (p50 ${n(b.ceilingP50Ms)} ms)`, n(b.ratio, 2), `≥ ${TARGETS.brokerRatio}`, yes(b.ratio >= TARGETS.brokerRatio)]
+      ? [
+          "1",
+          "Broker: ticket creations",
+          `${n(b.ticketsPerSecond)}/s (p50 ${n(b.ticketsP50Ms)} ms, p99 ${n(b.ticketsP99Ms)} ms)`,
+          `no-op DO RPC ${n(b.ceilingPerSecond)}/s (p50 ${n(b.ceilingP50Ms)} ms)`,
+          n(b.ratio, 2),
+          `≥ ${TARGETS.brokerRatio}`,
+          yes(b.ratio >= TARGETS.brokerRatio),
+        ]
       : ["1", "Broker: ticket creations", "not measured", "", "", `≥ ${TARGETS.brokerRatio}`, ""],
   );
   const h = r.handoff?.summary;
   rows.push(
     h
-      ? ["2", `Queue hand-off, ${r.handoff!.nodes} long polls`, `p50 ${n(h.p50Ms)} ms, p99 ${n(h.p99Ms)} ms; ${n(h.requestsPerNode, 2)} requests per admitted node`, "–", "–", `p50 < ${TARGETS.handoffP50Ms} ms; ≤ ${TARGETS.handoffRequestsPerNode} requests`, yes(h.p50Ms < TARGETS.handoffP50Ms && h.requestsPerNode <= TARGETS.handoffRequestsPerNode)]
+      ? [
+          "2",
+          `Queue hand-off, ${r.handoff!.nodes} long polls`,
+          `p50 ${n(h.p50Ms)} ms, p99 ${n(h.p99Ms)} ms; ${n(h.requestsPerNode, 2)} requests per admitted node`,
+          "–",
+          "–",
+          `p50 < ${TARGETS.handoffP50Ms} ms; ≤ ${TARGETS.handoffRequestsPerNode} requests`,
+          yes(h.p50Ms < TARGETS.handoffP50Ms && h.requestsPerNode <= TARGETS.handoffRequestsPerNode),
+        ]
       : ["2", "Queue hand-off", "not measured", "", "", `p50 < ${TARGETS.handoffP50Ms} ms; ≤ ${TARGETS.handoffRequestsPerNode} requests`, ""],
   );
   const sb = r.serve?.broker.summary;
   const sh = r.serve?.handoff.summary;
   rows.push(
     sb && sh
-      ? ["1s", "join-broker serve: ticket creations; hand-off", `${n(sb.ticketsPerSecond)}/s (p50 ${n(sb.ticketsP50Ms)} ms); hand-off p50 ${n(sh.p50Ms)} ms, ${n(sh.requestsPerNode, 2)} requests per node`, `no-op DO RPC ${n(sb.ceilingPerSecond)}/s on the same runtime`, n(sb.ratio, 2), `≥ ${TARGETS.brokerRatio}; p50 < ${TARGETS.handoffP50Ms} ms`, yes(sb.ratio >= TARGETS.brokerRatio && sh.p50Ms < TARGETS.handoffP50Ms && sh.requestsPerNode <= TARGETS.handoffRequestsPerNode)]
+      ? [
+          "1s",
+          "join-broker serve: ticket creations; hand-off",
+          `${n(sb.ticketsPerSecond)}/s (p50 ${n(sb.ticketsP50Ms)} ms); hand-off p50 ${n(sh.p50Ms)} ms, ${n(sh.requestsPerNode, 2)} requests per node`,
+          `no-op DO RPC ${n(sb.ceilingPerSecond)}/s on the same runtime`,
+          n(sb.ratio, 2),
+          `≥ ${TARGETS.brokerRatio}; p50 < ${TARGETS.handoffP50Ms} ms`,
+          yes(sb.ratio >= TARGETS.brokerRatio && sh.p50Ms < TARGETS.handoffP50Ms && sh.requestsPerNode <= TARGETS.handoffRequestsPerNode),
+        ]
       : ["1s", "join-broker serve", "not measured", "", "", `≥ ${TARGETS.brokerRatio}; p50 < ${TARGETS.handoffP50Ms} ms`, ""],
   );
   const s = r.scale;
@@ -173,14 +209,30 @@ function summary(r: Results): string {
   const v = r.verifier?.summary;
   rows.push(
     v
-      ? ["4", "Verifier: verifyAdmission (warm JWKS)", `${int(v.verifyAdmissionPerSecond)} ops/s`, `jose jwtVerify, local key set: ${int(v.joseJwtVerifyPerSecond)} ops/s`, n(v.ratio, 2), `≥ ${TARGETS.verifierRatio}`, yes(v.ratio >= TARGETS.verifierRatio)]
+      ? [
+          "4",
+          "Verifier: verifyAdmission (warm JWKS)",
+          `${int(v.verifyAdmissionPerSecond)} ops/s`,
+          `jose jwtVerify, local key set: ${int(v.joseJwtVerifyPerSecond)} ops/s`,
+          n(v.ratio, 2),
+          `≥ ${TARGETS.verifierRatio}`,
+          yes(v.ratio >= TARGETS.verifierRatio),
+        ]
       : ["4", "Verifier", "not measured", "", "", `≥ ${TARGETS.verifierRatio}`, ""],
   );
   if (r.join) {
     for (const j of r.join.summary) {
       const what = `Whole-cluster join, etcd ${etcdOf(j)} on ${transportOf(j)}, 1 + ${j.n}${mifOf(j) > 1 ? `, maxInFlight ${mifOf(j)} (pipelined)` : ""}`;
       const floor = j.floorSeconds !== undefined ? ` (floor ${n(j.floorSeconds, 2)} s)` : "";
-      rows.push(["5", what, `${n(j.brokeredSeconds, 2)} s${floor}`, `serial script ${n(j.serialSeconds, 2)} s`, n(j.ratio, 2), `≤ ${joinTarget(j)}×`, yes(j.ratio <= joinTarget(j))]);
+      rows.push([
+        "5",
+        what,
+        `${n(j.brokeredSeconds, 2)} s${floor}`,
+        `serial script ${n(j.serialSeconds, 2)} s`,
+        n(j.ratio, 2),
+        `≤ ${joinTarget(j)}×`,
+        yes(j.ratio <= joinTarget(j)),
+      ]);
     }
   } else {
     rows.push(["5", "Whole-cluster join", "not measured", "", "", `≤ ${TARGETS.joinRatio}×`, ""]);
@@ -205,13 +257,29 @@ function summary(r: Results): string {
   const e = r.executable;
   rows.push(
     e
-      ? ["6", `Single executable file: an agent's start-up, ${e.agents} at once`, `${int(e.summary.executableMs)} ms; file ${mb(e.sizes.x64Bytes)} (x64)`, `npm form (bin/join-broker, same machine): ${int(e.summary.npmMs)} ms`, n(e.summary.ratio, 2), "–", "–"]
+      ? [
+          "6",
+          `Single executable file: an agent's start-up, ${e.agents} at once`,
+          `${int(e.summary.executableMs)} ms; file ${mb(e.sizes.x64Bytes)} (x64)`,
+          `npm form (bin/join-broker, same machine): ${int(e.summary.npmMs)} ms`,
+          n(e.summary.ratio, 2),
+          "–",
+          "–",
+        ]
       : ["6", "Single executable file", "not measured", "", "", "–", ""],
   );
   const f = r.footprint;
   rows.push(
     f
-      ? ["7", `Memory (RSS): serve with ${f.clusters} clusters; a queued agent; the join API`, `${n(f.summary.serveLoadedMiB, 1)} MiB; ${n(f.summary.agentMiB, 1)} MiB; ${n(f.summary.joinApiMiB, 1)} MiB`, `serve with one cluster: ${n(f.summary.serveIdleMiB, 1)} MiB`, "–", "–", "–"]
+      ? [
+          "7",
+          `Memory (RSS): serve with ${f.clusters} clusters; a queued agent; the join API`,
+          `${n(f.summary.serveLoadedMiB, 1)} MiB; ${n(f.summary.agentMiB, 1)} MiB; ${n(f.summary.joinApiMiB, 1)} MiB`,
+          `serve with one cluster: ${n(f.summary.serveIdleMiB, 1)} MiB`,
+          "–",
+          "–",
+          "–",
+        ]
       : ["7", "Memory (RSS)", "not measured", "", "", "–", ""],
   );
   rows.push(...kubeadmSummaryRows(r));
@@ -243,9 +311,17 @@ ${table(
     ["No-op DO RPC (ceiling), per second", n(sb.summary.ceilingPerSecond), cell(wb?.ceilingPerSecond)],
     ["Ticket creations per second", `**${n(sb.summary.ticketsPerSecond)}**`, cell(wb?.ticketsPerSecond)],
     ["Ratio to the ceiling of its own runtime", `**${n(sb.summary.ratio, 2)}**`, cell(wb?.ratio, 2)],
-    ["Ticket creation p50 / p99 ms", `${n(sb.summary.ticketsP50Ms)} / ${n(sb.summary.ticketsP99Ms)}`, wb ? `${n(wb.ticketsP50Ms)} / ${n(wb.ticketsP99Ms)}` : "not run"],
+    [
+      "Ticket creation p50 / p99 ms",
+      `${n(sb.summary.ticketsP50Ms)} / ${n(sb.summary.ticketsP99Ms)}`,
+      wb ? `${n(wb.ticketsP50Ms)} / ${n(wb.ticketsP99Ms)}` : "not run",
+    ],
     ["Ticket creations, LOG_LEVEL=debug, per second", n(sb.summary.ticketsAllLoggedPerSecond), cell(wb?.ticketsAllLoggedPerSecond)],
-    [`Hand-off p50 / p99 ms (${sh.nodes} long polls)`, `**${n(sh.summary.p50Ms)}** / ${n(sh.summary.p99Ms)}`, wh ? `${n(wh.p50Ms)} / ${n(wh.p99Ms)}` : "not run"],
+    [
+      `Hand-off p50 / p99 ms (${sh.nodes} long polls)`,
+      `**${n(sh.summary.p50Ms)}** / ${n(sh.summary.p99Ms)}`,
+      wh ? `${n(wh.p50Ms)} / ${n(wh.p99Ms)}` : "not run",
+    ],
     ["Requests per admitted node", n(sh.summary.requestsPerNode, 2), cell(wh?.requestsPerNode, 2)],
   ],
 )}
@@ -289,8 +365,17 @@ taken over the pooled samples of all runs.
 ${table(
   ["Run", "Turns", "Tickets/s", "p50 ms", "p99 ms", "Ceiling/s", "p50 ms", "p99 ms", "Ratio", "Tickets/s, every change logged", "Ratio"],
   b.runs.map((x) => [
-    x.run + 1, x.order, n(x.tickets.perSecond), n(x.tickets.p50Ms), n(x.tickets.p99Ms), n(x.ceiling.perSecond), n(x.ceiling.p50Ms), n(x.ceiling.p99Ms), n(x.ratio, 3),
-    n(x.ticketsAllLogged?.perSecond), n(x.ratioAllLogged, 3),
+    x.run + 1,
+    x.order,
+    n(x.tickets.perSecond),
+    n(x.tickets.p50Ms),
+    n(x.tickets.p99Ms),
+    n(x.ceiling.perSecond),
+    n(x.ceiling.p50Ms),
+    n(x.ceiling.p99Ms),
+    n(x.ratio, 3),
+    n(x.ticketsAllLogged?.perSecond),
+    n(x.ratioAllLogged, 3),
   ]),
 )}
 
@@ -344,7 +429,18 @@ per-run figures beside them); requests per node is the median of the runs.
 
 ${table(
   ["Run", "p50 ms", "p90 ms", "p99 ms", "max ms", "Requests/node", "Polls/node", "First ¼ / last ¼ of queue", "Longest wait s", "Max open polls"],
-  h.runs.map((x) => [x.run + 1, n(x.p50Ms), n(x.p90Ms), n(x.p99Ms), n(x.maxMs), n(x.requestsPerNode, 2), n(x.pollsPerNode, 2), `${n(x.requestsPerNodeFirstQuarter, 2)} / ${n(x.requestsPerNodeLastQuarter, 2)}`, n(x.longestWaitSeconds), x.maxConcurrentPolls]),
+  h.runs.map((x) => [
+    x.run + 1,
+    n(x.p50Ms),
+    n(x.p90Ms),
+    n(x.p99Ms),
+    n(x.maxMs),
+    n(x.requestsPerNode, 2),
+    n(x.pollsPerNode, 2),
+    `${n(x.requestsPerNodeFirstQuarter, 2)} / ${n(x.requestsPerNodeLastQuarter, 2)}`,
+    n(x.longestWaitSeconds),
+    x.maxConcurrentPolls,
+  ]),
 )}
 
 Pooled: hand-off **p50 ${n(h.summary.p50Ms)} ms, p99 ${n(h.summary.p99Ms)} ms** (median of per-run p50 ${n(h.summary.medianRunP50Ms)} ms, p99 ${n(h.summary.medianRunP99Ms)} ms);
@@ -358,7 +454,8 @@ function scaleSection(r: Results): string {
   const missing = notMeasured(r, "scale", "Queue scale");
   if (missing || !r.scale) return `## 3. Queue scale\n\n${missing ?? "Not measured."}\n`;
   const s = r.scale;
-  const files = (snap: ScaleResult["before"]) => s && snap.sqliteFiles.filter((f) => !f.path.endsWith("metadata.sqlite") && !f.path.includes("metadata.sqlite-")).reduce((t, f) => t + f.bytes, 0);
+  const files = (snap: ScaleResult["before"]) =>
+    s && snap.sqliteFiles.filter((f) => !f.path.endsWith("metadata.sqlite") && !f.path.includes("metadata.sqlite-")).reduce((t, f) => t + f.bytes, 0);
   const quick = r.mode === "quick" ? `\n*Quick mode: ${int(s.tickets)} tickets instead of 10,000.*\n` : "";
   return `## 3. Queue scale
 ${quick}
@@ -385,7 +482,13 @@ ${table(
   ["Phase", "Seconds", "Per second (all)", "First tenth", "Last tenth"],
   [
     ["Create tickets", n(s.createSeconds), n(s.createdPerSecond), n(s.createdPerSecondFirstTenth), n(s.createdPerSecondLastTenth)],
-    [`Drain (complete, next; ${n(s.drainRequestsPerTicket, 2)} requests each)`, n(s.drainSeconds), n(s.admittedPerSecond), n(s.admittedPerSecondFirstTenth), n(s.admittedPerSecondLastTenth)],
+    [
+      `Drain (complete, next; ${n(s.drainRequestsPerTicket, 2)} requests each)`,
+      n(s.drainSeconds),
+      n(s.admittedPerSecond),
+      n(s.admittedPerSecondFirstTenth),
+      n(s.admittedPerSecondLastTenth),
+    ],
   ],
 )}
 
@@ -465,11 +568,11 @@ function joinSection(r: Results): string {
   return `## 5. Whole-cluster join
 
 ${measured
-    .map((m) => {
-      const js = (m.settings as { join?: { versions?: string[] } }).join;
-      return `etcd ${js?.versions?.join(", ") ?? "?"}: measured on ${m.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only join --merge --etcd ${js?.versions?.join(",") ?? "?"}${m.mode === "quick" ? " --quick" : ""}\`, ${m.durationSeconds} s, commit ${m.machine.commit}; settings ${JSON.stringify(js)}; load average ${m.loadAverage.start.join(" / ")} at its start, ${m.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`;
-    })
-    .join("")}**Brokered**: 1 + N controllers, each a node agent process (\`join-broker join --etcd-bin …\`, starting
+  .map((m) => {
+    const js = (m.settings as { join?: { versions?: string[] } }).join;
+    return `etcd ${js?.versions?.join(", ") ?? "?"}: measured on ${m.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only join --merge --etcd ${js?.versions?.join(",") ?? "?"}${m.mode === "quick" ? " --quick" : ""}\`, ${m.durationSeconds} s, commit ${m.machine.commit}; settings ${JSON.stringify(js)}; load average ${m.loadAverage.start.join(" / ")} at its start, ${m.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`;
+  })
+  .join("")}**Brokered**: 1 + N controllers, each a node agent process (\`join-broker join --etcd-bin …\`, starting
 and supervising its own etcd; the package's command runs the built CLI, as installed), started at the same moment against the bench broker and one
 reference join API (\`join-broker controller\`, already running, as the broker is); timed until the
 last agent prints \`joined cluster … as …\` (it is a voter and has reported to the broker). **Serial
@@ -514,7 +617,20 @@ ready + slowest catch-up), which the pipelined runs approach: what is left above
 following each other one etcd start apart and the promotions in turn.
 
 ${table(
-  ["etcd", "maxInFlight", "1 + N", "Run", "Order", "Brokered s", "Serial s", "Ratio", "Voters (brokered / serial)", "Serial retries (add / promote)", "Raft index (brokered / serial)", "Snapshots sent; publish timeouts (brokered / serial)"],
+  [
+    "etcd",
+    "maxInFlight",
+    "1 + N",
+    "Run",
+    "Order",
+    "Brokered s",
+    "Serial s",
+    "Ratio",
+    "Voters (brokered / serial)",
+    "Serial retries (add / promote)",
+    "Raft index (brokered / serial)",
+    "Snapshots sent; publish timeouts (brokered / serial)",
+  ],
   j.runs.map((x) => [
     etcdOf(x),
     mifOf(x),
@@ -527,7 +643,9 @@ ${table(
     `${x.brokered.voters} / ${x.serial.voters}`,
     `${x.serial.addRetries} / ${x.serial.promoteRetries}`,
     x.brokered.etcd && x.serial.etcd ? `${x.brokered.etcd.raftIndex} / ${x.serial.etcd.raftIndex}` : "–",
-    x.brokered.etcd && x.serial.etcd ? `${x.brokered.etcd.snapshotsReceived}; ${x.brokered.etcd.failedPublishes} / ${x.serial.etcd.snapshotsReceived}; ${x.serial.etcd.failedPublishes}` : "–",
+    x.brokered.etcd && x.serial.etcd
+      ? `${x.brokered.etcd.snapshotsReceived}; ${x.brokered.etcd.failedPublishes} / ${x.serial.etcd.snapshotsReceived}; ${x.serial.etcd.failedPublishes}`
+      : "–",
   ]),
 )}
 
@@ -536,7 +654,17 @@ ${table(
   j.summary.map((x) => {
     const mine = j.runs.filter((r) => etcdOf(r) === etcdOf(x) && mifOf(r) === mifOf(x) && r.n === x.n);
     const bare = median(mine.map((r) => (r.brokeredBreakdown.bootstrapMs + (r.brokeredBreakdown.slowestCatchUpMs ?? NaN)) / 1000));
-    return [`${etcdOf(x)}${x.release ? ` (${x.release})` : ""}`, transportOf(x), mifOf(x), x.n, n(x.brokeredSeconds, 2), n(x.serialSeconds, 2), `**${n(x.ratio, 2)}**`, `≤ ${joinTarget(x)}`, x.floorSeconds !== undefined ? `${n(x.floorSeconds, 2)} (${n(bare, 2)})` : "–"];
+    return [
+      `${etcdOf(x)}${x.release ? ` (${x.release})` : ""}`,
+      transportOf(x),
+      mifOf(x),
+      x.n,
+      n(x.brokeredSeconds, 2),
+      n(x.serialSeconds, 2),
+      `**${n(x.ratio, 2)}**`,
+      `≤ ${joinTarget(x)}`,
+      x.floorSeconds !== undefined ? `${n(x.floorSeconds, 2)} (${n(bare, 2)})` : "–",
+    ];
   }),
 )}
 
@@ -553,7 +681,20 @@ Brokered figures come from the agents' own progress events (\`--log-format json\
 from the script's clock.
 
 ${table(
-  ["etcd", "maxInFlight", "1 + N", "Side", "Process start", "Node 0 ready", "Broker hand-offs", "Member add (503s)", "etcd start", "Promote → voter", "Complete", "Slowest catch-up"],
+  [
+    "etcd",
+    "maxInFlight",
+    "1 + N",
+    "Side",
+    "Process start",
+    "Node 0 ready",
+    "Broker hand-offs",
+    "Member add (503s)",
+    "etcd start",
+    "Promote → voter",
+    "Complete",
+    "Slowest catch-up",
+  ],
   groups.flatMap(({ etcd, mif }) =>
     j.sizes.flatMap((size) => {
       const mine = j.runs.filter((x) => etcdOf(x) === etcd && mifOf(x) === mif && x.n === size && x.brokeredBreakdown && x.serialBreakdown);
@@ -561,8 +702,34 @@ ${table(
       const b = (k: keyof JoinRun["brokeredBreakdown"]) => median(mine.map((x) => x.brokeredBreakdown[k] ?? NaN));
       const s = (k: keyof JoinRun["serialBreakdown"]) => median(mine.map((x) => x.serialBreakdown[k] ?? NaN));
       return [
-        [etcd, mif, size, "brokered", sec(b("processStartMs")), sec(b("bootstrapMs")), mif > 1 ? "–" : sec(b("handoffMs")), `${sec(b("memberAddMs"))} (${int(b("memberAddRetries"))})`, sec(b("etcdStartMs")), sec(b("promoteMs")), sec(b("completeMs")), sec(b("slowestCatchUpMs"))],
-        [etcd, mif, size, "serial", sec(s("processStartMs")), sec(median(mine.map((x) => x.serialBreakdown.processStartMs + x.serialBreakdown.firstNodeMs))), "–", sec(s("memberAddMs")), sec(s("etcdStartMs")), sec(s("promoteMs")), "–", "–"],
+        [
+          etcd,
+          mif,
+          size,
+          "brokered",
+          sec(b("processStartMs")),
+          sec(b("bootstrapMs")),
+          mif > 1 ? "–" : sec(b("handoffMs")),
+          `${sec(b("memberAddMs"))} (${int(b("memberAddRetries"))})`,
+          sec(b("etcdStartMs")),
+          sec(b("promoteMs")),
+          sec(b("completeMs")),
+          sec(b("slowestCatchUpMs")),
+        ],
+        [
+          etcd,
+          mif,
+          size,
+          "serial",
+          sec(s("processStartMs")),
+          sec(median(mine.map((x) => x.serialBreakdown.processStartMs + x.serialBreakdown.firstNodeMs))),
+          "–",
+          sec(s("memberAddMs")),
+          sec(s("etcdStartMs")),
+          sec(s("promoteMs")),
+          "–",
+          "–",
+        ],
       ];
     }),
   ),
@@ -601,18 +768,39 @@ function otherTransportText(j: JoinResult): string {
   const medianOf = (xs: typeof pairs, f: (p: (typeof pairs)[number]) => number) => median(xs.map(f));
   const line = (xs: typeof pairs, label: string) =>
     xs.length
-      ? `${label}: the brokered join ${pct(medianOf(xs, (p) => p.tls.brokeredSeconds / p.http.brokeredSeconds), 1)} (median ${n(medianOf(xs, (p) => p.tls.brokeredSeconds - p.http.brokeredSeconds), 2)} s), the serial script ${pct(medianOf(xs, (p) => p.tls.serialSeconds / p.http.serialSeconds), 1)} (median ${n(medianOf(xs, (p) => p.tls.serialSeconds - p.http.serialSeconds), 2)} s), the ratio from a median ${n(medianOf(xs, (p) => p.http.ratio), 2)} to ${n(medianOf(xs, (p) => p.tls.ratio), 2)}`
+      ? `${label}: the brokered join ${pct(
+          medianOf(xs, (p) => p.tls.brokeredSeconds / p.http.brokeredSeconds),
+          1,
+        )} (median ${n(
+          medianOf(xs, (p) => p.tls.brokeredSeconds - p.http.brokeredSeconds),
+          2,
+        )} s), the serial script ${pct(
+          medianOf(xs, (p) => p.tls.serialSeconds / p.http.serialSeconds),
+          1,
+        )} (median ${n(
+          medianOf(xs, (p) => p.tls.serialSeconds - p.http.serialSeconds),
+          2,
+        )} s), the ratio from a median ${n(
+          medianOf(xs, (p) => p.http.ratio),
+          2,
+        )} to ${n(
+          medianOf(xs, (p) => p.tls.ratio),
+          2,
+        )}`
       : "";
-  const met = (xs: typeof pairs, pick: (p: (typeof pairs)[number]) => JoinSummary) => `${xs.filter((p) => pick(p).ratio <= joinTarget(pick(p))).length} of ${xs.length}`;
+  const met = (xs: typeof pairs, pick: (p: (typeof pairs)[number]) => JoinSummary) =>
+    `${xs.filter((p) => pick(p).ratio <= joinTarget(pick(p))).length} of ${xs.length}`;
   const targets = [
-    sequential.length ? `maxInFlight 1 (≤ ${TARGETS.joinRatio}): ${met(sequential, (p) => p.tls)} rows on TLS, ${met(sequential, (p) => p.http)} on plain http` : "",
+    sequential.length
+      ? `maxInFlight 1 (≤ ${TARGETS.joinRatio}): ${met(sequential, (p) => p.tls)} rows on TLS, ${met(sequential, (p) => p.http)} on plain http`
+      : "",
     pipelined.length ? `pipelined (≤ ${TARGETS.pipelinedRatio}): ${met(pipelined, (p) => p.tls)} on TLS, ${met(pipelined, (p) => p.http)} on plain http` : "",
   ].filter(Boolean);
   const runsOf = (x: JoinSummary) => j.runs.filter((r) => etcdOf(r) === etcdOf(x) && mifOf(r) === mifOf(x) && r.n === x.n);
   const slow = j.summary.filter((x) => median(runsOf(x).map((r) => r.brokeredBreakdown.slowestCatchUpMs ?? NaN)) > 5_000);
   const serialStalled = slow.some((x) => median(runsOf(x).map((r) => r.serialBreakdown.etcdStartMs)) > 5_000);
   const stall = slow.length
-    ? ` In ${slow.map((x) => `etcd ${etcdOf(x)} 1 + ${x.n}${mifOf(x) > 1 ? ` (maxInFlight ${mifOf(x)})` : ""}`).join(", ")} the slowest joiner's catch-up is over 5 s (median). On etcd 3.6 and later a member joining a cluster that has applied more than 100 raft entries is sent a snapshot; when the leader applied the member's own publish before it made that snapshot, the member never applies the publish itself and serves clients only after etcd's request timeout (7 s with these flags; section 5e and docs/etcd-versions.md). ${serialStalled ? "The serial script's etcd starts took as long in the same rows." : "The serial script's etcd starts in the same rows stayed short (see \"etcd start\")."}`
+    ? ` In ${slow.map((x) => `etcd ${etcdOf(x)} 1 + ${x.n}${mifOf(x) > 1 ? ` (maxInFlight ${mifOf(x)})` : ""}`).join(", ")} the slowest joiner's catch-up is over 5 s (median). On etcd 3.6 and later a member joining a cluster that has applied more than 100 raft entries is sent a snapshot; when the leader applied the member's own publish before it made that snapshot, the member never applies the publish itself and serves clients only after etcd's request timeout (7 s with these flags; section 5e and docs/etcd-versions.md). ${serialStalled ? "The serial script's etcd starts took as long in the same rows." : 'The serial script\'s etcd starts in the same rows stayed short (see "etcd start").'}`
     : "";
   return `**TLS against plain http.** The same rows as measured on plain http by an earlier run (${other.date.slice(0, 16).replace("T", " ")} UTC${other.loadAverage ? `, load average ${other.loadAverage.start.join(" / ")} at its start` : ""}), beside this run's on TLS.
 The two runs are on different hours of a shared machine, so the differences mix what TLS costs with
@@ -622,7 +810,14 @@ Targets met: ${targets.join("; ")}.${stall}
 
 ${table(
   ["etcd", "maxInFlight", "1 + N", "Brokered s (TLS / http)", "Serial s (TLS / http)", "Ratio (TLS / http)"],
-  pairs.map(({ tls, http }) => [etcdOf(tls), mifOf(tls), tls.n, `${n(tls.brokeredSeconds, 2)} / ${n(http.brokeredSeconds, 2)}`, `${n(tls.serialSeconds, 2)} / ${n(http.serialSeconds, 2)}`, `${n(tls.ratio, 2)} / ${n(http.ratio, 2)}`]),
+  pairs.map(({ tls, http }) => [
+    etcdOf(tls),
+    mifOf(tls),
+    tls.n,
+    `${n(tls.brokeredSeconds, 2)} / ${n(http.brokeredSeconds, 2)}`,
+    `${n(tls.serialSeconds, 2)} / ${n(http.serialSeconds, 2)}`,
+    `${n(tls.ratio, 2)} / ${n(http.ratio, 2)}`,
+  ]),
 )}
 
 `;
@@ -742,8 +937,28 @@ from its start to publishing itself ("published local member to cluster through 
 when it starts serving clients and can be promoted.
 
 ${table(
-  ["etcd", "Key writes before the add", "Trials", "Sent a snapshot", "Snapshot held its own publish", "First publish timed out", "… and its snapshot held it", "Start → published, median ms", "max ms"],
-  c.rows.map((x) => [x.etcd, x.writes, x.trials, x.snapshots, x.ownPublishInSnapshot, x.stalled, x.stalledWithOwnPublishInSnapshot, int(x.publishMsMedian), int(x.publishMsMax)]),
+  [
+    "etcd",
+    "Key writes before the add",
+    "Trials",
+    "Sent a snapshot",
+    "Snapshot held its own publish",
+    "First publish timed out",
+    "… and its snapshot held it",
+    "Start → published, median ms",
+    "max ms",
+  ],
+  c.rows.map((x) => [
+    x.etcd,
+    x.writes,
+    x.trials,
+    x.snapshots,
+    x.ownPublishInSnapshot,
+    x.stalled,
+    x.stalledWithOwnPublishInSnapshot,
+    int(x.publishMsMedian),
+    int(x.publishMsMax),
+  ]),
 )}
 
 What it shows: on etcd 3.6 and later a leader that has applied more than 100 entries has taken an

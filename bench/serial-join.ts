@@ -34,7 +34,11 @@ interface NodeAddress {
 const POLL_MS = 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function untilOk<T>(what: string, call: () => Promise<{ ok: true; value: T } | { ok: false; error: { kind: string; message: string } }>, deadline: number): Promise<{ value: T; retries: number }> {
+async function untilOk<T>(
+  what: string,
+  call: () => Promise<{ ok: true; value: T } | { ok: false; error: { kind: string; message: string } }>,
+  deadline: number,
+): Promise<{ value: T; retries: number }> {
   let retries = 0;
   for (;;) {
     const r = await call();
@@ -60,7 +64,17 @@ async function main(): Promise<void> {
   const client = () => (ca ? { fetch: tlsFetch(ownClientFiles(pkiDir(nodes[0]!))) } : {});
   const deadline = Date.now() + 300_000;
   const processes: EtcdProcess[] = [];
-  const steps: { node: string; certMs: number; addRetries: number; promoteRetries: number; addMs: number; startMs: number; promoteMs: number; voterMs: number; totalMs: number }[] = [];
+  const steps: {
+    node: string;
+    certMs: number;
+    addRetries: number;
+    promoteRetries: number;
+    addMs: number;
+    startMs: number;
+    promoteMs: number;
+    voterMs: number;
+    totalMs: number;
+  }[] = [];
   const since = (t: number) => Math.round(performance.now() - t);
   try {
     const first = nodes[0]!;
@@ -79,12 +93,25 @@ async function main(): Promise<void> {
         startTimeoutMs: 60_000,
       }),
     );
-    steps.push({ node: first.name, certMs: 0, addRetries: 0, promoteRetries: 0, addMs: 0, startMs: since(started), promoteMs: 0, voterMs: 0, totalMs: since(started) });
+    steps.push({
+      node: first.name,
+      certMs: 0,
+      addRetries: 0,
+      promoteRetries: 0,
+      addMs: 0,
+      startMs: since(started),
+      promoteMs: 0,
+      voterMs: 0,
+      totalMs: since(started),
+    });
     for (const node of nodes.slice(1)) {
       const tc = performance.now();
       const tls = await certificates(node);
       const t0 = performance.now();
-      const gateway = new EtcdGateway(processes.map((p) => p.clientURL), { timeoutMs: 5_000, ...client() });
+      const gateway = new EtcdGateway(
+        processes.map((p) => p.clientURL),
+        { timeoutMs: 5_000, ...client() },
+      );
       const added = await untilOk(`member add ${node.name}`, () => gateway.memberAdd([node.peerURL], { learner: true }), deadline);
       const initialCluster = [
         ...added.value.members.filter((m: EtcdMember) => m.name).flatMap((m: EtcdMember) => m.peerURLs.map((u) => `${m.name}=${u}`)),
@@ -127,7 +154,10 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`all voters ${Math.round(performance.now() - started)}\n`);
 
-    const list = await new EtcdGateway(processes.map((p) => p.clientURL), client()).memberList();
+    const list = await new EtcdGateway(
+      processes.map((p) => p.clientURL),
+      client(),
+    ).memberList();
     const members = list.ok ? list.value.members : [];
     const voters = members.filter((m) => !m.isLearner && m.started).length;
     let raftIndex = 0;

@@ -88,7 +88,8 @@ export async function verifier(broker: BenchBroker, options: { runs: number; sec
   const trust = new ClusterTrust({ broker: broker.url, cluster: cluster.name });
   const local = createLocalJWKSet(jwks);
   const candidates = {
-    verifyAdmission: () => verifyAdmission(token, { broker: broker.url, cluster: cluster.name, node: "joiner", peerURL: peerUrlOf("joiner"), activeCheck: "none", trust }),
+    verifyAdmission: () =>
+      verifyAdmission(token, { broker: broker.url, cluster: cluster.name, node: "joiner", peerURL: peerUrlOf("joiner"), activeCheck: "none", trust }),
     joseJwtVerify: () => jwtVerify(token, local),
   };
   // Warm: the first call fetches the JWKS from the broker; later ones use jose's cache.
@@ -101,17 +102,29 @@ export async function verifier(broker: BenchBroker, options: { runs: number; sec
   for (let run = 0; run < options.runs; run++) {
     const rate = await interleaved(options.seconds, candidates, run);
     const ratio = round(rate.verifyAdmission / rate.joseJwtVerify, 3);
-    runs.push({ run, order: `interleaved in ${SLICE_MS} ms slices, ${run % 2 === 0 ? "verifyAdmission" : "jose"} first`, verifyAdmissionPerSecond: rate.verifyAdmission, joseJwtVerifyPerSecond: rate.joseJwtVerify, ratio });
+    runs.push({
+      run,
+      order: `interleaved in ${SLICE_MS} ms slices, ${run % 2 === 0 ? "verifyAdmission" : "jose"} first`,
+      verifyAdmissionPerSecond: rate.verifyAdmission,
+      joseJwtVerifyPerSecond: rate.joseJwtVerify,
+      ratio,
+    });
     log(`verifier run ${run + 1}/${options.runs}: verifyAdmission ${rate.verifyAdmission}/s, jose ${rate.joseJwtVerify}/s, ratio ${ratio}`);
   }
 
   const introspectSeconds = Math.min(2, options.seconds);
-  const introspected = await slice(introspectSeconds * 1000, () => verifyAdmission(token, { broker: broker.url, cluster: cluster.name, node: "joiner", peerURL: peerUrlOf("joiner"), trust }));
+  const introspected = await slice(introspectSeconds * 1000, () =>
+    verifyAdmission(token, { broker: broker.url, cluster: cluster.name, node: "joiner", peerURL: peerUrlOf("joiner"), trust }),
+  );
   const sorted = [...introspected.latencies].sort((a, b) => a - b);
   return {
     secondsPerLoop: options.seconds,
     runs,
-    withIntrospection: { perSecond: round(introspected.calls / (introspected.ms / 1000), 1), seconds: introspectSeconds, p50Ms: round(sorted[Math.floor(sorted.length / 2)] ?? NaN) },
+    withIntrospection: {
+      perSecond: round(introspected.calls / (introspected.ms / 1000), 1),
+      seconds: introspectSeconds,
+      p50Ms: round(sorted[Math.floor(sorted.length / 2)] ?? NaN),
+    },
     summary: {
       verifyAdmissionPerSecond: round(median(runs.map((r) => r.verifyAdmissionPerSecond)), 1),
       joseJwtVerifyPerSecond: round(median(runs.map((r) => r.joseJwtVerifyPerSecond)), 1),

@@ -61,5 +61,7 @@ export async function buildCli({ root = ROOT, dir = BUILD_DIR } = {}) {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const started = Date.now();
   const manifest = await buildCli();
-  process.stdout.write(`built ${relative(process.cwd(), join(ROOT, BUILD_DIR)) || BUILD_DIR} from ${Object.keys(manifest.sources).length} sources in ${Date.now() - started} ms\n`);
+  process.stdout.write(
+    `built ${relative(process.cwd(), join(ROOT, BUILD_DIR)) || BUILD_DIR} from ${Object.keys(manifest.sources).length} sources in ${Date.now() - started} ms\n`,
+  );
 }

@@ -33,7 +33,10 @@ export async function consoleModule(root = ROOT) {
     "// change those modules and run `npm run build:console`.\n" +
     "/** The console's script, served as /console/app.js (an ES module). */\n" +
     // A line per line, so that a change to the script reads as one in this file's history.
-    `export const CONSOLE_JS: string = [\n${script.split("\n").map((line) => `  ${JSON.stringify(line)},\n`).join("")}].join("\\n");\n`
+    `export const CONSOLE_JS: string = [\n${script
+      .split("\n")
+      .map((line) => `  ${JSON.stringify(line)},\n`)
+      .join("")}].join("\\n");\n`
   );
 }
 

@@ -56,7 +56,8 @@ if (!joiners || Number(joiners) < 1 || Number(joiners) > 8) fail("--nodes is 1+N
 const { ETCD_MINORS, ensureEtcd } = await import("./etcd.mjs");
 if (!ETCD_MINORS.includes(values.etcd)) fail(`--etcd must be one of ${ETCD_MINORS.join(", ")}`);
 if (!["join-api", "gate", "alternate"].includes(values.mode)) fail("--mode is join-api, gate or alternate");
-if (!["test", "k0s"].includes(values.installer)) fail("--installer is test (the test installer: kubeadm's etcd phase with etcdctl) or k0s (real k0s controllers)");
+if (!["test", "k0s"].includes(values.installer))
+  fail("--installer is test (the test installer: kubeadm's etcd phase with etcdctl) or k0s (real k0s controllers)");
 const k0s = values.installer === "k0s";
 if (k0s) {
   if (values.nodes !== "1+3") fail("--installer k0s runs 1 + 3 controllers: --nodes 1+3");
@@ -98,7 +99,9 @@ if (k0s) {
   }
 }
 
-const what = k0s ? `k0s ${values.k0s === "both" ? "1.28 (odd seeds) and 1.36 (even seeds)" : values.k0s}${values["k0s-variant"] ? ` +${values["k0s-variant"]}` : ""}, 1+3 controllers in gate mode` : `1+${joiners} nodes, etcd ${values.etcd}`;
+const what = k0s
+  ? `k0s ${values.k0s === "both" ? "1.28 (odd seeds) and 1.36 (even seeds)" : values.k0s}${values["k0s-variant"] ? ` +${values["k0s-variant"]}` : ""}, 1+3 controllers in gate mode`
+  : `1+${joiners} nodes, etcd ${values.etcd}`;
 console.log(`campaign: ${seeds.length} seed(s) (${seeds.join(", ")}), ${what}`);
 const startedAt = new Date().toISOString();
 const results = [];
@@ -128,7 +131,11 @@ const worker = async () => {
     const release = values.lock ? await holdLock(values.lock) : async () => undefined;
     try {
       const log = (line) => console.log(line);
-      results.push(k0s ? await runK0sSeed(seed, { k0s: values.k0s, variant: values["k0s-variant"] ?? null, outDir: values.out, log }) : await runSeed(seed, { joiners: Number(joiners), mode: values.mode, log }));
+      results.push(
+        k0s
+          ? await runK0sSeed(seed, { k0s: values.k0s, variant: values["k0s-variant"] ?? null, outDir: values.out, log })
+          : await runSeed(seed, { joiners: Number(joiners), mode: values.mode, log }),
+      );
     } finally {
       await release();
     }
@@ -142,7 +149,11 @@ const worker = async () => {
       const command = `npm run campaign -- ${process.argv.slice(2).join(" ")}`;
       // The k0s campaign owns its section of the record; the main campaign the rest.
       const kept = k0sSectionOf(existing);
-      const text = k0s ? withK0sSection(existing, reliabilityK0sSection(run, command)) : kept ? withK0sSection(reliabilityMarkdown(run, command), kept) : reliabilityMarkdown(run, command);
+      const text = k0s
+        ? withK0sSection(existing, reliabilityK0sSection(run, command))
+        : kept
+          ? withK0sSection(reliabilityMarkdown(run, command), kept)
+          : reliabilityMarkdown(run, command);
       writeFileSync(file, text.endsWith("\n") ? text : `${text}\n`);
     }
   }
@@ -151,5 +162,8 @@ await Promise.all(Array.from({ length: Math.min(parallel, seeds.length) }, worke
 const failed = results.filter((r) => r.outcome === "fail");
 
 console.log(`\ncampaign: ${results.length - failed.length} passed, ${failed.length} failed; report: ${values.out}/report.json`);
-for (const r of failed) console.log(`  seed ${r.seed}: ${r.violations.map((v) => v.invariant).join(", ")} (replay: ${k0s ? `npm run campaign -- --installer k0s --seed ${r.seed}${values.k0s !== "both" ? ` --k0s ${values.k0s}` : ""}${values["k0s-variant"] ? ` --k0s-variant ${values["k0s-variant"]}` : ""}` : `npm run campaign -- --seed ${r.seed} --nodes 1+${joiners} --etcd ${values.etcd} --mode ${r.mode}`})`);
+for (const r of failed)
+  console.log(
+    `  seed ${r.seed}: ${r.violations.map((v) => v.invariant).join(", ")} (replay: ${k0s ? `npm run campaign -- --installer k0s --seed ${r.seed}${values.k0s !== "both" ? ` --k0s ${values.k0s}` : ""}${values["k0s-variant"] ? ` --k0s-variant ${values["k0s-variant"]}` : ""}` : `npm run campaign -- --seed ${r.seed} --nodes 1+${joiners} --etcd ${values.etcd} --mode ${r.mode}`})`,
+  );
 process.exit(failed.length ? 1 : 0);

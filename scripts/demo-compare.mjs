@@ -11,7 +11,9 @@ export async function compareRuns({ seed, names, faults }) {
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
   const schedule = faultSchedule(seed, names);
-  console.log(`Seed ${seed}: 1 + ${names.length - 1} controllers on real etcd${faults ? `; faults: the join API fails for the first ${schedule.joinApiFailMs / 1000} s, ${schedule.kills.map((k) => `${k.node} is killed at ${k.step}`).join(", ")}` : ""}.`);
+  console.log(
+    `Seed ${seed}: 1 + ${names.length - 1} controllers on real etcd${faults ? `; faults: the join API fails for the first ${schedule.joinApiFailMs / 1000} s, ${schedule.kills.map((k) => `${k.node} is killed at ${k.step}`).join(", ")}` : ""}.`,
+  );
   console.log(`\n1. Without the broker: each joiner asks a join API that adds it as a voter at once and answers 500 on any error;`);
   console.log(`   it gives up after 10 s and restarts, and a restarted controller that finds its certificates starts etcd as if it had joined.\n`);
   const naive = await runNaive({ seed, names, faults, log: (l) => console.log(l) });

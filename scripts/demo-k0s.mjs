@@ -38,11 +38,17 @@ export async function k0sDemo({ version, withoutBroker }) {
   if (naive) {
     console.log(
       `Without the broker: ${naive.clusters.length} etcd cluster ID(s) (${naive.clusters.join(", ")})` +
-        (naive.clusters.length > 1 ? `: ${naive.faulted}, restarted, started a cluster of its own (split brain).` : `; ${naive.faulted}'s learner blocks every other joiner.`),
+        (naive.clusters.length > 1
+          ? `: ${naive.faulted}, restarted, started a cluster of its own (split brain).`
+          : `; ${naive.faulted}'s learner blocks every other joiner.`),
     );
   }
   const voters = Object.values(brokered.views).every((v) => v && v.members.length === 4 && v.members.every((m) => m.name && !m.isLearner));
   const ok = brokered.clusters.length === 1 && voters;
-  console.log(ok ? `With the broker: one cluster ID (${brokered.clusters[0]}), four started voters, no member left behind, in ${brokered.seconds} s.` : "With the broker: NOT one cluster of four voters (see test-results/lab-k0s/).");
+  console.log(
+    ok
+      ? `With the broker: one cluster ID (${brokered.clusters[0]}), four started voters, no member left behind, in ${brokered.seconds} s.`
+      : "With the broker: NOT one cluster of four voters (see test-results/lab-k0s/).",
+  );
   return ok ? 0 : 1;
 }

@@ -18,7 +18,8 @@ const { BrokeredKubeLab, KubeLab, NODES, eventually, holdFirstJoiner, startedVot
 const t0 = Date.now();
 const log = (line) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`);
 const errorLine = (output) => output.match(/^error: .*$/m)?.[0] ?? output.trim().split("\n").at(-1) ?? "";
-const describeMember = (m) => `${BigInt(m.ID).toString(16)} ${m.name || "(never started)"} ${m.isLearner ? "learner" : "voter"} ${(m.peerURLs ?? []).join(",")}`;
+const describeMember = (m) =>
+  `${BigInt(m.ID).toString(16)} ${m.name || "(never started)"} ${m.isLearner ? "learner" : "voter"} ${(m.peerURLs ?? []).join(",")}`;
 
 /** kubeadm alone: four concurrent control-plane joins, one joiner's etcd late. Returns what it saw. */
 async function withoutBroker(bins) {
@@ -43,7 +44,10 @@ async function withoutBroker(bins) {
       const refused = (r.output.match(/too many learner members/g) ?? []).length;
       return { host: joiners[i].host, code: r.code, ms: r.ms, error: r.code === 0 ? "" : errorLine(r.output), refused };
     });
-    for (const r of results) log(`${r.host}: kubeadm join exited ${r.code} after ${(r.ms / 1000).toFixed(1)} s${r.code ? `: ${r.error}` : ""}${r.refused ? ` (${r.refused} adds refused: too many learner members)` : ""}`);
+    for (const r of results)
+      log(
+        `${r.host}: kubeadm join exited ${r.code} after ${(r.ms / 1000).toFixed(1)} s${r.code ? `: ${r.error}` : ""}${r.refused ? ` (${r.refused} adds refused: too many learner members)` : ""}`,
+      );
     const list = await k.members(cp1.host);
     const members = list?.members ?? [];
     log(`etcd's members now (${cp1.host}'s view): ${members.length}, learners left: ${members.filter((m) => m.isLearner).length}`);
@@ -76,13 +80,21 @@ async function withoutBrokerMaxLearners(bins) {
     });
     for (const r of results) log(`${r.host}: kubeadm join exited ${r.code} after ${(r.ms / 1000).toFixed(1)} s${r.code ? `: ${r.error}` : ""}`);
     // Each etcd pod's output, kept by the kubelet stand-in: how often it exited on #2005.
-    const unequal = rest.map((h) => ({ host: h.host, count: (k.podOutput(h.host, `etcd-${h.host}`).match(/member count is unequal/g) ?? []).length })).filter((u) => u.count > 0);
-    for (const u of unequal) log(`${u.host}: its etcd exited ${u.count} time(s) with "member count is unequal" (its --initial-cluster lacked a member added after it)`);
+    const unequal = rest
+      .map((h) => ({ host: h.host, count: (k.podOutput(h.host, `etcd-${h.host}`).match(/member count is unequal/g) ?? []).length }))
+      .filter((u) => u.count > 0);
+    for (const u of unequal)
+      log(`${u.host}: its etcd exited ${u.count} time(s) with "member count is unequal" (its --initial-cluster lacked a member added after it)`);
     const list = await k.members(cp1.host);
     const members = list?.members ?? [];
     log(`etcd's members now (${cp1.host}'s view): ${members.length}, learners left: ${members.filter((m) => m.isLearner).length}`);
     for (const m of members) log(`  ${describeMember(m)}`);
-    return { failed: results.filter((r) => r.code !== 0).length, learners: members.filter((m) => m.isLearner).length, members: members.length, unequal: unequal.length };
+    return {
+      failed: results.filter((r) => r.code !== 0).length,
+      learners: members.filter((m) => m.isLearner).length,
+      members: members.length,
+      unequal: unequal.length,
+    };
   } finally {
     await k.close();
   }
@@ -103,19 +115,29 @@ async function brokered(bins) {
     });
     log(`five agents start at once (join-broker serve on host broker, a load balancer on host lb)…`);
     for (const n of NODES) b.startAgent(n);
-    await h.waitFor("a joiner's learner, its etcd held", async () => !!held() && (await b.anyMembers())?.members.some((m) => m.isLearner && !m.name) === true, 240_000);
+    await h.waitFor(
+      "a joiner's learner, its etcd held",
+      async () => !!held() && (await b.anyMembers())?.members.some((m) => m.isLearner && !m.name) === true,
+      240_000,
+    );
     log(`${held()}'s learner is added, its etcd held: the broker admits nobody else meanwhile`);
     await new Promise((r) => setTimeout(r, 20_000));
     log(`${held()}'s kubelet starts its etcd`);
     k.kubelets.get(held()).release(`etcd-${held()}`);
     await h.waitFor("every agent to exit", () => NODES.every((n) => h.current(n)?.exit), 360_000);
-    const list = await eventually("five started voters", async () => {
-      const l = await b.anyMembers();
-      return l && l.members.length === NODES.length && startedVoters(l).length === NODES.length ? l : null;
-    }, 120_000).catch(() => null);
+    const list = await eventually(
+      "five started voters",
+      async () => {
+        const l = await b.anyMembers();
+        return l && l.members.length === NODES.length && startedVoters(l).length === NODES.length ? l : null;
+      },
+      120_000,
+    ).catch(() => null);
     const members = list?.members ?? (await b.anyMembers())?.members ?? [];
     const refused = NODES.filter((n) => b.kubeadmOutput(n).includes("too many learner members"));
-    log(`etcd's members now: ${members.length}, voters: ${members.filter((m) => !m.isLearner).length}, learners: ${members.filter((m) => m.isLearner).length}; kubeadm runs refused a learner: ${refused.length}`);
+    log(
+      `etcd's members now: ${members.length}, voters: ${members.filter((m) => !m.isLearner).length}, learners: ${members.filter((m) => m.isLearner).length}; kubeadm runs refused a learner: ${refused.length}`,
+    );
     for (const m of members) log(`  ${describeMember(m)}`);
     const exits = NODES.map((n) => h.current(n)?.exit?.code);
     return { voters: startedVoters({ members }).length, learners: members.filter((m) => m.isLearner).length, exits, refused: refused.length };
@@ -140,7 +162,9 @@ export async function kubeadmDemo({ withoutBroker: compare }) {
   if (compare) {
     console.log("1. Without the broker: kubeadm init on cp-1, then kubeadm join --control-plane on cp-2…cp-5 at once; cp-2's etcd starts late.\n");
     naive = await withoutBroker(bins);
-    console.log("\n2. Without the broker, etcd allowing 2 learners (--max-learners 2): kubeadm init on cp-1, then kubeadm join --control-plane on cp-2…cp-5 at once.\n");
+    console.log(
+      "\n2. Without the broker, etcd allowing 2 learners (--max-learners 2): kubeadm init on cp-1, then kubeadm join --control-plane on cp-2…cp-5 at once.\n",
+    );
     naiveMax = await withoutBrokerMaxLearners(bins);
     console.log("\n3. With the broker: the same five hosts, each running join-broker join --exec with the kubeadm recipe.\n");
   } else {
@@ -149,8 +173,15 @@ export async function kubeadmDemo({ withoutBroker: compare }) {
   const withBroker = await brokered(bins);
   console.log("");
   if (naive) console.log(`Without the broker: ${naive.failed} of 4 joins failed; ${naive.learners} learner left in etcd (${naive.members} members).`);
-  if (naiveMax) console.log(`Without the broker, --max-learners 2: ${naiveMax.failed} of 4 joins failed; ${naiveMax.unequal} etcd exited with "member count is unequal"; ${naiveMax.learners} learner(s) left in etcd (${naiveMax.members} members).`);
+  if (naiveMax)
+    console.log(
+      `Without the broker, --max-learners 2: ${naiveMax.failed} of 4 joins failed; ${naiveMax.unequal} etcd exited with "member count is unequal"; ${naiveMax.learners} learner(s) left in etcd (${naiveMax.members} members).`,
+    );
   const ok = withBroker.voters === NODES.length && withBroker.learners === 0 && withBroker.exits.every((c) => c === 0);
-  console.log(ok ? `With the broker: all ${NODES.length} nodes started voters, no learner left, no kubeadm run refused a learner (${withBroker.refused}).` : `With the broker: NOT every node a voter (exits ${withBroker.exits.join(", ")}; see test-results/lab-kubeadm/demo-brokered/).`);
+  console.log(
+    ok
+      ? `With the broker: all ${NODES.length} nodes started voters, no learner left, no kubeadm run refused a learner (${withBroker.refused}).`
+      : `With the broker: NOT every node a voter (exits ${withBroker.exits.join(", ")}; see test-results/lab-kubeadm/demo-brokered/).`,
+  );
   return ok ? 0 : 1;
 }

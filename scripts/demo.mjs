@@ -54,7 +54,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log("Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N] [--kubeadm] [--k0s [1.28|1.36]]");
+  console.log(
+    "Usage: npm run demo -- [--nodes N (2-12, default 7)] [--faults] [--seed N] [--keep] [--without-broker] [--self-hosted] [--etcd 3.4|3.5|3.6|3.7] [--max-in-flight N] [--kubeadm] [--k0s [1.28|1.36]]",
+  );
   console.log("  --etcd VERSION     the etcd release to run (default: Debian's 3.4; 3.5-3.7 are built once from their Go modules)");
   console.log("  --max-in-flight N  admit N nodes at once (learners in parallel; etcd 3.6+), e.g. --etcd 3.7 --max-in-flight 6");
   console.log("  --without-broker  run the nodes the way k0s v1.28 joined (no broker), then with the broker, on the same seed and faults, and compare");
@@ -136,7 +138,16 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 try {
-  h = await ClusterHarness.start({ scenario: "demo", seed, nodes: names, cluster: "demo", faultProxy: values.faults, ...(maxInFlight > 1 ? { policy: { maxInFlight } } : {}), random: seededRandom(seed ^ 0x5eed), broker: { runtime } });
+  h = await ClusterHarness.start({
+    scenario: "demo",
+    seed,
+    nodes: names,
+    cluster: "demo",
+    faultProxy: values.faults,
+    ...(maxInFlight > 1 ? { policy: { maxInFlight } } : {}),
+    random: seededRandom(seed ^ 0x5eed),
+    broker: { runtime },
+  });
 } catch (e) {
   console.error(`Could not start: ${e instanceof Error ? e.message : e}`);
   process.exit(1);
@@ -183,15 +194,19 @@ let settleExplained = false;
 h.onEvent((run, e) => {
   if (e.step === "member-add") {
     clearTimeout(settleTimers.get(run.node.name));
-    settleTimers.set(run.node.name, setTimeout(() => {
-      // With a single voter there is nothing to settle: a wait then has another cause (a fault).
-      if ((settleExplained && tty) || !settling()) return;
-      settleExplained = true;
-      announce(`${run.node.name} waits at member-add: ${ETCD_SETTLE}`);
-    }, 1_500));
+    settleTimers.set(
+      run.node.name,
+      setTimeout(() => {
+        // With a single voter there is nothing to settle: a wait then has another cause (a fault).
+        if ((settleExplained && tty) || !settling()) return;
+        settleExplained = true;
+        announce(`${run.node.name} waits at member-add: ${ETCD_SETTLE}`);
+      }, 1_500),
+    );
   } else if (e.step !== "retry") clearTimeout(settleTimers.get(run.node.name));
   if (e.step === "joined" && !joinedAt.has(run.node.name)) joinedAt.set(run.node.name, Date.now() - t0);
-  if (!tty && !finished && e.step !== "retry") console.log(`[${secs(Date.now() - t0).padStart(7)}] ${run.node.name}${run.run > 1 ? ` (run ${run.run})` : ""} ${e.step}: ${e.msg}`);
+  if (!tty && !finished && e.step !== "retry")
+    console.log(`[${secs(Date.now() - t0).padStart(7)}] ${run.node.name}${run.run > 1 ? ` (run ${run.run})` : ""} ${e.step}: ${e.msg}`);
 });
 
 // The live view: one line per node, redrawn in place.
@@ -249,23 +264,33 @@ if (ok) {
   console.log(`  bootstrap    ${bootstrap}: the broker's one bootstrap ticket; every other node joined as a learner, then was promoted`);
   console.log(`  admissions   ${order.join(" → ")}`);
   if (list.ok) {
-    console.log(`  members      ${list.value.members.length}, ${list.value.members.filter((m) => !m.isLearner).length} voters, ${list.value.members.filter((m) => m.isLearner).length} learners`);
+    console.log(
+      `  members      ${list.value.members.length}, ${list.value.members.filter((m) => !m.isLearner).length} voters, ${list.value.members.filter((m) => m.isLearner).length} learners`,
+    );
     for (const m of [...list.value.members].sort((a, b) => (joinedAt.get(a.name) ?? 0) - (joinedAt.get(b.name) ?? 0))) {
-      console.log(`    ${m.name.padEnd(8)} ${hex(m.id).padEnd(17)} ${m.isLearner ? "learner" : "voter  "} ${m.peerURLs.join(",")}   joined after ${secs(joinedAt.get(m.name) ?? took)}`);
+      console.log(
+        `    ${m.name.padEnd(8)} ${hex(m.id).padEnd(17)} ${m.isLearner ? "learner" : "voter  "} ${m.peerURLs.join(",")}   joined after ${secs(joinedAt.get(m.name) ?? took)}`,
+      );
     }
   }
   if (values.faults) {
     const s = h.proxy.stats;
-    console.log(`  faults       join API: ${s.answered500} × 500, ${s.dropped} dropped connections; killed: ${killedInOrder.map((k) => `${k.node} at ${k.step}`).join(", ") || "none"}`);
+    console.log(
+      `  faults       join API: ${s.answered500} × 500, ${s.dropped} dropped connections; killed: ${killedInOrder.map((k) => `${k.node} at ${k.step}`).join(", ") || "none"}`,
+    );
   }
   console.log(`  time         ${secs(took)} from start to the last join (etcd ${etcd.version}, maxInFlight ${maxInFlight})`);
-  if (maxInFlight === 1 && count > 2) console.log(`               one at a time, each add waits for etcd to settle; with etcd 3.6+, --etcd 3.7 --max-in-flight ${count - 1} admits the joiners together`);
+  if (maxInFlight === 1 && count > 2)
+    console.log(
+      `               one at a time, each add waits for etcd to settle; with etcd 3.6+, --etcd 3.7 --max-in-flight ${count - 1} admits the joiners together`,
+    );
   h.writeTimeline({ tookMs: took, members: list.ok ? list.value.members.length : null });
 }
 
 if (ok && values.keep) {
   console.log(`\nThe cluster keeps running. etcd client URLs: ${h.nodes.map((n) => n.clientURL).join(",")}`);
-  if (h.etcdClientTls) console.log(`etcd wants a client certificate: etcdctl --cacert ${h.etcdClientTls.ca} --cert ${h.etcdClientTls.cert} --key ${h.etcdClientTls.key}`);
+  if (h.etcdClientTls)
+    console.log(`etcd wants a client certificate: etcdctl --cacert ${h.etcdClientTls.ca} --cert ${h.etcdClientTls.cert} --key ${h.etcdClientTls.key}`);
   console.log(`Broker ${h.broker.url} (admin token ${h.broker.adminToken}); Ctrl-C stops everything.`);
   await new Promise(() => {});
 }

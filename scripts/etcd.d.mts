@@ -21,4 +21,7 @@ export function binaryRelease(bin: string): string | null;
 export function cachedEtcdPath(version: string): string | null;
 /** The absolute path of this version's etcd (etcdctl beside it), building or installing it first if needed. */
 export function ensureEtcd(version: string, options?: { log?: (line: string) => void }): Promise<string>;
-export function listEtcd(options?: { build?: boolean; log?: (line: string) => void }): Promise<(EtcdPin & { path: string | null; reported: string | null; error: string | null })[]>;
+export function listEtcd(options?: {
+  build?: boolean;
+  log?: (line: string) => void;
+}): Promise<(EtcdPin & { path: string | null; reported: string | null; error: string | null })[]>;

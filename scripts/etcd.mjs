@@ -34,7 +34,9 @@ export function etcdPin(version) {
 
 /** "3.6", "v3.6", "3.6.16" (the pinned release) → "3.6"; anything else throws with the choices. */
 export function normalizeMinor(version) {
-  const v = String(version ?? "").trim().replace(/^v/, "");
+  const v = String(version ?? "")
+    .trim()
+    .replace(/^v/, "");
   const m = /^(\d+\.\d+)(?:\.(\d+))?$/.exec(v);
   if (m && PINS[m[1]] && (m[2] === undefined || PINS[m[1]].release === v || PINS[m[1]].source === "debian")) return m[1];
   const known = ETCD_MINORS.map((k) => `${k} (${PINS[k].release})`).join(", ");
@@ -163,7 +165,9 @@ func main() { ctlv3.MustStart() }
 async function buildFromModules(pin, log) {
   const go = findGo();
   if (!go) {
-    throw new Error(`etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go (the pinned releases' dependencies need Go 1.26 or newer)`);
+    throw new Error(
+      `etcd ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go (the pinned releases' dependencies need Go 1.26 or newer)`,
+    );
   }
   const cache = etcdCacheDir();
   const final = join(cache, pin.release);
@@ -188,13 +192,28 @@ async function buildFromModules(pin, log) {
     const v = `v${pin.release}`;
     const started = Date.now();
     log(`[etcd] building etcd ${pin.release} from its Go modules into ${final} (once per machine; a few minutes when Go's caches are cold)`);
-    await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], { cwd: src, env, label: `fetching etcd ${pin.release}'s modules`, log, tag: "etcd" });
+    await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], {
+      cwd: src,
+      env,
+      label: `fetching etcd ${pin.release}'s modules`,
+      log,
+      tag: "etcd",
+    });
     const ldflags = `-X go.etcd.io/etcd/api/v3/version.GitSHA=module-${v}`;
-    await run(go, ["build", "-ldflags", ldflags, "-o", work + "/", "./etcd", "./etcdctl"], { cwd: src, env, label: `compiling etcd ${pin.release}`, log, tag: "etcd" });
+    await run(go, ["build", "-ldflags", ldflags, "-o", work + "/", "./etcd", "./etcdctl"], {
+      cwd: src,
+      env,
+      label: `compiling etcd ${pin.release}`,
+      log,
+      tag: "etcd",
+    });
     const reported = binaryRelease(join(work, "etcd"));
     if (reported !== pin.release) throw new Error(`the etcd just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
     if (!executable(join(work, "etcdctl"))) throw new Error(`go build made no etcdctl for ${pin.release}`);
-    writeFileSync(join(work, "build.json"), `${JSON.stringify({ release: pin.release, go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(), builtAt: new Date().toISOString(), seconds: Math.round((Date.now() - started) / 100) / 10 }, null, 2)}\n`);
+    writeFileSync(
+      join(work, "build.json"),
+      `${JSON.stringify({ release: pin.release, go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(), builtAt: new Date().toISOString(), seconds: Math.round((Date.now() - started) / 100) / 10 }, null, 2)}\n`,
+    );
     try {
       renameSync(work, final);
     } catch (e) {
@@ -255,4 +274,3 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     },
   );
 }
-

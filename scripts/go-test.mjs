@@ -20,7 +20,10 @@ export function go(args, env = {}) {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  for (const args of [["vet", "./..."], ["test", "-count=1", "./..."]]) {
+  for (const args of [
+    ["vet", "./..."],
+    ["test", "-count=1", "./..."],
+  ]) {
     console.log(`go ${args.join(" ")}  (in integrations/go)`);
     const status = go(args);
     if (status !== 0) process.exit(status);

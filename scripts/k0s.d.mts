@@ -46,6 +46,9 @@ export function reportedK0sVersion(bin: string): string | null;
 /** The path of an already-built k0s (never builds). */
 export function cachedK0sPath(version: string): string | null;
 export function ensureK0s(version: string, options?: { log?: (line: string) => void }): Promise<string>;
-export function listK0s(options?: { build?: boolean; log?: (line: string) => void }): Promise<{ name: string; release: string; path: string | null; reported: string | null; error: string | null }[]>;
+export function listK0s(options?: {
+  build?: boolean;
+  log?: (line: string) => void;
+}): Promise<{ name: string; release: string; path: string | null; reported: string | null; error: string | null }[]>;
 export function sha256File(path: string): Promise<string>;
 export function checkedArchive(pin: K0sPin): Promise<string>;

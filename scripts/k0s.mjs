@@ -100,7 +100,9 @@ export function variantDir(version, variant) {
 export function k0sVariants(version) {
   const dir = join(ROOT, "integrations", "k0s", version);
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((f) => /^[a-z][a-z0-9-]*$/.test(f) && statSync(join(dir, f)).isDirectory()).sort();
+  return readdirSync(dir)
+    .filter((f) => /^[a-z][a-z0-9-]*$/.test(f) && statSync(join(dir, f)).isDirectory())
+    .sort();
 }
 
 function filesUnder(dir) {
@@ -118,9 +120,14 @@ export function variantPatches(version, variant) {
   const dir = variantDir(version, variant);
   if (!existsSync(dir)) {
     const known = k0sVariants(version);
-    throw new UsageError(`k0s ${version} has no variant '${variant}': it would be the patches of ${relative(ROOT, dir)}/ (${known.length ? `variants: ${known.join(", ")}` : "no variant exists yet"})`);
+    throw new UsageError(
+      `k0s ${version} has no variant '${variant}': it would be the patches of ${relative(ROOT, dir)}/ (${known.length ? `variants: ${known.join(", ")}` : "no variant exists yet"})`,
+    );
   }
-  const patches = readdirSync(dir).filter((f) => f.endsWith(".patch")).sort().map((f) => join(dir, f));
+  const patches = readdirSync(dir)
+    .filter((f) => f.endsWith(".patch"))
+    .sort()
+    .map((f) => join(dir, f));
   if (patches.length === 0) throw new Error(`${relative(ROOT, dir)}/ holds no *.patch file`);
   return patches;
 }
@@ -165,7 +172,14 @@ export function k0sLdflags(release, variables, buildDate) {
   const kube = v("kubernetes");
   const [major, minor] = kube.split(".");
   const flags = ["-w", "-s", `-X github.com/k0sproject/k0s/pkg/build.Version=${release}`];
-  for (const [name, component] of [["RuncVersion", "runc"], ["ContainerdVersion", "containerd"], ["KubernetesVersion", "kubernetes"], ["KineVersion", "kine"], ["EtcdVersion", "etcd"], ["KonnectivityVersion", "konnectivity"]]) {
+  for (const [name, component] of [
+    ["RuncVersion", "runc"],
+    ["ContainerdVersion", "containerd"],
+    ["KubernetesVersion", "kubernetes"],
+    ["KineVersion", "kine"],
+    ["EtcdVersion", "etcd"],
+    ["KonnectivityVersion", "konnectivity"],
+  ]) {
     flags.push(`-X github.com/k0sproject/k0s/pkg/build.${name}=${v(component)}`);
   }
   flags.push(
@@ -232,11 +246,18 @@ export function sha256File(path) {
 /** The archive of a pin, its sha256 checked; throws saying where it was looked for or what it hashed to. */
 export async function checkedArchive(pin) {
   const dir = k0sSourceDir();
-  if (!dir) throw new Error(`k0s ${pin.release} is built from its source archive ${pin.archive}, and no directory shared/k0s was found beside ${ROOT} or its parents: set JOIN_BROKER_K0S_SOURCE to the directory holding it`);
+  if (!dir)
+    throw new Error(
+      `k0s ${pin.release} is built from its source archive ${pin.archive}, and no directory shared/k0s was found beside ${ROOT} or its parents: set JOIN_BROKER_K0S_SOURCE to the directory holding it`,
+    );
   const archive = join(dir, pin.archive);
-  if (!existsSync(archive)) throw new Error(`k0s ${pin.release}'s source archive is missing: ${archive} (set JOIN_BROKER_K0S_SOURCE to the directory holding ${pin.archive})`);
+  if (!existsSync(archive))
+    throw new Error(`k0s ${pin.release}'s source archive is missing: ${archive} (set JOIN_BROKER_K0S_SOURCE to the directory holding ${pin.archive})`);
   const actual = await sha256File(archive);
-  if (actual !== pin.sha256) throw new Error(`${archive} has sha256 ${actual}, not the pinned ${pin.sha256} (scripts/k0s-versions.json): it is not k0s ${pin.release} as tagged (commit ${pin.commit})`);
+  if (actual !== pin.sha256)
+    throw new Error(
+      `${archive} has sha256 ${actual}, not the pinned ${pin.sha256} (scripts/k0s-versions.json): it is not k0s ${pin.release} as tagged (commit ${pin.commit})`,
+    );
   return archive;
 }
 
@@ -265,7 +286,9 @@ async function build({ version, variant }, log) {
     for (const left of readdirSync(cache).filter((f) => f.startsWith(`.build-${key}-`))) rmSync(join(cache, left), { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
     const started = Date.now();
-    log(`[k0s] building ${name} from its source archive into ${final} (once per machine; 6 to 10 minutes on 2 cores, and about 1 GB of modules, when Go's caches are cold)`);
+    log(
+      `[k0s] building ${name} from its source archive into ${final} (once per machine; 6 to 10 minutes on 2 cores, and about 1 GB of modules, when Go's caches are cold)`,
+    );
     const archive = await checkedArchive(pin);
     log(`[k0s] ${archive}: sha256 ${pin.sha256} as pinned`);
     execFileSync("tar", ["-xzf", archive, "-C", work], { stdio: ["ignore", "ignore", "inherit"] });
@@ -282,7 +305,8 @@ async function build({ version, variant }, log) {
     };
     const step = (args, label, cwd = src) => run(go, args, { cwd, env, label, log, tag: "k0s" });
     // Modules the proxy refuses at the version k0s's go.mod names (403), replaced by the next patch release.
-    for (const [module, v] of Object.entries(pin.replace ?? {})) await step(["mod", "edit", `-replace=${module}=${module}@${v}`], `replacing ${module} by ${v}`);
+    for (const [module, v] of Object.entries(pin.replace ?? {}))
+      await step(["mod", "edit", `-replace=${module}=${module}@${v}`], `replacing ${module} by ${v}`);
     if (pin.goBindata) {
       // `go install …@version` of go-bindata fails on the proxy's version list; a scratch module builds it.
       const tool = join(work, "go-bindata-build");
@@ -290,7 +314,11 @@ async function build({ version, variant }, log) {
       writeFileSync(join(tool, "go.mod"), "module etcd-join-broker/go-bindata-build\n\ngo 1.22\n");
       await step(["get", `github.com/kevinburke/go-bindata@${pin.goBindata}`], `fetching go-bindata ${pin.goBindata}`, tool);
       await step(["build", "-o", join(work, "go-bindata"), "github.com/kevinburke/go-bindata/go-bindata"], "compiling go-bindata", tool);
-      await run(join(work, "go-bindata"), ["-o", "static/zz_generated_assets.go", "-pkg", "static", "-prefix", "static", "static/manifests/...", "static/misc/..."], { cwd: src, env, label: "generating static/zz_generated_assets.go", log, tag: "k0s" });
+      await run(
+        join(work, "go-bindata"),
+        ["-o", "static/zz_generated_assets.go", "-pkg", "static", "-prefix", "static", "static/manifests/...", "static/misc/..."],
+        { cwd: src, env, label: "generating static/zz_generated_assets.go", log, tag: "k0s" },
+      );
     }
     if (pin.emptyOffsets) writeFileSync(join(src, "pkg", "assets", "zz_generated_offsets_linux.go"), OFFSETS_GO);
     if (variant) {
@@ -307,7 +335,16 @@ async function build({ version, variant }, log) {
     if (reported !== pin.release) throw new Error(`the k0s just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
     const seconds = Math.round((Date.now() - started) / 100) / 10;
     mkdirSync(final, { recursive: true });
-    const info = { release: pin.release, variant, patches: patches.map((p) => relative(ROOT, p)), commit: pin.commit, sha256: pin.sha256, go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(), builtAt: new Date().toISOString(), seconds };
+    const info = {
+      release: pin.release,
+      variant,
+      patches: patches.map((p) => relative(ROOT, p)),
+      commit: pin.commit,
+      sha256: pin.sha256,
+      go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(),
+      builtAt: new Date().toISOString(),
+      seconds,
+    };
     writeFileSync(join(final, "k0s.build.json"), `${JSON.stringify(info, null, 2)}\n`);
     renameSync(join(work, "k0s"), done);
     log(`[k0s] built ${name} in ${Math.round(seconds)} s`);

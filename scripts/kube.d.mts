@@ -30,4 +30,7 @@ export function reportedVersion(name: KubeBinary, bin: string): string | null;
 export function cachedKubePath(name: KubeBinary): string | null;
 export function ensureKube(name: KubeBinary, options?: { log?: (line: string) => void }): Promise<string>;
 export function ensureKubeEtcd(options?: { log?: (line: string) => void }): Promise<string>;
-export function listKube(options?: { build?: boolean; log?: (line: string) => void }): Promise<{ name: KubeBinary | "etcd"; release: string; path: string | null; reported: string | null; error: string | null }[]>;
+export function listKube(options?: {
+  build?: boolean;
+  log?: (line: string) => void;
+}): Promise<{ name: KubeBinary | "etcd"; release: string; path: string | null; reported: string | null; error: string | null }[]>;

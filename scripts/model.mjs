@@ -35,37 +35,107 @@ const COUNTEREXAMPLE = { cflags: ["-DSAFETY", "-DBFS", "-DCOLLAPSE", "-DMEMLIM=4
 /** What must hold: `null` for no error at all, otherwise the violation spin must report. */
 const CHECKS = [
   // The longest first, so that two jobs finish together.
-  { name: "safety, maxInFlight 2, etcd learner limit 2 (etcd 3.6 --max-learners=2)", mode: SAFETY, defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
+  {
+    name: "safety, maxInFlight 2, etcd learner limit 2 (etcd 3.6 --max-learners=2)",
+    mode: SAFETY,
+    defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"],
+    expect: null,
+  },
   { name: "safety, maxInFlight 1, etcd learner limit 1 (etcd 3.4/3.5)", mode: SAFETY, defines: [], expect: null },
   { name: "progress, maxInFlight 1, up to 4 faults", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=4"], expect: null },
-  { name: "progress, maxInFlight 2, etcd learner limit 2, up to 3 faults", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=3", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
+  {
+    name: "progress, maxInFlight 2, etcd learner limit 2, up to 3 faults",
+    mode: PROGRESS,
+    defines: ["LIVENESS", "FAULTS=3", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"],
+    expect: null,
+  },
   // The pipelined order is reachable: a learner promoted while maxInFlight learners are pending.
   // Without this witness the maxInFlight 2 runs above could hold for want of ever pipelining.
-  { name: "witness: promotion while 2 learners are pending (pipelined, maxInFlight 2, etcd learner limit 2)", mode: COUNTEREXAMPLE, defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "WITNESS_PIPELINE"], expect: "no_pipelined_promotion" },
+  {
+    name: "witness: promotion while 2 learners are pending (pipelined, maxInFlight 2, etcd learner limit 2)",
+    mode: COUNTEREXAMPLE,
+    defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "WITNESS_PIPELINE"],
+    expect: "no_pipelined_promotion",
+  },
   // A limit of the design, kept as a check: the broker bounds admissions, etcd bounds learners.
   { name: "limit: more etcd learners allowed than maxInFlight", mode: COUNTEREXAMPLE, defines: ["MAX_LEARNERS=2"], expect: "learners_bounded" },
   // The broker's state rolled back to a backup from before the bootstrap (a restored backup, a
   // point-in-time restore): without the agent's check a node is told to bootstrap a cluster that
   // exists, and does; with it, one cluster.
-  { name: "rollback: broker state restored from a backup, without the agent's check", mode: COUNTEREXAMPLE, defines: ["ROLLBACK", "FAULTS=3"], expect: "one_cluster" },
-  { name: "rollback: broker state restored from a backup, the agent asks the controllers it knows first, up to 4 faults", mode: SAFETY_BUDGETED, defines: ["ROLLBACK", "NODE_CHECK", "FAULTS=4"], expect: null },
+  {
+    name: "rollback: broker state restored from a backup, without the agent's check",
+    mode: COUNTEREXAMPLE,
+    defines: ["ROLLBACK", "FAULTS=3"],
+    expect: "one_cluster",
+  },
+  {
+    name: "rollback: broker state restored from a backup, the agent asks the controllers it knows first, up to 4 faults",
+    mode: SAFETY_BUDGETED,
+    defines: ["ROLLBACK", "NODE_CHECK", "FAULTS=4"],
+    expect: null,
+  },
   // Gate mode (installers that add their own member, as kubeadm does) under the start rule: every
   // --initial-cluster an installer writes is complete, and admissions still overlap.
   { name: "gate: start rule, maxInFlight 2, etcd learner limit 2", mode: SAFETY, defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2"], expect: null },
-  { name: "gate: start rule, 4 nodes, maxInFlight 3, etcd learner limit 3", mode: SAFETY, defines: ["GATE", "N=4", "MAX_IN_FLIGHT=3", "MAX_LEARNERS=3"], expect: null },
-  { name: "witness: gate mode admits a node while another is not yet a voter (start rule, maxInFlight 2)", mode: COUNTEREXAMPLE, defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "WITNESS_GATE_OVERLAP"], expect: "no_overlapping_admission" },
+  {
+    name: "gate: start rule, 4 nodes, maxInFlight 3, etcd learner limit 3",
+    mode: SAFETY,
+    defines: ["GATE", "N=4", "MAX_IN_FLIGHT=3", "MAX_LEARNERS=3"],
+    expect: null,
+  },
+  {
+    name: "witness: gate mode admits a node while another is not yet a voter (start rule, maxInFlight 2)",
+    mode: COUNTEREXAMPLE,
+    defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "WITNESS_GATE_OVERLAP"],
+    expect: "no_overlapping_admission",
+  },
   // Mutants: each breaks one rule of the protocol, and spin must catch it.
-  { name: "mutant: gate mode admits the next installer before the previous member started (kubeadm#2005)", mode: COUNTEREXAMPLE, defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "MUTANT_ADMIT_BEFORE_START"], expect: "initial_cluster_complete" },
-  { name: "mutant: bootstrap handed to another node when its lease expires", mode: COUNTEREXAMPLE, defines: ["MUTANT_BOOTSTRAP_ON_EXPIRY"], expect: "one_cluster" },
-  { name: "mutant: joiners admitted before the cluster is bootstrapped", mode: COUNTEREXAMPLE, defines: ["MUTANT_JOIN_BEFORE_BOOTSTRAP"], expect: "one_cluster" },
+  {
+    name: "mutant: gate mode admits the next installer before the previous member started (kubeadm#2005)",
+    mode: COUNTEREXAMPLE,
+    defines: ["GATE", "MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "MUTANT_ADMIT_BEFORE_START"],
+    expect: "initial_cluster_complete",
+  },
+  {
+    name: "mutant: bootstrap handed to another node when its lease expires",
+    mode: COUNTEREXAMPLE,
+    defines: ["MUTANT_BOOTSTRAP_ON_EXPIRY"],
+    expect: "one_cluster",
+  },
+  {
+    name: "mutant: joiners admitted before the cluster is bootstrapped",
+    mode: COUNTEREXAMPLE,
+    defines: ["MUTANT_JOIN_BEFORE_BOOTSTRAP"],
+    expect: "one_cluster",
+  },
   { name: "mutant: agent trusts its marker instead of the broker", mode: COUNTEREXAMPLE, defines: ["MUTANT_AGENT_TRUSTS_MARKER"], expect: "one_cluster" },
   { name: "mutant: admission without a free slot", mode: COUNTEREXAMPLE, defines: ["MUTANT_ADMIT_WITHOUT_SLOT"], expect: "admissions_bounded" },
-  { name: "mutant: revocation frees the slot but is not published", mode: COUNTEREXAMPLE, defines: ["MUTANT_REVOCATION_UNPUBLISHED"], expect: "no_add_after_revocation" },
-  { name: "mutant: join API does not re-check revocations before the add", mode: COUNTEREXAMPLE, defines: ["MUTANT_NO_RECHECK"], expect: "no_add_after_revocation" },
+  {
+    name: "mutant: revocation frees the slot but is not published",
+    mode: COUNTEREXAMPLE,
+    defines: ["MUTANT_REVOCATION_UNPUBLISHED"],
+    expect: "no_add_after_revocation",
+  },
+  {
+    name: "mutant: join API does not re-check revocations before the add",
+    mode: COUNTEREXAMPLE,
+    defines: ["MUTANT_NO_RECHECK"],
+    expect: "no_add_after_revocation",
+  },
   { name: "mutant: join API adds voters instead of learners", mode: COUNTEREXAMPLE, defines: ["MUTANT_ADD_AS_VOTER"], expect: "quorum_kept" },
   { name: "mutant: join API promotes learners that are not running", mode: COUNTEREXAMPLE, defines: ["MUTANT_PROMOTE_UNSTARTED"], expect: "quorum_kept" },
-  { name: "mutant: join API promotes learners that are not running, pipelined (maxInFlight 2, etcd learner limit 2)", mode: COUNTEREXAMPLE, defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "MUTANT_PROMOTE_UNSTARTED"], expect: "quorum_kept" },
-  { name: "mutant: reaper spares started learners of ended admissions", mode: PROGRESS, defines: ["LIVENESS", "FAULTS=4", "MUTANT_REAP_UNSTARTED_ONLY"], expect: "acceptance cycle" },
+  {
+    name: "mutant: join API promotes learners that are not running, pipelined (maxInFlight 2, etcd learner limit 2)",
+    mode: COUNTEREXAMPLE,
+    defines: ["MAX_IN_FLIGHT=2", "MAX_LEARNERS=2", "MUTANT_PROMOTE_UNSTARTED"],
+    expect: "quorum_kept",
+  },
+  {
+    name: "mutant: reaper spares started learners of ended admissions",
+    mode: PROGRESS,
+    defines: ["LIVENESS", "FAULTS=4", "MUTANT_REAP_UNSTARTED_ONLY"],
+    expect: "acceptance cycle",
+  },
 ];
 
 function findCompiler() {
@@ -99,7 +169,9 @@ function run(cmd, args, cwd) {
 
 /** The facts of a pan report that decide a check. */
 export function readPanReport(out) {
-  const violation = out.match(/assertion violated (\w+)/)?.[1] ?? (/acceptance cycle/.test(out) ? "acceptance cycle" : /invalid end state/.test(out) ? "invalid end state" : null);
+  const violation =
+    out.match(/assertion violated (\w+)/)?.[1] ??
+    (/acceptance cycle/.test(out) ? "acceptance cycle" : /invalid end state/.test(out) ? "invalid end state" : null);
   const errors = Number(out.match(/errors: (\d+)/)?.[1] ?? NaN);
   const incomplete = /Search not completed|max search depth too small|reached -DMEMLIM bound|out of memory/i.test(out);
   const states = Number(out.match(/([\d.e+]+) states, stored/)?.[1] ?? NaN);
@@ -118,7 +190,8 @@ async function check(c, dir, { spin, cc, trail }) {
   const pan = await run("./pan", c.mode.pan, dir);
   writeFileSync(join(dir, "pan.out"), pan.out);
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  if (pan.signal) return { ok: false, detail: pan.signal === "SIGXCPU" ? `pan used its ${RUN_CPU_SECONDS} s of CPU time` : `pan was killed (${pan.signal})`, seconds };
+  if (pan.signal)
+    return { ok: false, detail: pan.signal === "SIGXCPU" ? `pan used its ${RUN_CPU_SECONDS} s of CPU time` : `pan was killed (${pan.signal})`, seconds };
   const r = readPanReport(pan.out);
   let ok;
   let verdict;
@@ -127,7 +200,11 @@ async function check(c, dir, { spin, cc, trail }) {
     verdict = ok ? `holds (${r.states.toLocaleString("en")} states)` : r.errors > 0 ? `VIOLATED: ${r.violation ?? "error"}` : "INCOMPLETE search";
   } else {
     ok = r.errors > 0 && r.violation === c.expect;
-    verdict = ok ? `counterexample found: ${r.violation}` : r.errors > 0 ? `WRONG counterexample: ${r.violation} (expected ${c.expect})` : `NO counterexample (expected ${c.expect})`;
+    verdict = ok
+      ? `counterexample found: ${r.violation}`
+      : r.errors > 0
+        ? `WRONG counterexample: ${r.violation} (expected ${c.expect})`
+        : `NO counterexample (expected ${c.expect})`;
   }
   let trailText;
   if (r.errors > 0 && (trail || !ok)) {

@@ -21,7 +21,23 @@
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -89,7 +105,11 @@ async function fromNpmPackage(spec, file, dest) {
   try {
     if (existsSync(dest)) return dest; // fetched by another process while we waited
     log(`[package] fetching ${spec} (npm pack; once per machine) into ${dirname(dest)}`);
-    const tarball = execFileSync("npm", ["pack", spec, "--pack-destination", work, "--prefer-offline", "--silent"], { cwd: work, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] })
+    const tarball = execFileSync("npm", ["pack", spec, "--pack-destination", work, "--prefer-offline", "--silent"], {
+      cwd: work,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    })
       .trim()
       .split("\n")
       .pop();
@@ -155,7 +175,8 @@ async function bundle(root, outfile, nodeVersion) {
 
 /** Builds both files and SHA256SUMS into `root/dir`, replacing an earlier build at once; returns their paths. */
 export async function buildRelease({ root = ROOT, dir = RELEASE_DIR } = {}) {
-  if (process.platform !== "linux" || !ARCHES.includes(process.arch)) throw new Error(`packaging runs on linux x64 or arm64, not ${process.platform} ${process.arch}`);
+  if (process.platform !== "linux" || !ARCHES.includes(process.arch))
+    throw new Error(`packaging runs on linux x64 or arm64, not ${process.platform} ${process.arch}`);
   const version = projectVersion(root);
   const nodeVersion = pinnedNodeVersion(root);
   const binaries = {};
@@ -183,7 +204,12 @@ async function buildInto(root, target, version, nodeVersion, binaries, inject) {
     await bundle(root, main, nodeVersion);
     writeFileSync(join(work, PACKAGE_JSON_ASSET), `${JSON.stringify({ name: "etcd-join-broker", version })}\n`);
     // The same bundle on the same Node makes the same files: made once per machine, then copied.
-    const key = createHash("sha256").update(readFileSync(main)).update(readFileSync(join(work, PACKAGE_JSON_ASSET))).update(`${nodeVersion} ${POSTJECT_VERSION} ${ARCHES}`).digest("hex").slice(0, 16);
+    const key = createHash("sha256")
+      .update(readFileSync(main))
+      .update(readFileSync(join(work, PACKAGE_JSON_ASSET)))
+      .update(`${nodeVersion} ${POSTJECT_VERSION} ${ARCHES}`)
+      .digest("hex")
+      .slice(0, 16);
     const cached = join(packageCacheDir(), "release", `${version}-${key}`);
     const names = [...ARCHES.map((arch) => releaseFileName(version, arch)), "SHA256SUMS"];
     if (names.every((n) => existsSync(join(cached, n)))) {

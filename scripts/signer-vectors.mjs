@@ -43,7 +43,16 @@ function key(kind) {
  * subjectAltName's value ("IP:10.0.0.11,DNS:localhost"), `digest` and `sigopt` for its signature.
  */
 function csr({ keyFile = key("ec:P-256"), subject = `/CN=${NODE}`, san, digest, sigopt = [] } = {}) {
-  const args = ["req", "-new", "-key", keyFile, "-subj", subject === "" ? "/" : subject, ...(digest ? [`-${digest}`] : []), ...sigopt.flatMap((o) => ["-sigopt", o])];
+  const args = [
+    "req",
+    "-new",
+    "-key",
+    keyFile,
+    "-subj",
+    subject === "" ? "/" : subject,
+    ...(digest ? [`-${digest}`] : []),
+    ...sigopt.flatMap((o) => ["-sigopt", o]),
+  ];
   if (san) args.push("-addext", `subjectAltName=${san}`);
   return run(args);
 }
@@ -52,7 +61,10 @@ function csr({ keyFile = key("ec:P-256"), subject = `/CN=${NODE}`, san, digest, 
 function tampered(pem) {
   const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ""), "base64");
   der[der.length - 1] ^= 0x01;
-  return `-----BEGIN CERTIFICATE REQUEST-----\n${der.toString("base64").replace(/(.{64})/g, "$1\n").trim()}\n-----END CERTIFICATE REQUEST-----\n`;
+  return `-----BEGIN CERTIFICATE REQUEST-----\n${der
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n")
+    .trim()}\n-----END CERTIFICATE REQUEST-----\n`;
 }
 
 const ok = (hosts) => ({ ok: true, hosts });
@@ -83,10 +95,20 @@ try {
     // Signatures: ECDSA or RSA PKCS#1 v1.5 over SHA-2 only (Go reads no PSS signature but one
     // whose salt is the hash's length, which openssl does not make by default), and they must hold.
     { name: "RSA 2048 signed over SHA-1", kind: "peer", csr: csr({ keyFile: key("rsa:2048"), san: "IP:10.0.0.11", digest: "sha1" }), expect: invalid },
-    { name: "RSA 2048 with a PSS signature", kind: "peer", csr: csr({ keyFile: key("rsa:2048"), san: "IP:10.0.0.11", sigopt: ["rsa_padding_mode:pss"] }), expect: invalid },
+    {
+      name: "RSA 2048 with a PSS signature",
+      kind: "peer",
+      csr: csr({ keyFile: key("rsa:2048"), san: "IP:10.0.0.11", sigopt: ["rsa_padding_mode:pss"] }),
+      expect: invalid,
+    },
     { name: "ECDSA P-256 signed over SHA-512", kind: "peer", csr: csr({ san: "IP:10.0.0.11", digest: "sha512" }), expect: ok(["10.0.0.11"]) },
     { name: "a signature that does not hold", kind: "peer", csr: tampered(csr({ san: "IP:10.0.0.11" })), expect: invalid },
-    { name: "not a request", kind: "server", csr: "-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgcmVxdWVzdA==\n-----END CERTIFICATE REQUEST-----\n", expect: invalid },
+    {
+      name: "not a request",
+      kind: "server",
+      csr: "-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgcmVxdWVzdA==\n-----END CERTIFICATE REQUEST-----\n",
+      expect: invalid,
+    },
     { name: "not PEM", kind: "peer", csr: "junk", expect: invalid },
     { name: "the peer key again on the server certificate", kind: "server", csr: csr({ keyFile: goodPeerKey, san: "IP:10.0.0.11" }), expect: invalid },
     // Common names: every one must be the node's.
@@ -96,13 +118,32 @@ try {
     { name: "the node's CN twice", kind: "peer", csr: csr({ subject: `/CN=${NODE}/CN=${NODE}`, san: "IP:10.0.0.11" }), expect: ok(["10.0.0.11"]) },
     { name: "no common name", kind: "peer", csr: csr({ subject: "/O=anything", san: "IP:10.0.0.11" }), expect: ok(["10.0.0.11"]) },
     { name: "the node's CN in another case", kind: "peer", csr: csr({ subject: "/CN=CTRL-1", san: "IP:10.0.0.11" }), expect: notAllowed },
-    { name: "a reserved node's own request", kind: "peer", node: "root", csr: csr({ subject: "/CN=root", san: "IP:10.0.0.11" }), good: "own", expect: notAllowed },
-    { name: "a reserved node name in another case", kind: "peer", node: "Kube-APIServer", csr: csr({ subject: "/CN=Kube-APIServer", san: "IP:10.0.0.11" }), good: "own", expect: notAllowed },
+    {
+      name: "a reserved node's own request",
+      kind: "peer",
+      node: "root",
+      csr: csr({ subject: "/CN=root", san: "IP:10.0.0.11" }),
+      good: "own",
+      expect: notAllowed,
+    },
+    {
+      name: "a reserved node name in another case",
+      kind: "peer",
+      node: "Kube-APIServer",
+      csr: csr({ subject: "/CN=Kube-APIServer", san: "IP:10.0.0.11" }),
+      good: "own",
+      expect: notAllowed,
+    },
     // Names: the peer certificate exactly the admitted host; the server certificate that host and loopback.
     { name: "loopback on the peer certificate", kind: "peer", csr: csr({ san: "IP:127.0.0.1" }), expect: notAllowed },
     { name: "another peer host", kind: "peer", csr: csr({ san: "IP:10.0.0.12" }), expect: notAllowed },
     { name: "no names on the peer certificate (it gets the admitted host)", kind: "peer", csr: csr(), expect: ok(["10.0.0.11"]) },
-    { name: "the admitted host and every loopback name", kind: "server", csr: csr({ san: "IP:10.0.0.11,IP:127.0.0.1,IP:::1,DNS:localhost" }), expect: ok(["localhost", "10.0.0.11", "127.0.0.1", "::1"]) },
+    {
+      name: "the admitted host and every loopback name",
+      kind: "server",
+      csr: csr({ san: "IP:10.0.0.11,IP:127.0.0.1,IP:::1,DNS:localhost" }),
+      expect: ok(["localhost", "10.0.0.11", "127.0.0.1", "::1"]),
+    },
     { name: "localhost in upper case", kind: "server", csr: csr({ san: "DNS:LOCALHOST" }), expect: ok(["localhost"]) },
     { name: "::1 written in full", kind: "server", csr: csr({ san: "IP:0:0:0:0:0:0:0:1" }), expect: ok(["::1"]) },
     { name: "loopback as an IPv4-mapped IPv6 address", kind: "server", csr: csr({ san: "IP:::ffff:127.0.0.1" }), expect: notAllowed },
@@ -112,7 +153,12 @@ try {
     { name: "a URI", kind: "server", csr: csr({ san: "IP:10.0.0.11,URI:https://10.0.0.11" }), expect: notAllowed },
     { name: "an e-mail address", kind: "server", csr: csr({ san: "IP:10.0.0.11,email:root@10.0.0.11" }), expect: notAllowed },
     { name: "an otherName", kind: "server", csr: csr({ san: "IP:10.0.0.11,otherName:1.3.6.1.4.1.311.20.2.3;UTF8:root" }), expect: notAllowed },
-    { name: "duplicates, kept once", kind: "server", csr: csr({ san: `${many(5, "IP:127.0.0.1")},${many(3, "DNS:localhost")},IP:10.0.0.11,DNS:Localhost` }), expect: ok(["localhost", "127.0.0.1", "10.0.0.11"]) },
+    {
+      name: "duplicates, kept once",
+      kind: "server",
+      csr: csr({ san: `${many(5, "IP:127.0.0.1")},${many(3, "DNS:localhost")},IP:10.0.0.11,DNS:Localhost` }),
+      expect: ok(["localhost", "127.0.0.1", "10.0.0.11"]),
+    },
     { name: "16 names (the most read)", kind: "server", csr: csr({ san: many(16, "IP:127.0.0.1") }), expect: ok(["127.0.0.1"]) },
     { name: "17 names", kind: "server", csr: csr({ san: many(17, "IP:127.0.0.1") }), expect: invalid },
     { name: "60 copies of the peer host", kind: "peer", csr: csr({ san: many(60, "IP:10.0.0.11") }), expect: invalid },
@@ -127,9 +173,30 @@ try {
     { name: "a client certificate with RSA 1024", kind: "client", csr: csr({ keyFile: key("rsa:1024"), subject: "/CN=kube-apiserver" }), expect: invalid },
     { name: "a client certificate with the peer's key", kind: "client", csr: csr({ keyFile: goodPeerKey, subject: "/CN=kube-apiserver" }), expect: invalid },
     // Other admissions: an IPv6 and a DNS peer URL.
-    { name: "an IPv6 peer host written in full", kind: "peer", peerURL: "https://[fd00::11]:2380", csr: csr({ san: "IP:fd00:0:0:0:0:0:0:11" }), good: "own", expect: ok(["fd00::11"]) },
-    { name: "a DNS peer host in mixed case", kind: "peer", peerURL: "https://ctrl-1.example:2380", csr: csr({ san: "DNS:CTRL-1.Example" }), good: "own", expect: ok(["ctrl-1.example"]) },
-    { name: "a DNS peer host as the server's, with loopback", kind: "server", peerURL: "https://ctrl-1.example:2380", csr: csr({ san: "DNS:ctrl-1.example,IP:::1" }), good: "own", expect: ok(["ctrl-1.example", "::1"]) },
+    {
+      name: "an IPv6 peer host written in full",
+      kind: "peer",
+      peerURL: "https://[fd00::11]:2380",
+      csr: csr({ san: "IP:fd00:0:0:0:0:0:0:11" }),
+      good: "own",
+      expect: ok(["fd00::11"]),
+    },
+    {
+      name: "a DNS peer host in mixed case",
+      kind: "peer",
+      peerURL: "https://ctrl-1.example:2380",
+      csr: csr({ san: "DNS:CTRL-1.Example" }),
+      good: "own",
+      expect: ok(["ctrl-1.example"]),
+    },
+    {
+      name: "a DNS peer host as the server's, with loopback",
+      kind: "server",
+      peerURL: "https://ctrl-1.example:2380",
+      csr: csr({ san: "DNS:ctrl-1.example,IP:::1" }),
+      good: "own",
+      expect: ok(["ctrl-1.example", "::1"]),
+    },
   ];
 
   // A case with `good: "own"` (another admission) is sent with a good request of the other kind
@@ -149,7 +216,15 @@ try {
     generatedAt: new Date().toISOString(),
     admission: { node: NODE, peerURL: PEER_URL },
     good,
-    cases: cases.map((c) => ({ name: c.name, kind: c.kind, ...(c.node ? { node: c.node } : {}), ...(c.peerURL ? { peerURL: c.peerURL } : {}), csr: c.csr, ...(typeof c.good === "object" ? { good: c.good } : {}), expect: c.expect })),
+    cases: cases.map((c) => ({
+      name: c.name,
+      kind: c.kind,
+      ...(c.node ? { node: c.node } : {}),
+      ...(c.peerURL ? { peerURL: c.peerURL } : {}),
+      csr: c.csr,
+      ...(typeof c.good === "object" ? { good: c.good } : {}),
+      expect: c.expect,
+    })),
   };
   writeFileSync(OUT, `${JSON.stringify(file, null, 2)}\n`);
   console.log(`Wrote ${file.cases.length} cases to ${OUT.pathname}`);

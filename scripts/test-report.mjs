@@ -86,7 +86,9 @@ export function slowestTests(reports, count = 20) {
 
 /** Every file of these reports with how long it took (start to end, hooks included), slowest first. */
 export function slowestFiles(reports, count = 10) {
-  const all = reports.flatMap((r) => (r?.modules ?? []).filter((m) => m.start && m.end).map((m) => ({ project: m.project, file: m.file, ms: m.end - m.start })));
+  const all = reports.flatMap((r) =>
+    (r?.modules ?? []).filter((m) => m.start && m.end).map((m) => ({ project: m.project, file: m.file, ms: m.end - m.start })),
+  );
   return all.sort((a, b) => b.ms - a.ms).slice(0, count);
 }
 

@@ -70,7 +70,8 @@ function parseArguments(args) {
     }
     anyFilter = true;
     const path = relative(ROOT, resolve(arg));
-    const hits = existsSync(arg) && statSync(arg).isDirectory() ? all.filter((f) => f.startsWith(`${path}/`)) : all.filter((f) => f === path || f.includes(arg));
+    const hits =
+      existsSync(arg) && statSync(arg).isDirectory() ? all.filter((f) => f.startsWith(`${path}/`)) : all.filter((f) => f === path || f.includes(arg));
     if (hits.length === 0) fail(`no test file matches ${arg}`);
     for (const f of hits) matched.add(f);
   }
@@ -119,9 +120,13 @@ const unplacedVersions = unplaced.length ? etcdVersionsToRun() : [];
 const nodeCmd = (script, ...args) => [process.execPath, script, ...args];
 const vitest = (id, projects, extraFiles, env = {}) => ({
   cmd: [
-    join(ROOT, "node_modules/.bin/vitest"), "run",
+    join(ROOT, "node_modules/.bin/vitest"),
+    "run",
     ...projects.flatMap((p) => ["--project", p]),
-    "--reporter=default", `--reporter=${REPORTER}`, "--reporter=json", `--outputFile.json=${RESULTS}/${id}.json`,
+    "--reporter=default",
+    `--reporter=${REPORTER}`,
+    "--reporter=json",
+    `--outputFile.json=${RESULTS}/${id}.json`,
     ...vitestArgs,
     ...extraFiles.map((f) => join(ROOT, f)),
   ],
@@ -147,15 +152,36 @@ const builds = [
   { id: "package", title: "the single executable files (dist/release)", cmd: nodeCmd("scripts/package.mjs"), lane: "package" },
   // kubeadm and kube-apiserver (and the etcd that kubeadm deploys), for the kubeadm step. Cold,
   // minutes of both cores: at the lowest CPU and I/O priority, taking what the tests leave idle.
-  { id: "kube", title: `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver, etcd ${kubePin().etcd}`, cmd: nodeCmd("scripts/kube.mjs", "list"), lane: "go", nice: 19, idleIo: true },
+  {
+    id: "kube",
+    title: `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver, etcd ${kubePin().etcd}`,
+    cmd: nodeCmd("scripts/kube.mjs", "list"),
+    lane: "go",
+    nice: 19,
+    idleIo: true,
+  },
   // k0s 1.28 and 1.36 from the source archives beside the repository (6 to 10 minutes each, cold),
   // for the k0s step: after Kubernetes, the same way. `list` builds each release's patched
   // variants too (integrations/k0s/<version>/<variant>/: the `broker` variant's join API checks
   // the admission), a variant in about a minute once its release is built.
-  { id: "k0s", title: `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")}, each also +broker (from source)`, cmd: nodeCmd("scripts/k0s.mjs", "list"), lane: "go", nice: 19, idleIo: true },
+  {
+    id: "k0s",
+    title: `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")}, each also +broker (from source)`,
+    cmd: nodeCmd("scripts/k0s.mjs", "list"),
+    lane: "go",
+    nice: 19,
+    idleIo: true,
+  },
 ];
 
-const e2eNeeds = [...new Set([...matrixProjects.flatMap((p) => p.needs), ...(contractSelected ? ["cli"] : []), ...fileBuilds(selected ? e2eFiles : ["test/e2e/single-executable.test.ts"]), ...unplacedVersions.flatMap((v) => ["cli", "certcheck", etcdJob(v)])])];
+const e2eNeeds = [
+  ...new Set([
+    ...matrixProjects.flatMap((p) => p.needs),
+    ...(contractSelected ? ["cli"] : []),
+    ...fileBuilds(selected ? e2eFiles : ["test/e2e/single-executable.test.ts"]),
+    ...unplacedVersions.flatMap((v) => ["cli", "certcheck", etcdJob(v)]),
+  ]),
+];
 const e2eRunProjects = [...matrixProjects.map((p) => p.name), ...(contractSelected ? ["contract-serve"] : [])];
 const e2eFilesOf = (projects) => (selected ? e2eFiles.filter((f) => projects.some((p) => projectRuns(p, f))) : []);
 const contractFiles = selected ? byProject("worker").filter((f) => CONTRACT_FILES.includes(f)) : [];
@@ -171,7 +197,15 @@ const checks = quick
   ? [
       // The tests at the normal priority (each has a time bound), the type checks beside them below it.
       { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "types", nice: 10 },
-      { id: "boundaries", title: "boundaries: a type check per runtime, dependency rules", cmd: nodeCmd("scripts/boundaries.mjs"), lane: "boundaries", nice: 10 },
+      {
+        id: "boundaries",
+        title: "boundaries: a type check per runtime, dependency rules",
+        cmd: nodeCmd("scripts/boundaries.mjs"),
+        lane: "boundaries",
+        nice: 10,
+      },
+      // The formatter's check and the linter (biome.json): no file differs from its formatted form.
+      { id: "format", title: "format and lint (Biome)", cmd: ["biome", "ci", "--colors=off", "."], lane: "boundaries", nice: 10 },
       {
         id: "in-process",
         title: `unit and workerd tests (${QUICK_MODEL_SHARE * 100} % of the model-based sequences)`,
@@ -187,15 +221,36 @@ const checks = quick
         : [
             { id: "wrangler", title: "wrangler config and bundle", cmd: ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"], lane: "checks" },
             // The Workers runtime's types, generated from wrangler.toml and the pinned workerd (npm run cf-typegen).
-            { id: "worker-types", title: "Worker types up to date (wrangler types --check)", cmd: ["wrangler", "types", "--check", "src/broker/worker-configuration.d.ts"], lane: "checks" },
+            {
+              id: "worker-types",
+              title: "Worker types up to date (wrangler types --check)",
+              cmd: ["wrangler", "types", "--check", "src/broker/worker-configuration.d.ts"],
+              lane: "checks",
+            },
             { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "checks" },
             { id: "boundaries", title: "boundaries: a type check per runtime, dependency rules", cmd: nodeCmd("scripts/boundaries.mjs"), lane: "checks" },
-            { id: "openapi", title: "OpenAPI document lint (Redocly, recommended rules)", cmd: nodeCmd("scripts/openapi.mjs", "lint", `${RESULTS}/openapi.json`), lane: "checks" },
+            { id: "format", title: "format and lint (Biome)", cmd: ["biome", "ci", "--colors=off", "."], lane: "checks" },
+            {
+              id: "openapi",
+              title: "OpenAPI document lint (Redocly, recommended rules)",
+              cmd: nodeCmd("scripts/openapi.mjs", "lint", `${RESULTS}/openapi.json`),
+              lane: "checks",
+            },
           ]),
       // CPU-bound, with each test's time bounded: at the normal priority, in a lane of its own,
       // one file at a time (vitest.config.ts: IN_PROCESS_WORKERS).
       ...(inProcessProjects.length
-        ? [{ id: "in-process", title: "unit and workerd tests", ...vitest("in-process", inProcessProjects, [...byProject("unit"), ...byProject("worker")], { IN_PROCESS_WORKERS: "1" }), lane: "in-process", needs: ["certcheck"], nice: 0, tests: true }]
+        ? [
+            {
+              id: "in-process",
+              title: "unit and workerd tests",
+              ...vitest("in-process", inProcessProjects, [...byProject("unit"), ...byProject("worker")], { IN_PROCESS_WORKERS: "1" }),
+              lane: "in-process",
+              needs: ["certcheck"],
+              nice: 0,
+              tests: true,
+            },
+          ]
         : []),
       ...(selected
         ? []
@@ -205,16 +260,18 @@ const checks = quick
             { id: "model", title: "model check of the join protocol (spin)", cmd: nodeCmd("scripts/model.mjs"), lane: "model", nice: 19, idleIo: true },
           ]),
       ...(e2eRunProjects.length
-        ? [{
-            id: "e2e",
-            title: `end-to-end tests (${[...matrixProjects.map((p) => p.name.replace(/^e2e-/, "")), ...(contractSelected ? ["the HTTP contract on join-broker serve"] : [])].join(", ")})`,
-            ...vitest("e2e", e2eRunProjects, [...e2eFilesOf(matrixProjects), ...contractFiles], { JOIN_BROKER_TEST_MATRIX: "1" }),
-            lane: "e2e",
-            needs: e2eNeeds,
-            nice: 0,
-            tests: true,
-            projects: Object.fromEntries([...matrixProjects.map((p) => [p.name, p.title]), ["contract-serve", "HTTP contract on join-broker serve"]]),
-          }]
+        ? [
+            {
+              id: "e2e",
+              title: `end-to-end tests (${[...matrixProjects.map((p) => p.name.replace(/^e2e-/, "")), ...(contractSelected ? ["the HTTP contract on join-broker serve"] : [])].join(", ")})`,
+              ...vitest("e2e", e2eRunProjects, [...e2eFilesOf(matrixProjects), ...contractFiles], { JOIN_BROKER_TEST_MATRIX: "1" }),
+              lane: "e2e",
+              needs: e2eNeeds,
+              nice: 0,
+              tests: true,
+              projects: Object.fromEntries([...matrixProjects.map((p) => [p.name, p.title]), ["contract-serve", "HTTP contract on join-broker serve"]]),
+            },
+          ]
         : []),
       // Named files no chosen version's list runs: on each chosen version, after the rest.
       ...unplacedVersions.map((v) => ({
@@ -240,7 +297,10 @@ const checks = quick
 
 // Only the builds something needs, each after what it needs itself.
 const needed = new Set(checks.flatMap((c) => c.needs ?? []));
-const tasks = [...builds.filter((b) => needed.has(b.id)).map((b) => ({ nice: 0, ...b, kind: "build" })), ...checks.map((c) => ({ nice: 10, ...c, kind: "check" }))];
+const tasks = [
+  ...builds.filter((b) => needed.has(b.id)).map((b) => ({ nice: 0, ...b, kind: "build" })),
+  ...checks.map((c) => ({ nice: 10, ...c, kind: "check" })),
+];
 for (const t of tasks) for (const n of t.needs ?? []) if (!tasks.some((x) => x.id === n)) throw new Error(`${t.id} needs ${n}, which no task makes`);
 
 // ------------------------------------------------------------------------------ the tools
@@ -311,7 +371,10 @@ function start(s) {
   const log = `${RESULTS}/${task.id}.log`;
   const prefix = [...(task.nice ? ["nice", "-n", String(task.nice)] : []), ...(task.idleIo ? ["ionice", "-c", "3"] : [])];
   const [cmd, ...args] = [...prefix, ...task.cmd];
-  const envShown = Object.entries(task.env ?? {}).filter(([k]) => k !== "JOIN_BROKER_TEST_REPORT").map(([k, v]) => `${k}=${v} `).join("");
+  const envShown = Object.entries(task.env ?? {})
+    .filter(([k]) => k !== "JOIN_BROKER_TEST_REPORT")
+    .map(([k, v]) => `${k}=${v} `)
+    .join("");
   const waited = (task.needs ?? []).length ? ` (after ${task.needs.join(", ")}; ${secondsSince(started)} s in)` : "";
   say(`== ${task.title}${waited}: ${envShown}${[cmd, ...args].map((a) => (a.startsWith(`${ROOT}/`) ? relative(ROOT, a) : a)).join(" ")}`);
   writeFileSync(log, "");
@@ -337,7 +400,9 @@ function start(s) {
     s.state = status === 0 ? "ok" : "failed";
     s.why = status === 0 ? "" : `exit ${status}`;
     s.child = null;
-    say(`== ${s.state === "ok" ? "done" : "FAILED"}: ${task.title} in ${Math.round((s.end - s.start) / 1000)} s${s.why ? ` (${s.why}; its output: ${log})` : ""}`);
+    say(
+      `== ${s.state === "ok" ? "done" : "FAILED"}: ${task.title} in ${Math.round((s.end - s.start) / 1000)} s${s.why ? ` (${s.why}; its output: ${log})` : ""}`,
+    );
     pump();
   };
   child.once("error", (e) => (appendFileSync(log, `${e}\n`), end(1)));
@@ -348,7 +413,9 @@ function start(s) {
 const heartbeat = setInterval(() => {
   if (Date.now() - lastOutput < 55_000) return;
   const running = [...state.values()].filter((s) => s.state === "running").map((s) => `${s.task.id} (${secondsSince(s.start)} s)`);
-  const waiting = [...state.values()].filter((s) => s.state === "pending" && (s.task.needs ?? []).some((n) => state.get(n).state !== "ok")).map((s) => `${s.task.id} (for ${s.task.needs.filter((n) => state.get(n).state !== "ok").join(", ")})`);
+  const waiting = [...state.values()]
+    .filter((s) => s.state === "pending" && (s.task.needs ?? []).some((n) => state.get(n).state !== "ok"))
+    .map((s) => `${s.task.id} (for ${s.task.needs.filter((n) => state.get(n).state !== "ok").join(", ")})`);
   say(`== ${secondsSince(started)} s in: running ${running.join(", ") || "nothing"}${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`);
 }, 5_000);
 
@@ -396,10 +463,24 @@ for (const s of [...state.values()].sort((a, b) => (a.start || Infinity) - (b.st
   if (task.tests && s.state === "failed" && sum.failed === 0) sum.failed = 1;
   if (task.tests) (passed += sum.passed), (failed += sum.failed);
   const result = s.state === "ok" ? "ok" : s.state === "failed" ? `FAILED (${s.why})` : `not run (${s.why})`;
-  rows.push([task.title, s.start ? secondsFrom(s.start) : "", s.start ? secondsOf(s.end - s.start) : "", task.tests ? String(sum.passed) : "", task.tests ? String(sum.failed) : "", result]);
+  rows.push([
+    task.title,
+    s.start ? secondsFrom(s.start) : "",
+    s.start ? secondsOf(s.end - s.start) : "",
+    task.tests ? String(sum.passed) : "",
+    task.tests ? String(sum.failed) : "",
+    result,
+  ]);
   if (totals.size > 1 || (totals.size === 1 && task.projects)) {
     for (const [project, t] of totals) {
-      rows.push([`  ${task.projects?.[project] ?? project}`, Number.isFinite(t.start) ? secondsFrom(t.start) : "", t.end ? secondsOf(t.end - t.start) : "", String(t.passed), String(t.failed), `${t.files} files`]);
+      rows.push([
+        `  ${task.projects?.[project] ?? project}`,
+        Number.isFinite(t.start) ? secondsFrom(t.start) : "",
+        t.end ? secondsOf(t.end - t.start) : "",
+        String(t.passed),
+        String(t.failed),
+        `${t.files} files`,
+      ]);
     }
   }
 }
@@ -413,7 +494,11 @@ function secondsOf(ms) {
 
 const header = ["step", "start s", "seconds", "passed", "failed", "result"];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-const line = (r) => r.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd();
+const line = (r) =>
+  r
+    .map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+    .join("  ")
+    .trimEnd();
 const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 const onlyReports = reports.map((x) => x.report).filter(Boolean);
 // How long each file took: the order of the next run on this machine (test/support/longest-first.ts),
@@ -433,9 +518,16 @@ const summary = [
   `\n== steps (${Math.round((Date.now() - started) / 1000)} s in all; start is seconds after npm test began)`,
   table,
   ...(slow.length ? ["\n== the 20 slowest tests", ...slow.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.project}  ${t.file} > ${t.name}`)] : []),
-  ...(slowFiles.length ? ["\n== the 10 slowest files (hooks included)", ...slowFiles.map((f) => `${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.project}  ${f.file}`)] : []),
+  ...(slowFiles.length
+    ? ["\n== the 10 slowest files (hooks included)", ...slowFiles.map((f) => `${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.project}  ${f.file}`)]
+    : []),
   ...(failedTests.length ? ["\n== failed tests (their output: the step's log in test-results/)", ...failedTests] : []),
-  ...[...state.values()].filter((s) => s.state === "failed" && !s.task.tests).flatMap((s) => [`\n== failed: ${s.task.title} (${s.why}); the end of its output (test-results/${s.task.id}.log):`, ...tail(`${RESULTS}/${s.task.id}.log`, 30)]),
+  ...[...state.values()]
+    .filter((s) => s.state === "failed" && !s.task.tests)
+    .flatMap((s) => [
+      `\n== failed: ${s.task.title} (${s.why}); the end of its output (test-results/${s.task.id}.log):`,
+      ...tail(`${RESULTS}/${s.task.id}.log`, 30),
+    ]),
 ].join("\n");
 say(summary);
 writeFileSync(`${RESULTS}/steps.txt`, `${summary.trimStart()}\n`);

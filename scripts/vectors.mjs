@@ -107,13 +107,17 @@ try {
   // after the signature are what refuses them.
   const forger = await generateSigningKey();
   const forgerKey = await importPrivateKey(forger.privateJwk);
-  const forge = (claims, header = {}) => new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: forger.kid, typ: "admission+jwt", ...header }).sign(forgerKey);
+  const forge = (claims, header = {}) =>
+    new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: forger.kid, typ: "admission+jwt", ...header }).sign(forgerKey);
   const without = (claims, name) => Object.fromEntries(Object.entries(claims).filter(([k]) => k !== name));
 
   const j = joiner.claims;
   const at = Math.max(...[joiner, revoked, completed, rotated, loopback6, named].map((a) => a.claims.iat)) + 5;
   const bind = (a, over = {}) => ({ node: a.node, peerURL: a.peerURL, ...over });
-  const ok = (a) => ({ ok: true, claims: { sub: a.claims.sub, jti: a.claims.jti, role: a.claims.role, peer_url: a.claims.peer_url, ticket: a.claims.ticket, exp: a.claims.exp } });
+  const ok = (a) => ({
+    ok: true,
+    claims: { sub: a.claims.sub, jti: a.claims.jti, role: a.claims.role, peer_url: a.claims.peer_url, ticket: a.claims.ticket, exp: a.claims.exp },
+  });
   const no = (status, code) => ({ ok: false, status, code });
   const [h, , s] = joiner.token.split(".");
 
@@ -122,23 +126,65 @@ try {
     { name: "the peer URL with a trailing slash", token: joiner.token, request: bind(joiner, { peerURL: `${joiner.peerURL}/` }), expect: ok(joiner) },
     { name: "a token signed with the rotated (newer) key", token: rotated.token, request: bind(rotated), expect: ok(rotated) },
     { name: "a token of the retired key, before it expires", token: joiner.token, request: bind(joiner), at: at + 60, expect: ok(joiner) },
-    { name: "the bootstrap token where role bootstrap is accepted", token: boot.token, request: bind(boot, { role: "bootstrap" }), at: boot.claims.iat + 5, expect: { ...no(410, "admission_completed") } },
+    {
+      name: "the bootstrap token where role bootstrap is accepted",
+      token: boot.token,
+      request: bind(boot, { role: "bootstrap" }),
+      at: boot.claims.iat + 5,
+      expect: { ...no(410, "admission_completed") },
+    },
     { name: "another node", token: joiner.token, request: bind(joiner, { node: "ctrl-9" }), expect: no(403, "wrong_node") },
     { name: "another peer URL", token: joiner.token, request: bind(joiner, { peerURL: peer(19) }), expect: no(403, "wrong_peer_url") },
     // Peer URLs are compared in their canonical form (src/shared/protocol/peer-url.ts; `peerURLs` below).
-    { name: "the peer URL with its scheme in upper case", token: joiner.token, request: bind(joiner, { peerURL: "HTTPS://10.0.0.11:2380" }), expect: ok(joiner) },
-    { name: "the peer URL without its port (no default port)", token: joiner.token, request: bind(joiner, { peerURL: "https://10.0.0.11" }), expect: no(403, "wrong_peer_url") },
-    { name: "the peer URL as an IPv4-mapped IPv6 address", token: joiner.token, request: bind(joiner, { peerURL: "https://[::ffff:10.0.0.11]:2380" }), expect: no(403, "wrong_peer_url") },
+    {
+      name: "the peer URL with its scheme in upper case",
+      token: joiner.token,
+      request: bind(joiner, { peerURL: "HTTPS://10.0.0.11:2380" }),
+      expect: ok(joiner),
+    },
+    {
+      name: "the peer URL without its port (no default port)",
+      token: joiner.token,
+      request: bind(joiner, { peerURL: "https://10.0.0.11" }),
+      expect: no(403, "wrong_peer_url"),
+    },
+    {
+      name: "the peer URL as an IPv4-mapped IPv6 address",
+      token: joiner.token,
+      request: bind(joiner, { peerURL: "https://[::ffff:10.0.0.11]:2380" }),
+      expect: no(403, "wrong_peer_url"),
+    },
     { name: "an IPv6 peer URL, as signed", token: loopback6.token, request: bind(loopback6), expect: ok(loopback6) },
-    { name: "an IPv6 peer URL written in full", token: loopback6.token, request: bind(loopback6, { peerURL: "https://[0:0:0:0:0:0:0:1]:2380" }), expect: ok(loopback6) },
-    { name: "an IPv6 peer URL with leading zeros, in upper case", token: loopback6.token, request: bind(loopback6, { peerURL: "HTTPS://[0000::0001]:2380/" }), expect: ok(loopback6) },
+    {
+      name: "an IPv6 peer URL written in full",
+      token: loopback6.token,
+      request: bind(loopback6, { peerURL: "https://[0:0:0:0:0:0:0:1]:2380" }),
+      expect: ok(loopback6),
+    },
+    {
+      name: "an IPv6 peer URL with leading zeros, in upper case",
+      token: loopback6.token,
+      request: bind(loopback6, { peerURL: "HTTPS://[0000::0001]:2380/" }),
+      expect: ok(loopback6),
+    },
     { name: "another IPv6 peer URL", token: loopback6.token, request: bind(loopback6, { peerURL: "https://[::2]:2380" }), expect: no(403, "wrong_peer_url") },
     { name: "a DNS peer URL in mixed case", token: named.token, request: bind(named, { peerURL: "Https://CTRL-6.Example:2380" }), expect: ok(named) },
-    { name: "a DNS peer URL with another port", token: named.token, request: bind(named, { peerURL: "https://ctrl-6.example:2381" }), expect: no(403, "wrong_peer_url") },
+    {
+      name: "a DNS peer URL with another port",
+      token: named.token,
+      request: bind(named, { peerURL: "https://ctrl-6.example:2381" }),
+      expect: no(403, "wrong_peer_url"),
+    },
     { name: "a bootstrap token at a join call", token: boot.token, request: bind(boot), at: boot.claims.iat + 5, expect: no(403, "wrong_role") },
     { name: "expired, beyond the default 30 s clock skew", token: joiner.token, request: bind(joiner), at: j.exp + 31, expect: no(410, "token_expired") },
     { name: "just expired, within the default 30 s clock skew", token: joiner.token, request: bind(joiner), at: j.exp + 29, expect: ok(joiner) },
-    { name: "just expired, with no clock skew", token: joiner.token, request: bind(joiner, { clockSkewSeconds: 0 }), at: j.exp, expect: no(410, "token_expired") },
+    {
+      name: "just expired, with no clock skew",
+      token: joiner.token,
+      request: bind(joiner, { clockSkewSeconds: 0 }),
+      at: j.exp,
+      expect: no(410, "token_expired"),
+    },
     { name: "not valid yet, beyond the clock skew", token: joiner.token, request: bind(joiner), at: j.nbf - 31, expect: no(401, "token_not_yet_valid") },
     { name: "not valid yet, within the clock skew", token: joiner.token, request: bind(joiner), at: j.nbf - 29, expect: ok(joiner) },
     { name: "revoked (on the revocation list)", token: revoked.token, request: bind(revoked), expect: no(410, "admission_revoked") },
@@ -148,34 +194,147 @@ try {
     { name: "alg none", token: new UnsecuredJWT({ ...j }).encode(), request: bind(joiner), expect: no(401, "invalid_token") },
     {
       name: "HS256 keyed with the cluster's public key",
-      token: await new SignJWT({ ...j }).setProtectedHeader({ alg: "HS256", kid: jwks.keys[0].kid, typ: "admission+jwt" }).sign(base64url.decode(jwks.keys[0].x)),
+      token: await new SignJWT({ ...j })
+        .setProtectedHeader({ alg: "HS256", kid: jwks.keys[0].kid, typ: "admission+jwt" })
+        .sign(base64url.decode(jwks.keys[0].x)),
       request: bind(joiner),
       expect: no(401, "invalid_token"),
     },
-    { name: "a tampered payload (exp pushed back)", token: `${h}.${base64url.encode(JSON.stringify({ ...j, exp: j.exp + 86_400 }))}.${s}`, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "a tampered payload (another node)", token: `${h}.${base64url.encode(JSON.stringify({ ...j, sub: "ctrl-9" }))}.${s}`, request: bind(joiner, { node: "ctrl-9" }), expect: no(401, "invalid_token") },
-    { name: "another key's signature under the cluster's kid", token: await signAdmission(j, jwks.keys[0].kid, forgerKey), request: bind(joiner), expect: no(401, "invalid_token") },
+    {
+      name: "a tampered payload (exp pushed back)",
+      token: `${h}.${base64url.encode(JSON.stringify({ ...j, exp: j.exp + 86_400 }))}.${s}`,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "a tampered payload (another node)",
+      token: `${h}.${base64url.encode(JSON.stringify({ ...j, sub: "ctrl-9" }))}.${s}`,
+      request: bind(joiner, { node: "ctrl-9" }),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "another key's signature under the cluster's kid",
+      token: await signAdmission(j, jwks.keys[0].kid, forgerKey),
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
     { name: "not a JWT", token: "not.a-jwt", request: bind(joiner), expect: no(401, "invalid_token") },
     { name: "empty", token: "", request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: well-formed", token: await forge({ ...j, jti: "adm_forged_ok" }), trustForger: true, request: bind(joiner), expect: { ok: true, claims: { ...ok(joiner).claims, jti: "adm_forged_ok" } } },
+    {
+      name: "trusted key: well-formed",
+      token: await forge({ ...j, jti: "adm_forged_ok" }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: { ok: true, claims: { ...ok(joiner).claims, jti: "adm_forged_ok" } },
+    },
     { name: "trusted key: typ JWT", token: await forge({ ...j }, { typ: "JWT" }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: no typ", token: await forge({ ...j }, { typ: undefined }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: typ application/admission+jwt", token: await forge({ ...j }, { typ: "application/admission+jwt" }), trustForger: true, request: bind(joiner), expect: { ok: true, claims: ok(joiner).claims } },
-    { name: "trusted key: another audience", token: await forge({ ...j, aud: `etcd-join:${OTHER}` }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: audience as an array holding ours", token: await forge({ ...j, aud: ["x", j.aud] }), trustForger: true, request: bind(joiner), expect: { ok: true, claims: ok(joiner).claims } },
-    { name: "trusted key: another issuer", token: await forge({ ...j, iss: "https://evil.example" }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: another cluster claim", token: await forge({ ...j, cluster: OTHER }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: no ticket claim", token: await forge(without(j, "ticket")), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
+    {
+      name: "trusted key: no typ",
+      token: await forge({ ...j }, { typ: undefined }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: typ application/admission+jwt",
+      token: await forge({ ...j }, { typ: "application/admission+jwt" }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: { ok: true, claims: ok(joiner).claims },
+    },
+    {
+      name: "trusted key: another audience",
+      token: await forge({ ...j, aud: `etcd-join:${OTHER}` }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: audience as an array holding ours",
+      token: await forge({ ...j, aud: ["x", j.aud] }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: { ok: true, claims: ok(joiner).claims },
+    },
+    {
+      name: "trusted key: another issuer",
+      token: await forge({ ...j, iss: "https://evil.example" }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: another cluster claim",
+      token: await forge({ ...j, cluster: OTHER }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: no ticket claim",
+      token: await forge(without(j, "ticket")),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
     { name: "trusted key: no exp claim", token: await forge(without(j, "exp")), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: exp as a string", token: await forge({ ...j, exp: String(j.exp) }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: an unknown role", token: await forge({ ...j, role: "admin" }), trustForger: true, request: bind(joiner, { role: "any" }), expect: no(401, "invalid_token") },
+    {
+      name: "trusted key: exp as a string",
+      token: await forge({ ...j, exp: String(j.exp) }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: an unknown role",
+      token: await forge({ ...j, role: "admin" }),
+      trustForger: true,
+      request: bind(joiner, { role: "any" }),
+      expect: no(401, "invalid_token"),
+    },
     { name: "trusted key: sub not a string", token: await forge({ ...j, sub: 7 }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: iat as a string", token: await forge({ ...j, iat: String(j.iat) }), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: nbf ahead and exp not a number (nbf is checked first)", token: await forge({ ...j, nbf: j.iat + 3_600, exp: "soon" }), trustForger: true, request: bind(joiner), expect: no(401, "token_not_yet_valid") },
-    { name: "trusted key: typ in upper case", token: await forge({ ...j }, { typ: "ADMISSION+JWT" }), trustForger: true, request: bind(joiner), expect: { ok: true, claims: ok(joiner).claims } },
-    { name: "trusted key: a payload that is not an object", token: await new CompactSign(new TextEncoder().encode("[1]")).setProtectedHeader({ alg: "EdDSA", kid: forger.kid, typ: "admission+jwt" }).sign(forgerKey), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
-    { name: "trusted key: nbf an hour ahead", token: await forge({ ...j, nbf: j.iat + 3_600 }), trustForger: true, request: bind(joiner), expect: no(401, "token_not_yet_valid") },
-    { name: "trusted key: HS256 is still not EdDSA", token: await new SignJWT({ ...j }).setProtectedHeader({ alg: "HS256", kid: forger.kid, typ: "admission+jwt" }).sign(new Uint8Array(32)), trustForger: true, request: bind(joiner), expect: no(401, "invalid_token") },
+    {
+      name: "trusted key: iat as a string",
+      token: await forge({ ...j, iat: String(j.iat) }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: nbf ahead and exp not a number (nbf is checked first)",
+      token: await forge({ ...j, nbf: j.iat + 3_600, exp: "soon" }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "token_not_yet_valid"),
+    },
+    {
+      name: "trusted key: typ in upper case",
+      token: await forge({ ...j }, { typ: "ADMISSION+JWT" }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: { ok: true, claims: ok(joiner).claims },
+    },
+    {
+      name: "trusted key: a payload that is not an object",
+      token: await new CompactSign(new TextEncoder().encode("[1]")).setProtectedHeader({ alg: "EdDSA", kid: forger.kid, typ: "admission+jwt" }).sign(forgerKey),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
+    {
+      name: "trusted key: nbf an hour ahead",
+      token: await forge({ ...j, nbf: j.iat + 3_600 }),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "token_not_yet_valid"),
+    },
+    {
+      name: "trusted key: HS256 is still not EdDSA",
+      token: await new SignJWT({ ...j }).setProtectedHeader({ alg: "HS256", kid: forger.kid, typ: "admission+jwt" }).sign(new Uint8Array(32)),
+      trustForger: true,
+      request: bind(joiner),
+      expect: no(401, "invalid_token"),
+    },
   ];
 
   const vectors = {

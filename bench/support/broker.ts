@@ -32,9 +32,22 @@ export async function startBenchBroker(label: string): Promise<BenchBroker> {
   const proc: ChildProcess = spawn(
     join(ROOT, "node_modules/.bin/wrangler"),
     [
-      "dev", "--config", CONFIG, "--ip", "127.0.0.1", "--port", "0", "--inspector-port", "0",
-      "--persist-to", persistDir, "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`,
-      "--show-interactive-dev-session=false", "--log-level", "info",
+      "dev",
+      "--config",
+      CONFIG,
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--inspector-port",
+      "0",
+      "--persist-to",
+      persistDir,
+      "--var",
+      `ADMIN_TOKEN:${ADMIN_TOKEN}`,
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "info",
     ],
     {
       cwd: ROOT,
@@ -182,7 +195,8 @@ export function durableObjectFiles(persistDir: string): { path: string; bytes: n
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (/\.sqlite(-wal|-shm)?$/.test(entry.name) && path.includes("JoinQueue")) out.push({ path: path.slice(persistDir.length + 1), bytes: statSync(path).size });
+      else if (/\.sqlite(-wal|-shm)?$/.test(entry.name) && path.includes("JoinQueue"))
+        out.push({ path: path.slice(persistDir.length + 1), bytes: statSync(path).size });
     }
   };
   walk(persistDir);

@@ -31,7 +31,10 @@ export function peerUrlOf(node: string): string {
 }
 
 export function requestTicket(http: HttpClient, cluster: BenchCluster, node: string): Promise<Reply> {
-  return http.expect([200, 201, 202], "POST", `/v1/clusters/${cluster.name}/tickets`, { bearer: cluster.enrollmentToken, body: { node, peerURL: peerUrlOf(node) } });
+  return http.expect([200, 201, 202], "POST", `/v1/clusters/${cluster.name}/tickets`, {
+    bearer: cluster.enrollmentToken,
+    body: { node, peerURL: peerUrlOf(node) },
+  });
 }
 
 export function completeTicket(http: HttpClient, cluster: BenchCluster, ticket: string, admission: string, memberID: string): Promise<Reply> {

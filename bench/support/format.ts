@@ -3,7 +3,8 @@
  * @module
  */
 
-export const n = (v: number | undefined | null, digits = 1) => (v === undefined || v === null || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+export const n = (v: number | undefined | null, digits = 1) =>
+  v === undefined || v === null || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 export const yes = (ok: boolean) => (ok ? "yes" : "**no**");
 
 export function table(head: string[], rows: (string | number)[][]): string {

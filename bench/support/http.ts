@@ -61,7 +61,8 @@ export class HttpClient {
   /** Like `call`, but any status other than those listed is an error. */
   async expect(statuses: number[], method: string, path: string, options: Parameters<HttpClient["call"]>[2] = {}): Promise<Reply> {
     const reply = await this.call(method, path, options);
-    if (!statuses.includes(reply.status)) throw new Error(`${method} ${path}: expected ${statuses.join("/")}, got ${reply.status}: ${JSON.stringify(reply.body)}`);
+    if (!statuses.includes(reply.status))
+      throw new Error(`${method} ${path}: expected ${statuses.join("/")}, got ${reply.status}: ${JSON.stringify(reply.body)}`);
     return reply;
   }
 

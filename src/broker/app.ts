@@ -72,7 +72,12 @@ app.openapi(
   (c) => c.json({ service: "etcd-join-broker", protocol: "v1", openapi: "/openapi.json" }, 200),
 );
 app.openapi(
-  createRoute({ method: "get", path: "/healthz", summary: "Liveness of the Worker (not of any cluster)", responses: { 200: { description: "Alive", ...json(AnyObject) } } }),
+  createRoute({
+    method: "get",
+    path: "/healthz",
+    summary: "Liveness of the Worker (not of any cluster)",
+    responses: { 200: { description: "Alive", ...json(AnyObject) } },
+  }),
   (c) => c.json({ ok: true }, 200),
 );
 app.route("/", tickets);
@@ -81,10 +86,16 @@ app.route("/", admin);
 app.route("/", consoleRoutes);
 
 app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "Enrollment token or admission token" });
-app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret; or a read-only credential (`jbr_…`), for GET requests only" });
+app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
+  type: "http",
+  scheme: "bearer",
+  description: "The ADMIN_TOKEN secret; or a read-only credential (`jbr_…`), for GET requests only",
+});
 let document: object | undefined;
 app.get("/openapi.json", (c) => {
-  document ??= completeDocument(app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } }) as unknown as Record<string, unknown>);
+  document ??= completeDocument(
+    app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } }) as unknown as Record<string, unknown>,
+  );
   return c.json(document);
 });
 
@@ -102,7 +113,12 @@ app.onError((err, c) => {
     console.error(JSON.stringify({ event: `durable_object.${failure}`, name: err.name, message: err.message, requestId }));
     return sendProblem(
       c,
-      problem(503, "unavailable", failure === "overloaded" ? "the cluster's queue is overloaded; retry later" : "the cluster's queue is briefly unavailable; retry", { correlationId: requestId }),
+      problem(
+        503,
+        "unavailable",
+        failure === "overloaded" ? "the cluster's queue is overloaded; retry later" : "the cluster's queue is briefly unavailable; retry",
+        { correlationId: requestId },
+      ),
       failure === "overloaded" ? OVERLOADED_RETRY_AFTER_SECONDS : TRANSIENT_RETRY_AFTER_SECONDS,
     );
   }

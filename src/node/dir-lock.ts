@@ -86,7 +86,9 @@ function readLockHolder(path: string): LockHolder | null {
   } catch {
     return null; // gone, or not (yet) written
   }
-  return holder && Number.isInteger(holder.pid) && (holder.pid as number) > 0 ? { pid: holder.pid!, bootId: String(holder.bootId ?? ""), at: String(holder.at ?? "") } : null;
+  return holder && Number.isInteger(holder.pid) && (holder.pid as number) > 0
+    ? { pid: holder.pid!, bootId: String(holder.bootId ?? ""), at: String(holder.at ?? "") }
+    : null;
 }
 
 /** A holder is gone when its pid runs no more, or when it took the lock before the last reboot. Live otherwise, even when /proc says nothing. */

@@ -48,9 +48,16 @@ async function nodeApi(method: string, path: string, token: string, body?: unkno
   return { status: res.status, body: await res.json() };
 }
 
-const askTicket = (cluster: string, token: string, node: string, n: number) => nodeApi("POST", `/v1/clusters/${cluster}/tickets`, token, { node, peerURL: `https://10.0.0.${n}:2380` });
+const askTicket = (cluster: string, token: string, node: string, n: number) =>
+  nodeApi("POST", `/v1/clusters/${cluster}/tickets`, token, { node, peerURL: `https://10.0.0.${n}:2380` });
 const introspect = async (cluster: string, token: string) =>
-  (await (await fetch(`${broker.url}/v1/clusters/${cluster}/admissions/introspect`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token }) })).json()) as {
+  (await (
+    await fetch(`${broker.url}/v1/clusters/${cluster}/admissions/introspect`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token }),
+    })
+  ).json()) as {
     active: boolean;
     reason?: string;
   };
@@ -112,7 +119,10 @@ describe("join-broker admin: happy paths", () => {
 
   it("token create --nodes and --peer-hosts scope a token: token list shows it, requests outside it are refused", async () => {
     const S = `${C}-scoped`;
-    const scoped = await okJson(["token", "create", "--new-cluster", "--ttl", "never", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"], S);
+    const scoped = await okJson(
+      ["token", "create", "--new-cluster", "--ttl", "never", "--nodes", "scoped-*,other-?", "--peer-hosts", "10.9.0.0/16", "--peer-hosts", "scoped.example"],
+      S,
+    );
     expect(scoped).toMatchObject({ nodes: ["scoped-*", "other-?"], peerHosts: ["10.9.0.0/16", "scoped.example"] });
     const human = await ok(["token", "create", "--nodes", "ctrl-*"], S);
     expect(human.stdout).toContain("only for nodes ctrl-*");
@@ -166,7 +176,9 @@ describe("join-broker admin: happy paths", () => {
   });
 
   it("revoke ends an admission at once and frees its slot; revoking it again changes nothing", async () => {
-    expect((await nodeApi("POST", `/v1/clusters/${C}/tickets/${tickets["ctrl-2"].ticket}/complete`, tickets["ctrl-2"].admission!, { memberID: "1201" })).status).toBe(200);
+    expect(
+      (await nodeApi("POST", `/v1/clusters/${C}/tickets/${tickets["ctrl-2"].ticket}/complete`, tickets["ctrl-2"].admission!, { memberID: "1201" })).status,
+    ).toBe(200);
     // Member IDs read as etcdctl prints them: 1201 is 4b1.
     const members = (await ok(["status"], C)).stdout;
     expect(members).toMatch(/^ctrl-2 .* 4b1 /m);
@@ -241,7 +253,10 @@ describe("join-broker admin: happy paths", () => {
     expect(r.stdout).toContain(`Adopted cluster ${A} with 2 member(s)`);
     const status = await okJson(["status"], A);
     expect(status).toMatchObject({ adopted: true, bootstrapped: false });
-    expect(status.members.map((m: { node: string; peerURL: string }) => `${m.node}=${m.peerURL}`)).toEqual(["etcd-a=https://10.9.0.1:2380", "etcd-b=https://10.9.0.2:2380"]);
+    expect(status.members.map((m: { node: string; peerURL: string }) => `${m.node}=${m.peerURL}`)).toEqual([
+      "etcd-a=https://10.9.0.1:2380",
+      "etcd-b=https://10.9.0.2:2380",
+    ]);
     const token = (await okJson(["token", "create"], A)).token;
     expect((await askTicket(A, token, "etcd-c", 3)).body).toMatchObject({ role: "join", state: "admitted" });
   });
@@ -249,7 +264,21 @@ describe("join-broker admin: happy paths", () => {
   it("audit lists every state change, and --follow prints new ones as they happen", async () => {
     const log = await okJson(["audit", "--limit", "1000"], C);
     const actions = log.entries.map((e: { action: string }) => e.action);
-    for (const a of ["cluster.created", "enrollment_token.created", "enrollment_token.revoked", "ticket.created", "ticket.admitted", "bootstrap.reassigned", "ticket.joined", "admission.revoked", "cluster.paused", "cluster.resumed", "policy.changed", "keys.rotated", "member.forgotten"]) {
+    for (const a of [
+      "cluster.created",
+      "enrollment_token.created",
+      "enrollment_token.revoked",
+      "ticket.created",
+      "ticket.admitted",
+      "bootstrap.reassigned",
+      "ticket.joined",
+      "admission.revoked",
+      "cluster.paused",
+      "cluster.resumed",
+      "policy.changed",
+      "keys.rotated",
+      "member.forgotten",
+    ]) {
       expect(actions).toContain(a);
     }
     expect(log.entries.map((e: { seq: number }) => e.seq)).toEqual([...log.entries.keys()].map((i) => i + 1));
@@ -329,7 +358,8 @@ describe("join-broker admin: errors", () => {
   // Waits for an admin process per subcommand, four at a time (each a Node start-up and the CLI's load).
   it("refuses a wrong admin token with exit 3 and the broker's code, for every subcommand", async () => {
     const runs = [];
-    for (let i = 0; i < EVERY.length; i += 4) runs.push(...(await Promise.all(EVERY.slice(i, i + 4).map((args) => admin([...args, ...on(C, "not-the-admin-token")])))));
+    for (let i = 0; i < EVERY.length; i += 4)
+      runs.push(...(await Promise.all(EVERY.slice(i, i + 4).map((args) => admin([...args, ...on(C, "not-the-admin-token")])))));
     for (const [i, r] of runs.entries()) {
       expect({ args: EVERY[i], code: r.code }).toEqual({ args: EVERY[i], code: 3 });
       expect(r.stderr).toContain("unauthorized (HTTP 401)");
@@ -350,7 +380,8 @@ describe("join-broker admin: errors", () => {
     const reading = EVERY.filter((a) => a[0] !== "adopt");
     expect(reading.length).toBe(15);
     const runs = [];
-    for (let i = 0; i < reading.length; i += 4) runs.push(...(await Promise.all(reading.slice(i, i + 4).map((args) => admin([...args, ...on("no-such-cluster")])))));
+    for (let i = 0; i < reading.length; i += 4)
+      runs.push(...(await Promise.all(reading.slice(i, i + 4).map((args) => admin([...args, ...on("no-such-cluster")])))));
     for (const [i, r] of runs.entries()) {
       expect({ args: reading[i], code: r.code }).toEqual({ args: reading[i], code: 1 });
       expect(r.stderr).toContain("unknown_cluster (HTTP 404)");

@@ -49,19 +49,32 @@ describe("read-only credentials with the admin CLI, and rotating serve's admin t
 
   it("the admin makes them: the secret shown once, never listed", async () => {
     reader = await json(["credentials", "create", "--read-only", "--description", "prometheus", ...as(OLD)]);
-    expect(reader).toMatchObject({ id: expect.stringMatching(/^jbc_/), token: expect.stringMatching(/^jbr_/), readOnly: true, cluster: null, description: "prometheus" });
+    expect(reader).toMatchObject({
+      id: expect.stringMatching(/^jbc_/),
+      token: expect.stringMatching(/^jbr_/),
+      readOnly: true,
+      cluster: null,
+      description: "prometheus",
+    });
     const human = await admin(["credentials", "create", "--read-only", ...as(OLD, "cred-a")]);
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^Created read-only credential jbc_\w+ for cluster cred-a\.$/m);
     scoped = { id: human.stdout.match(/credential (jbc_\w+)/)![1], token: human.stdout.match(/^(jbr_\S+)$/m)![1] };
 
     const listed = await json(["credentials", "list", ...as(OLD)]);
-    expect(listed.credentials.map((c: { id: string; cluster: string | null }) => [c.id, c.cluster])).toEqual([[reader.id, null], [scoped.id, "cred-a"]]);
+    expect(listed.credentials.map((c: { id: string; cluster: string | null }) => [c.id, c.cluster])).toEqual([
+      [reader.id, null],
+      [scoped.id, "cred-a"],
+    ]);
     const table = (await admin(["credentials", "list", ...as(OLD)])).stdout;
     expect(table).toMatch(new RegExp(`${reader.id}\\s+active\\s+\\(all\\)\\s+.*prometheus`));
     expect(table + JSON.stringify(listed)).not.toContain("jbr_");
     // Each creation is a log line: the broker-wide one from the index, the other with its audit entry.
-    const logged = (id: string) => broker.output().split("\n").some((l) => l.includes('"event":"admin_credential.created"') && l.includes(`"subject":"${id}"`));
+    const logged = (id: string) =>
+      broker
+        .output()
+        .split("\n")
+        .some((l) => l.includes('"event":"admin_credential.created"') && l.includes(`"subject":"${id}"`));
     await expect.poll(() => [logged(reader.id), logged(scoped.id)], { timeout: 10_000 }).toEqual([true, true]);
     // Only --read-only credentials exist: asking for another kind is bad usage, and sends nothing.
     expect((await admin(["credentials", "create", ...as(OLD)])).code).toBe(2);
@@ -119,7 +132,10 @@ describe("read-only credentials with the admin CLI, and rotating serve's admin t
     expect(after.code).toBe(3);
     expect(after.stderr).toContain("unauthorized (HTTP 401)");
     const audit = await json(["audit", ...as(OLD, "cred-a")]);
-    expect(audit.entries.filter((e: { subject: string }) => e.subject === scoped.id).map((e: { action: string }) => e.action)).toEqual(["admin_credential.created", "admin_credential.revoked"]);
+    expect(audit.entries.filter((e: { subject: string }) => e.subject === scoped.id).map((e: { action: string }) => e.action)).toEqual([
+      "admin_credential.created",
+      "admin_credential.revoked",
+    ]);
   });
 
   it("--admin-token-file rotated: after a restart the old token is refused, the new one and the read-only credentials work", async () => {

@@ -38,8 +38,23 @@ describe("agent output without a terminal", () => {
     const [closed] = await freePorts(1);
     const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
     const r = await run([
-      "join", "--broker", `http://127.0.0.1:${closed}`, "--cluster", "prod", "--token", "jbe_x", "--node", "ctrl-1",
-      "--peer-url", "https://10.0.0.11:2380", "--join-api", "http://127.0.0.1:9443", "--state-dir", state, "--timeout", "14",
+      "join",
+      "--broker",
+      `http://127.0.0.1:${closed}`,
+      "--cluster",
+      "prod",
+      "--token",
+      "jbe_x",
+      "--node",
+      "ctrl-1",
+      "--peer-url",
+      "https://10.0.0.11:2380",
+      "--join-api",
+      "http://127.0.0.1:9443",
+      "--state-dir",
+      state,
+      "--timeout",
+      "14",
     ]);
     expect(r.code).toBe(4);
     const failures = r.lines.filter((l) => / ctrl-1 retry: .*broker unreachable/.test(l.text));
@@ -67,10 +82,30 @@ describe("agent output across a broker outage", () => {
       const token = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
       await broker.stop();
       const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
-      const child = spawn(process.execPath, [
-        BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", "ctrl-1",
-        "--peer-url", "https://10.0.0.11:2380", "--join-api", "http://127.0.0.1:9443", "--state-dir", state, "--timeout", "170",
-      ], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          "join",
+          "--broker",
+          broker.url,
+          "--cluster",
+          cluster,
+          "--token",
+          token,
+          "--node",
+          "ctrl-1",
+          "--peer-url",
+          "https://10.0.0.11:2380",
+          "--join-api",
+          "http://127.0.0.1:9443",
+          "--state-dir",
+          state,
+          "--timeout",
+          "170",
+        ],
+        { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+      );
       let out = "";
       child.stdout.on("data", (d) => (out += d));
       child.stderr.on("data", (d) => (out += d));
@@ -114,10 +149,33 @@ describe("agent output while queued", () => {
     });
     expect(boot.status).toBe(201);
     const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
-    const child = spawn(process.execPath, [BIN, "join", "--broker", broker.url, "--cluster", cluster, "--token", token, "--node", "ctrl-2", "--peer-url", "https://10.0.0.12:2380", "--join-api", "http://127.0.0.1:9443", "--state-dir", state], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        "join",
+        "--broker",
+        broker.url,
+        "--cluster",
+        cluster,
+        "--token",
+        token,
+        "--node",
+        "ctrl-2",
+        "--peer-url",
+        "https://10.0.0.12:2380",
+        "--join-api",
+        "http://127.0.0.1:9443",
+        "--state-dir",
+        state,
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
     let err = "";
     child.stderr.on("data", (d) => (err += d));
-    await expect.poll(() => err, { timeout: 30_000 }).toMatch(/ctrl-2 queued: position 1 in the queue; waiting for the bootstrap node ctrl-1 to start the cluster/);
+    await expect
+      .poll(() => err, { timeout: 30_000 })
+      .toMatch(/ctrl-2 queued: position 1 in the queue; waiting for the bootstrap node ctrl-1 to start the cluster/);
     const code = new Promise((r) => child.on("close", r));
     child.kill("SIGINT");
     expect(await code).toBe(130);

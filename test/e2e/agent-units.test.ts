@@ -45,7 +45,10 @@ function execStart(text: string, env: Record<string, string>): string[] {
   );
 }
 
-for (const [name, mode] of [["join-broker-agent.service", "own"], ["join-broker-gate.service", "gate"]] as const) {
+for (const [name, mode] of [
+  ["join-broker-agent.service", "own"],
+  ["join-broker-gate.service", "gate"],
+] as const) {
   it(`${name} passes systemd-analyze verify without a warning`, () => {
     const file = join(dir, name);
     // verify checks that ExecStart's program exists: point it at the packaged file.
@@ -68,7 +71,8 @@ for (const [name, mode] of [["join-broker-agent.service", "own"], ["join-broker-
     const options = parseJoin(argv.slice(2), {});
     expect(options).not.toBeNull();
     expect(options).toMatchObject({ cluster: env.CLUSTER, node: env.NODE, peerURL: env.PEER_URL, stateDir: env.STATE_DIRECTORY });
-    if (mode === "own") expect(options).toMatchObject({ etcdBin: "/usr/local/bin/etcd", exec: null, pkiDir: join(env.STATE_DIRECTORY!, "pki"), clientURL: env.CLIENT_URL });
+    if (mode === "own")
+      expect(options).toMatchObject({ etcdBin: "/usr/local/bin/etcd", exec: null, pkiDir: join(env.STATE_DIRECTORY!, "pki"), clientURL: env.CLIENT_URL });
     else expect(options).toMatchObject({ etcdBin: null, exec: "/etc/join-broker/install", etcdEndpoints: env.ETCD_ENDPOINTS!.split(",") });
   });
 }

@@ -23,7 +23,20 @@ function agent(args: string[], env: Record<string, string> = {}) {
 }
 
 describe("command line", () => {
-  const base = ["--broker", "http://127.0.0.1:9", "--cluster", "prod", "--token", "jbe_x", "--node", "ctrl-1", "--peer-url", "http://127.0.0.1:2380", "--join-api", "http://127.0.0.1:9443"];
+  const base = [
+    "--broker",
+    "http://127.0.0.1:9",
+    "--cluster",
+    "prod",
+    "--token",
+    "jbe_x",
+    "--node",
+    "ctrl-1",
+    "--peer-url",
+    "http://127.0.0.1:2380",
+    "--join-api",
+    "http://127.0.0.1:9443",
+  ];
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "join-broker-agent-cli-"));
@@ -33,7 +46,8 @@ describe("command line", () => {
   it("--help documents the flags and the exit codes", () => {
     const r = agent(["--help"]);
     expect(r.status).toBe(0);
-    for (const flag of ["--broker", "--cluster", "--token", "--node", "--peer-url", "--join-api", "--state-dir", "--etcd-bin", "--data-dir", "--client-url"]) expect(r.stdout).toContain(flag);
+    for (const flag of ["--broker", "--cluster", "--token", "--node", "--peer-url", "--join-api", "--state-dir", "--etcd-bin", "--data-dir", "--client-url"])
+      expect(r.stdout).toContain(flag);
     expect(r.stdout).toMatch(/^ {2}0 {4}joined/m);
     expect(r.stdout).toMatch(/^ {2}2 {4}bad usage/m);
     expect(r.stdout).toMatch(/^ {2}3 {4}refused/m);
@@ -58,7 +72,17 @@ describe("command line", () => {
   it("with the marker and without --etcd-bin it exits 0 at once, without asking the broker", () => {
     const stateDir = join(dir, "joined");
     mkdirSync(stateDir, { recursive: true });
-    const marker = { version: 1, cluster: "prod", node: "ctrl-1", peerURL: "http://127.0.0.1:2380", role: "join", memberID: "42", clusterID: "cdf818194e3a8c32", ticket: "tkt_x", joinedAt: new Date().toISOString() };
+    const marker = {
+      version: 1,
+      cluster: "prod",
+      node: "ctrl-1",
+      peerURL: "http://127.0.0.1:2380",
+      role: "join",
+      memberID: "42",
+      clusterID: "cdf818194e3a8c32",
+      ticket: "tkt_x",
+      joinedAt: new Date().toISOString(),
+    };
     writeFileSync(join(stateDir, "joined.json"), JSON.stringify(marker));
     // The broker URL points at a closed port: a call to it could only fail.
     const r = agent([...base, "--state-dir", stateDir]);
@@ -74,7 +98,11 @@ describe("command line", () => {
 describe("against a broker, a join API and real etcd", () => {
   let h: ClusterHarness;
   beforeAll(async () => {
-    h = await ClusterHarness.start({ scenario: "agent", seed: e2eSeed("agent"), nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0", "typo-0", "nojoin-0"] });
+    h = await ClusterHarness.start({
+      scenario: "agent",
+      seed: e2eSeed("agent"),
+      nodes: ["ctrl-0", "ctrl-1", "ctrl-2", "stray-0", "late-0", "typo-0", "nojoin-0"],
+    });
   });
   afterAll(async () => {
     await h?.cleanup();
@@ -100,7 +128,12 @@ describe("against a broker, a join API and real etcd", () => {
     expect(status.ok).toBe(true);
     const id = status.ok ? hex(status.value.header.clusterId) : "";
     expect(run.stdout).toContain(`joined cluster ${id} as bootstrap`);
-    expect(JSON.parse(readFileSync(join(node.stateDir, "joined.json"), "utf8"))).toMatchObject({ cluster: h.cluster, node: "ctrl-0", role: "bootstrap", clusterID: id });
+    expect(JSON.parse(readFileSync(join(node.stateDir, "joined.json"), "utf8"))).toMatchObject({
+      cluster: h.cluster,
+      node: "ctrl-0",
+      role: "bootstrap",
+      clusterID: id,
+    });
     // Run again: the marker says it joined; nothing to start, exit 0 at once.
     const again = h.startAgent("ctrl-0", { args });
     expect((await again.exited).code).toBe(0);
@@ -130,7 +163,9 @@ describe("against a broker, a join API and real etcd", () => {
     // Its own marker says it joined: no etcd starts on the empty data dir, whatever the broker would say.
     const markerOnly = h.startAgent("ctrl-2");
     expect((await markerOnly.exited).code).toBe(3);
-    expect(markerOnly.events.find((e) => e.step === "refused")?.msg).toMatch(/joined\.json says this node joined cluster \S+, but \S+ holds no etcd data\. This node will not start etcd\. To join it again/);
+    expect(markerOnly.events.find((e) => e.step === "refused")?.msg).toMatch(
+      /joined\.json says this node joined cluster \S+, but \S+ holds no etcd data\. This node will not start etcd\. To join it again/,
+    );
     expect(markerOnly.events.some((e) => e.step === "etcd-start" || e.step === "ticket")).toBe(false);
     rmSync(node.stateDir, { recursive: true, force: true });
 
@@ -148,7 +183,11 @@ describe("against a broker, a join API and real etcd", () => {
     const old = list.ok ? list.value.members.find((m) => m.name === "ctrl-2") : undefined;
     expect(old).toBeDefined();
     expect((await gateway.memberRemove(old!.id)).ok).toBe(true);
-    const forget = spawnSync(process.execPath, [BIN, "admin", "forget", "ctrl-2", "--cluster", h.cluster, "--broker", h.broker.url, "--admin-token", h.broker.adminToken], { cwd: ROOT, encoding: "utf8" });
+    const forget = spawnSync(
+      process.execPath,
+      [BIN, "admin", "forget", "ctrl-2", "--cluster", h.cluster, "--broker", h.broker.url, "--admin-token", h.broker.adminToken],
+      { cwd: ROOT, encoding: "utf8" },
+    );
     expect(forget.status, forget.stderr).toBe(0);
 
     const rejoin = h.startAgent("ctrl-2");
@@ -198,7 +237,9 @@ describe("against a broker, a join API and real etcd", () => {
     const cluster = "agent-late";
     const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
     expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/pause`)).status).toBe(200);
-    const args = h.agentArgs(h.node("late-0")).map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : all[i - 1] === "--timeout" ? "10" : a));
+    const args = h
+      .agentArgs(h.node("late-0"))
+      .map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : all[i - 1] === "--timeout" ? "10" : a));
     const run = h.startAgent("late-0", { args });
     expect((await run.exited).code).toBe(4);
     expect(run.events.some((e) => e.step === "queued")).toBe(true);
@@ -212,7 +253,9 @@ describe("against a broker, a join API and real etcd", () => {
   it("gives its slot back when the join API stays out of reach for --join-api-patience, and queues again", async () => {
     // An adopted cluster: every node joins, and nojoin-0 is admitted at once.
     const cluster = "agent-nojoin";
-    expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/adopt`, { members: [{ node: "elsewhere", peerURL: "https://10.9.9.9:2380" }] })).status).toBe(200);
+    expect(
+      (await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/adopt`, { members: [{ node: "elsewhere", peerURL: "https://10.9.9.9:2380" }] })).status,
+    ).toBe(200);
     const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
     const [closed] = await freePorts(1);
     const swap: Record<string, string> = { "--cluster": cluster, "--token": token.body.token, "--join-api": `http://127.0.0.1:${closed}` };
@@ -221,7 +264,11 @@ describe("against a broker, a join API and real etcd", () => {
     // Given back: the first ticket is abandoned, and the node asks for a new place in the queue.
     await expect.poll(() => run.events.filter((e) => e.step === "ticket").length, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
     const lease = run.events.find((e) => e.step === "lease")!;
-    expect(lease.msg).toMatch(new RegExp(`the join API http://127\\.0\\.0\\.1:${closed} could not be reached for 2 s \\(--join-api-patience; last: .*\\); left the queue \\(ticket tkt_\\S+ abandoned\\); asking for a ticket again`));
+    expect(lease.msg).toMatch(
+      new RegExp(
+        `the join API http://127\\.0\\.0\\.1:${closed} could not be reached for 2 s \\(--join-api-patience; last: .*\\); left the queue \\(ticket tkt_\\S+ abandoned\\); asking for a ticket again`,
+      ),
+    );
     const tickets = (await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`)).body.tickets as { ticket: string; state: string }[];
     expect(tickets[0].state).toBe("abandoned");
     expect(tickets.length).toBeGreaterThanOrEqual(2);

@@ -102,12 +102,25 @@ describe("the example alert rules", () => {
             {
               eval_time: "50m",
               alertname: "JoinBrokerJoinStuck",
-              exp_alerts: [{ exp_labels: page, exp_annotations: { summary: `Cluster ${C}: a node is admitted and no join has completed in 30 min`, runbook: "docs/operations.md#a-join-is-stuck" } }],
+              exp_alerts: [
+                {
+                  exp_labels: page,
+                  exp_annotations: {
+                    summary: `Cluster ${C}: a node is admitted and no join has completed in 30 min`,
+                    runbook: "docs/operations.md#a-join-is-stuck",
+                  },
+                },
+              ],
             },
             {
               eval_time: "50m",
               alertname: "JoinBrokerQueueNotMoving",
-              exp_alerts: [{ exp_labels: page, exp_annotations: { summary: `Cluster ${C}: 1 node(s) queued and none admitted in 30 min`, runbook: "docs/operations.md#a-join-is-stuck" } }],
+              exp_alerts: [
+                {
+                  exp_labels: page,
+                  exp_annotations: { summary: `Cluster ${C}: 1 node(s) queued and none admitted in 30 min`, runbook: "docs/operations.md#a-join-is-stuck" },
+                },
+              ],
             },
           ],
         },
@@ -115,7 +128,15 @@ describe("the example alert rules", () => {
           // A healthy cluster held for three hours: nothing fires.
           interval: "1m",
           input_series: held(scrapes.healthy, 180),
-          alert_rule_test: silent("170m", "JoinBrokerJoinStuck", "JoinBrokerQueueNotMoving", "JoinBrokerPausedLong", "JoinBrokerLeasesExpiring", "JoinBrokerQueueNearlyFull", "JoinBrokerNeedsOperator"),
+          alert_rule_test: silent(
+            "170m",
+            "JoinBrokerJoinStuck",
+            "JoinBrokerQueueNotMoving",
+            "JoinBrokerPausedLong",
+            "JoinBrokerLeasesExpiring",
+            "JoinBrokerQueueNearlyFull",
+            "JoinBrokerNeedsOperator",
+          ),
         },
         {
           // The healthy cluster's real series, with leases expiring and admissions paused.
@@ -130,11 +151,45 @@ describe("the example alert rules", () => {
           alert_rule_test: [
             ...silent("3m", "JoinBrokerNeedsOperator"),
             ...silent("5m", "JoinBrokerLeasesExpiring", "JoinBrokerPausedLong", "JoinBrokerMetricsDown"),
-            { eval_time: "6m", alertname: "JoinBrokerNeedsOperator", exp_alerts: [{ exp_labels: page, exp_annotations: { summary: `Cluster ${C}: a node left an etcd member it could not remove; admissions are paused`, runbook: "docs/operations.md#a-member-needs-an-operator" } }] },
-            { eval_time: "20m", alertname: "JoinBrokerLeasesExpiring", exp_alerts: [{ exp_labels: { cluster: C, severity: "ticket" }, exp_annotations: { summary: `Cluster ${C}: 4 admission lease(s) expired in the last hour` } }] },
-            { eval_time: "20m", alertname: "JoinBrokerMetricsDown", exp_alerts: [{ exp_labels: { job: `join-broker-${C}`, instance: "broker.example:443", severity: "page" }, exp_annotations: { summary: `The join broker's metrics for join-broker-${C} cannot be scraped`, runbook: "docs/operations.md#the-broker-is-down" } }] },
+            {
+              eval_time: "6m",
+              alertname: "JoinBrokerNeedsOperator",
+              exp_alerts: [
+                {
+                  exp_labels: page,
+                  exp_annotations: {
+                    summary: `Cluster ${C}: a node left an etcd member it could not remove; admissions are paused`,
+                    runbook: "docs/operations.md#a-member-needs-an-operator",
+                  },
+                },
+              ],
+            },
+            {
+              eval_time: "20m",
+              alertname: "JoinBrokerLeasesExpiring",
+              exp_alerts: [
+                { exp_labels: { cluster: C, severity: "ticket" }, exp_annotations: { summary: `Cluster ${C}: 4 admission lease(s) expired in the last hour` } },
+              ],
+            },
+            {
+              eval_time: "20m",
+              alertname: "JoinBrokerMetricsDown",
+              exp_alerts: [
+                {
+                  exp_labels: { job: `join-broker-${C}`, instance: "broker.example:443", severity: "page" },
+                  exp_annotations: {
+                    summary: `The join broker's metrics for join-broker-${C} cannot be scraped`,
+                    runbook: "docs/operations.md#the-broker-is-down",
+                  },
+                },
+              ],
+            },
             ...silent("100m", "JoinBrokerPausedLong"),
-            { eval_time: "150m", alertname: "JoinBrokerPausedLong", exp_alerts: [{ exp_labels: { cluster: C, severity: "ticket" }, exp_annotations: { summary: `Cluster ${C}: admissions paused for 2 h` } }] },
+            {
+              eval_time: "150m",
+              alertname: "JoinBrokerPausedLong",
+              exp_alerts: [{ exp_labels: { cluster: C, severity: "ticket" }, exp_annotations: { summary: `Cluster ${C}: admissions paused for 2 h` } }],
+            },
           ],
         },
       ],

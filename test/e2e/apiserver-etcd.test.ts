@@ -51,15 +51,33 @@ afterAll(async () => {
 });
 
 function run(bin: string, args: string[], env: Record<string, string> = {}): Promise<{ ok: boolean; out: string }> {
-  return new Promise((resolve) => execFile(bin, args, { env: { ...process.env, ...env }, timeout: 60_000 }, (e, out, err) => resolve({ ok: e === null, out: `${out}${err}` })));
+  return new Promise((resolve) =>
+    execFile(bin, args, { env: { ...process.env, ...env }, timeout: 60_000 }, (e, out, err) => resolve({ ok: e === null, out: `${out}${err}` })),
+  );
 }
 
 /** One HTTPS call to kube-apiserver with the admin's client certificate (system:masters). */
-function kube(port: number, admin: { ca: string; cert: string; key: string }, method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
+function kube(
+  port: number,
+  admin: { ca: string; cert: string; key: string },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = request(
-      { host: "127.0.0.1", port, method, path, ca: readFileSync(admin.ca), cert: readFileSync(admin.cert), key: readFileSync(admin.key), rejectUnauthorized: false, headers: payload ? { "content-type": "application/json" } : {} },
+      {
+        host: "127.0.0.1",
+        port,
+        method,
+        path,
+        ca: readFileSync(admin.ca),
+        cert: readFileSync(admin.cert),
+        key: readFileSync(admin.key),
+        rejectUnauthorized: false,
+        headers: payload ? { "content-type": "application/json" } : {},
+      },
       (res) => {
         let text = "";
         res.on("data", (c: Buffer) => (text += c.toString()));
@@ -83,7 +101,8 @@ it.skipIf(skip)(
     // What etcd lets it do: keys, yes; the membership and the join API's records, no.
     const beside = join(dirname(h.etcdBin), "etcdctl");
     const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
-    const ctl = (args: string[]) => run(etcdctl, [`--endpoints=${node.clientURL}`, `--cacert=${client.ca}`, `--cert=${client.cert}`, `--key=${client.key}`, ...args], { ETCDCTL_API: "3" });
+    const ctl = (args: string[]) =>
+      run(etcdctl, [`--endpoints=${node.clientURL}`, `--cacert=${client.ca}`, `--cert=${client.cert}`, `--key=${client.key}`, ...args], { ETCDCTL_API: "3" });
     expect((await ctl(["put", "/registry/e2e-probe", "1"])).ok).toBe(true);
     const [free] = await freePorts(1);
     const add = await ctl(["member", "add", "evil", "--learner", `--peer-urls=https://127.0.0.1:${free}`]);
@@ -97,10 +116,55 @@ it.skipIf(skip)(
     const dir = mkdtempSync(join(tmpdir(), "join-broker-apiserver-"));
     const openssl = await ensureTool("openssl");
     const o = (args: string[]) => run(openssl, args).then((r) => expect(r.ok, r.out).toBe(true));
-    await o(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", join(dir, "kube-ca.key"), "-out", join(dir, "kube-ca.crt"), "-subj", "/CN=kube CA", "-days", "1"]);
-    await o(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", join(dir, "admin.key"), "-out", join(dir, "admin.csr"), "-subj", "/O=system:masters/CN=admin"]);
+    await o([
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      join(dir, "kube-ca.key"),
+      "-out",
+      join(dir, "kube-ca.crt"),
+      "-subj",
+      "/CN=kube CA",
+      "-days",
+      "1",
+    ]);
+    await o([
+      "req",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      join(dir, "admin.key"),
+      "-out",
+      join(dir, "admin.csr"),
+      "-subj",
+      "/O=system:masters/CN=admin",
+    ]);
     writeFileSync(join(dir, "admin.ext"), "extendedKeyUsage=clientAuth\n");
-    await o(["x509", "-req", "-in", join(dir, "admin.csr"), "-CA", join(dir, "kube-ca.crt"), "-CAkey", join(dir, "kube-ca.key"), "-CAcreateserial", "-days", "1", "-extfile", join(dir, "admin.ext"), "-out", join(dir, "admin.crt")]);
+    await o([
+      "x509",
+      "-req",
+      "-in",
+      join(dir, "admin.csr"),
+      "-CA",
+      join(dir, "kube-ca.crt"),
+      "-CAkey",
+      join(dir, "kube-ca.key"),
+      "-CAcreateserial",
+      "-days",
+      "1",
+      "-extfile",
+      join(dir, "admin.ext"),
+      "-out",
+      join(dir, "admin.crt"),
+    ]);
     await o(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", join(dir, "sa.key")]);
     await o(["pkey", "-in", join(dir, "sa.key"), "-pubout", "-out", join(dir, "sa.pub")]);
 
@@ -135,7 +199,8 @@ it.skipIf(skip)(
     const deadline = Date.now() + 180_000;
     let ready = await kube(port, admin, "GET", "/readyz");
     while (ready.status !== 200) {
-      if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`kube-apiserver not ready (exit ${proc.exitCode}; ${ready.status} ${ready.body.slice(0, 500)}):\n${output.slice(-4000)}`);
+      if (Date.now() > deadline || proc.exitCode !== null)
+        throw new Error(`kube-apiserver not ready (exit ${proc.exitCode}; ${ready.status} ${ready.body.slice(0, 500)}):\n${output.slice(-4000)}`);
       await new Promise((r) => setTimeout(r, 1_000));
       ready = await kube(port, admin, "GET", "/readyz");
     }

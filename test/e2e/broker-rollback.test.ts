@@ -97,7 +97,19 @@ it("once an admin adopts the cluster, the refused node joins it", async () => {
   const member = (n: string) => ["--member", `${n}=${h.node(n).peerURL}`];
   const adopt = spawnSync(
     process.execPath,
-    [join(ROOT, "bin/join-broker"), "admin", "adopt", "--cluster", h.cluster, "--broker", h.broker.url, "--admin-token", h.broker.adminToken, ...member("ctrl-0"), ...member("ctrl-1")],
+    [
+      join(ROOT, "bin/join-broker"),
+      "admin",
+      "adopt",
+      "--cluster",
+      h.cluster,
+      "--broker",
+      h.broker.url,
+      "--admin-token",
+      h.broker.adminToken,
+      ...member("ctrl-0"),
+      ...member("ctrl-1"),
+    ],
     { cwd: ROOT, encoding: "utf8" },
   );
   expect(adopt.status, `${adopt.stdout}${adopt.stderr}`).toBe(0);

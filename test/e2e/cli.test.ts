@@ -9,14 +9,25 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "../support/broker.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
-const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, encoding: "utf8", timeout: 60_000, env: { ...process.env, JOIN_BROKER_URL: "", JOIN_BROKER_ADMIN_TOKEN: "" } });
+const run = (...args: string[]) =>
+  spawnSync(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...process.env, JOIN_BROKER_URL: "", JOIN_BROKER_ADMIN_TOKEN: "" },
+  });
 
 describe("join-broker", () => {
   it("prints its version for --version, -v and version, and exits 0", () => {
     const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
     for (const flag of ["--version", "-v", "version"]) {
       const r = run(flag);
-      expect({ flag, status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({ flag, status: 0, stdout: `join-broker ${version} (protocol v1.1)\n`, stderr: "" });
+      expect({ flag, status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({
+        flag,
+        status: 0,
+        stdout: `join-broker ${version} (protocol v1.1)\n`,
+        stderr: "",
+      });
     }
   });
 
@@ -54,7 +65,10 @@ describe("join-broker", () => {
     const cases: [string[], string][] = [
       [["token", "create", "--ttl", "30s"], "--ttl 30s: must be at least 60 s"],
       [["token", "create", "--max-uses", "0"], "--max-uses 0: must be at least 1"],
-      [["policy", "set", "--max-in-flight", "0", "--lease-seconds", "100000"], "--max-in-flight 0: must be at least 1; --lease-seconds 100000: must be at most 3600 s"],
+      [
+        ["policy", "set", "--max-in-flight", "0", "--lease-seconds", "100000"],
+        "--max-in-flight 0: must be at least 1; --lease-seconds 100000: must be at most 3600 s",
+      ],
       [["tickets", "--limit", "0"], "--limit 0: must be at least 1"],
     ];
     for (const [args, message] of cases) {
@@ -65,7 +79,24 @@ describe("join-broker", () => {
   });
 
   it("controller --log-format json writes one JSON object per log line", async () => {
-    const child = spawn(process.execPath, [BIN, "controller", "--etcd", "http://127.0.0.1:2", "--broker", "http://127.0.0.1:3", "--cluster", "c1", "--listen", "127.0.0.1:0", "--log-format", "json"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        "controller",
+        "--etcd",
+        "http://127.0.0.1:2",
+        "--broker",
+        "http://127.0.0.1:3",
+        "--cluster",
+        "c1",
+        "--listen",
+        "127.0.0.1:0",
+        "--log-format",
+        "json",
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => (out += d));
@@ -75,7 +106,10 @@ describe("join-broker", () => {
     const closed = new Promise((r) => child.on("close", r));
     child.kill("SIGTERM");
     expect(await closed).toBe(0);
-    const lines = err.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = err
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.length).toBeGreaterThanOrEqual(2);
     for (const l of lines) expect(l).toEqual({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), cluster: "c1", msg: expect.any(String) });
     expect(lines.at(-1).msg).toBe("SIGTERM: shutting down");

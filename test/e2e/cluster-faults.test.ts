@@ -67,7 +67,9 @@ it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still
   const kills = planKills();
   const faultMs = between(random, 6_000, 12_000);
   const restartBrokerAfterJoins = between(random, 2, 4);
-  console.log(`[faults] join API fails for ${faultMs} ms; broker restarts after ${restartBrokerAfterJoins} joins; kills: ${kills.map((k) => `${k.node}@${k.step}#${k.run}(${k.mode})`).join(", ")}`);
+  console.log(
+    `[faults] join API fails for ${faultMs} ms; broker restarts after ${restartBrokerAfterJoins} joins; kills: ${kills.map((k) => `${k.node}@${k.step}#${k.run}(${k.mode})`).join(", ")}`,
+  );
   h.timeline.add("plan", undefined, { faultMs, restartBrokerAfterJoins, kills: kills.map(({ done: _d, ...k }) => k) });
 
   const work: Promise<unknown>[] = [];
@@ -104,7 +106,11 @@ it("1 + 6 controllers under join API faults, SIGKILLs and a broker restart still
   h.timeline.add("join-api-faults", undefined, { forMs: faultMs, from: "the first join API call" });
   const started = Date.now();
   for (const n of NODES) h.startAgent(n);
-  await h.waitFor("every agent to report joined", () => NODES.every((n) => h.joined(n)) && kills.every((k) => !k.done || h.current(k.node)!.run > k.run), 280_000);
+  await h.waitFor(
+    "every agent to report joined",
+    () => NODES.every((n) => h.joined(n)) && kills.every((k) => !k.done || h.current(k.node)!.run > k.run),
+    280_000,
+  );
   await Promise.all(work);
   const took = Date.now() - started;
   h.stopSampling();

@@ -37,7 +37,11 @@ describe("a broker restored from a backup older than its cluster", () => {
     }
 
     await h.broker.stop();
-    const restored = spawnSync(process.execPath, [BIN, "serve", "restore", "--data-dir", h.broker.persistDir, "--from", backup], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    const restored = spawnSync(process.execPath, [BIN, "serve", "restore", "--data-dir", h.broker.persistDir, "--from", backup], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(restored.status, restored.stderr).toBe(0);
     await h.broker.restart();
 

@@ -48,7 +48,9 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
     h.timeline.add("admin-revoke", node, { jti });
     revocations.push(
       (async () => {
-        const res = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${jti}/revoke`, { reason: `scenario 3: ${node} must not join` });
+        const res = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${jti}/revoke`, {
+          reason: `scenario 3: ${node} must not join`,
+        });
         expect(res.status, JSON.stringify(res.body)).toBe(200);
         h.proxy!.release();
       })(),
@@ -57,10 +59,14 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
   // ctrl-2: held at its add, revoked, then let through.
   h.proxy!.hold(addRequestOf("ctrl-2"), () => revoke("ctrl-2"));
   // ctrl-3: the add goes through but its answer is lost; the retry is held, revoked, let through.
-  h.proxy!.dropAnswerOnce(addRequestOf("ctrl-3"), () => {
-    h.timeline.add("add-answer-dropped", "ctrl-3");
-    h.proxy!.hold(addRequestOf("ctrl-3"), () => revoke("ctrl-3"));
-  }, (status) => status === 200);
+  h.proxy!.dropAnswerOnce(
+    addRequestOf("ctrl-3"),
+    () => {
+      h.timeline.add("add-answer-dropped", "ctrl-3");
+      h.proxy!.hold(addRequestOf("ctrl-3"), () => revoke("ctrl-3"));
+    },
+    (status) => status === 200,
+  );
 
   h.startSampling();
   // Started one after the other so that the queue order is ctrl-1, ctrl-2, ctrl-3, ctrl-4.
@@ -77,7 +83,10 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
   h.stopSampling();
 
   // The revoked agents refused (exit 3), saying why, and never started etcd.
-  for (const [n, x] of [["ctrl-2", x2], ["ctrl-3", x3]] as const) {
+  for (const [n, x] of [
+    ["ctrl-2", x2],
+    ["ctrl-3", x3],
+  ] as const) {
     expect(x?.code, `${n} exit code`).toBe(3);
     const refused = h.current(n)!.events.find((e) => e.step === "refused");
     expect(refused?.msg).toMatch(/revoked/);
@@ -99,7 +108,12 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
   // The broker: both admissions revoked by the admin, their tickets revoked, the others joined.
   await expectEveryAdmissionAudited(h, MEMBERS, final.ids);
   const audit = await h.audit();
-  expect(audit.filter((a) => a.action === "admission.revoked").map((a) => a.detail.node).sort()).toEqual(REVOKED);
+  expect(
+    audit
+      .filter((a) => a.action === "admission.revoked")
+      .map((a) => a.detail.node)
+      .sort(),
+  ).toEqual(REVOKED);
   expect(audit.filter((a) => a.action === "ticket.joined" && REVOKED.includes(a.detail.node as string))).toEqual([]);
   const revokedTickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets?state=revoked`);
   expect(revokedTickets.body.tickets.map((t: { node: string }) => t.node).sort()).toEqual(REVOKED);

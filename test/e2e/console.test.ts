@@ -184,7 +184,10 @@ describe("the console", () => {
     });
     expect(await introspect.json()).toMatchObject({ active: false, reason: "revoked" });
     const audit = await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit`);
-    expect(audit.body.entries.find((e: any) => e.action === "admission.revoked")).toMatchObject({ subject: second.jti, detail: { reason: "suspected stolen token" } });
+    expect(audit.body.entries.find((e: any) => e.action === "admission.revoked")).toMatchObject({
+      subject: second.jti,
+      detail: { reason: "suspected stolen token" },
+    });
     // The page shows the slot passed on: ctrl-2 gone from the queue, ctrl-3 admitted.
     await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ state: "detached", timeout: 15_000 });
     await expect.poll(() => page.locator('#queue tr[data-node="ctrl-3"] td').nth(2).textContent()).toBe("admitted");
@@ -198,7 +201,8 @@ describe("the console", () => {
     await complete(cluster, first.ticket, first.admission!, "10501334649042878790");
     const second = await node(cluster, token, "ctrl-2", 2);
     await node(cluster, token, "ctrl-3", 3);
-    const detail = "could not remove member 2a (a voter, never started) from etcd within 120 s: etcdserver: request timed out. Remove it: etcdctl --endpoints=https://localhost:2379 member remove 2a";
+    const detail =
+      "could not remove member 2a (a voter, never started) from etcd within 120 s: etcdserver: request timed out. Remove it: etcdctl --endpoints=https://localhost:2379 member remove 2a";
     const stuck = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${second.ticket}/stuck`, {
       method: "POST",
       headers: { authorization: `Bearer ${second.admission}`, "content-type": "application/json" },
@@ -289,7 +293,9 @@ describe("the console", () => {
     const { page, problems } = await newPage();
     await signIn(page, cluster);
     await expect.poll(() => page.locator("#tokens tbody td").allTextContents(), { timeout: 10_000 }).toContain(description);
-    await expect.poll(() => page.locator("#audit .detail").allTextContents(), { timeout: 10_000 }).toEqual(expect.arrayContaining([expect.stringContaining(reason)]));
+    await expect
+      .poll(() => page.locator("#audit .detail").allTextContents(), { timeout: 10_000 })
+      .toEqual(expect.arrayContaining([expect.stringContaining(reason)]));
     expect(await page.locator("#from-description, #from-reason, main img, main svg b, #audit b, #tokens b").count()).toBe(0);
     expect(await page.title()).not.toBe("pwned");
     expect(problems).toEqual(noProblems);
@@ -331,7 +337,9 @@ describe("the console", () => {
     await expect.poll(() => page.locator("#members tbody td.mono").first().textContent()).toBe(hostileNode(1));
     expect(await page.locator("#members tbody td.mono").allTextContents()).toContain(hostileNode(2));
     expect(await page.locator("#facts").textContent()).toContain("done by " + hostileNode(1));
-    expect(await page.locator("#timeline g.ticket title").allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^<img src=x class=hostile .*ctrl-1 \(bootstrap\)/)]));
+    expect(await page.locator("#timeline g.ticket title").allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^<img src=x class=hostile .*ctrl-1 \(bootstrap\)/)]),
+    );
     await expect.poll(() => page.locator("#audit .detail").allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining(hostileNode(3))]));
     await expect.poll(() => page.locator("#switch-cluster option").allTextContents(), { timeout: 10_000 }).toContain(hostileCluster);
     expect(await page.locator("#known-clusters option").evaluateAll((os) => os.map((o) => o.getAttribute("value")))).toContain(hostileCluster);
@@ -411,7 +419,7 @@ describe("the console", () => {
     await expect.poll(() => page.locator("#timeline g.ticket").count(), { timeout: 10_000 }).toBe(7);
     await expect.poll(() => page.locator("#timeline circle.end-joined").count(), { timeout: 10_000 }).toBe(4);
     // Member IDs read as etcdctl prints them.
-    expect(await page.locator("#members tbody tr").first().locator("td").nth(2).textContent()).toBe((10501334649042878790n).toString(16));
+    expect(await page.locator("#members tbody tr").first().locator("td").nth(2).textContent()).toBe(10501334649042878790n.toString(16));
     await page.screenshot({ path: join(SHOTS, "03-join-1+6.png"), fullPage: true });
     await page.screenshot({ path: join(ROOT, "test-results/console/03-join-1+6-top.png") });
 
@@ -428,7 +436,8 @@ describe("the console", () => {
     // …and works: a node takes a ticket with it.
     expect((await node(cluster, shown, "ctrl-8", 8)).state).toBe("queued");
     // It expires in 24 h, the form's default; one that never expires is asked for.
-    const listed = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/enrollment-tokens`)).body.tokens as { description?: string; expiresAt: string | null }[];
+    const listed = async () =>
+      (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/enrollment-tokens`)).body.tokens as { description?: string; expiresAt: string | null }[];
     const wave2 = (await listed()).find((t) => t.description === "wave 2")!;
     expect(Math.abs(Date.parse(wave2.expiresAt!) - (Date.now() + 24 * 3_600_000))).toBeLessThan(120_000);
     await page.locator("#hide-token").click();

@@ -35,7 +35,14 @@ describe("npm run demo -- --faults", () => {
   });
 
   it("refuses --max-in-flight above 1 on an etcd that holds one learner, and says what to add", () => {
-    const r = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--etcd", "3.5", "--max-in-flight", "3"], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
-    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 2, stderr: "--max-in-flight 3 needs etcd 3.6 or newer (3.4 and 3.5 hold one learner at a time): add --etcd 3.7\n" });
+    const r = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--etcd", "3.5", "--max-in-flight", "3"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect({ status: r.status, stderr: r.stderr }).toEqual({
+      status: 2,
+      stderr: "--max-in-flight 3 needs etcd 3.6 or newer (3.4 and 3.5 hold one learner at a time): add --etcd 3.7\n",
+    });
   });
 });

@@ -40,7 +40,13 @@ describe("a cluster on the operator's etcd CA", () => {
       dirs.push(caDir);
       makeOperatorCa(kind, caDir);
       const before = { cert: readFileSync(join(caDir, "ca.crt")), key: readFileSync(join(caDir, "ca.key")) };
-      const h = await ClusterHarness.start({ scenario: `ca-${kind.name}`, seed, nodes: ["ctrl-0", "ctrl-1"], broker: { runtime: "serve" }, operatorCa: { dir: caDir } });
+      const h = await ClusterHarness.start({
+        scenario: `ca-${kind.name}`,
+        seed,
+        nodes: ["ctrl-0", "ctrl-1"],
+        broker: { runtime: "serve" },
+        operatorCa: { dir: caDir },
+      });
       try {
         h.startAgent("ctrl-0");
         await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 90_000);
@@ -82,9 +88,51 @@ describe("a bootstrap node whose own certificates etcd refuses", () => {
     const caDir = mkdtempSync(join(tmpdir(), "join-broker-ca-constrained-"));
     dirs.push(caDir);
     // A CA that may sign only for 10.0.0.0/8 and *.example.internal, made by openssl; the node runs on 127.0.0.1.
-    writeFileSync(join(caDir, "ca.cnf"), ["[req]", "distinguished_name = dn", "x509_extensions = ext", "[dn]", "[ext]", "basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign,cRLSign", "subjectKeyIdentifier = hash", "nameConstraints = critical,permitted;IP:10.0.0.0/255.0.0.0,permitted;DNS:example.internal", ""].join("\n"));
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/O=Acme etcd/CN=etcd-ca", "-config", "ca.cnf"], { cwd: caDir, stdio: ["ignore", "pipe", "pipe"] });
-    const h = await ClusterHarness.start({ scenario: "ca-constrained", seed, nodes: ["ctrl-0"], broker: { runtime: "serve" }, operatorCa: { dir: caDir, refused: true } });
+    writeFileSync(
+      join(caDir, "ca.cnf"),
+      [
+        "[req]",
+        "distinguished_name = dn",
+        "x509_extensions = ext",
+        "[dn]",
+        "[ext]",
+        "basicConstraints = critical,CA:TRUE",
+        "keyUsage = critical,keyCertSign,cRLSign",
+        "subjectKeyIdentifier = hash",
+        "nameConstraints = critical,permitted;IP:10.0.0.0/255.0.0.0,permitted;DNS:example.internal",
+        "",
+      ].join("\n"),
+    );
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "30",
+        "-subj",
+        "/O=Acme etcd/CN=etcd-ca",
+        "-config",
+        "ca.cnf",
+      ],
+      { cwd: caDir, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const h = await ClusterHarness.start({
+      scenario: "ca-constrained",
+      seed,
+      nodes: ["ctrl-0"],
+      broker: { runtime: "serve" },
+      operatorCa: { dir: caDir, refused: true },
+    });
     try {
       const run = h.startAgent("ctrl-0");
       await h.waitFor("ctrl-0 to start etcd", () => run.events.some((e) => e.step === "etcd-start"), 60_000);
@@ -96,9 +144,19 @@ describe("a bootstrap node whose own certificates etcd refuses", () => {
       const pki = h.node("ctrl-0").pkiDir;
       const tls = run.events.filter((e) => e.step === "etcd-tls").map((e) => e.msg);
       // Go's words (etcd's log) and OpenSSL's (this node's own request): neither lets 127.0.0.1 pass the constraints.
-      expect(tls).toContainEqual(expect.stringMatching(new RegExp(`^etcd rejected the certificate of 127\\.0\\.0\\.1:\\d+ on its client port, which must be signed by the CA in ${pki}/ca\\.crt \\(this node's own is ${pki}/server\\.crt\\): etcd's words: ".*x509: .*127\\.0\\.0\\.1.*"$`)));
-      expect(tls).toContainEqual(expect.stringMatching(new RegExp(`^this node's own request to its etcd at ${h.node("ctrl-0").clientURL} failed the TLS handshake: `)));
-      expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/^certificates are refused, so this start cannot succeed: .*left the queue \(ticket \S+ abandoned\)$/);
+      expect(tls).toContainEqual(
+        expect.stringMatching(
+          new RegExp(
+            `^etcd rejected the certificate of 127\\.0\\.0\\.1:\\d+ on its client port, which must be signed by the CA in ${pki}/ca\\.crt \\(this node's own is ${pki}/server\\.crt\\): etcd's words: ".*x509: .*127\\.0\\.0\\.1.*"$`,
+          ),
+        ),
+      );
+      expect(tls).toContainEqual(
+        expect.stringMatching(new RegExp(`^this node's own request to its etcd at ${h.node("ctrl-0").clientURL} failed the TLS handshake: `)),
+      );
+      expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(
+        /^certificates are refused, so this start cannot succeed: .*left the queue \(ticket \S+ abandoned\)$/,
+      );
       // Go refuses the same certificates it would refuse anywhere.
       const files = pkiFiles(pki);
       expect(goVerify(files.ca, [files.serverCert]).output).toMatch(/not permitted|not authorized/);

@@ -97,7 +97,11 @@ async function admit(node: string, peerURL: string): Promise<{ token: string; jt
 }
 
 async function joinApi(path: string, token: string, body: unknown): Promise<{ status: number; body: Record<string, any>; text: string }> {
-  const res = await fetch(`${h.joinApi.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${h.joinApi.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text.startsWith("{") ? JSON.parse(text) : {}, text };
 }
@@ -201,7 +205,10 @@ describe("a joiner's certificates", () => {
         if (minor === "3.4") expect(compact.out).toMatch(/compacted revision 1|required revision has been compacted/);
         else expect(compact.out).toMatch(denied);
         // The JSON gateway refuses a client certificate that names a user it would ignore.
-        const gateway = await tlsFetch(files)(`${ctrl0.clientURL}/v3/cluster/member/add`, { method: "POST", body: JSON.stringify({ peerURLs: [`https://127.0.0.1:${freePeer}`], isLearner: true }) });
+        const gateway = await tlsFetch(files)(`${ctrl0.clientURL}/v3/cluster/member/add`, {
+          method: "POST",
+          body: JSON.stringify({ peerURLs: [`https://127.0.0.1:${freePeer}`], isLearner: true }),
+        });
         expect(gateway.status).toBe(400);
         expect(await gateway.text()).toMatch(/CommonName/);
       }
@@ -218,7 +225,10 @@ describe("a joiner's certificates", () => {
 
   it("a client certificate without a user gets the member list and nothing else through the gateway either", async () => {
     // The harness's certificate names no user; without root's password it is nobody.
-    const r = await tlsFetch(h.etcdClientTls!)(`${h.node("ctrl-0").clientURL}/v3/kv/put`, { method: "POST", body: JSON.stringify({ key: "eA==", value: "eA==" }) });
+    const r = await tlsFetch(h.etcdClientTls!)(`${h.node("ctrl-0").clientURL}/v3/kv/put`, {
+      method: "POST",
+      body: JSON.stringify({ key: "eA==", value: "eA==" }),
+    });
     expect(r.status).not.toBe(200);
     expect(await r.text()).toMatch(/user name is empty|permission denied/);
   });
@@ -250,7 +260,11 @@ describe("keys", () => {
       const openssl = await ensureTool("openssl");
       const csrOf = (keyArgs: string[]) =>
         new Promise<string>((resolve, reject) =>
-          execFile(openssl, ["req", "-new", "-newkey", ...keyArgs, "-nodes", "-keyout", "/dev/null", "-subj", `/CN=${n.name}`, "-addext", "subjectAltName=IP:127.0.0.1"], (e, out) => (e ? reject(e) : resolve(out))),
+          execFile(
+            openssl,
+            ["req", "-new", "-newkey", ...keyArgs, "-nodes", "-keyout", "/dev/null", "-subj", `/CN=${n.name}`, "-addext", "subjectAltName=IP:127.0.0.1"],
+            (e, out) => (e ? reject(e) : resolve(out)),
+          ),
         );
       const good = await requestCertificates(requestedIdentity(n.name, n.peerURL, n.clientURL));
       const before = await members();
@@ -258,7 +272,11 @@ describe("keys", () => {
         ["RSA 1024", ["rsa:1024"], /RSA key of 1024 bits/],
         ["P-224", ["ec", "-pkeyopt", "ec_paramgen_curve:P-224"], /another curve/],
       ] as const) {
-        const r = await joinApi("/v1beta1/etcd/members", n.token, { node: n.name, peerAddress: n.peerURL, csrs: { peer: await csrOf([...args]), server: good.requests.server } });
+        const r = await joinApi("/v1beta1/etcd/members", n.token, {
+          node: n.name,
+          peerAddress: n.peerURL,
+          csrs: { peer: await csrOf([...args]), server: good.requests.server },
+        });
         expect(r.status, `${what}: ${r.text}`).toBe(400);
         expect(r.body.code).toBe("invalid_csr");
         expect(r.body.detail).toMatch(reason);
@@ -283,7 +301,9 @@ describe("a member's certificates are signed once", () => {
     const again = await addWithCertificates(voter);
     expect(again.status, again.text).toBe(200);
     expect(again.body.memberID).toBe(first.body.memberID);
-    voterSerials = [pkiFiles(voter.pkiDir).peerCert, pkiFiles(voter.pkiDir).serverCert].map((f) => normalSerial(certificateFacts(readFileSync(f, "utf8")).serial));
+    voterSerials = [pkiFiles(voter.pkiDir).peerCert, pkiFiles(voter.pkiDir).serverCert].map((f) =>
+      normalSerial(certificateFacts(readFileSync(f, "utf8")).serial),
+    );
     await startManualEtcd(voter, again.body.initialCluster);
     // Started: no third set, and nothing added.
     const started = await addWithCertificates(voter);
@@ -311,7 +331,13 @@ describe("revocation reaches every etcd", () => {
     ]);
     const refused = new Set<string>();
     while (refused.size < targets.length) {
-      if (Date.now() - since > REVOCATION_BOUND_MS + 10_000) throw new Error(`still accepted after ${Math.round((Date.now() - since) / 1000)} s: ${targets.filter((t) => !refused.has(t.what)).map((t) => t.what).join(", ")}`);
+      if (Date.now() - since > REVOCATION_BOUND_MS + 10_000)
+        throw new Error(
+          `still accepted after ${Math.round((Date.now() - since) / 1000)} s: ${targets
+            .filter((t) => !refused.has(t.what))
+            .map((t) => t.what)
+            .join(", ")}`,
+        );
       for (const t of targets) if ((await probe(t.url, peerFiles(dir))) !== 200 && (await probe(t.url, serverFiles(dir))) !== 200) refused.add(t.what);
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -320,7 +346,8 @@ describe("revocation reaches every etcd", () => {
 
   it("a member removed from etcd: its certificates are refused on the client and the peer port of every etcd within 30 s", async () => {
     // Every node's etcd reads the list, on both ports.
-    for (const n of h.nodes) expect(readFileSync(join(n.stateDir, "etcd-flags.txt"), "utf8")).toContain(`--client-crl-file=${pkiFiles(n.pkiDir).crl}\n--peer-crl-file=`);
+    for (const n of h.nodes)
+      expect(readFileSync(join(n.stateDir, "etcd-flags.txt"), "utf8")).toContain(`--client-crl-file=${pkiFiles(n.pkiDir).crl}\n--peer-crl-file=`);
     // Accepted everywhere first.
     for (const n of h.nodes) {
       expect(await probe(`${n.clientURL}/health`, peerFiles(voter.pkiDir))).toBe(200);
@@ -331,7 +358,9 @@ describe("revocation reaches every etcd", () => {
     // The operator's way: a root certificate from the CA (join-broker etcd-cert), etcdctl member remove.
     const rootDir = mkdtempSync(join(tmpdir(), "join-broker-root-cert-"));
     const made = await new Promise<{ code: number | null; out: string }>((resolve) =>
-      execFile(process.execPath, [join(ROOT, "bin/join-broker"), "etcd-cert", "--pki-dir", h.pkiCaDir!, "--out", rootDir], (e, out, err) => resolve({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out: `${out}${err}` })),
+      execFile(process.execPath, [join(ROOT, "bin/join-broker"), "etcd-cert", "--pki-dir", h.pkiCaDir!, "--out", rootDir], (e, out, err) =>
+        resolve({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out: `${out}${err}` }),
+      ),
     );
     expect(made.code, made.out).toBe(0);
     expect(made.out).toContain(`--cert=${join(rootDir, "root.crt")}`);
@@ -375,13 +404,24 @@ describe("a cluster bootstrapped before etcd's auth was turned on", () => {
     const caDir = mkdtempSync(join(tmpdir(), "join-broker-enable-auth-"));
     const logged: string[] = [];
     await certificateAuthority(caDir, { create: { commonName: "enable-auth CA" } });
-    const api = await startJoinApi({ etcd: etcd.first.clientURL, pkiDir: caDir, enableEtcdAuth: true, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0, log: (l) => logged.push(l) });
+    const api = await startJoinApi({
+      etcd: etcd.first.clientURL,
+      pkiDir: caDir,
+      enableEtcdAuth: true,
+      broker: h.broker.url,
+      cluster: h.cluster,
+      host: "127.0.0.1",
+      port: 0,
+      log: (l) => logged.push(l),
+    });
     try {
       await expect.poll(() => logged.find((l) => l.startsWith("turned etcd's auth on")) ?? "", { timeout: 20_000 }).toContain("--enable-etcd-auth");
       const anyone = new EtcdGateway(etcd.first.clientURL);
       const put = await anyone.put("/registry/after", "1");
       expect(put.ok ? "written" : put.error.kind).toMatch(/unauthenticated|permission_denied/);
-      const root = new EtcdGateway(etcd.first.clientURL, { credentials: { user: "root", password: etcdRootPassword(readFileSync(pkiFiles(caDir).caKey, "utf8")) } });
+      const root = new EtcdGateway(etcd.first.clientURL, {
+        credentials: { user: "root", password: etcdRootPassword(readFileSync(pkiFiles(caDir).caKey, "utf8")) },
+      });
       expect((await root.put("/registry/after", "1")).ok).toBe(true);
       // The join API keeps its revocation list on it.
       await expect.poll(async () => (await fetch(`${api.url}/v1beta1/etcd/crl`)).status, { timeout: 15_000 }).toBe(200);

@@ -51,7 +51,9 @@ async function strayEtcdOn(node: string): Promise<{ etcd: EtcdProcess; memberID:
     startTimeoutMs: 60_000,
   });
   strays.push(etcd);
-  const status = await fetch(`${etcd.clientURL}/v3/maintenance/status`, { method: "POST", body: "{}" }).then((r) => r.json() as Promise<{ header: { member_id: string } }>);
+  const status = await fetch(`${etcd.clientURL}/v3/maintenance/status`, { method: "POST", body: "{}" }).then(
+    (r) => r.json() as Promise<{ header: { member_id: string } }>,
+  );
   return { etcd, memberID: status.header.member_id };
 }
 

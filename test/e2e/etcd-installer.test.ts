@@ -81,7 +81,24 @@ it("tells etcd's own 'too many learner members' in its retry message when a lear
   // As a shell would pass it from a user's environment, which etcdctl 3.6 warns about.
   installer = spawn(
     process.execPath,
-    [INSTALLER, "join", "--name", node.name, "--data-dir", join(scratch, "data"), "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", etcdctl],
+    [
+      INSTALLER,
+      "join",
+      "--name",
+      node.name,
+      "--data-dir",
+      join(scratch, "data"),
+      "--peer-url",
+      node.peerURL,
+      "--client-url",
+      node.clientURL,
+      "--endpoints",
+      etcd.first.clientURL,
+      "--etcd-bin",
+      etcd.bin,
+      "--etcdctl",
+      etcdctl,
+    ],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" }, detached: true },
   );
   let output = "";
@@ -108,7 +125,24 @@ it("starts its etcd again when it exits before the member is promoted, as the ku
   const dataDir = join(scratch, "data-2");
   installer = spawn(
     process.execPath,
-    [INSTALLER, "join", "--name", node.name, "--data-dir", dataDir, "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", etcdctl],
+    [
+      INSTALLER,
+      "join",
+      "--name",
+      node.name,
+      "--data-dir",
+      dataDir,
+      "--peer-url",
+      node.peerURL,
+      "--client-url",
+      node.clientURL,
+      "--endpoints",
+      etcd.first.clientURL,
+      "--etcd-bin",
+      etcd.bin,
+      "--etcdctl",
+      etcdctl,
+    ],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" }, detached: true },
   );
   let output = "";
@@ -155,7 +189,24 @@ exec '${etcdctl}' "$@"
   const dataDir = join(scratch, "data-3");
   installer = spawn(
     process.execPath,
-    [INSTALLER, "join", "--name", node.name, "--data-dir", dataDir, "--peer-url", node.peerURL, "--client-url", node.clientURL, "--endpoints", etcd.first.clientURL, "--etcd-bin", etcd.bin, "--etcdctl", lossy],
+    [
+      INSTALLER,
+      "join",
+      "--name",
+      node.name,
+      "--data-dir",
+      dataDir,
+      "--peer-url",
+      node.peerURL,
+      "--client-url",
+      node.clientURL,
+      "--endpoints",
+      etcd.first.clientURL,
+      "--etcd-bin",
+      etcd.bin,
+      "--etcdctl",
+      lossy,
+    ],
     { stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   let output = "";

@@ -31,7 +31,10 @@ describe("node scripts/etcd.mjs", () => {
   it("lists every version with its pinned release, without building when asked not to", async () => {
     const r = await run(["list", "--no-build"], { JOIN_BROKER_ETCD_CACHE: join(scratch, "empty") });
     expect(r.code).toBe(0);
-    const rows = r.stdout.trim().split("\n").map((l) => l.split("\t"));
+    const rows = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.split("\t"));
     expect(rows.map((row) => row[0])).toEqual(["3.4", "3.5", "3.6", "3.7"]);
     for (const row of rows) {
       expect(row[1]).toBe(etcdPin(row[0]!).release);

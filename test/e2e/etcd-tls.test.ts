@@ -52,7 +52,11 @@ async function admit(node: string, peerURL: string): Promise<{ token: string; jt
 }
 
 async function add(joinApiUrl: string, token: string, body: unknown): Promise<{ status: number; body: Record<string, any>; text: string }> {
-  const res = await fetch(`${joinApiUrl}/v1beta1/etcd/members`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${joinApiUrl}/v1beta1/etcd/members`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : {}, text };
 }
@@ -93,7 +97,11 @@ describe("etcd's ports want a certificate from the cluster's CA", () => {
   it("serves the client port to the harness's certificate, and refuses a client without one or with another CA's", async () => {
     // etcd's own /health: it answers any client its TLS lets in (with auth on, /v3 wants a user).
     const url = `${h.node("ctrl-0").clientURL}/health`;
-    const ask = (files: Parameters<typeof tlsFetch>[0]) => tlsFetch(files)(url).then((r) => r.status, (e: Error) => e.message);
+    const ask = (files: Parameters<typeof tlsFetch>[0]) =>
+      tlsFetch(files)(url).then(
+        (r) => r.status,
+        (e: Error) => e.message,
+      );
     expect(await ask(h.etcdClientTls!)).toBe(200);
     // The right CA trusted, no certificate presented.
     expect(await ask({ ca: h.etcdClientTls!.ca })).not.toBe(200);
@@ -103,12 +111,22 @@ describe("etcd's ports want a certificate from the cluster's CA", () => {
     await issueOwnCertificates(other, ca, { peer: { node: "e2e-harness", hosts: ["127.0.0.1"] }, server: { node: "e2e-harness", hosts: ["127.0.0.1"] } });
     expect(await ask({ ...ownClientFiles(other), ca: h.etcdClientTls!.ca })).not.toBe(200);
     // And plain http on an https port is no way in either.
-    expect(await fetch(url.replace("https:", "http:")).then((r) => r.status, () => "refused")).not.toBe(200);
+    expect(
+      await fetch(url.replace("https:", "http:")).then(
+        (r) => r.status,
+        () => "refused",
+      ),
+    ).not.toBe(200);
   });
 
   it("refuses a peer without a certificate on the peer port", async () => {
     const peer = `${h.node("ctrl-0").peerURL}/version`;
-    expect(await tlsFetch({ ca: h.etcdClientTls!.ca })(peer).then((r) => r.status, (e: Error) => e.message)).not.toBe(200);
+    expect(
+      await tlsFetch({ ca: h.etcdClientTls!.ca })(peer).then(
+        (r) => r.status,
+        (e: Error) => e.message,
+      ),
+    ).not.toBe(200);
     expect(await tlsFetch(h.etcdClientTls!)(peer).then((r) => r.status)).toBe(200);
   });
 
@@ -132,12 +150,24 @@ describe("a join API whose certificates etcd refuses says so, naming the file", 
       const { ca } = await certificateAuthority(other);
       await issueOwnCertificates(other, ca, { peer: { node: "join-api", hosts: ["127.0.0.1"] }, server: { node: "join-api", hosts: ["127.0.0.1"] } });
       const cases = [
-        { tls: { ...h.etcdClientTls!, cert: pkiFiles(other).serverCert, key: pkiFiles(other).serverKey }, words: `refused the client certificate ${pkiFiles(other).serverCert} (TLS alert: ` },
+        {
+          tls: { ...h.etcdClientTls!, cert: pkiFiles(other).serverCert, key: pkiFiles(other).serverKey },
+          words: `refused the client certificate ${pkiFiles(other).serverCert} (TLS alert: `,
+        },
         { tls: { ...h.etcdClientTls!, ca: pkiFiles(other).ca }, words: `does not verify against ${pkiFiles(other).ca}: ` },
       ];
       for (const { tls, words } of cases) {
         const logged: string[] = [];
-        const api = await startJoinApi({ etcd: h.node("ctrl-0").clientURL, etcdTls: tls, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0, holdSeconds: 0, log: (l) => logged.push(l) });
+        const api = await startJoinApi({
+          etcd: h.node("ctrl-0").clientURL,
+          etcdTls: tls,
+          broker: h.broker.url,
+          cluster: h.cluster,
+          host: "127.0.0.1",
+          port: 0,
+          holdSeconds: 0,
+          log: (l) => logged.push(l),
+        });
         try {
           await expect.poll(() => logged.find((l) => l.startsWith("TLS handshake with etcd failed: ")) ?? "", { timeout: 10_000 }).toContain(words);
           expect(logged.find((l) => l.startsWith("etcd does not answer yet: "))).toContain(words);
@@ -180,7 +210,10 @@ describe("the join API signs only for the admitted identity", () => {
     expect(r1.body.code).toBe("csr_name_not_allowed");
     expect(r1.body.detail).toContain("10.9.9.9");
 
-    const serverElsewhere = await requestCertificates({ peer: { node: "lone-1", hosts: ["127.0.0.1"] }, server: { node: "lone-1", hosts: ["127.0.0.1", "evil.example"] } });
+    const serverElsewhere = await requestCertificates({
+      peer: { node: "lone-1", hosts: ["127.0.0.1"] },
+      server: { node: "lone-1", hosts: ["127.0.0.1", "evil.example"] },
+    });
     const r2 = await add(h.joinApi.url, admission.token, { node: "lone-1", peerAddress: peerURL, csrs: serverElsewhere.requests });
     expect(r2.status, r2.text).toBe(422);
     expect(r2.body.code).toBe("csr_name_not_allowed");
@@ -280,7 +313,6 @@ describe("an expired admission", () => {
       await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admission.jti}/revoke`, { reason: "test done" });
     }
   });
-
 });
 
 describe("a joiner whose certificates the cluster refuses", () => {
@@ -292,7 +324,16 @@ describe("a joiner whose certificates the cluster refuses", () => {
     makeOperatorCa("openssl-rsa2048-pkcs1", wrongCa);
     // It signs in to etcd as the cluster's root (the password of the cluster's CA key): only its signing CA is wrong.
     const root = { user: "root", password: etcdRootPassword(readFileSync(join(h.pkiCaDir!, "ca.key"), "utf8")) };
-    const wrongApi = await startJoinApi({ etcd: h.nodes.map((n) => n.clientURL), etcdTls: h.etcdClientTls!, etcdCredentials: root, pkiDir: wrongCa, broker: h.broker.url, cluster: h.cluster, host: "127.0.0.1", port: 0 });
+    const wrongApi = await startJoinApi({
+      etcd: h.nodes.map((n) => n.clientURL),
+      etcdTls: h.etcdClientTls!,
+      etcdCredentials: root,
+      pkiDir: wrongCa,
+      broker: h.broker.url,
+      cluster: h.cluster,
+      host: "127.0.0.1",
+      port: 0,
+    });
     try {
       const args = h.agentArgs(node);
       args[args.indexOf("--join-api") + 1] = wrongApi.url;
@@ -306,11 +347,21 @@ describe("a joiner whose certificates the cluster refuses", () => {
       // The peer, etcd's words and the file it checked against.
       const tls = run.events.filter((e) => e.step === "etcd-tls").map((e) => e.msg);
       const ctrl0 = h.node("ctrl-0").peerURL;
-      expect(tls).toContainEqual(expect.stringMatching(new RegExp(`^etcd could not verify the certificate of its peer ${ctrl0}/members against ${node.pkiDir}/ca\\.crt: etcd's words: ".*x509: certificate signed by unknown authority"$`)));
+      expect(tls).toContainEqual(
+        expect.stringMatching(
+          new RegExp(
+            `^etcd could not verify the certificate of its peer ${ctrl0}/members against ${node.pkiDir}/ca\\.crt: etcd's words: ".*x509: certificate signed by unknown authority"$`,
+          ),
+        ),
+      );
       // When ctrl-0 dialled this etcd meanwhile, the other end too: it refused this node's peer
       // certificate (etcd 3.4 does not say which port a connection came to).
       for (const line of tls.filter((l) => l.includes("refused etcd's certificate"))) {
-        expect(line).toMatch(new RegExp(`^127\\.0\\.0\\.1:\\d+ refused etcd's certificate (${node.pkiDir}/server\\.crt or )?${node.pkiDir}/peer\\.crt on its (peer port|client or peer port \\(etcd 3\\.4 does not say which\\)): etcd's words: "remote error: tls: bad certificate"$`));
+        expect(line).toMatch(
+          new RegExp(
+            `^127\\.0\\.0\\.1:\\d+ refused etcd's certificate (${node.pkiDir}/server\\.crt or )?${node.pkiDir}/peer\\.crt on its (peer port|client or peer port \\(etcd 3\\.4 does not say which\\)): etcd's words: "remote error: tls: bad certificate"$`,
+          ),
+        );
       }
       const refused = run.events.find((e) => e.step === "refused")!;
       expect(refused.msg).toMatch(/^certificates are refused, so this start cannot succeed: /);
@@ -350,7 +401,11 @@ describe("a joiner on TLS", () => {
     expect(list.ok && memberByPeerUrl(list.value.members, node.peerURL)).toBeTruthy();
     const added = list.ok ? memberByPeerUrl(list.value.members, node.peerURL)!.id : "";
     // (The revocation list it fetched before asking may be there: no key, no certificate of its own.)
-    expect(readdirSync(node.pkiDir).filter((f) => f !== "crl.der").sort()).toEqual(["ca.crt", "ca.key"]);
+    expect(
+      readdirSync(node.pkiDir)
+        .filter((f) => f !== "crl.der")
+        .sort(),
+    ).toEqual(["ca.crt", "ca.key"]);
 
     const again = h.startAgent("ctrl-1");
     await h.waitFor("ctrl-1 to join after its restart", () => h.joined("ctrl-1"), 180_000);

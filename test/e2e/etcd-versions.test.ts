@@ -46,11 +46,17 @@ interface Raw {
 }
 
 async function post(clientURL: string, path: string, body: unknown): Promise<Raw> {
-  const res = await fetch(`${clientURL}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+  const res = await fetch(`${clientURL}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-const add = (url: string, peerURL: string, learner = true) => post(url, "/v3/cluster/member/add", learner ? { peerURLs: [peerURL], isLearner: true } : { peerURLs: [peerURL] });
+const add = (url: string, peerURL: string, learner = true) =>
+  post(url, "/v3/cluster/member/add", learner ? { peerURLs: [peerURL], isLearner: true } : { peerURLs: [peerURL] });
 const promote = (url: string, id: string) => post(url, "/v3/cluster/member/promote", { ID: id });
 const remove = (url: string, id: string) => post(url, "/v3/cluster/member/remove", { ID: id });
 const list = (url: string) => post(url, "/v3/cluster/member/list", {});
@@ -58,7 +64,11 @@ const list = (url: string) => post(url, "/v3/cluster/member/list", {});
 /** The answer is exactly the table's entry for this refusal, and every layer classifies it so. */
 function expectRefusal(raw: Raw, refusal: EtcdRefusal): void {
   const entry = traits.refusals[refusal];
-  expect({ status: raw.status, code: raw.body.code, message: raw.body.message }, `etcd ${version}: ${refusal}`).toEqual({ status: entry.httpStatus, code: entry.grpcCode, message: entry.message });
+  expect({ status: raw.status, code: raw.body.code, message: raw.body.message }, `etcd ${version}: ${refusal}`).toEqual({
+    status: entry.httpStatus,
+    code: entry.grpcCode,
+    message: entry.message,
+  });
   expect(Object.keys(raw.body).sort()).toEqual([...traits.errorBodyFields].sort());
   if (traits.errorBodyFields.includes("error")) expect(raw.body.error).toBe(entry.message);
   expect(classifyEtcdError(String(raw.body.message), Number(raw.body.code))).toBe(refusal);
@@ -82,7 +92,9 @@ async function startOfASecond(): Promise<void> {
 
 function run(args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((ok) => {
-    execFile(bin, args, { timeout: 15_000 }, (error, stdout, stderr) => ok({ code: error ? ((error as { code?: number }).code ?? null) : 0, output: `${stdout}${stderr}` }));
+    execFile(bin, args, { timeout: 15_000 }, (error, stdout, stderr) =>
+      ok({ code: error ? ((error as { code?: number }).code ?? null) : 0, output: `${stdout}${stderr}` }),
+    );
   });
 }
 
@@ -185,7 +197,10 @@ describe("one voter, default flags", () => {
     const exited = await Promise.race([proc.exited, new Promise((r) => setTimeout(() => r("still running"), 30_000))]);
     expect(exited).not.toBe("still running");
     const log = readFileSync(join(etcd.dir, "gone.log"), "utf8");
-    expect(traits.removedMessages.some((m) => log.includes(m)), `etcd ${version}'s log: ${log.slice(-2000)}`).toBe(true);
+    expect(
+      traits.removedMessages.some((m) => log.includes(m)),
+      `etcd ${version}'s log: ${log.slice(-2000)}`,
+    ).toBe(true);
   });
 });
 
@@ -201,7 +216,14 @@ describe("two voters", () => {
     dir = mkdtempSync(join(tmpdir(), "join-broker-etcd-versions-"));
     const [a, b] = [await memberAddress("a"), await memberAddress("b")];
     const initial = [`a=${a.peerURL}`, `b=${b.peerURL}`];
-    const common = { bin, ...TEST_TIMING, initialCluster: initial, initialClusterState: "new" as const, initialClusterToken: `versions-${process.pid}`, waitFor: "none" as const };
+    const common = {
+      bin,
+      ...TEST_TIMING,
+      initialCluster: initial,
+      initialClusterState: "new" as const,
+      initialClusterToken: `versions-${process.pid}`,
+      waitFor: "none" as const,
+    };
     procs = [
       await startEtcd({ ...common, ...a, dataDir: join(dir, "a"), logFile: join(dir, "a.log") }),
       await startEtcd({ ...common, ...b, dataDir: join(dir, "b"), logFile: join(dir, "b.log") }),

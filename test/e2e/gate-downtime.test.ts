@@ -20,7 +20,13 @@ const summary: Record<string, unknown> = {};
 
 beforeAll(async () => {
   // Plain http on purpose, the other gate tests run on TLS.
-  h = await ClusterHarness.start({ scenario: "gate-downtime", seed: e2eSeed("gate-downtime"), nodes: NODES, policy: { leaseSeconds: LEASE_SECONDS }, etcdTls: false });
+  h = await ClusterHarness.start({
+    scenario: "gate-downtime",
+    seed: e2eSeed("gate-downtime"),
+    nodes: NODES,
+    policy: { leaseSeconds: LEASE_SECONDS },
+    etcdTls: false,
+  });
 });
 
 afterAll(async () => {
@@ -31,7 +37,8 @@ afterAll(async () => {
 // Waits for the crashed node's 10 s lease to end (the point of it), then the two joins one at a
 // time (etcd's 5 s window each).
 it("a node back after its lease ended removes the learner it left before it queues again; the node admitted meanwhile joins", async () => {
-  const args = async (name: string, options: Parameters<typeof installerCommand>[2] = {}) => h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), options));
+  const args = async (name: string, options: Parameters<typeof installerCommand>[2] = {}) =>
+    h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), options));
   h.startAgent("ctrl-0", { args: await args("ctrl-0") });
   expect((await h.current("ctrl-0")!.exited).code, h.describeAgents()).toBe(0);
 
@@ -54,16 +61,26 @@ it("a node back after its lease ended removes the learner it left before it queu
   // Its lease ends; ctrl-2 is admitted and its installer meets the leftover learner: etcd refuses
   // its learner add (the installer retries, naming etcd's answer on etcd 3.4; etcdctl 3.6+
   // prints a warning line first).
-  await h.waitFor("ctrl-2's installer to be refused a learner", () => h.current("ctrl-2")!.otherOutput.some((l) => l.startsWith("[installer ctrl-2] adding a learner:")), LEASE_SECONDS * 1000 + 60_000);
+  await h.waitFor(
+    "ctrl-2's installer to be refused a learner",
+    () => h.current("ctrl-2")!.otherOutput.some((l) => l.startsWith("[installer ctrl-2] adding a learner:")),
+    LEASE_SECONDS * 1000 + 60_000,
+  );
   const audit = await h.audit();
-  expect(audit.some((a) => a.action === "lease.expired" && a.detail.node === "ctrl-1"), "ctrl-1's lease ended").toBe(true);
+  expect(
+    audit.some((a) => a.action === "lease.expired" && a.detail.node === "ctrl-1"),
+    "ctrl-1's lease ended",
+  ).toBe(true);
   const gateway = h.etcd(h.node("ctrl-0").clientURL, 3_000);
   const members = async () => {
     const list = await gateway.memberList();
     if (!list.ok) throw new Error(`member list: ${list.error.message}`);
     return list.value.members;
   };
-  expect((await members()).filter((m) => m.isLearner).map((m) => m.id), "ctrl-1's learner is still the one learner").toEqual([learner]);
+  expect(
+    (await members()).filter((m) => m.isLearner).map((m) => m.id),
+    "ctrl-1's learner is still the one learner",
+  ).toEqual([learner]);
 
   // Back up: the agent removes its old learner first, then queues with a new ticket.
   const watch = new NonVoterWatch(h);
@@ -74,7 +91,10 @@ it("a node back after its lease ended removes the learner it left before it queu
   const removedEvent = () => second.events.findIndex((e) => e.step === "etcd-exit" && e.memberID === learner);
   await h.waitFor(`ctrl-1's agent to remove its old learner ${hex(learner)}`, () => removedEvent() >= 0, 30_000);
   const removed = removedEvent();
-  expect((await members()).some((m) => m.id === learner), "the old learner is gone from etcd").toBe(false);
+  expect(
+    (await members()).some((m) => m.id === learner),
+    "the old learner is gone from etcd",
+  ).toBe(false);
   const ticket = second.events.findIndex((e) => e.step === "ticket");
   expect(ticket === -1 || ticket > removed, "before it asked for a ticket").toBe(true);
 

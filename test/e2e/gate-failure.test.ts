@@ -52,7 +52,11 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   const tls = h.etcdClientTls!;
   const kubePki = join(dirname(h.node("ctrl-1").stateDir), "ctrl-1-etc-kubernetes-pki");
   mkdirSync(kubePki, { recursive: true });
-  const own = { [tls.ca!]: join(kubePki, "ca.crt"), [tls.cert!]: join(kubePki, "apiserver-etcd-client.crt"), [tls.key!]: join(kubePki, "apiserver-etcd-client.key") };
+  const own = {
+    [tls.ca!]: join(kubePki, "ca.crt"),
+    [tls.cert!]: join(kubePki, "apiserver-etcd-client.crt"),
+    [tls.key!]: join(kubePki, "apiserver-etcd-client.key"),
+  };
   for (const [from, to] of Object.entries(own)) copyFileSync(from, to);
   const failingArgs = h
     .gateAgentArgs(h.node("ctrl-1"), await installerCommand(h, h.node("ctrl-1"), { failOnceAfter: "add", failOnceWhen: ctrl2Queued, resetRemoves: kubePki }))
@@ -74,7 +78,10 @@ it("an installer exiting 1 after adding its learner: learner removed, ticket aba
   expect((await first.exited).code, h.describeAgents()).toBe(4);
   const gaveUp = first.events.find((e) => e.step === "gave-up")!;
   expect(gaveUp.msg).toMatch(/exited with status 1 before this node was a voter; left the queue \(ticket \S+ abandoned\)/);
-  expect(first.events.some((e) => e.step === "etcd-exit" && /removed this node's (learner|unstarted member)/.test(e.msg)), h.describeAgents()).toBe(true);
+  expect(
+    first.events.some((e) => e.step === "etcd-exit" && /removed this node's (learner|unstarted member)/.test(e.msg)),
+    h.describeAgents(),
+  ).toBe(true);
   expect(existsSync(kubePki), "the recipe's clean-up ran").toBe(false);
   expect(first.events.some((e) => /is gone .*copy of the client certificate kept in/.test(e.msg))).toBe(true);
   expect(first.events.filter((e) => /could not remove/.test(e.msg))).toEqual([]);
@@ -109,16 +116,23 @@ it("an agent killed after its installer made the node a voter asks etcd first: i
   // Frozen: no heartbeat and no look at etcd while its installer carries on.
   const first = h.current(RESUMER)!;
   process.kill(first.pid, "SIGSTOP");
-  await h.waitFor(`${RESUMER} to be a started voter`, async () => {
-    const [view] = await h.finalViews(["ctrl-0"]);
-    return view!.members.some((m) => m.name === RESUMER && !m.isLearner);
-  }, 120_000);
+  await h.waitFor(
+    `${RESUMER} to be a started voter`,
+    async () => {
+      const [view] = await h.finalViews(["ctrl-0"]);
+      return view!.members.some((m) => m.name === RESUMER && !m.isLearner);
+    },
+    120_000,
+  );
   await h.kill(RESUMER, "agent");
   h.startAgent(RESUMER, { args });
   const second = h.current(RESUMER)!;
   expect((await second.exited).code, h.describeAgents()).toBe(0);
   expect(second.events.find((e) => e.step === "ticket")?.msg).toMatch(/^resuming ticket \S+: admitted/);
-  expect(second.events.filter((e) => e.step === "exec"), "the installer did not run again").toEqual([]);
+  expect(
+    second.events.filter((e) => e.step === "exec"),
+    "the installer did not run again",
+  ).toEqual([]);
   expect(second.events.some((e) => e.step === "promoted" && /etcd already lists this node as voter/.test(e.msg))).toBe(true);
   expect(second.stdout).toMatch(/^joined cluster \S+ as join$/m);
   const final = await expectOneHealthyCluster(h, [...NODES, RESUMER]);
@@ -133,10 +147,19 @@ it("an agent that cannot confirm its learner gone keeps the admission until an a
   const node = h.node(HOLDER);
   // A client certificate that is nowhere (and never was, so no copy was kept): etcd cannot be asked.
   const nowhere = join(dirname(node.stateDir), "no-such-pki");
-  const args = h.gateAgentArgs(node, await installerCommand(h, node, { failOnceAfter: "add" }), ["--etcd-cert", join(nowhere, "client.crt"), "--etcd-key", join(nowhere, "client.key")]);
+  const args = h.gateAgentArgs(node, await installerCommand(h, node, { failOnceAfter: "add" }), [
+    "--etcd-cert",
+    join(nowhere, "client.crt"),
+    "--etcd-key",
+    join(nowhere, "client.key"),
+  ]);
   h.startAgent(HOLDER, { args });
   const run = h.current(HOLDER)!;
-  await h.waitFor(`${HOLDER} to hold its admission for its learner`, async () => run.events.some((e) => /still holding this node's admission/.test(e.msg)), 120_000);
+  await h.waitFor(
+    `${HOLDER} to hold its admission for its learner`,
+    async () => run.events.some((e) => /still holding this node's admission/.test(e.msg)),
+    120_000,
+  );
   const audit = await h.audit();
   const admitted = audit.find((a) => a.action === "ticket.admitted" && a.detail.node === HOLDER)!;
   expect(audit.filter((a) => a.subject === admitted.subject && ["ticket.abandoned", "lease.expired"].includes(a.action))).toEqual([]);
@@ -144,9 +167,17 @@ it("an agent that cannot confirm its learner gone keeps the admission until an a
   const learner = view!.members.find((m) => m.peerURLs.includes(node.peerURL));
   expect(learner?.isLearner, "the failed installer's learner is still there").toBe(true);
 
-  expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admitted.detail.jti}/revoke`, { reason: "the learner is removed by hand" })).status).toBe(200);
+  expect(
+    (
+      await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admitted.detail.jti}/revoke`, {
+        reason: "the learner is removed by hand",
+      })
+    ).status,
+  ).toBe(200);
   expect((await run.exited).code, h.describeAgents()).not.toBe(0);
-  expect(run.events.find((e) => /could not remove this node's non-voting member/.test(e.msg))?.msg).toMatch(/the admission ended before etcd confirmed it gone/);
+  expect(run.events.find((e) => /could not remove this node's non-voting member/.test(e.msg))?.msg).toMatch(
+    /the admission ended before etcd confirmed it gone/,
+  );
   // As the message says: by hand.
   expect((await h.etcd(h.node("ctrl-0").clientURL, 5_000).memberRemove(learner!.id)).ok).toBe(true);
 }, 240_000);
@@ -159,7 +190,9 @@ it("an installer that starts a new cluster although told to join is refused (exi
   const run = h.current(ROGUE)!;
   expect((await run.exited).code, h.describeAgents()).toBe(3);
   expect(run.events.find((e) => e.step === "exec")?.role).toBe("join");
-  expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(/lists it as the only member of cluster \S+: its installer started a new cluster of its own \(split brain\)/);
+  expect(run.events.find((e) => e.step === "refused")?.msg).toMatch(
+    /lists it as the only member of cluster \S+: its installer started a new cluster of its own \(split brain\)/,
+  );
   expect(run.stdout).toBe("");
   const audit = await h.audit();
   expect(audit.filter((a) => a.action === "ticket.joined" && a.detail.node === ROGUE)).toEqual([]);

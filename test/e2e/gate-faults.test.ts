@@ -149,15 +149,22 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
   for (const n of supervisors) start(n);
   await h.waitFor("the supervisors to run again", () => [...supervisors].every((n) => h.current(n)!.events.some((e) => e.step === "running")), 120_000);
   for (const n of supervisors) expect(h.current(n)!.stdout).toMatch(new RegExp(`^joined cluster ${final.clusterId} as (bootstrap|join)$`, "m"));
-  await h.waitFor("every node to be a voter again", async () => {
-    try {
-      await expectOneHealthyCluster(h, NODES);
-      return true;
-    } catch {
-      return false;
-    }
-  }, 60_000);
-  expect((await h.audit()).slice(before).filter((a) => a.action.startsWith("ticket.")), "no ticket for a node that joined").toEqual([]);
+  await h.waitFor(
+    "every node to be a voter again",
+    async () => {
+      try {
+        await expectOneHealthyCluster(h, NODES);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    60_000,
+  );
+  expect(
+    (await h.audit()).slice(before).filter((a) => a.action.startsWith("ticket.")),
+    "no ticket for a node that joined",
+  ).toEqual([]);
   const again = await Promise.all([...supervisors].map((n) => h.stop(n)));
   expect(again.map((x) => x.code)).toEqual([...supervisors].map(() => 0));
   Object.assign(summary, { tookMs: took, clusterId: final.clusterId, plan, installerKill, agentKill, maxNonVoters: watch.maxNonVoters });

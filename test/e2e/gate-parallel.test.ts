@@ -41,7 +41,10 @@ it("1 + 6 unmodified installers started at once form one cluster of 7 voters, on
   const exits = await Promise.all(NODES.map((n) => h.current(n)!.exited));
   watch.stop();
   h.stopSampling();
-  expect(exits.map((x) => x.code), h.describeAgents()).toEqual(NODES.map(() => 0));
+  expect(
+    exits.map((x) => x.code),
+    h.describeAgents(),
+  ).toEqual(NODES.map(() => 0));
 
   const final = await expectOneHealthyCluster(h, NODES);
   const roles = NODES.map((n) => /^joined cluster \S+ as (bootstrap|join)$/m.exec(h.current(n)!.stdout)?.[1]);

@@ -51,7 +51,14 @@ async function start(scenario: string, names: string[]): Promise<{ h: ClusterHar
 it("a voter added to a one-member cluster whose etcd never runs: the agent runs it to restore quorum, removes it, cleans up, and the next node joins", async () => {
   const { h, etcdctl } = await start("gate-quorum-rescue", ["r0", "r1", "r2"]);
   const cleaned = join(h.node("r1").stateDir, "..", "r1-cleaned");
-  const failing = h.gateAgentArgs(h.node("r1"), voterAddThenFail(h, "r1", etcdctl), ["--rescue-etcd", h.etcdBin, "--cleanup", `touch '${cleaned}'`, "--removal-timeout", "120"]);
+  const failing = h.gateAgentArgs(h.node("r1"), voterAddThenFail(h, "r1", etcdctl), [
+    "--rescue-etcd",
+    h.etcdBin,
+    "--cleanup",
+    `touch '${cleaned}'`,
+    "--removal-timeout",
+    "120",
+  ]);
   h.startAgent("r1", { args: failing });
   await h.waitForStep("r1", "exec");
   h.startAgent("r2", { args: h.gateAgentArgs(h.node("r2"), await installerCommand(h, h.node("r2"))) });
@@ -60,18 +67,36 @@ it("a voter added to a one-member cluster whose etcd never runs: the agent runs 
   const run = h.current("r1")!;
   expect((await run.exited).code, h.describeAgents()).toBe(4);
   const steps = run.events.map((e) => `${e.step}: ${e.msg}`);
-  expect(steps.find((s) => s.startsWith("rescue: etcd cannot remove unstarted voter")), steps.join("\n")).toBeDefined();
+  expect(
+    steps.find((s) => s.startsWith("rescue: etcd cannot remove unstarted voter")),
+    steps.join("\n"),
+  ).toBeDefined();
   // Removed by the agent, or by its removal asked for before, which etcd commits once quorum is back.
-  expect(steps.find((s) => /^etcd-exit: (removed this node's member \(run by this agent to restore quorum\)|this node's member \S+ is gone from etcd \(removed once quorum was back\))/.test(s)), steps.join("\n")).toBeDefined();
-  expect(steps.find((s) => s.startsWith("rescue: stopped the etcd run to restore quorum")), steps.join("\n")).toBeDefined();
-  expect(run.events.find((e) => e.step === "gave-up")?.msg).toMatch(/exited with status 1 before this node was a voter; left the queue \(ticket \S+ abandoned\)/);
+  expect(
+    steps.find((s) =>
+      /^etcd-exit: (removed this node's member \(run by this agent to restore quorum\)|this node's member \S+ is gone from etcd \(removed once quorum was back\))/.test(
+        s,
+      ),
+    ),
+    steps.join("\n"),
+  ).toBeDefined();
+  expect(
+    steps.find((s) => s.startsWith("rescue: stopped the etcd run to restore quorum")),
+    steps.join("\n"),
+  ).toBeDefined();
+  expect(run.events.find((e) => e.step === "gave-up")?.msg).toMatch(
+    /exited with status 1 before this node was a voter; left the queue \(ticket \S+ abandoned\)/,
+  );
   expect(existsSync(cleaned), "--cleanup ran").toBe(true);
   expect(existsSync(join(h.node("r1").stateDir, "rescue-etcd")), "the rescue's data dir is gone").toBe(false);
 
   // The node behind it joined; r1's member is gone, and the broker never paused.
   expect((await h.current("r2")!.exited).code, h.describeAgents()).toBe(0);
   const [view] = await h.finalViews(["r0"]);
-  expect(view!.members.map((m) => [m.name, m.isLearner]).sort()).toEqual([["r0", false], ["r2", false]]);
+  expect(view!.members.map((m) => [m.name, m.isLearner]).sort()).toEqual([
+    ["r0", false],
+    ["r2", false],
+  ]);
   const status = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`);
   expect(status.body).toMatchObject({ paused: false, needsOperator: null });
 }, 300_000);
@@ -96,7 +121,11 @@ it("without the rescue, the agent gives the member to an operator after --remova
   const memberID = String(marked!.detail.memberID);
   const gaveUp = run.events.find((e) => e.step === "gave-up")!.msg;
   expect(gaveUp).toContain(`could not remove member ${memberIdHex(memberID)} (a voter, never started, peer URL ${h.node("s1").peerURL}) from etcd within 15 s`);
-  expect(gaveUp).toMatch(new RegExp(`Remove it: etcdctl --endpoints=\\S+ member remove ${memberIdHex(memberID)}; then resume the cluster \\(join-broker admin resume --cluster ${h.cluster}\\)\\. The broker paused the cluster meanwhile`));
+  expect(gaveUp).toMatch(
+    new RegExp(
+      `Remove it: etcdctl --endpoints=\\S+ member remove ${memberIdHex(memberID)}; then resume the cluster \\(join-broker admin resume --cluster ${h.cluster}\\)\\. The broker paused the cluster meanwhile`,
+    ),
+  );
   expect(run.events.some((e) => e.step === "stuck" && /it paused the cluster/.test(e.msg))).toBe(true);
   expect(existsSync(cleaned), "--cleanup ran").toBe(true);
 
@@ -106,7 +135,11 @@ it("without the rescue, the agent gives the member to an operator after --remova
   expect(status.needsOperator.detail).toContain(`member remove ${memberIdHex(memberID)}`);
   const metrics = await fetch(`${h.broker.localUrl}/v1/admin/clusters/${h.cluster}/metrics`, { headers: { authorization: `Bearer ${h.broker.adminToken}` } });
   expect(await metrics.text()).toContain(`join_broker_needs_operator{cluster="${h.cluster}"} 1`);
-  await h.waitFor("s2 to be told admissions are paused", () => h.current("s2")!.events.some((e) => e.step === "queued" && /admissions are paused/.test(e.msg)), 60_000);
+  await h.waitFor(
+    "s2 to be told admissions are paused",
+    () => h.current("s2")!.events.some((e) => e.step === "queued" && /admissions are paused/.test(e.msg)),
+    60_000,
+  );
   expect(audit.filter((a) => a.action === "ticket.admitted" && a.detail.node === "s2")).toEqual([]);
   expect(h.current("s2")!.exit).toBeNull();
 }, 300_000);

@@ -24,7 +24,9 @@ afterAll(async () => {
   await h?.cleanup();
 });
 
-it("the second voter of two, its agent killed and started again, restarts etcd from its data and the cluster has its quorum back", { timeout: 240_000 }, async () => {
+it("the second voter of two, its agent killed and started again, restarts etcd from its data and the cluster has its quorum back", {
+  timeout: 240_000,
+}, async () => {
   const args = async (name: string) => h.gateAgentArgs(h.node(name), await installerCommand(h, h.node(name), { foreground: true }), ["--service"]);
   h.startAgent("ctrl-0", { args: await args("ctrl-0") });
   await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 90_000);
@@ -37,14 +39,18 @@ it("the second voter of two, its agent killed and started again, restarts etcd f
   const again = h.startAgent("ctrl-1", { args: await args("ctrl-1") });
   await h.waitFor("the restarted agent to run the installer again", () => again.events.some((e) => e.step === "exec"), 60_000);
   // Well inside the installer's 2-minute retry of its first etcdctl call.
-  await h.waitFor("two started voters that answer", async () => {
-    try {
-      const views = await h.finalViews(NODES);
-      return views.every((v) => v.healthy && v.members.length === 2 && v.members.every((m) => m.started && !m.isLearner));
-    } catch {
-      return false;
-    }
-  }, 60_000);
+  await h.waitFor(
+    "two started voters that answer",
+    async () => {
+      try {
+        const views = await h.finalViews(NODES);
+        return views.every((v) => v.healthy && v.members.length === 2 && v.members.every((m) => m.started && !m.isLearner));
+      } catch {
+        return false;
+      }
+    },
+    60_000,
+  );
   expect(again.exit, h.describeAgents()).toBeNull();
   await expectOneHealthyCluster(h, NODES);
 });

@@ -44,7 +44,10 @@ it(`1 + 4 installers with maxInFlight ${MAX_IN_FLIGHT}: every --initial-cluster 
   await h.waitFor("every agent to report joined", () => NODES.every((n) => h.joined(n)), 300_000);
   const exits = await Promise.all(NODES.map((n) => h.current(n)!.exited));
   watch.stop();
-  expect(exits.map((x) => x.code), h.describeAgents()).toEqual(NODES.map(() => 0));
+  expect(
+    exits.map((x) => x.code),
+    h.describeAgents(),
+  ).toEqual(NODES.map(() => 0));
   const final = await expectOneHealthyCluster(h, NODES);
   await expectEveryAdmissionAudited(h, NODES, final.ids);
 
@@ -65,7 +68,10 @@ it(`1 + 4 installers with maxInFlight ${MAX_IN_FLIGHT}: every --initial-cluster 
     const node = String(a.detail.node ?? "");
     if (a.action === "ticket.admitted") {
       if (a.detail.role === "join") {
-        expect([...open.entries()].filter(([, t]) => !t.started).map(([n]) => n), `admitting ${node}: members not started`).toEqual([]);
+        expect(
+          [...open.entries()].filter(([, t]) => !t.started).map(([n]) => n),
+          `admitting ${node}: members not started`,
+        ).toEqual([]);
         if (open.size > 0) overlapping++;
       }
       open.set(node, { started: false });
@@ -77,7 +83,10 @@ it(`1 + 4 installers with maxInFlight ${MAX_IN_FLIGHT}: every --initial-cluster 
   expect(new Set(reported).size, `start reports: ${reported.join(", ")}`).toBe(reported.length);
   expect(reported.length, "joiners that reported their start").toBeGreaterThan(0);
   const joiners = audit.filter((a) => a.action === "ticket.admitted" && a.detail.role === "join").map((a) => String(a.detail.node));
-  expect(reported.every((n) => joiners.includes(n)), `start reports: ${reported.join(", ")}; joiners: ${joiners.join(", ")}`).toBe(true);
+  expect(
+    reported.every((n) => joiners.includes(n)),
+    `start reports: ${reported.join(", ")}; joiners: ${joiners.join(", ")}`,
+  ).toBe(true);
   expect(overlapping, "admissions while another node was not yet a voter").toBeGreaterThan(0);
   expect(watch.maxNonVoters).toBeGreaterThanOrEqual(1);
   Object.assign(summary, { clusterId: final.clusterId, overlapping, maxNonVoters: watch.maxNonVoters });

@@ -59,7 +59,11 @@ describe("etcd gateway client", () => {
 
   it("moves on past another server's JSON answers (404/405 problems, bodies etcd never writes) to the real etcd", async () => {
     const answers: [number, string, string][] = [
-      [404, "application/problem+json", JSON.stringify({ type: "about:blank", title: "Not Found", status: 404, code: "not_found", detail: "no route for POST /v3/cluster/member/list" })],
+      [
+        404,
+        "application/problem+json",
+        JSON.stringify({ type: "about:blank", title: "Not Found", status: 404, code: "not_found", detail: "no route for POST /v3/cluster/member/list" }),
+      ],
       [405, "application/json", JSON.stringify({ error: "Method Not Allowed", code: 405 })],
       [404, "application/json", JSON.stringify({ message: "not here", code: 404 })],
       [500, "application/json", JSON.stringify({ status: "error", detail: "upstream failed" })],
@@ -138,7 +142,9 @@ describe("etcd process", () => {
     expect(added.ok).toBe(true);
     const initialCluster = [`gw-0=${etcd.first.peerURL}`, `gw-3=${address.peerURL}`];
     const proc = await etcd.startMember(address, initialCluster);
-    expect(proc.args).toEqual(etcdFlags({ ...address, dataDir: proc.dataDir, initialCluster, initialClusterState: "existing", heartbeatIntervalMs: 50, electionTimeoutMs: 750 }));
+    expect(proc.args).toEqual(
+      etcdFlags({ ...address, dataDir: proc.dataDir, initialCluster, initialClusterState: "existing", heartbeatIntervalMs: 50, electionTimeoutMs: 750 }),
+    );
     const status = await gateway.status(address.clientURL);
     expect(status.ok && status.value.isLearner).toBe(true);
     const list = await gateway.memberList();
@@ -151,7 +157,9 @@ describe("etcd process", () => {
   it("fails with etcd's own words when it cannot start", async () => {
     const address = await memberAddress("gw-bad");
     // Not a member of this cluster: etcd refuses to join and exits.
-    await expect(etcd.startMember(address, [`gw-0=${etcd.first.peerURL}`, `gw-bad=${address.peerURL}`], { startTimeoutMs: 20_000 })).rejects.toThrow(/etcd log \(tail\)/);
+    await expect(etcd.startMember(address, [`gw-0=${etcd.first.peerURL}`, `gw-bad=${address.peerURL}`], { startTimeoutMs: 20_000 })).rejects.toThrow(
+      /etcd log \(tail\)/,
+    );
   });
 });
 
@@ -163,7 +171,13 @@ describe("membership: a learner nobody here added", () => {
     if (!strayAdd.ok) return;
     let now = Date.now();
     const lines: string[] = [];
-    const membership = new Membership({ gateway, admissionStatus: async () => ({ active: true }), unknownLearnerGraceMs: 60_000, now: () => now, log: (l) => lines.push(l) });
+    const membership = new Membership({
+      gateway,
+      admissionStatus: async () => ({ active: true }),
+      unknownLearnerGraceMs: 60_000,
+      now: () => now,
+      log: (l) => lines.push(l),
+    });
     const next = await memberAddress("gw-4");
     const request = { node: "gw-4", peerURL: next.peerURL, jti: "adm_gw4", token: "unused" };
     const blocked = await membership.addLearner(request);
@@ -192,7 +206,13 @@ describe("membership: a learner nobody here added", () => {
     let now = Date.now();
     const lines: string[] = [];
     const statuses = new Map<string, { active: true } | { active: false; reason: string }>();
-    const membership = new Membership({ gateway, admissionStatus: async (t) => statuses.get(t) ?? { active: true }, unknownLearnerGraceMs: 60_000, now: () => now, log: (l) => lines.push(l) });
+    const membership = new Membership({
+      gateway,
+      admissionStatus: async (t) => statuses.get(t) ?? { active: true },
+      unknownLearnerGraceMs: 60_000,
+      now: () => now,
+      log: (l) => lines.push(l),
+    });
     const gw5 = await memberAddress("gw-5");
     const request5 = { node: "gw-5", peerURL: gw5.peerURL, jti: "adm_gw5", token: "t5" };
     const young = await membership.addLearner(request5);
@@ -211,7 +231,11 @@ describe("membership: a learner nobody here added", () => {
     const kept = await membership.addLearner(request6);
     expect(!kept.ok && [kept.code, kept.detail]).toEqual(["learner_pending", expect.stringContaining("reported completion")]);
     const stillThere = await gateway.memberList();
-    expect(stillThere.ok && memberByPeerUrl(stillThere.value.members, gw5.peerURL)).toMatchObject({ id: added5.value.memberID, isLearner: true, started: true });
+    expect(stillThere.ok && memberByPeerUrl(stillThere.value.members, gw5.peerURL)).toMatchObject({
+      id: added5.value.memberID,
+      isLearner: true,
+      started: true,
+    });
     now += 61_000;
     const added6 = await membership.addLearner(request6);
     expect(added6.ok).toBe(true);
@@ -277,7 +301,11 @@ describe("membership: an admission that ends while its add waits", () => {
     const members = await memberIds();
     let asked = 0;
     // The broker revoked the admission after the request's verification looked (active).
-    const membership = new Membership({ gateway, admissionStatus: async (token) => (token === "t-q" && asked++, { active: false, reason: "revoked" }), holdMs: 0 });
+    const membership = new Membership({
+      gateway,
+      admissionStatus: async (token) => (token === "t-q" && asked++, { active: false, reason: "revoked" }),
+      holdMs: 0,
+    });
     const look = () => ({ status: { active: true as const }, at: Date.now() });
     const queued = await memberAddress("gw-queued");
     // Behind another change (a promote of a member that is not there): asked again, refused.
@@ -288,7 +316,10 @@ describe("membership: an admission that ends while its add waits", () => {
     expect(!r.ok && [r.status, r.code]).toEqual([410, "admission_revoked"]);
     expect(asked).toBe(1);
     // A look older than a second: asked again, refused.
-    const r2 = await membership.addLearner({ node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" }, { status: { active: true }, at: Date.now() - 2_000 });
+    const r2 = await membership.addLearner(
+      { node: "gw-queued", peerURL: queued.peerURL, jti: "adm_q", token: "t-q" },
+      { status: { active: true }, at: Date.now() - 2_000 },
+    );
     expect(!r2.ok && r2.code).toBe("admission_revoked");
     expect(asked).toBe(2);
     expect(await memberIds()).toEqual(members);
@@ -312,7 +343,11 @@ describe("membership: an add bounded by its admission's lease", () => {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
       if (req.url === "/v3/cluster/member/add") return void held.push(req.url);
-      const answer = await fetch(`${etcd.first.clientURL}${req.url}`, { method: req.method, headers: { "content-type": "application/json" }, body: Buffer.concat(chunks) });
+      const answer = await fetch(`${etcd.first.clientURL}${req.url}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body: Buffer.concat(chunks),
+      });
       res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text());
     });
     await new Promise<void>((ok) => proxy.listen(0, "127.0.0.1", ok));
@@ -372,17 +407,24 @@ describe("membership: the broker cannot be reached for the last check", () => {
     // A broker whose introspection is down while its revocation list still comes through.
     const broker = `http://127.0.0.1:${await freePort()}`;
     const onlyTheList: typeof fetch = async (input) => {
-      if (String(input instanceof Request ? input.url : input).endsWith("/v1/clusters/offline/revocations")) return Response.json({ revoked: [{ jti: "adm_revoked", exp: Math.floor(Date.now() / 1000) + 600 }] });
+      if (String(input instanceof Request ? input.url : input).endsWith("/v1/clusters/offline/revocations"))
+        return Response.json({ revoked: [{ jti: "adm_revoked", exp: Math.floor(Date.now() / 1000) + 600 }] });
       throw new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } });
     };
-    const offline = new Membership({ gateway, admissionStatus: admissionStatusFrom(new ClusterTrust({ broker, cluster: "offline", fetch: onlyTheList }), { maxAgeSeconds: 60 }) });
+    const offline = new Membership({
+      gateway,
+      admissionStatus: admissionStatusFrom(new ClusterTrust({ broker, cluster: "offline", fetch: onlyTheList }), { maxAgeSeconds: 60 }),
+    });
     const revoked = await offline.addLearner({ node: "gw-off-1", peerURL: (await memberAddress("gw-off-1")).peerURL, jti: "adm_revoked", token: "t-off-1" });
     expect(!revoked.ok && [revoked.status, revoked.code]).toEqual([410, "admission_revoked"]);
     const listed = await offline.addLearner({ node: "gw-off-2", peerURL: (await memberAddress("gw-off-2")).peerURL, jti: "adm_fine", token: "t-off-2" });
     if (!listed.ok) throw new Error(listed.detail);
     expect((await gateway.memberRemove(listed.value.memberID)).ok).toBe(true);
     // Without any list (the broker wholly away), the offline mode has no answer either.
-    const away = new Membership({ gateway, admissionStatus: admissionStatusFrom(new ClusterTrust({ broker, cluster: "offline", timeoutMs: 2_000 }), { maxAgeSeconds: 60 }) });
+    const away = new Membership({
+      gateway,
+      admissionStatus: admissionStatusFrom(new ClusterTrust({ broker, cluster: "offline", timeoutMs: 2_000 }), { maxAgeSeconds: 60 }),
+    });
     const none = await away.addLearner({ node: "gw-off-3", peerURL: (await memberAddress("gw-off-3")).peerURL, jti: "adm_fine", token: "t-off-3" });
     expect(!none.ok && [none.status, none.code]).toEqual([503, "broker_unavailable"]);
   });
@@ -449,12 +491,21 @@ describe("membership: held while etcd settles", () => {
     if (!before.ok || !after.ok) throw new Error("etcd status unavailable");
     expect(Number(after.value.raftIndex) - Number(before.value.raftIndex)).toBeLessThanOrEqual(5);
     const list = await gw.memberList();
-    expect(list.ok && list.value.members.map((m) => [m.isLearner, m.started]).sort()).toEqual([[false, true], [false, true], [false, true], [true, false]]);
+    expect(list.ok && list.value.members.map((m) => [m.isLearner, m.started]).sort()).toEqual([
+      [false, true],
+      [false, true],
+      [false, true],
+      [true, false],
+    ]);
 
     // A promote held for a learner that has not started asks the broker before every attempt: once
     // the admission ends, the hold ends with 410 instead of running out (and nothing is promoted).
     let asked = 0;
-    const revokedMidway = new Membership({ gateway: gw, admissionStatus: async () => (++asked <= 3 ? { active: true } : { active: false, reason: "revoked" }), holdMs: 20_000 });
+    const revokedMidway = new Membership({
+      gateway: gw,
+      admissionStatus: async () => (++asked <= 3 ? { active: true } : { active: false, reason: "revoked" }),
+      holdMs: 20_000,
+    });
     const started = Date.now();
     const refused = await revokedMidway.promote({ node: "hold-2", peerURL: second.peerURL, jti: "adm_h2", token: "t2" });
     expect(!refused.ok && [refused.status, refused.code]).toEqual([410, "admission_revoked"]);
@@ -524,4 +575,3 @@ describe("gateway: a learner's endpoint among the endpoints", () => {
     expect(list.ok && list.value.members.every((m) => !m.isLearner)).toBe(true);
   });
 });
-

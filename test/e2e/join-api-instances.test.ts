@@ -38,7 +38,8 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   const [a1, b1, a2] = await Promise.all(["in-a1", "in-b1", "in-a2"].map((n) => memberAddress(n)));
 
   // The serials of the certificates signed beside each add ride on its learner's record.
-  const serials = (name: string) => [1, 2].map((i) => ({ serial: `${Buffer.from(name).toString("hex")}0${i}`, notAfter: Date.now() + 86_400_000, jti: `adm_${name}` }));
+  const serials = (name: string) =>
+    [1, 2].map((i) => ({ serial: `${Buffer.from(name).toString("hex")}0${i}`, notAfter: Date.now() + 86_400_000, jti: `adm_${name}` }));
   const addedA = await a.addLearner({ ...request(a1), certificates: serials("in-a1") });
   if (!addedA.ok) throw new Error(`${addedA.code} ${addedA.detail}`);
   await etcd.startMember(a1, addedA.value.initialCluster);
@@ -47,7 +48,13 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   await etcd.startMember(b1, addedB.value.initialCluster);
 
   // Both learners are there, started, and each instance's next add leaves the other's alone.
-  const learners = () => members().then((ms) => ms.filter((m) => m.isLearner).map((m) => m.id).sort());
+  const learners = () =>
+    members().then((ms) =>
+      ms
+        .filter((m) => m.isLearner)
+        .map((m) => m.id)
+        .sort(),
+    );
   expect(await learners()).toEqual([addedA.value.memberID, addedB.value.memberID].sort());
   const full = await a.addLearner(request(a2));
   expect(!full.ok && full.code).toBe("learner_pending");
@@ -93,7 +100,11 @@ it(`two join API instances with maxInFlight 2 on etcd ${VERSION}: neither reaps 
   expect(left.ok && left.value).toBeNull();
   // In that transaction the promoted learner's record became its member's, certificates and all.
   const memberRecord = await gateway.get(memberRecordKey(addedA.value.memberID));
-  expect(memberRecord.ok && memberRecord.value && JSON.parse(memberRecord.value)).toMatchObject({ node: "in-a1", memberID: addedA.value.memberID, certificates: serials("in-a1").map((e) => ({ serial: e.serial })) });
+  expect(memberRecord.ok && memberRecord.value && JSON.parse(memberRecord.value)).toMatchObject({
+    node: "in-a1",
+    memberID: addedA.value.memberID,
+    certificates: serials("in-a1").map((e) => ({ serial: e.serial })),
+  });
   const kept = await gateway.get(learnerRecordKey(a2.peerURL));
   expect(kept.ok && kept.value && JSON.parse(kept.value)).toMatchObject({ node: "in-a2", jti: "adm_in-a2", memberID: added2.value.memberID });
   const written = await gateway.get(learnerRecordKey(b2.peerURL));

@@ -49,7 +49,12 @@ it(`holds several learners at once on etcd ${VERSION} and promotes them back to 
 
   // Three learners at once, all started; the voters are still the bootstrap member alone.
   let now = await members();
-  expect(now.filter((m) => m.isLearner).map((m) => m.name).sort()).toEqual(["pl-1", "pl-2", "pl-3"]);
+  expect(
+    now
+      .filter((m) => m.isLearner)
+      .map((m) => m.name)
+      .sort(),
+  ).toEqual(["pl-1", "pl-2", "pl-3"]);
   expect(now.filter((m) => !m.isLearner).map((m) => m.name)).toEqual(["pl-0"]);
   expect(now.every((m) => m.started)).toBe(true);
 

@@ -75,7 +75,22 @@ async function until200(attempt: () => ReturnType<typeof call>, budgetMs = 60_00
 }
 
 async function startController(etcdEndpoints: string): Promise<typeof joinApi> {
-  const args = [join(ROOT, "bin/join-broker"), "controller", "--etcd", etcdEndpoints, "--broker", broker.url, "--cluster", CLUSTER, "--listen", "127.0.0.1:0", "--etcd-timeout", "5", "--hold", "1"];
+  const args = [
+    join(ROOT, "bin/join-broker"),
+    "controller",
+    "--etcd",
+    etcdEndpoints,
+    "--broker",
+    broker.url,
+    "--cluster",
+    CLUSTER,
+    "--listen",
+    "127.0.0.1:0",
+    "--etcd-timeout",
+    "5",
+    "--hold",
+    "1",
+  ];
   const started = await spawnUntilReady(process.execPath, args, { what: "the join API", ready: /join API listening on (http:\/\/\S+)/, cwd: ROOT });
   return { url: started.match[1]!, child: started.proc, output: started.output };
 }
@@ -89,7 +104,9 @@ beforeAll(async () => {
   expect(created.status).toBe(201);
   enrollment = created.body.token;
   // The etcd cluster exists already: tell the broker, so it never hands out a bootstrap ticket.
-  expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/adopt`, { members: [{ node: "ctrl-0", peerURL: etcd.first.peerURL }] })).status).toBe(200);
+  expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/adopt`, { members: [{ node: "ctrl-0", peerURL: etcd.first.peerURL }] })).status).toBe(
+    200,
+  );
   // Two in flight so that a second node holds a live admission while the first one's learner is pending.
   expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 2, leaseSeconds: 900 })).status).toBe(200);
   joinApi = await startController(`${dead.url},${etcd.first.clientURL}`);
@@ -120,7 +137,16 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     ctrl1 = await memberAddress("ctrl-1");
     ctrl2 = await memberAddress("ctrl-2");
     const before = await members();
-    const claims = { iss: new URL(broker.url).origin, aud: `etcd-join:${CLUSTER}`, sub: "ctrl-1", jti: "adm_forged", cluster: CLUSTER, ticket: "tkt_forged", peer_url: ctrl1.peerURL, role: "join" };
+    const claims = {
+      iss: new URL(broker.url).origin,
+      aud: `etcd-join:${CLUSTER}`,
+      sub: "ctrl-1",
+      jti: "adm_forged",
+      cluster: CLUSTER,
+      ticket: "tkt_forged",
+      peer_url: ctrl1.peerURL,
+      role: "join",
+    };
     const now = Math.floor(Date.now() / 1000);
     const none = new UnsecuredJWT({ ...claims, iat: now, nbf: now, exp: now + 600 }).encode();
     const jwks = (await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/jwks.json`)).json()) as { keys: { kid: string; x: string }[] };
@@ -140,7 +166,13 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     expect([unknownField.status, unknownField.body.code]).toEqual([400, "invalid_request"]);
     const badPeer = await call("/v1beta1/etcd/members", none, { node: "ctrl-1", peerAddress: "http://10.0.0.1:2380/path" });
     expect([badPeer.status, badPeer.body.code]).toEqual([400, "invalid_peer_url"]);
-    for (const peerAddress of ["http://0177.0.0.1:2380", "http://2130706433:2380", "http://127.0.0.1:02380", " http://127.0.0.1:2380", "http:/127.0.0.1:2380"]) {
+    for (const peerAddress of [
+      "http://0177.0.0.1:2380",
+      "http://2130706433:2380",
+      "http://127.0.0.1:02380",
+      " http://127.0.0.1:2380",
+      "http:/127.0.0.1:2380",
+    ]) {
       const lenient = await call("/v1beta1/etcd/members", none, { node: "ctrl-1", peerAddress });
       expect({ peerAddress, status: lenient.status, code: lenient.body.code }).toEqual({ peerAddress, status: 400, code: "invalid_peer_url" });
     }
@@ -253,7 +285,12 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     const after = await members();
     expect(after.find((m) => m.id === learner3)).toBeUndefined();
     expect(memberByPeerUrl(after, ctrl4.peerURL)).toMatchObject({ id: added4.reply.body.memberID, isLearner: true, started: false });
-    expect(after.filter((m) => !m.isLearner).map((m) => m.name).sort()).toEqual(["ctrl-0", "ctrl-1"]);
+    expect(
+      after
+        .filter((m) => !m.isLearner)
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(["ctrl-0", "ctrl-1"]);
     expect(joinApi.output()).toContain(`removed unstarted learner ${memberIdHex(learner3)}`);
   });
 

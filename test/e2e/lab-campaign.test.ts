@@ -35,6 +35,9 @@ for (const [seed, mode, joiners] of SEEDS) {
     const result = await runSeed(seed, { joiners, mode, log: (line) => console.log(`[campaign ${seed}] ${line}`) });
     const replay = `replay: npm run campaign -- --seed ${seed} --nodes 1+${joiners} --mode ${result.mode} (timeline ${result.timelinePath})`;
     expect(result.violations, `${JSON.stringify(result.schedule)}\n${replay}`).toEqual([]);
-    expect(Object.values(result.ends).every((e) => e.startsWith("joined")), JSON.stringify(result.ends)).toBe(true);
+    expect(
+      Object.values(result.ends).every((e) => e.startsWith("joined")),
+      JSON.stringify(result.ends),
+    ).toBe(true);
   });
 }

@@ -40,16 +40,30 @@ it.skipIf(skip)(
       const initial = names.map((n) => `${n}=${peer(n)}`).join(",");
       const start = (n: string) => {
         const log = openSync(join(dir, `${n}.log`), "a");
-        return lab.spawn(n, bin, [
-          `--name=${n}`, `--data-dir=${join(dir, n)}`,
-          `--listen-peer-urls=${peer(n)}`, `--initial-advertise-peer-urls=${peer(n)}`,
-          `--listen-client-urls=${client(n)}`, `--advertise-client-urls=${client(n)}`,
-          `--initial-cluster=${initial}`, "--initial-cluster-state=new", "--initial-cluster-token=etcd-view",
-        ], { stdio: ["ignore", log, log], detached: true });
+        return lab.spawn(
+          n,
+          bin,
+          [
+            `--name=${n}`,
+            `--data-dir=${join(dir, n)}`,
+            `--listen-peer-urls=${peer(n)}`,
+            `--initial-advertise-peer-urls=${peer(n)}`,
+            `--listen-client-urls=${client(n)}`,
+            `--advertise-client-urls=${client(n)}`,
+            `--initial-cluster=${initial}`,
+            "--initial-cluster-state=new",
+            "--initial-cluster-token=etcd-view",
+          ],
+          { stdio: ["ignore", log, log], detached: true },
+        );
       };
       const procs = new Map(names.map((n) => [n, start(n)]));
       const url = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await lab.reach(client(n))] as const)));
-      const gateway = (...hosts: string[]) => new EtcdGateway(hosts.map((h) => url[h]!), { timeoutMs: 3_000 });
+      const gateway = (...hosts: string[]) =>
+        new EtcdGateway(
+          hosts.map((h) => url[h]!),
+          { timeoutMs: 3_000 },
+        );
 
       // Which member leads; the other two are followers.
       const leaderId = await eventually("a leader", 60_000, async () => {
@@ -67,7 +81,8 @@ it.skipIf(skip)(
       const removeProbes = async () => {
         const members = await gateway(leader).memberList();
         if (!members.ok) return;
-        for (const m of members.value.members) if (m.isLearner && m.peerURLs.some((u) => u.startsWith("http://10.77.254."))) await gateway(leader).memberRemove(m.id);
+        for (const m of members.value.members)
+          if (m.isLearner && m.peerURLs.some((u) => u.startsWith("http://10.77.254."))) await gateway(leader).memberRemove(m.id);
       };
 
       // First the leader takes an add (a learner, removed again): the cluster has been connected

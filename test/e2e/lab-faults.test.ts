@@ -112,45 +112,49 @@ it.skipIf(skip)("a join API cut from the broker adds nothing; healed, the node j
 
 // Waits for a skewed agent's lease through 20 s as a cut-off learner (the point of it), and joins
 // through join APIs on skewed clocks.
-it.skipIf(skip)("skewed clocks: an agent 4 minutes behind keeps its lease and joins, a join API within its tolerance works; a join API beyond it refuses clearly and the slot is freed", { timeout: 300_000 }, async () => {
-  const { lab, h } = await start("lab-skew", ["ctrl-0", "ctrl-1", "ctrl-2"], { policy: { leaseSeconds: 10 } });
-  lab.skew("ctrl-0", 180);
-  lab.skew("ctrl-1", -240);
-  lab.skew("join-api", 20); // the join API's default --clock-tolerance is 30 s
-  await sleep(CLOCK_FILE_READ_MS);
-  await bootstrap(h);
-  // Held as a learner for two lease lengths: only heartbeats paced on the broker's clock keep its admission.
-  const cutting = cutAt(lab, h, "ctrl-1", "admitted", ["ctrl-0"]);
-  h.startAgent("ctrl-1");
-  const cut = await cutting;
-  await h.waitForStep("ctrl-1", "member-added");
-  await sleep(20_000);
-  lab.heal(cut);
-  await h.waitFor("ctrl-1 to join", () => h.joined("ctrl-1"), 120_000);
-  const audit = await h.audit();
-  expect(audit.filter((a) => a.action === "lease.expired").map((a) => a.detail.node)).toEqual([]);
-  expect(h.current("ctrl-1")!.run).toBe(1);
+it.skipIf(skip)(
+  "skewed clocks: an agent 4 minutes behind keeps its lease and joins, a join API within its tolerance works; a join API beyond it refuses clearly and the slot is freed",
+  { timeout: 300_000 },
+  async () => {
+    const { lab, h } = await start("lab-skew", ["ctrl-0", "ctrl-1", "ctrl-2"], { policy: { leaseSeconds: 10 } });
+    lab.skew("ctrl-0", 180);
+    lab.skew("ctrl-1", -240);
+    lab.skew("join-api", 20); // the join API's default --clock-tolerance is 30 s
+    await sleep(CLOCK_FILE_READ_MS);
+    await bootstrap(h);
+    // Held as a learner for two lease lengths: only heartbeats paced on the broker's clock keep its admission.
+    const cutting = cutAt(lab, h, "ctrl-1", "admitted", ["ctrl-0"]);
+    h.startAgent("ctrl-1");
+    const cut = await cutting;
+    await h.waitForStep("ctrl-1", "member-added");
+    await sleep(20_000);
+    lab.heal(cut);
+    await h.waitFor("ctrl-1 to join", () => h.joined("ctrl-1"), 120_000);
+    const audit = await h.audit();
+    expect(audit.filter((a) => a.action === "lease.expired").map((a) => a.detail.node)).toEqual([]);
+    expect(h.current("ctrl-1")!.run).toBe(1);
 
-  lab.skew("join-api", -120); // tokens it sees were issued two minutes in its future
-  await sleep(CLOCK_FILE_READ_MS);
-  const run = h.startAgent("ctrl-2");
-  const exit = await run.exited;
-  expect(exit.code, h.describeAgents()).toBe(3);
-  const last = run.events[run.events.length - 1]!;
-  expect(last.step).toBe("refused");
-  expect(last.msg).toMatch(/abandoned/);
-  const status = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`);
-  expect(status.body.inFlight, JSON.stringify(status.body)).toEqual([]);
-  const [view] = await h.finalViews(["ctrl-0"]);
-  expect(view!.members.map((m) => m.name).sort()).toEqual(["ctrl-0", "ctrl-1"]);
+    lab.skew("join-api", -120); // tokens it sees were issued two minutes in its future
+    await sleep(CLOCK_FILE_READ_MS);
+    const run = h.startAgent("ctrl-2");
+    const exit = await run.exited;
+    expect(exit.code, h.describeAgents()).toBe(3);
+    const last = run.events[run.events.length - 1]!;
+    expect(last.step).toBe("refused");
+    expect(last.msg).toMatch(/abandoned/);
+    const status = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`);
+    expect(status.body.inFlight, JSON.stringify(status.body)).toEqual([]);
+    const [view] = await h.finalViews(["ctrl-0"]);
+    expect(view!.members.map((m) => m.name).sort()).toEqual(["ctrl-0", "ctrl-1"]);
 
-  lab.skew("join-api", 0);
-  await sleep(CLOCK_FILE_READ_MS);
-  h.startAgent("ctrl-2");
-  await h.waitFor("ctrl-2 to join once the join API's clock is right", () => h.joined("ctrl-2"), 120_000);
-  h.stopSampling();
-  await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1", "ctrl-2"]);
-});
+    lab.skew("join-api", 0);
+    await sleep(CLOCK_FILE_READ_MS);
+    h.startAgent("ctrl-2");
+    await h.waitFor("ctrl-2 to join once the join API's clock is right", () => h.joined("ctrl-2"), 120_000);
+    h.stopSampling();
+    await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1", "ctrl-2"]);
+  },
+);
 
 // Waits for the link's flaps and the leader's 6 s pause (the point of it), then the join.
 it.skipIf(skip)("the leader's link flaps and the leader is paused while a node joins: it joins", { timeout: 300_000 }, async () => {

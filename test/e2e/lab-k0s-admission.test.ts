@@ -18,7 +18,7 @@
  * builds them; this file never does); under CI=true, not built is a failure. What k0s and the
  * agents printed stays in test-results/lab-k0s/admission-<version>/.
  */
-import { spawn } from "node:child_process";
+import type { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "vitest";
@@ -38,7 +38,8 @@ const HOSTS = ["k0s-1", "k0s-2", "k0s-3"];
 /** A node that never runs: the holder of the admission the others try to use. */
 const OTHER = { node: "k0s-9", peerURL: "https://10.77.250.9:2380" };
 
-const describeMembers = (list: MemberList | null) => (list ? list.members.map((m) => `${m.name || "(unstarted)"} ${m.peerURLs?.join(",")}${m.isLearner ? " learner" : ""}`).join("; ") : "etcd does not answer");
+const describeMembers = (list: MemberList | null) =>
+  list ? list.members.map((m) => `${m.name || "(unstarted)"} ${m.peerURLs?.join(",")}${m.isLearner ? " learner" : ""}`).join("; ") : "etcd does not answer";
 const jti = (jwt: string) => (JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString("utf8")) as { jti: string }).jti;
 
 for (const version of K0S_VERSIONS) {
@@ -64,7 +65,11 @@ for (const version of K0S_VERSIONS) {
           b.startService(second);
           await eventually(
             `${first} and ${second} joined, two started voters`,
-            () => ([first, second].every((n) => h.current(n)?.events.some((e) => e.step === "joined")) && startedVoters(k.members(first) ?? { header: { cluster_id: "", member_id: "" }, members: [] }).length === 2 ? true : null),
+            () =>
+              [first, second].every((n) => h.current(n)?.events.some((e) => e.step === "joined")) &&
+              startedVoters(k.members(first) ?? { header: { cluster_id: "", member_id: "" }, members: [] }).length === 2
+                ? true
+                : null,
             600_000,
           );
           // The broker picked who bootstraps; the other joined through the bootstrap node's join API.
@@ -73,8 +78,14 @@ for (const version of K0S_VERSIONS) {
           const joiner = boot === first ? second : first;
           expect([role(boot), role(joiner)]).toEqual(["bootstrap", "join"]);
           const joinerPeer = h.node(joiner).peerURL;
-          expect(b.journal(boot)).toMatch(new RegExp(`join broker admission check on: etcd members are added only for a node admitted by ${h.broker.url.replace(/[.]/g, "\\.")} for cluster ${h.cluster}`));
-          expect(b.journal(boot)).toMatch(new RegExp(`join broker admission adm_\\S+ \\(ticket tkt_\\S+\\) admits ${joiner} at ${joinerPeer.replace(/[.]/g, "\\.")}`));
+          expect(b.journal(boot)).toMatch(
+            new RegExp(
+              `join broker admission check on: etcd members are added only for a node admitted by ${h.broker.url.replace(/[.]/g, "\\.")} for cluster ${h.cluster}`,
+            ),
+          );
+          expect(b.journal(boot)).toMatch(
+            new RegExp(`join broker admission adm_\\S+ \\(ticket tkt_\\S+\\) admits ${joiner} at ${joinerPeer.replace(/[.]/g, "\\.")}`),
+          );
           const before = k.members(first)!;
           log(`members: ${describeMembers(before)}`);
 
@@ -90,7 +101,9 @@ for (const version of K0S_VERSIONS) {
           // 3. The join token alone: no member, no CA.
           const stolen = await add({ node: outsider, peerAddress: outsiderPeer });
           expect(stolen.status, stolen.text).toBe(401);
-          expect(stolen.text).toMatch(/^admission_required: this join API gives an etcd member for k0s-3 only to a node the join broker admitted: send its admission token \(JOIN_BROKER_ADMISSION\) in the Join-Broker-Admission header/);
+          expect(stolen.text).toMatch(
+            /^admission_required: this join API gives an etcd member for k0s-3 only to a node the join broker admitted: send its admission token \(JOIN_BROKER_ADMISSION\) in the Join-Broker-Admission header/,
+          );
           expect(stolen.contentType).toMatch(/^text\/plain/);
           const ca = await k0sApiCall(k, { method: "GET", path: "/v1beta1/ca", bearer });
           expect(ca.status, ca.text).toBe(401);
@@ -108,7 +121,10 @@ for (const version of K0S_VERSIONS) {
           const wrongNode = await add({ node: outsider, peerAddress: outsiderPeer }, other);
           expect([wrongNode.status, wrongNode.text.trim()]).toEqual([403, `wrong_node: the admission token is for node ${OTHER.node}, not ${outsider}`]);
           const wrongPeer = await add({ node: OTHER.node, peerAddress: outsiderPeer }, other);
-          expect([wrongPeer.status, wrongPeer.text.trim()]).toEqual([403, `wrong_peer_url: the admission token is for peer URL ${OTHER.peerURL}, not ${outsiderPeer}`]);
+          expect([wrongPeer.status, wrongPeer.text.trim()]).toEqual([
+            403,
+            `wrong_peer_url: the admission token is for peer URL ${OTHER.peerURL}, not ${outsiderPeer}`,
+          ]);
           const problem = await add({ node: outsider, peerAddress: outsiderPeer }, other, "application/problem+json");
           expect(problem.contentType).toBe("application/problem+json");
           expect(JSON.parse(problem.text)).toMatchObject({ status: 403, code: "wrong_node" });
@@ -118,7 +134,14 @@ for (const version of K0S_VERSIONS) {
           const startRogue = (admission: string | null) => {
             const env: NodeJS.ProcessEnv = { ...k.env(), ...(admission ? { JOIN_BROKER_ADMISSION: admission } : {}) };
             delete env.JOIN_BROKER_URL;
-            const args = ["controller", "--config", "/etc/k0s/k0s.yaml", "--token-file", "/etc/k0s/controller-token", `--disable-components=${disabledComponents(version)}`];
+            const args = [
+              "controller",
+              "--config",
+              "/etc/k0s/k0s.yaml",
+              "--token-file",
+              "/etc/k0s/controller-token",
+              `--disable-components=${disabledComponents(version)}`,
+            ];
             const proc = k.spawn(outsider, "k0s", args, { stdio: ["ignore", "pipe", "pipe"], detached: true, env });
             let output = "";
             proc.stdout!.on("data", (d: Buffer) => (output += d));
@@ -144,18 +167,24 @@ for (const version of K0S_VERSIONS) {
           writeFileSync(join(k.out, `rogue-alone-${outsider}.log`), alone.output());
 
           const withOther = startRogue(other);
-          const refusal = new RegExp(`join broker admission check refused an etcd member for ${outsider} at ${outsiderPeer.replace(/[.]/g, "\\.")}: wrong_node: the admission token is for node ${OTHER.node}, not ${outsider}`);
+          const refusal = new RegExp(
+            `join broker admission check refused an etcd member for ${outsider} at ${outsiderPeer.replace(/[.]/g, "\\.")}: wrong_node: the admission token is for node ${OTHER.node}, not ${outsider}`,
+          );
           await eventually(`the join API to refuse ${outsider}'s member add`, () => (refusal.test(servers()) ? true : null), 240_000);
           if (version === "1.28") {
             // k0s 1.28 tries 20 times half a second apart, then exits with the answer's reason.
             await Promise.race([withOther.exited, new Promise((r) => setTimeout(r, 120_000))]);
-            expect(withOther.output()).toMatch(/unexpected response status when trying to join etcd cluster: 403 Forbidden: wrong_node: the admission token is for node k0s-9, not k0s-3/);
+            expect(withOther.output()).toMatch(
+              /unexpected response status when trying to join etcd cluster: 403 Forbidden: wrong_node: the admission token is for node k0s-9, not k0s-3/,
+            );
           }
           await stop(withOther);
           writeFileSync(join(k.out, `rogue-other-admission-${outsider}.log`), withOther.output());
 
           // 6. Revoked, the other node's admission is refused even for its own node and peer URL.
-          const revoked = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${jti(other)}/revoke`, { reason: "test: a stolen admission" });
+          const revoked = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${jti(other)}/revoke`, {
+            reason: "test: a stolen admission",
+          });
           expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
           const gone = await add({ node: OTHER.node, peerAddress: OTHER.peerURL }, other);
           expect(gone.status, gone.text).toBe(410);

@@ -22,7 +22,18 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { K0S_VERSIONS, k0sPin } from "../../scripts/k0s.mjs";
 import { parseJoin } from "../../src/node/cli/join.ts";
-import { K0S_HOSTS, k0sBinaries, k0sRecipe, k0sUnitFromDocs, recipeArgs, seedThroughBroker, seedWithoutBroker, startedVoters, type K0sBinaries, type SeedReport } from "../lab/k0s-lab.ts";
+import {
+  K0S_HOSTS,
+  k0sBinaries,
+  k0sRecipe,
+  k0sUnitFromDocs,
+  recipeArgs,
+  seedThroughBroker,
+  seedWithoutBroker,
+  startedVoters,
+  type K0sBinaries,
+  type SeedReport,
+} from "../lab/k0s-lab.ts";
 import { labSkipReason } from "../lab/lab.ts";
 import { ROOT } from "../support/broker.ts";
 
@@ -35,16 +46,32 @@ if (!labSkip && missing.length) console.warn(`[lab-k0s] skipped: ${missing.join(
 
 const OUT = join(ROOT, "test-results", "lab-k0s");
 const log = (run: string) => (line: string) => console.log(`[lab-k0s ${run}] ${line}`);
-const keep = (name: string, report: unknown) => (mkdirSync(OUT, { recursive: true }), writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`));
+const keep = (name: string, report: unknown) => (
+  mkdirSync(OUT, { recursive: true }), writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`)
+);
 
 it("docs/installers.md gives docs/k0s.md's unit, and the unit is the whole recipe", () => {
   const unit = k0sUnitFromDocs();
   expect(k0sUnitFromDocs(join(ROOT, "docs", "installers.md"))).toBe(unit);
   const flags = Object.fromEntries(k0sRecipe(unit).flags);
-  expect(flags).toMatchObject({ "etcd-server-name": "localhost", service: true, cleanup: "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd", "rescue-etcd": "/var/lib/k0s/bin/etcd", "rescue-pki": "/var/lib/k0s/pki/etcd" });
+  expect(flags).toMatchObject({
+    "etcd-server-name": "localhost",
+    service: true,
+    cleanup: "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd",
+    "rescue-etcd": "/var/lib/k0s/bin/etcd",
+    "rescue-pki": "/var/lib/k0s/pki/etcd",
+  });
   expect(String(flags.exec)).toMatch(/k0s controller --config \/etc\/k0s\/k0s\.yaml --token-file \/etc\/k0s\/controller-token/);
   // The command line the lab's hosts run, as `join-broker join` reads it.
-  const own = { broker: "https://broker.example", cluster: "k0s", token: `jbe_${"x".repeat(40)}`, node: "ctrl-1", peerURL: "https://10.77.0.11:2380", etcd: ["https://10.77.0.11:2379"], stateDir: "/var/lib/join-broker" };
+  const own = {
+    broker: "https://broker.example",
+    cluster: "k0s",
+    token: `jbe_${"x".repeat(40)}`,
+    node: "ctrl-1",
+    peerURL: "https://10.77.0.11:2380",
+    etcd: ["https://10.77.0.11:2379"],
+    stateDir: "/var/lib/join-broker",
+  };
   expect(parseJoin(recipeArgs(k0sRecipe(unit), own).slice(1), {})).toMatchObject({
     exec: flags.exec,
     service: true,
@@ -64,7 +91,8 @@ for (const version of K0S_VERSIONS) {
   // 2-minute etcd health check on the failing joiner. The versions one after the other.
   describe(`k0s ${release}`, () => {
     it.skipIf(skip).concurrent(
-      "without the broker: the failed joiner, restarted, " + (version === "1.28" ? "starts a cluster of its own (more than one cluster ID)" : "finds its learner in the way, and so does every other joiner"),
+      "without the broker: the failed joiner, restarted, " +
+        (version === "1.28" ? "starts a cluster of its own (more than one cluster ID)" : "finds its learner in the way, and so does every other joiner"),
       async ({ expect }) => {
         const r = await seedWithoutBroker(bins as K0sBinaries, { log: log(`${version} without the broker`) });
         keep(`without-broker-${version}`, r);
@@ -75,14 +103,24 @@ for (const version of K0S_VERSIONS) {
           expect(r.clusters.length, summary(r)).toBeGreaterThan(1);
           expect(r.clusterIds[r.faulted], summary(r)).not.toBe(r.clusterIds[leader]);
           const own = r.views[r.faulted];
-          if (own) expect(own.members.every((m) => m.name !== leader), summary(r)).toBe(true);
+          if (own)
+            expect(
+              own.members.every((m) => m.name !== leader),
+              summary(r),
+            ).toBe(true);
         } else {
           // 1.36 reads etcd's database instead: no second cluster, but a learner nobody removes.
           expect(r.clusters, summary(r)).toEqual([r.clusterIds[leader]]);
           const view = r.views[leader]!;
           const stale = view.members.filter((m) => !m.name);
-          expect(stale.map((m) => m.isLearner), summary(r)).toEqual([true]);
-          expect(view.members.filter((m) => m.name).map((m) => m.name), summary(r)).toEqual([leader]);
+          expect(
+            stale.map((m) => m.isLearner),
+            summary(r),
+          ).toEqual([true]);
+          expect(
+            view.members.filter((m) => m.name).map((m) => m.name),
+            summary(r),
+          ).toEqual([leader]);
         }
       },
       900_000,
@@ -105,15 +143,33 @@ for (const version of K0S_VERSIONS) {
         const [first, ...later] = r.agents[r.faulted]!;
         const steps = first!.steps.map((s) => `${s.step}: ${s.msg}`);
         expect(first!.code, steps.join("\n")).toBe(4);
-        expect(steps.find((s) => s.startsWith("gave-up:")), steps.join("\n")).toMatch(/exited with status 1 before this node was a voter; left the queue/);
-        expect(steps.some((s) => /^etcd-exit: (removed this node's|this node's member \S+ is gone)/.test(s)), steps.join("\n")).toBe(true);
-        expect(steps.some((s) => s === "cleanup: the clean-up command finished"), steps.join("\n")).toBe(true);
+        expect(
+          steps.find((s) => s.startsWith("gave-up:")),
+          steps.join("\n"),
+        ).toMatch(/exited with status 1 before this node was a voter; left the queue/);
+        expect(
+          steps.some((s) => /^etcd-exit: (removed this node's|this node's member \S+ is gone)/.test(s)),
+          steps.join("\n"),
+        ).toBe(true);
+        expect(
+          steps.some((s) => s === "cleanup: the clean-up command finished"),
+          steps.join("\n"),
+        ).toBe(true);
         if (version === "1.28") {
           // A voter added to a one-member cluster: without its etcd, no quorum; the agent ran it.
-          expect(steps.some((s) => s.startsWith("rescue: etcd cannot remove unstarted voter")), steps.join("\n")).toBe(true);
+          expect(
+            steps.some((s) => s.startsWith("rescue: etcd cannot remove unstarted voter")),
+            steps.join("\n"),
+          ).toBe(true);
         } else {
-          expect(steps.some((s) => s.startsWith("member-added:") && /a learner/.test(s)), steps.join("\n")).toBe(true);
-          expect(steps.filter((s) => s.startsWith("rescue:")), steps.join("\n")).toEqual([]);
+          expect(
+            steps.some((s) => s.startsWith("member-added:") && /a learner/.test(s)),
+            steps.join("\n"),
+          ).toBe(true);
+          expect(
+            steps.filter((s) => s.startsWith("rescue:")),
+            steps.join("\n"),
+          ).toEqual([]);
         }
         expect(later.at(-1)!.steps.some((s) => s.step === "joined")).toBe(true);
         // Every node joined once, one bootstrapped; the broker never needed an operator.

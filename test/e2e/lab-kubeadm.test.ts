@@ -34,7 +34,6 @@ beforeAll(() => {
   bins = found as KubeBinaries;
 });
 
-
 // Waits for kubeadm init and join (each a kube-apiserver start-up), cp-2's /readyz, and the
 // restarts of its etcd and kube-apiserver.
 it.skipIf(skip)(
@@ -112,7 +111,10 @@ it.skipIf(skip)(
           const p = pod("kube-apiserver-cp-2");
           if (!p || p.hash === before.hash || !p.pid || p.pid === before.pid) return null;
           const mirror = await kubeRequest(k.lab, admin2, "GET", "/api/v1/namespaces/kube-system/pods/kube-apiserver-cp-2");
-          const hash = mirror.status === 200 ? (JSON.parse(mirror.body) as { metadata: { annotations: Record<string, string> } }).metadata.annotations["kubernetes.io/config.mirror"] : null;
+          const hash =
+            mirror.status === 200
+              ? (JSON.parse(mirror.body) as { metadata: { annotations: Record<string, string> } }).metadata.annotations["kubernetes.io/config.mirror"]
+              : null;
           const r = await kubeRequest(k.lab, admin2, "GET", "/readyz");
           return hash === p.hash && r.status === 200 ? p : null;
         },
@@ -151,7 +153,14 @@ it.skipIf(skip)(
       const sampler = (async () => {
         while (sampling) {
           const l = await k.members("cp-1");
-          if (l) samples.push({ t: Date.now() - started, clusterId: l.header.cluster_id, members: l.members.length, learners: l.members.filter((m) => m.isLearner).length, unstarted: l.members.filter((m) => !m.name).length });
+          if (l)
+            samples.push({
+              t: Date.now() - started,
+              clusterId: l.header.cluster_id,
+              members: l.members.length,
+              learners: l.members.filter((m) => m.isLearner).length,
+              unstarted: l.members.filter((m) => !m.name).length,
+            });
           await new Promise((r) => setTimeout(r, 500));
         }
       })();
@@ -162,8 +171,14 @@ it.skipIf(skip)(
       runs.forEach((r, i) => {
         k.keep(`kubeadm-join-${joiners[i]!.host}`, r);
       });
-      const outcome = runs.map((r, i) => `${joiners[i]!.host}: exit ${r.code} after ${Math.round(r.ms / 100) / 10} s, ${(r.output.match(/too many learner members/g) ?? []).length} "too many learner members"`);
-      writeFileSync(join(k.out, "outcome.txt"), `${outcome.join("\n")}\n\nsamples (ms, members, learners, unstarted):\n${samples.map((s) => `${s.t} ${s.members} ${s.learners} ${s.unstarted}`).join("\n")}\n`);
+      const outcome = runs.map(
+        (r, i) =>
+          `${joiners[i]!.host}: exit ${r.code} after ${Math.round(r.ms / 100) / 10} s, ${(r.output.match(/too many learner members/g) ?? []).length} "too many learner members"`,
+      );
+      writeFileSync(
+        join(k.out, "outcome.txt"),
+        `${outcome.join("\n")}\n\nsamples (ms, members, learners, unstarted):\n${samples.map((s) => `${s.t} ${s.members} ${s.learners} ${s.unstarted}`).join("\n")}\n`,
+      );
       console.log(`[lab-kubeadm] four concurrent joins:\n${outcome.join("\n")}`);
 
       expect(new Set(samples.map((s) => s.clusterId)).size).toBe(1);
@@ -213,7 +228,9 @@ it.skipIf(skip)(
       k.keep("kubeadm-join-cp-2", r2);
       k.keep("kubeadm-join-cp-3", r3);
       const lastLine = (r: KubeadmRun) => /^error: .*$/m.exec(r.output)?.[0] ?? "no error line";
-      console.log(`[lab-kubeadm] late etcd: cp-2 exit ${r2.code} after ${r2.ms} ms (${lastLine(r2)}); cp-3 exit ${r3.code} after ${r3.ms} ms (${lastLine(r3)})`);
+      console.log(
+        `[lab-kubeadm] late etcd: cp-2 exit ${r2.code} after ${r2.ms} ms (${lastLine(r2)}); cp-3 exit ${r3.code} after ${r3.ms} ms (${lastLine(r3)})`,
+      );
       expect(r2.code).not.toBe(0);
       expect(r3.code).not.toBe(0);
 
@@ -249,8 +266,6 @@ it.skipIf(skip)(
   600_000,
 );
 
-
-
 /** Resolves once every node's latest agent has exited 0; throws, saying where each one is, once one exits otherwise. */
 async function allJoined(b: BrokeredKubeLab, budgetMs: number): Promise<void> {
   await b.h.waitFor(
@@ -285,9 +300,15 @@ async function expectBrokeredEndState(
   writeFileSync(join(k.out, "outcome.txt"), `${summary.join("\n")}\n`);
   console.log(`[lab-kubeadm] ${k.out.split("/").pop()}:\n${summary.join("\n")}`);
 
-  expect(NODES.map((n) => h.current(n)?.exit?.code), h.describeAgents()).toEqual([0, 0, 0, 0, 0]);
+  expect(
+    NODES.map((n) => h.current(n)?.exit?.code),
+    h.describeAgents(),
+  ).toEqual([0, 0, 0, 0, 0]);
   const tooMany = NODES.filter((n) => b.kubeadmOutput(n).includes("too many learner members"));
-  expect(tooMany.filter((n) => n !== crash?.mayMeetLeftover), 'kubeadm runs that met "too many learner members"').toEqual([]);
+  expect(
+    tooMany.filter((n) => n !== crash?.mayMeetLeftover),
+    'kubeadm runs that met "too many learner members"',
+  ).toEqual([]);
   const inits = NODES.filter((n) => b.kubeadmOutput(n).includes("[init] Using Kubernetes version"));
   expect(inits).toHaveLength(1);
   expect(execs.filter((e) => e.endsWith(" bootstrap"))).toEqual([expect.stringContaining(` ${inits[0]}#1 bootstrap`)]);
@@ -296,7 +317,10 @@ async function expectBrokeredEndState(
   // From its `exec` to its `complete` (or its exit), no two nodes' recipes ran at once. A run
   // killed with its recipe ends there, which the windows cannot tell (they let a killed agent's
   // recipe run on until the node's next agent): the test checks that one itself.
-  expect(overlappingWindows(h).filter((pair) => !crash || !pair.split(" and ").includes(crash.run)), "recipes that ran at the same time").toEqual([]);
+  expect(
+    overlappingWindows(h).filter((pair) => !crash || !pair.split(" and ").includes(crash.run)),
+    "recipes that ran at the same time",
+  ).toEqual([]);
   const views = await eventually(
     "five started voters, no learner, in every member's own view",
     async () => {
@@ -346,12 +370,20 @@ it.skipIf(skip)(
       const setUpMs = Date.now() - started;
       for (const n of NODES) b.startAgent(n);
       // The held node's learner is added, then nothing else happens until its etcd runs.
-      await b.h.waitFor("a joiner's learner, its etcd held", async () => !!held() && (await b.anyMembers())?.members.some((m) => m.isLearner && !m.name) === true, 240_000);
+      await b.h.waitFor(
+        "a joiner's learner, its etcd held",
+        async () => !!held() && (await b.anyMembers())?.members.some((m) => m.isLearner && !m.name) === true,
+        240_000,
+      );
       await new Promise((r) => setTimeout(r, HOLD_MS));
       b.k.kubelets.get(held()!)!.release(`etcd-${held()}`);
       await allJoined(b, 360_000);
       await sampler.stop();
-      await expectBrokeredEndState(b, sampler.samples, `set-up ${Math.round(setUpMs / 1000)} s, agents ${Math.round((Date.now() - started - setUpMs) / 1000)} s; held ${held()}`);
+      await expectBrokeredEndState(
+        b,
+        sampler.samples,
+        `set-up ${Math.round(setUpMs / 1000)} s, agents ${Math.round((Date.now() - started - setUpMs) / 1000)} s; held ${held()}`,
+      );
     } finally {
       await b.close();
     }
@@ -402,7 +434,13 @@ it.skipIf(skip)(
       // 2. The next joiner crashes mid-join: its etcd held from its admission (a crash before
       // etcd ran), its agent and the recipe's whole process group killed once its learner is added.
       await h.waitFor("a second joiner's learner", () => !!second && !!h.current(second)?.events.some((e) => e.step === "member-added"), 240_000);
-      expect(k.kubelets.get(second)!.pods().find((p) => p.name === `etcd-${second}`)?.pid ?? null, `${second}'s etcd never ran`).toBeNull();
+      expect(
+        k.kubelets
+          .get(second)!
+          .pods()
+          .find((p) => p.name === `etcd-${second}`)?.pid ?? null,
+        `${second}'s etcd never ran`,
+      ).toBeNull();
       const crashed = await h.kill(second, "group");
       const recipe = JSON.parse(readFileSync(join(h.node(second).stateDir, "exec.json"), "utf8")) as { pgid: number };
       process.kill(-recipe.pgid, "SIGKILL");
@@ -419,7 +457,15 @@ it.skipIf(skip)(
       );
       b.startAgent(second);
       // Its etcd runs once the new attempt's kubeadm wrote a new manifest (the stale one names a member the agent removed).
-      await h.waitFor("a new etcd manifest on the restarted node", () => k.kubelets.get(second)!.pods().some((p) => p.name === `etcd-${second}` && p.hash !== staleManifest), 300_000);
+      await h.waitFor(
+        "a new etcd manifest on the restarted node",
+        () =>
+          k.kubelets
+            .get(second)!
+            .pods()
+            .some((p) => p.name === `etcd-${second}` && p.hash !== staleManifest),
+        300_000,
+      );
       k.kubelets.get(second)!.release(`etcd-${second}`);
 
       await allJoined(b, 420_000);
@@ -431,7 +477,11 @@ it.skipIf(skip)(
       const admittedAfter = NODES.find((n) => n !== second && h.current(n)?.events.some((e) => e.step === "exec" && Date.parse(e.time) > crashedAt));
       // No recipe started between the crashed one's start and the crash.
       const crashedExec = Date.parse(crashed.events.find((e) => e.step === "exec")!.time);
-      const between = [...h.runs.values()].flat().flatMap((r) => r.events.filter((e) => e.step === "exec" && Date.parse(e.time) > crashedExec && Date.parse(e.time) <= crashedAt).map(() => `${r.node.name}#${r.run}`));
+      const between = [...h.runs.values()]
+        .flat()
+        .flatMap((r) =>
+          r.events.filter((e) => e.step === "exec" && Date.parse(e.time) > crashedExec && Date.parse(e.time) <= crashedAt).map(() => `${r.node.name}#${r.run}`),
+        );
       expect(between, "recipes started while the crashed node's ran").toEqual([]);
       const note = `faults: ${first}'s kubeadm join killed; ${second}'s agent and recipe killed, ${admittedAfter} admitted after its lease; ${Math.round((Date.now() - started) / 1000)} s`;
       await expectBrokeredEndState(b, sampler.samples, note, { run: `${second}#1`, ...(admittedAfter ? { mayMeetLeftover: admittedAfter } : {}) });
@@ -451,7 +501,11 @@ it.skipIf(skip)(
 it.skipIf(skip)(
   "npm run demo -- --kubeadm --without-broker: the joins without the broker fail with kubeadm's error and leave a learner; with it, five voters",
   async () => {
-    const demo = spawn(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--kubeadm", "--without-broker"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const demo = spawn(process.execPath, [join(ROOT, "scripts/demo.mjs"), "--kubeadm", "--without-broker"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     let out = "";
     demo.stdout!.on("data", (c: Buffer) => (out += c.toString()));
     demo.stderr!.on("data", (c: Buffer) => (out += c.toString()));
@@ -461,11 +515,17 @@ it.skipIf(skip)(
     expect(out).toMatch(/^\[ *[\d.]+ s\] cp-2: kubeadm join exited 1 after [\d.]+ s: error: .*the etcd member [0-9a-f]+ is not started$/m);
     // Each refused by etcd's learner limit: kubeadm's last error says so, or, when its 30 s ran out
     // during a retry (a busy machine), its context deadline, with the refusals it met before.
-    expect(out.match(/^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*(?:too many learner members in cluster|context deadline exceeded \([1-9]\d* adds refused: too many learner members\))/gm)).toHaveLength(3);
+    expect(
+      out.match(
+        /^\[ *[\d.]+ s\] cp-[345]: kubeadm join exited 1 .*(?:too many learner members in cluster|context deadline exceeded \([1-9]\d* adds refused: too many learner members\))/gm,
+      ),
+    ).toHaveLength(3);
     expect(out).toContain("Without the broker: 4 of 4 joins failed; 1 learner left in etcd (2 members).");
     // The second round (--max-learners 2) reports; whether two adds land close enough for #2005 is a race.
     expect(out).toMatch(/^\[ *[\d.]+ s\] kubeadm init on cp-1, etcd with --max-learners 2…$/m);
-    expect(out).toMatch(/^Without the broker, --max-learners 2: [0-4] of 4 joins failed; [0-4] etcd exited with "member count is unequal"; [0-4] learner\(s\) left in etcd \([1-5] members\)\.$/m);
+    expect(out).toMatch(
+      /^Without the broker, --max-learners 2: [0-4] of 4 joins failed; [0-4] etcd exited with "member count is unequal"; [0-4] learner\(s\) left in etcd \([1-5] members\)\.$/m,
+    );
     expect(out).toMatch(/^\[ *[\d.]+ s\] {3}[0-9a-f]+ \(never started\) learner https:\/\/[\d.]+:2380$/m);
     expect(out).toMatch(/^\[ *[\d.]+ s\] cp-\d: admitted, running the recipe as bootstrap \(kubeadm init\)$/m);
     expect(out).toContain("With the broker: all 5 nodes started voters, no learner left, no kubeadm run refused a learner (0).");

@@ -30,30 +30,34 @@ afterAll(async () => {
 });
 
 // Waits out the 50 s cut (the point of it), then the join once healed.
-it.skipIf(skip)(`a joiner cut from its peers for ${CUT_MS / 1000} s from its admission does not give up, and joins once healed`, { timeout: 360_000 }, async () => {
-  h.startSampling();
-  h.startAgent("ctrl-0");
-  await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 90_000);
-  // Cut the moment it is admitted (read from its output as it comes): its etcd has not started yet.
-  let cut = 0;
-  h.onEvent((r, e) => {
-    if (cut || r.node.name !== "ctrl-1" || e.step !== "admitted") return;
-    cut = lab.partition(["ctrl-1"], ["ctrl-0"]);
-    h.timeline.add("partition", "ctrl-1", { from: ["ctrl-0"], forMs: CUT_MS });
-  });
-  const run = h.startAgent("ctrl-1");
-  await h.waitForStep("ctrl-1", "member-added");
-  const until = Date.now() + CUT_MS;
-  while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 1000));
-    h.assertInvariants();
-    expect(run.exit, h.describeAgents()).toBeNull();
-  }
-  expect(run.events.filter((e) => e.step === "etcd-start").length, "etcd was started again and again during the cut").toBeGreaterThanOrEqual(1);
-  lab.heal(cut);
-  h.timeline.add("heal");
-  await h.waitFor("ctrl-1 to join", () => h.joined("ctrl-1"), 180_000);
-  expect(run.exit).toBeNull();
-  h.stopSampling();
-  await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1"]);
-});
+it.skipIf(skip)(
+  `a joiner cut from its peers for ${CUT_MS / 1000} s from its admission does not give up, and joins once healed`,
+  { timeout: 360_000 },
+  async () => {
+    h.startSampling();
+    h.startAgent("ctrl-0");
+    await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 90_000);
+    // Cut the moment it is admitted (read from its output as it comes): its etcd has not started yet.
+    let cut = 0;
+    h.onEvent((r, e) => {
+      if (cut || r.node.name !== "ctrl-1" || e.step !== "admitted") return;
+      cut = lab.partition(["ctrl-1"], ["ctrl-0"]);
+      h.timeline.add("partition", "ctrl-1", { from: ["ctrl-0"], forMs: CUT_MS });
+    });
+    const run = h.startAgent("ctrl-1");
+    await h.waitForStep("ctrl-1", "member-added");
+    const until = Date.now() + CUT_MS;
+    while (Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 1000));
+      h.assertInvariants();
+      expect(run.exit, h.describeAgents()).toBeNull();
+    }
+    expect(run.events.filter((e) => e.step === "etcd-start").length, "etcd was started again and again during the cut").toBeGreaterThanOrEqual(1);
+    lab.heal(cut);
+    h.timeline.add("heal");
+    await h.waitFor("ctrl-1 to join", () => h.joined("ctrl-1"), 180_000);
+    expect(run.exit).toBeNull();
+    h.stopSampling();
+    await expectOneHealthyCluster(h, ["ctrl-0", "ctrl-1"]);
+  },
+);

@@ -32,7 +32,12 @@ beforeAll(async () => {
   lab = await Lab.create();
   for (const h of ["a", "b", "c"]) {
     lab.addHost(h);
-    const server = lab.spawn(h, process.execPath, ["-e", `require("net").createServer((s)=>{s.on("error",()=>{});s.end("${h}\\n")}).listen(7000,"0.0.0.0",()=>console.log("up"))`], { stdio: ["ignore", "pipe", "inherit"], detached: true });
+    const server = lab.spawn(
+      h,
+      process.execPath,
+      ["-e", `require("net").createServer((s)=>{s.on("error",()=>{});s.end("${h}\\n")}).listen(7000,"0.0.0.0",()=>console.log("up"))`],
+      { stdio: ["ignore", "pipe", "inherit"], detached: true },
+    );
     await new Promise((r) => server.stdout!.once("data", r));
   }
 }, 60_000);
@@ -41,7 +46,9 @@ beforeAll(async () => {
 let madeByOther: string | null = null;
 afterAll(() => {
   lab?.destroy();
-  const othersRun = execFileSync("ip", ["netns", "list"], { encoding: "utf8" }).split("\n").some((l) => /^jbl\d+x\d+-/.test(l));
+  const othersRun = execFileSync("ip", ["netns", "list"], { encoding: "utf8" })
+    .split("\n")
+    .some((l) => /^jbl\d+x\d+-/.test(l));
   if (madeByOther && !othersRun) expect(existsSync(madeByOther), "the last lab removes the mount points labs made").toBe(false);
 });
 
@@ -56,7 +63,9 @@ it.skipIf(skip)("hosts reach each other on their own addresses; the test reaches
   const answer = await new Promise<string>((ok, fail) => {
     const s = connect(Number(port), hostname);
     let text = "";
-    s.on("data", (d) => (text += d)).on("end", () => ok(text)).on("error", fail);
+    s.on("data", (d) => (text += d))
+      .on("end", () => ok(text))
+      .on("error", fail);
   });
   expect(answer).toBe("b\n");
   // No route out: the bridge has no uplink, a host has only its lab's subnet.
@@ -114,7 +123,10 @@ it.skipIf(skip)("a link flap takes a host off the bridge and brings it back", as
 });
 
 it.skipIf(skip)("a skewed clock is the host's processes' time, and it can jump while they run", async () => {
-  const proc = lab.spawn("a", process.execPath, ["-e", `setInterval(()=>console.log(Date.now()),100)`], { env: { ...process.env, ...lab.clockEnv("a") }, stdio: ["ignore", "pipe", "inherit"] });
+  const proc = lab.spawn("a", process.execPath, ["-e", `setInterval(()=>console.log(Date.now()),100)`], {
+    env: { ...process.env, ...lab.clockEnv("a") },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let last = 0;
   proc.stdout!.setEncoding("utf8").on("data", (d: string) => (last = Number(d.trim().split("\n").pop())));
   const offset = async (want: (o: number) => boolean) => {

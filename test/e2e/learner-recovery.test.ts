@@ -111,10 +111,14 @@ it("nodes whose running learners were removed after their leases expired join ag
   await h.waitFor("ctrl-3's learner to have started", async () => !!(await member("ctrl-3"))?.started, 30_000);
   freeze("ctrl-3", etcd3, "etcd");
   // Let the held promotions through only once ctrl-3's admission has ended: they must fail.
-  await h.waitFor("ctrl-3's lease to expire", async () => {
-    const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets?state=expired`);
-    return tickets.body.tickets.some((t: { node: string }) => t.node === "ctrl-3");
-  }, 30_000);
+  await h.waitFor(
+    "ctrl-3's lease to expire",
+    async () => {
+      const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets?state=expired`);
+      return tickets.body.tickets.some((t: { node: string }) => t.node === "ctrl-3");
+    },
+    30_000,
+  );
   h.proxy!.release();
 
   // ctrl-1 resumes: its etcd had exited, saying it was removed. It queues again, and its add
@@ -133,7 +137,10 @@ it("nodes whose running learners were removed after their leases expired join ag
   h.stopSampling();
 
   const final = await expectOneHealthyCluster(h, NODES);
-  for (const [node, run, first] of [["ctrl-1", a1, first1], ["ctrl-3", a3, first3]] as const) {
+  for (const [node, run, first] of [
+    ["ctrl-1", a1, first1],
+    ["ctrl-3", a3, first3],
+  ] as const) {
     const now = final.ids.get(node)!;
     expect(now, `${node} has a new member ID`).not.toBe(first);
     expect(run.run, `${node} needed no restart`).toBe(1);

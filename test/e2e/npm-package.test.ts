@@ -22,12 +22,21 @@ beforeAll(() => {
   expect(tarballs).toEqual([`etcd-join-broker-${VERSION}.tgz`]);
   app = join(dir, "app");
   mkdirSync(app);
-  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", join(dir, tarballs[0]!)], { cwd: app, stdio: ["ignore", "ignore", "inherit"], timeout: 300_000 });
+  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", join(dir, tarballs[0]!)], {
+    cwd: app,
+    stdio: ["ignore", "ignore", "inherit"],
+    timeout: 300_000,
+  });
 }, 420_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const run = (args: string[]) =>
-  execFileSync(join(app, "node_modules/.bin/join-broker"), args, { cwd: app, encoding: "utf8", env: { ...process.env, JOIN_BROKER_LAUNCH: "explain" }, stdio: ["ignore", "pipe", "pipe"] });
+  execFileSync(join(app, "node_modules/.bin/join-broker"), args, {
+    cwd: app,
+    encoding: "utf8",
+    env: { ...process.env, JOIN_BROKER_LAUNCH: "explain" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 
 it("installs a join-broker command into an empty directory", () => {
   expect(existsSync(join(app, "node_modules/etcd-join-broker/package.json"))).toBe(true);
@@ -48,6 +57,10 @@ it("prints its version and usage, from the built CLI", () => {
   expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v1.1)\n`);
   const help = run(["--help"]);
   for (const command of ["join", "controller", "admin", "serve"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
-  const explained = execFileSync("sh", ["-c", `'${join(app, "node_modules/.bin/join-broker")}' --version 2>&1 >/dev/null`], { cwd: app, encoding: "utf8", env: { ...process.env, JOIN_BROKER_LAUNCH: "explain" } });
+  const explained = execFileSync("sh", ["-c", `'${join(app, "node_modules/.bin/join-broker")}' --version 2>&1 >/dev/null`], {
+    cwd: app,
+    encoding: "utf8",
+    env: { ...process.env, JOIN_BROKER_LAUNCH: "explain" },
+  });
   expect(explained).toMatch(/running the built CLI/);
 });

@@ -21,7 +21,10 @@ afterAll(() => {
 
 function ask(version: string): { output: () => string; stdout: () => string; exited: Promise<number | null> } {
   const script = `import { nodeBinary } from ${JSON.stringify(join(ROOT, "scripts/package.mjs"))}; console.log(await nodeBinary(${JSON.stringify(version)}, "arm64"));`;
-  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, XDG_CACHE_HOME: cache }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+    env: { ...process.env, XDG_CACHE_HOME: cache },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let out = "";
   let err = "";

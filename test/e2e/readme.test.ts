@@ -24,7 +24,11 @@ describe("the README walk-through", () => {
     // Only the broker's address and admin token differ from `npm run dev`'s.
     const script = block.replace(/^B=.*$/m, `B=${broker.url}`).replace(/^ADMIN=.*$/m, `ADMIN=${broker.adminToken}`);
     expect(script).not.toBe(block);
-    const r = spawnSync("bash", ["-euo", "pipefail", "-c", script], { cwd: mkdtempSync(join(tmpdir(), "join-broker-readme-")), encoding: "utf8", timeout: 60_000 });
+    const r = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: mkdtempSync(join(tmpdir(), "join-broker-readme-")),
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: "" });
     const lines = r.stdout.split(/\r?\n/);
     const bodies = lines.filter((l) => l.startsWith("{"));

@@ -69,7 +69,10 @@ describe("serve restore", () => {
     expect(restored.stdout).toContain("waits for an admin");
     await broker.restart();
 
-    for (const [node, n] of [["n2", 3], ["b0", 1]] as const) {
+    for (const [node, n] of [
+      ["n2", 3],
+      ["b0", 1],
+    ] as const) {
       const r = await ask(broker, "formed", tokens.formed, node, n);
       expect([r.status, r.body.code], node).toEqual([503, "restored_awaiting_admin"]);
       expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
@@ -89,9 +92,16 @@ describe("serve restore", () => {
 
     // The other way out, for a cluster that never formed.
     expect((await ask(broker, "never", tokens.never, "m0", 9)).body.code).toBe("restored_awaiting_admin");
-    const allowed = spawnSync(process.execPath, [BIN, "admin", "bootstrap", "allow", "--cluster", "never", "--broker", broker.url, "--reason", "it never formed"], {
-      cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: broker.adminToken }, timeout: 60_000,
-    });
+    const allowed = spawnSync(
+      process.execPath,
+      [BIN, "admin", "bootstrap", "allow", "--cluster", "never", "--broker", broker.url, "--reason", "it never formed"],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: broker.adminToken },
+        timeout: 60_000,
+      },
+    );
     expect(allowed.status, allowed.stderr).toBe(0);
     expect((await ask(broker, "never", tokens.never, "m0", 9)).body).toMatchObject({ role: "bootstrap", state: "admitted" });
   });
@@ -111,10 +121,32 @@ describe("serve restore", () => {
     // Cloudflare's point-in-time restore has no serve restore: the admin marks the cluster.
     expect((await adminCall(broker, "POST", "/v1/admin/clusters/pitr/restored", { reason: "point-in-time restore" })).body).toEqual({ awaitingAdmin: true });
     const state = mkdtempSync(join(tmpdir(), "serve-restore-agent-"));
-    const child = spawn(process.execPath, [
-      BIN, "join", "--broker", broker.url, "--cluster", "pitr", "--token", token, "--node", "p0", "--peer-url", "https://10.0.0.30:2380",
-      "--join-api", "http://127.0.0.1:9", "--state-dir", state, "--timeout", "8", "--log-format", "json",
-    ], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        "join",
+        "--broker",
+        broker.url,
+        "--cluster",
+        "pitr",
+        "--token",
+        token,
+        "--node",
+        "p0",
+        "--peer-url",
+        "https://10.0.0.30:2380",
+        "--join-api",
+        "http://127.0.0.1:9",
+        "--state-dir",
+        state,
+        "--timeout",
+        "8",
+        "--log-format",
+        "json",
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
     let out = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString()));
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));

@@ -22,7 +22,12 @@ let ca: PrivateCa;
 let h: ClusterHarness;
 
 function admin(args: string[], env: Record<string, string> = {}, node = process.execPath) {
-  return spawnSync(node, [BIN, "admin", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, timeout: 60_000 });
+  return spawnSync(node, [BIN, "admin", ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: ADMIN_TOKEN, ...env },
+    timeout: 60_000,
+  });
 }
 
 /** The machine's own Node, when it is one that cannot add CAs to its trust store at run time (before 22.19). */
@@ -39,7 +44,13 @@ beforeAll(async () => {
   // This test process (the harness's own admin calls) trusts the CA too.
   const t = tls as typeof tls & { setDefaultCACertificates(c: string[]): void; getCACertificates(k: string): string[] };
   t.setDefaultCACertificates([...t.getCACertificates("default"), readFileSync(ca.ca, "utf8")]);
-  h = await ClusterHarness.start({ scenario: "tls", seed: e2eSeed("tls"), nodes: NODES, broker: { runtime: "serve", tls: { cert: ca.cert, key: ca.key } }, caFile: ca.ca });
+  h = await ClusterHarness.start({
+    scenario: "tls",
+    seed: e2eSeed("tls"),
+    nodes: NODES,
+    broker: { runtime: "serve", tls: { cert: ca.cert, key: ca.key } },
+    caFile: ca.ca,
+  });
 });
 
 afterAll(async () => {

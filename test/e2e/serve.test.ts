@@ -27,7 +27,12 @@ function running(pid: number): boolean {
 }
 
 function serve(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, [BIN, "serve", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789", ...env }, timeout: 60_000 });
+  return spawnSync(process.execPath, [BIN, "serve", ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789", ...env },
+    timeout: 60_000,
+  });
 }
 
 async function call(broker: BrokerProcess, method: string, path: string, token?: string, body?: unknown) {
@@ -44,7 +49,8 @@ describe("command line", () => {
   it("--help explains every flag", () => {
     const r = serve(["--help"]);
     expect(r.status).toBe(0);
-    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level"]) expect(r.stdout).toContain(flag);
+    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level"])
+      expect(r.stdout).toContain(flag);
   });
 
   it("refuses bad usage with exit 2 and a data directory of a newer version with exit 1, starting nothing", () => {
@@ -75,7 +81,11 @@ describe("process", () => {
   it("SIGTERM to serve alone stops workerd too and exits 0; a port in use makes it exit 1", async () => {
     const dir = mkdtempSync(join(tmpdir(), "serve-signal-"));
     try {
-      const proc = spawn(process.execPath, [BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir], { cwd: ROOT, env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789" }, stdio: ["ignore", "pipe", "pipe"] });
+      const proc = spawn(process.execPath, [BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir], {
+        cwd: ROOT,
+        env: { ...process.env, JOIN_BROKER_ADMIN_TOKEN: "serve-cli-token-0123456789" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let out = "";
       proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
       proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -117,10 +127,11 @@ describe("one serve per data directory", () => {
     const quiet = () => new Writable({ write: (_c, _e, done) => done() });
     // Both in this process: no pid file nor command line tells them apart, only the lock can.
     const start = () =>
-      startSelfHosted(
-        { host: "127.0.0.1", port: 0, dataDir: dir, adminToken: "serve-cli-token-0123456789" } satisfies ServeOptions,
-        { softwareVersion: "0.0.0-test", log: () => {}, output: { stdout: quiet(), stderr: quiet() } },
-      );
+      startSelfHosted({ host: "127.0.0.1", port: 0, dataDir: dir, adminToken: "serve-cli-token-0123456789" } satisfies ServeOptions, {
+        softwareVersion: "0.0.0-test",
+        log: () => {},
+        output: { stdout: quiet(), stderr: quiet() },
+      });
     const results = await Promise.allSettled([start(), start()]);
     const running = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     try {
@@ -157,7 +168,8 @@ describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, h
   });
   afterAll(async () => broker?.stop(true));
 
-  const fail = (headers: Record<string, string>) => fetch(`${broker.url}/v1/admin/clusters/limits`, { headers: { authorization: "Bearer wrong-token", ...headers } }).then((r) => r.status);
+  const fail = (headers: Record<string, string>) =>
+    fetch(`${broker.url}/v1/admin/clusters/limits`, { headers: { authorization: "Bearer wrong-token", ...headers } }).then((r) => r.status);
 
   it("answers 429 after 20 failures a minute from one address, even with a forged cf-connecting-ip; other addresses are not affected", async () => {
     const statuses = [];
@@ -167,7 +179,11 @@ describe("the failed-authentication limit (Cloudflare's AUTH_FAILURES binding, h
     expect(statuses.slice(20)).toEqual([429, 429]);
     expect(await fail({ "x-forwarded-for": "10.9.9.10" })).toBe(401);
     // From the throttled address even the right token is refused; from any other it works.
-    const right = (headers: Record<string, string>) => fetch(`${broker.url}/v1/admin/clusters/limits/enrollment-tokens`, { method: "POST", headers: { authorization: `Bearer ${broker.adminToken}`, ...headers } }).then((r) => r.status);
+    const right = (headers: Record<string, string>) =>
+      fetch(`${broker.url}/v1/admin/clusters/limits/enrollment-tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${broker.adminToken}`, ...headers },
+      }).then((r) => r.status);
     expect(await right({ "x-forwarded-for": "10.9.9.9" })).toBe(429);
     expect(await right({ "x-forwarded-for": "10.9.9.10" })).toBe(201);
   });
@@ -186,7 +202,9 @@ describe("the failed-authentication limit without --client-ip-header: one limit 
     await aWholeMinuteWindowAhead();
     for (let i = 0; i < 21; i++) {
       const forged = { "x-forwarded-for": `10.8.8.${i}`, "cf-connecting-ip": `192.0.2.${i}`, "x-real-ip": `198.51.100.${i}` };
-      statuses.push(await fetch(`${broker.url}/v1/admin/clusters/noisy`, { headers: { authorization: "Bearer wrong-token", ...forged } }).then((r) => r.status));
+      statuses.push(
+        await fetch(`${broker.url}/v1/admin/clusters/noisy`, { headers: { authorization: "Bearer wrong-token", ...forged } }).then((r) => r.status),
+      );
     }
     expect(statuses).toEqual([...Array(20).fill(401), 429]);
     // Everyone else, with right tokens: refused before any comparison, told when to come back.
@@ -216,13 +234,16 @@ describe("durability", () => {
     expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 60, admissionTtlSeconds: 120 })).status).toBe(200);
     const boot = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n0", peerURL: "http://10.0.0.10:2380" });
     expect(boot.body.role).toBe("bootstrap");
-    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${boot.body.ticket}/complete`, boot.body.admission, { memberID: "1001" })).status).toBe(200);
+    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${boot.body.ticket}/complete`, boot.body.admission, { memberID: "1001" })).status).toBe(
+      200,
+    );
     kid = (await call(broker, "GET", `/v1/clusters/${cluster}/jwks.json`)).body.keys[0].kid;
   });
   afterAll(async () => broker?.stop(true));
 
   const status = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).body;
-  const audit = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string }[];
+  const audit = async () =>
+    (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string }[];
 
   it("SIGKILL of workerd mid-queue: serve restarts it and the queue is as it was", async () => {
     const t1 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n1", peerURL: "http://10.0.0.11:2380" });
@@ -249,7 +270,7 @@ describe("durability", () => {
     // A short lease now: long enough that it cannot fall due before the SIGKILL lands, short
     // enough to fall due while nothing runs.
     expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 5 })).status).toBe(200);
-    const lease = (await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n1.ticket}/heartbeat`, n1.admission));
+    const lease = await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n1.ticket}/heartbeat`, n1.admission);
     expect(lease.status).toBe(200);
     const stopped = Date.now();
     await broker.stop(true);
@@ -262,7 +283,9 @@ describe("durability", () => {
     const woke = broker.output().slice(from);
     expect(woke).toMatch(new RegExp(`"event":"lease.expired"[^\\n]*"subject":"${n1.ticket}"`));
     expect(woke).toMatch(new RegExp(`"event":"ticket.admitted"[^\\n]*"subject":"${n2}"`));
-    expect((await call(broker, "POST", `/v1/clusters/${cluster}/admissions/introspect`, undefined, { token: n1.admission })).body).toMatchObject({ active: false });
+    expect((await call(broker, "POST", `/v1/clusters/${cluster}/admissions/introspect`, undefined, { token: n1.admission })).body).toMatchObject({
+      active: false,
+    });
     const t2 = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment);
     expect(t2.body.state).toBe("admitted");
     expect((await call(broker, "GET", `/v1/clusters/${cluster}/jwks.json`)).body.keys.map((k: { kid: string }) => k.kid)).toContain(kid);

@@ -103,13 +103,25 @@ describe("joins a real etcd cluster without Node.js, the broker on join-broker s
     await ensureTool("openssl");
     const h = await joinTwo("sea-gate", (h, node) => {
       // On TLS: the node's PKI directory with the cluster's CA pair, where the installer makes its certificates.
-      const args = [node.name, join(node.stateDir, "installer-etcd"), node.peerURL, node.clientURL, h.nodes.map((n) => n.clientURL).join(","), h.etcdBin, etcdctl, node.pkiDir];
+      const args = [
+        node.name,
+        join(node.stateDir, "installer-etcd"),
+        node.peerURL,
+        node.clientURL,
+        h.nodes.map((n) => n.clientURL).join(","),
+        h.etcdBin,
+        etcdctl,
+        node.pkiDir,
+      ];
       const quoted = args.map((a) => `'${a}'`).join(" ");
       const command = `if [ "$JOIN_BROKER_ROLE" = bootstrap ]; then exec '${installer}' init ${quoted}; else exec '${installer}' join ${quoted}; fi`;
       h.startAgent(node.name, { args: h.gateAgentArgs(node, command) });
     });
     await h.waitFor("both agents to exit", () => h.nodes.every((n) => h.current(n.name)!.exit !== null), 20_000);
-    expect(h.nodes.map((n) => h.current(n.name)!.exit!.code), h.describeAgents()).toEqual([0, 0]);
+    expect(
+      h.nodes.map((n) => h.current(n.name)!.exit!.code),
+      h.describeAgents(),
+    ).toEqual([0, 0]);
     for (const node of h.nodes) await expectClientCertificateRequired(h, node.clientURL);
     h.writeTimeline();
     await h.cleanup();
@@ -126,8 +138,12 @@ describe("the arm64 file", () => {
   const qemu = process.env.CI === "true" ? "required" : findTool("qemu-aarch64-static");
   it.skipIf(!qemu)("prints its version and usage under qemu-aarch64-static", () => {
     const emulator = findTool("qemu-aarch64-static");
-    if (!emulator) throw new Error("qemu-aarch64-static and the arm64 libraries are missing: apt-get install qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross");
-    const run = (args: string[]) => execFileSync(emulator, ["-L", AARCH64_SYSROOT, releaseFile("arm64"), ...args], { cwd: home, encoding: "utf8", timeout: 120_000 });
+    if (!emulator)
+      throw new Error(
+        "qemu-aarch64-static and the arm64 libraries are missing: apt-get install qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross",
+      );
+    const run = (args: string[]) =>
+      execFileSync(emulator, ["-L", AARCH64_SYSROOT, releaseFile("arm64"), ...args], { cwd: home, encoding: "utf8", timeout: 120_000 });
     expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v1.1)\n`);
     expect(run(["--help"])).toMatch(/^ {2}join /m);
   });

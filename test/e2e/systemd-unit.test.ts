@@ -33,7 +33,15 @@ it("passes systemd-analyze verify without a warning", () => {
 });
 
 it("is hardened: a dynamic user, its own state directory, a read-only system, exposure rated OK", () => {
-  for (const line of ["DynamicUser=yes", "StateDirectory=join-broker", "ProtectSystem=strict", "ProtectHome=yes", "NoNewPrivileges=yes", "CapabilityBoundingSet=", "SystemCallFilter=@system-service"]) {
+  for (const line of [
+    "DynamicUser=yes",
+    "StateDirectory=join-broker",
+    "ProtectSystem=strict",
+    "ProtectHome=yes",
+    "NoNewPrivileges=yes",
+    "CapabilityBoundingSet=",
+    "SystemCallFilter=@system-service",
+  ]) {
     expect(UNIT).toMatch(new RegExp(`^${line}$`, "m"));
   }
   const r = spawnSync(ANALYZE, ["security", "--offline=true", "--no-pager", unitFile], { encoding: "utf8" });
@@ -54,5 +62,11 @@ it("starts serve with a command line serve accepts (TLS on all addresses, secret
   const env: Record<string, string> = { STATE_DIRECTORY: join(dir, "state"), CREDENTIALS_DIRECTORY: creds };
   const argv = execStart.split(/\s+/).map((a) => a.replace(/\$\{(\w+)\}/g, (_, name: string) => env[name]));
   expect(argv.slice(0, 2)).toEqual(["/opt/join-broker/bin/join-broker", "serve"]);
-  expect(parseServe(argv.slice(2), {})).toMatchObject({ host: "0.0.0.0", port: 8443, dataDir: env.STATE_DIRECTORY, adminToken: "unit-admin-token-0123456789", tls: { cert: join(creds, "tls.crt") } });
+  expect(parseServe(argv.slice(2), {})).toMatchObject({
+    host: "0.0.0.0",
+    port: 8443,
+    dataDir: env.STATE_DIRECTORY,
+    adminToken: "unit-admin-token-0123456789",
+    tls: { cert: join(creds, "tls.crt") },
+  });
 });

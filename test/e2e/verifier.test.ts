@@ -85,7 +85,9 @@ beforeAll(async () => {
   const boot = await ticket(CLUSTER, enrollment, "ctrl-0", peer(10));
   expect(boot.claims.role).toBe("bootstrap");
   expect(await complete(CLUSTER, boot, "1001")).toBe(200);
-  expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 8, leaseSeconds: 10, admissionTtlSeconds: 10 })).status).toBe(200);
+  expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 8, leaseSeconds: 10, admissionTtlSeconds: 10 })).status).toBe(
+    200,
+  );
   shortLived = await ticket(CLUSTER, enrollment, "ctrl-5", peer(15));
   expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { leaseSeconds: 900, admissionTtlSeconds: 900 })).status).toBe(200);
   joiner = await ticket(CLUSTER, enrollment, "ctrl-1", peer(11));
@@ -100,7 +102,14 @@ describe("verifyAdmission against the broker", () => {
   it("accepts a broker-issued join token bound to its node and peer, after asking the broker", async () => {
     const verified = await verifyAdmission(joiner.token, optionsFor(joiner));
     expect(verified.activeBy).toBe("introspection");
-    expect(verified.claims).toMatchObject({ sub: "ctrl-1", peer_url: peer(11), cluster: CLUSTER, role: "join", aud: `etcd-join:${CLUSTER}`, iss: new URL(broker.url).origin });
+    expect(verified.claims).toMatchObject({
+      sub: "ctrl-1",
+      peer_url: peer(11),
+      cluster: CLUSTER,
+      role: "join",
+      aud: `etcd-join:${CLUSTER}`,
+      iss: new URL(broker.url).origin,
+    });
     // The same through the process-wide key cache, with only the documented arguments.
     const plain = await verifyAdmission(joiner.token, { broker: broker.url, cluster: CLUSTER, node: "ctrl-1", peerURL: `${peer(11)}/` });
     expect(plain.claims.jti).toBe(joiner.jti);
@@ -130,7 +139,9 @@ describe("verifyAdmission against the broker", () => {
 
   it("refuses HS256 signed with the cluster's public key", async () => {
     const key = brokerJwks.keys[0]!;
-    const forged = await new SignJWT({ ...joiner.claims }).setProtectedHeader({ alg: "HS256", kid: key.kid, typ: "admission+jwt" }).sign(base64url.decode(key.x!));
+    const forged = await new SignJWT({ ...joiner.claims })
+      .setProtectedHeader({ alg: "HS256", kid: key.kid, typ: "admission+jwt" })
+      .sign(base64url.decode(key.x!));
     const e = await refusal(forged, optionsFor(joiner));
     expect([e.status, e.code, e.reason]).toEqual([401, "invalid_token", "ERR_JOSE_ALG_NOT_ALLOWED"]);
   });
@@ -164,7 +175,8 @@ describe("verifyAdmission against the broker", () => {
       const ours = await generateSigningKey();
       const key = await importPrivateKey(ours.privateJwk);
       pinned = new ClusterTrust({ broker: broker.url, cluster: CLUSTER, jwks: { keys: [...(brokerJwks.keys as JWK[]), ours.publicJwk] } });
-      forge = (claims, typ = "admission+jwt") => new SignJWT({ ...joiner.claims, ...claims }).setProtectedHeader({ alg: "EdDSA", kid: ours.kid, typ }).sign(key);
+      forge = (claims, typ = "admission+jwt") =>
+        new SignJWT({ ...joiner.claims, ...claims }).setProtectedHeader({ alg: "EdDSA", kid: ours.kid, typ }).sign(key);
     });
 
     it("refuses a wrong typ", async () => {

@@ -75,11 +75,24 @@ export function k0sSchedule(seed: number, nodes: string[]): Fault[] {
         const host = random() < 0.2 ? pick(random, K0S_OTHER_HOSTS) : node;
         const candidates = [...nodes, ...K0S_OTHER_HOSTS].filter((h) => h !== host);
         const from = candidates.filter(() => random() < 0.5);
-        faults.push({ kind, atMs, forMs: between(random, 2_000, K0S_BOUNDS.maxPartitionMs), host, from: from.length ? from : [pick(random, candidates)], oneWay: random() < 0.3 });
+        faults.push({
+          kind,
+          atMs,
+          forMs: between(random, 2_000, K0S_BOUNDS.maxPartitionMs),
+          host,
+          from: from.length ? from : [pick(random, candidates)],
+          oneWay: random() < 0.3,
+        });
         break;
       }
       case "loss":
-        faults.push({ kind, atMs, forMs: between(random, 2_000, K0S_BOUNDS.maxPartitionMs), host: random() < 0.2 ? pick(random, K0S_OTHER_HOSTS) : node, percent: between(random, 10, 50) });
+        faults.push({
+          kind,
+          atMs,
+          forMs: between(random, 2_000, K0S_BOUNDS.maxPartitionMs),
+          host: random() < 0.2 ? pick(random, K0S_OTHER_HOSTS) : node,
+          percent: between(random, 10, 50),
+        });
         break;
       case "flap":
         faults.push({ kind, atMs, forMs: between(random, 1_000, K0S_BOUNDS.maxFlapMs), host: node });
@@ -179,16 +192,26 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
           clusterIds.add(id);
           h.timeline.add("cluster-id", n, { clusterId: id });
         }
-        if (clusterIds.size > 1) record({ invariant: "one-cluster-id", detail: `cluster IDs seen: ${[...clusterIds].join(", ")} (${n} serves ${id})`, sample: list.value });
+        if (clusterIds.size > 1)
+          record({ invariant: "one-cluster-id", detail: `cluster IDs seen: ${[...clusterIds].join(", ")} (${n} serves ${id})`, sample: list.value });
         const pending = list.value.members.filter((m) => m.isLearner || !m.started);
         if (pending.length > 1) {
-          record({ invariant: "one-join-at-a-time", detail: `${n} lists ${pending.length} members that are not started voters: ${pending.map((m) => `${peerOf.get(m.peerURLs[0] ?? "") ?? m.peerURLs[0]} (${m.isLearner ? "learner" : "unstarted voter"})`).join(", ")}`, sample: list.value });
+          record({
+            invariant: "one-join-at-a-time",
+            detail: `${n} lists ${pending.length} members that are not started voters: ${pending.map((m) => `${peerOf.get(m.peerURLs[0] ?? "") ?? m.peerURLs[0]} (${m.isLearner ? "learner" : "unstarted voter"})`).join(", ")}`,
+            sample: list.value,
+          });
         }
       }
       const first = lists.find((l) => l.list.ok)?.list;
       if (first?.ok) {
         const m = first.value.members;
-        h.timeline.sample({ members: m.length, voters: m.filter((x) => !x.isLearner).length, learners: m.filter((x) => x.isLearner).length, clusterId: hex(first.value.header.clusterId) });
+        h.timeline.sample({
+          members: m.length,
+          voters: m.filter((x) => !x.isLearner).length,
+          learners: m.filter((x) => x.isLearner).length,
+          clusterId: hex(first.value.header.clusterId),
+        });
       }
       return lists;
     };
@@ -248,7 +271,9 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
     };
 
     for (const n of nodes) x.startService(n);
-    log(`seed ${seed}: ${installer}, ${nodes.length} controllers through the broker; faults: ${plan.map((f) => `${f.kind} ${f.host} at ${Math.round(f.atMs / 1000)} s`).join(", ")}`);
+    log(
+      `seed ${seed}: ${installer}, ${nodes.length} controllers through the broker; faults: ${plan.map((f) => `${f.kind} ${f.host} at ${Math.round(f.atMs / 1000)} s`).join(", ")}`,
+    );
     await Promise.all(plan.map(apply));
     lab.heal();
     for (const host of lab.hosts.keys()) lab.skew(host, 0);
@@ -288,17 +313,30 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
       ends[n] = `${role ? `joined as ${role}` : "not joined"}${restarts ? ` after ${restarts} restart${restarts === 1 ? "" : "s"}` : ""}`;
       for (const r of runs) {
         if (!r.exit || killedRuns.has(`${n}#${r.run}`)) continue;
-        if (r.exit.signal || ![0, 3, 4].includes(r.exit.code ?? -1)) record({ invariant: "documented-exit-code", detail: `${n}'s agent (run ${r.run}) exited ${r.exit.code ?? r.exit.signal}: ${r.events.at(-1)?.msg ?? ""}` });
+        if (r.exit.signal || ![0, 3, 4].includes(r.exit.code ?? -1))
+          record({
+            invariant: "documented-exit-code",
+            detail: `${n}'s agent (run ${r.run}) exited ${r.exit.code ?? r.exit.signal}: ${r.events.at(-1)?.msg ?? ""}`,
+          });
       }
     }
     const bootstrapped = nodes.filter((n) => (h.runs.get(n) ?? []).some((r) => /as bootstrap$/m.test(r.stdout)));
     if (bootstrapped.length !== 1) record({ invariant: "one-bootstrap", detail: `nodes that joined as bootstrap: ${bootstrapped.join(", ") || "none"}` });
     const audit = await h.audit();
     const audited = audit.filter((a) => a.action === "cluster.bootstrapped");
-    if (audited.length !== 1) record({ invariant: "one-bootstrap", detail: `${audited.length} cluster.bootstrapped entries in the broker's audit log`, sample: audited });
+    if (audited.length !== 1)
+      record({ invariant: "one-bootstrap", detail: `${audited.length} cluster.bootstrapped entries in the broker's audit log`, sample: audited });
     const operator = audit.filter((a) => a.action === "cluster.needs_operator");
-    if (operator.length) record({ invariant: "no-operator-needed", detail: `the broker paused the cluster for an operator: ${JSON.stringify(operator[0]!.detail)}`, sample: operator });
-    const put = await new EtcdGateway(nodes.map((n) => gateways.get(n)!.endpoints[0]!), { timeoutMs: 5_000, fetch: tls }).put("campaign/write", String(Date.now()));
+    if (operator.length)
+      record({
+        invariant: "no-operator-needed",
+        detail: `the broker paused the cluster for an operator: ${JSON.stringify(operator[0]!.detail)}`,
+        sample: operator,
+      });
+    const put = await new EtcdGateway(
+      nodes.map((n) => gateways.get(n)!.endpoints[0]!),
+      { timeoutMs: 5_000, fetch: tls },
+    ).put("campaign/write", String(Date.now()));
     if (!put.ok) record({ invariant: "accepts-writes", detail: put.error.message });
   } catch (e) {
     violations.push({ invariant: "run-completed", detail: (e as Error).stack ?? String(e) });
@@ -312,7 +350,23 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
     timelinePath = b.h.writeTimeline({ installer, ends, violations: violations.map((v) => v.invariant), lab: b.lab.events });
     timeline = [...b.h.timeline.entries, ...b.h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))];
   }
-  const result: SeedResult = { seed, mode: "gate", installer, nodes, schedule: plan, outcome: violations.length ? "fail" : "pass", violations, ends, durationMs: Date.now() - started, timeline, ...(timelinePath ? { timelinePath } : {}) };
-  log(`seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${installer}; ${Object.entries(ends).map(([n, e]) => `${n} ${e}`).join(", ")})`);
+  const result: SeedResult = {
+    seed,
+    mode: "gate",
+    installer,
+    nodes,
+    schedule: plan,
+    outcome: violations.length ? "fail" : "pass",
+    violations,
+    ends,
+    durationMs: Date.now() - started,
+    timeline,
+    ...(timelinePath ? { timelinePath } : {}),
+  };
+  log(
+    `seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${installer}; ${Object.entries(ends)
+      .map(([n, e]) => `${n} ${e}`)
+      .join(", ")})`,
+  );
   return result;
 }

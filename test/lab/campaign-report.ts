@@ -73,10 +73,18 @@ function markdown(run: CampaignRun, failing: SeedResult[]): string {
     "|---|---|---|---|---|---|",
     ...run.results.map(
       (r) =>
-        `| ${r.seed} | ${r.mode} | ${r.outcome}${r.outcome === "fail" ? ` ([timeline](seed-${r.seed}.svg))` : ""} | ${r.schedule.map(describe).join("; ")} | ${Object.entries(r.ends).map(([n, e]) => `${n}: ${e}`).join("; ")} | ${r.violations.map((v) => `${v.invariant}: ${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")}`).join("; ")} |`,
+        `| ${r.seed} | ${r.mode} | ${r.outcome}${r.outcome === "fail" ? ` ([timeline](seed-${r.seed}.svg))` : ""} | ${r.schedule.map(describe).join("; ")} | ${Object.entries(
+          r.ends,
+        )
+          .map(([n, e]) => `${n}: ${e}`)
+          .join("; ")} | ${r.violations.map((v) => `${v.invariant}: ${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")}`).join("; ")} |`,
     ),
     "",
-    "Fault mix: " + Object.entries(faultMix(run.results)).map(([k, n]) => `${k} ${n}`).join(", ") + ".",
+    "Fault mix: " +
+      Object.entries(faultMix(run.results))
+        .map(([k, n]) => `${k} ${n}`)
+        .join(", ") +
+      ".",
     "",
     `Replay a seed with \`npm run campaign -- --seed S --nodes 1+${run.joiners} --etcd ${run.etcd} --mode MODE\` (its join mode).`,
     "",
@@ -134,8 +142,13 @@ export function reliabilityK0sSection(run: CampaignRun, command: string): string
   const releases = [...new Set(run.results.map((r) => r.installer ?? "k0s"))].sort();
   const minutes = Math.round(run.results.reduce((n, r) => n + r.durationMs, 0) / 60_000);
   const failing = run.results.filter((r) => r.outcome === "fail");
-  const short = releases.map((release) => [release, run.results.filter((r) => (r.installer ?? "k0s") === release).length] as const).filter(([, n]) => n < K0S_TARGET_SEEDS);
-  const mix = (results: SeedResult[]) => Object.entries(faultMix(results)).map(([k, n]) => `${k} ${n}`).join(", ");
+  const short = releases
+    .map((release) => [release, run.results.filter((r) => (r.installer ?? "k0s") === release).length] as const)
+    .filter(([, n]) => n < K0S_TARGET_SEEDS);
+  const mix = (results: SeedResult[]) =>
+    Object.entries(faultMix(results))
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ");
   return [
     K0S_SECTION_START,
     "## k0s: gate mode around real k0s",
@@ -150,9 +163,22 @@ export function reliabilityK0sSection(run: CampaignRun, command: string): string
       return `| ${release.replace(/^k0s /, "")} | ${rs.length} | ${rs.length - bad} | ${bad} | ${mix(rs)} |`;
     }),
     "",
-    ...(short.length ? [`**Not yet the target of ${K0S_TARGET_SEEDS} seeds per k0s version**: ${short.map(([release, n]) => `${release.replace(/^k0s /, "")} has ${n}`).join(", ")}; what this record shows is what those seeds showed, no more.`, ""] : []),
+    ...(short.length
+      ? [
+          `**Not yet the target of ${K0S_TARGET_SEEDS} seeds per k0s version**: ${short.map(([release, n]) => `${release.replace(/^k0s /, "")} has ${n}`).join(", ")}; what this record shows is what those seeds showed, no more.`,
+          "",
+        ]
+      : []),
     ...(failing.length
-      ? ["Failed seeds (replay: `npm run campaign -- --installer k0s --seed S`):", "", ...failing.map((r) => `- seed ${r.seed} (${r.installer}): ${r.violations.map((v) => `${v.invariant} (${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")})`).join("; ")}`), ""]
+      ? [
+          "Failed seeds (replay: `npm run campaign -- --installer k0s --seed S`):",
+          "",
+          ...failing.map(
+            (r) =>
+              `- seed ${r.seed} (${r.installer}): ${r.violations.map((v) => `${v.invariant} (${v.detail.split("\n")[0]!.replace(/\|/g, "\\|")})`).join("; ")}`,
+          ),
+          "",
+        ]
       : []),
     "Here a pause freezes a whole node (SIGSTOP to its agent, k0s, etcd and kube-apiserver) and a SIGKILL kills all of them, its unit starting it again; skews move an agent's clock (k0s and etcd read the kernel's); partitions and loss also hit the broker and the fixed API address's balancer (`lb`). A k0s that gives up on its join (1.28: its join request 20 times in 10 s; its 2-minute etcd health check) exits and its unit starts it again: that is k0s's way, not a failure, as long as the node joins.",
     "",
@@ -181,7 +207,16 @@ export function k0sSectionOf(existing: string): string {
 }
 
 const COLORS: Record<Fault["kind"], string> = { partition: "#d62728", loss: "#ff7f0e", flap: "#9467bd", pause: "#8c564b", kill: "#111111", skew: "#17becf" };
-const MARKS: Record<string, string> = { admitted: "#1f77b4", "member-added": "#2ca02c", promoted: "#2ca02c", joined: "#2ca02c", "gave-up": "#d62728", refused: "#d62728", "agent-exit": "#7f7f7f", "agent-restart": "#111111" };
+const MARKS: Record<string, string> = {
+  admitted: "#1f77b4",
+  "member-added": "#2ca02c",
+  promoted: "#2ca02c",
+  joined: "#2ca02c",
+  "gave-up": "#d62728",
+  refused: "#d62728",
+  "agent-exit": "#7f7f7f",
+  "agent-restart": "#111111",
+};
 
 /** Hosts as rows, faults as bars, agent steps as marks; time along x. */
 export function svgTimeline(r: SeedResult): string {
@@ -193,20 +228,39 @@ export function svgTimeline(r: SeedResult): string {
   const x = (t: number) => left + (t / end) * (width - left - 10);
   const y = (host: string) => 30 + hosts.indexOf(host) * rowH;
   const parts: string[] = [];
-  for (const h of hosts) parts.push(`<text x="4" y="${y(h) + 14}" font-size="12">${h}</text><line x1="${left}" x2="${width - 10}" y1="${y(h) + 10}" y2="${y(h) + 10}" stroke="#ddd"/>`);
+  for (const h of hosts)
+    parts.push(
+      `<text x="4" y="${y(h) + 14}" font-size="12">${h}</text><line x1="${left}" x2="${width - 10}" y1="${y(h) + 10}" y2="${y(h) + 10}" stroke="#ddd"/>`,
+    );
   for (const e of r.timeline) {
     const m = /^fault-(\w+)$/.exec(e.kind);
     if (m && e.node && hosts.includes(e.node)) {
       const f = e.detail as unknown as Fault;
       const w = Math.max(3, x(e.t + (f.forMs || 0)) - x(e.t));
-      parts.push(`<rect x="${x(e.t)}" y="${y(e.node) + 2}" width="${w}" height="16" fill="${COLORS[f.kind] ?? "#999"}" opacity="0.6"><title>${escapeXml(describe(f))}</title></rect>`);
-      if (f.kind === "partition") for (const o of f.from) if (hosts.includes(o)) parts.push(`<rect x="${x(e.t)}" y="${y(o) + 8}" width="${w}" height="4" fill="${COLORS.partition}" opacity="0.4"/>`);
+      parts.push(
+        `<rect x="${x(e.t)}" y="${y(e.node) + 2}" width="${w}" height="16" fill="${COLORS[f.kind] ?? "#999"}" opacity="0.6"><title>${escapeXml(describe(f))}</title></rect>`,
+      );
+      if (f.kind === "partition")
+        for (const o of f.from)
+          if (hosts.includes(o)) parts.push(`<rect x="${x(e.t)}" y="${y(o) + 8}" width="${w}" height="4" fill="${COLORS.partition}" opacity="0.4"/>`);
     }
-    if (e.node && MARKS[e.kind]) parts.push(`<circle cx="${x(e.t)}" cy="${y(e.node) + 10}" r="4" fill="${MARKS[e.kind]}"><title>${escapeXml(`${(e.t / 1000).toFixed(1)} s ${e.kind} ${JSON.stringify(e.detail ?? {})}`)}</title></circle>`);
-    if (e.kind === "healed" || e.kind === "invariant-violated") parts.push(`<line x1="${x(e.t)}" x2="${x(e.t)}" y1="20" y2="${30 + hosts.length * rowH}" stroke="${e.kind === "healed" ? "#2ca02c" : "#d62728"}" stroke-dasharray="4 2"><title>${escapeXml(e.kind)}</title></line>`);
+    if (e.node && MARKS[e.kind])
+      parts.push(
+        `<circle cx="${x(e.t)}" cy="${y(e.node) + 10}" r="4" fill="${MARKS[e.kind]}"><title>${escapeXml(`${(e.t / 1000).toFixed(1)} s ${e.kind} ${JSON.stringify(e.detail ?? {})}`)}</title></circle>`,
+      );
+    if (e.kind === "healed" || e.kind === "invariant-violated")
+      parts.push(
+        `<line x1="${x(e.t)}" x2="${x(e.t)}" y1="20" y2="${30 + hosts.length * rowH}" stroke="${e.kind === "healed" ? "#2ca02c" : "#d62728"}" stroke-dasharray="4 2"><title>${escapeXml(e.kind)}</title></line>`,
+      );
   }
-  const legend = Object.entries(COLORS).map(([k, c], i) => `<rect x="${left + i * 110}" y="${40 + hosts.length * rowH}" width="12" height="12" fill="${c}" opacity="0.6"/><text x="${left + 16 + i * 110}" y="${50 + hosts.length * rowH}" font-size="11">${k}</text>`);
-  parts.push(...legend, `<text x="${left}" y="${72 + hosts.length * rowH}" font-size="11">dots: admitted (blue), added/promoted/joined (green), gave up/refused (red), exit (grey); dashed: healed (green), invariant violated (red)</text>`);
+  const legend = Object.entries(COLORS).map(
+    ([k, c], i) =>
+      `<rect x="${left + i * 110}" y="${40 + hosts.length * rowH}" width="12" height="12" fill="${c}" opacity="0.6"/><text x="${left + 16 + i * 110}" y="${50 + hosts.length * rowH}" font-size="11">${k}</text>`,
+  );
+  parts.push(
+    ...legend,
+    `<text x="${left}" y="${72 + hosts.length * rowH}" font-size="11">dots: admitted (blue), added/promoted/joined (green), gave up/refused (red), exit (grey); dashed: healed (green), invariant violated (red)</text>`,
+  );
   const h = 85 + hosts.length * rowH;
   const title = `seed ${r.seed}: ${r.violations.map((v) => v.invariant).join(", ") || "pass"} (${(end / 1000).toFixed(0)} s)`;
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${h}" font-family="sans-serif"><text x="4" y="14" font-size="13">${escapeXml(title)}</text>${parts.join("")}</svg>\n`;

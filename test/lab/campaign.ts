@@ -77,11 +77,24 @@ export function schedule(seed: number, nodes: string[]): Fault[] {
         const host = random() < 0.2 ? pick(random, others) : node;
         const candidates = [...nodes, ...others].filter((h) => h !== host);
         const from = candidates.filter(() => random() < 0.5);
-        faults.push({ kind, atMs, forMs: between(random, 2_000, BOUNDS.maxPartitionMs), host, from: from.length ? from : [pick(random, candidates)], oneWay: random() < 0.3 });
+        faults.push({
+          kind,
+          atMs,
+          forMs: between(random, 2_000, BOUNDS.maxPartitionMs),
+          host,
+          from: from.length ? from : [pick(random, candidates)],
+          oneWay: random() < 0.3,
+        });
         break;
       }
       case "loss":
-        faults.push({ kind, atMs, forMs: between(random, 2_000, BOUNDS.maxPartitionMs), host: random() < 0.2 ? pick(random, others) : node, percent: between(random, 10, 50) });
+        faults.push({
+          kind,
+          atMs,
+          forMs: between(random, 2_000, BOUNDS.maxPartitionMs),
+          host: random() < 0.2 ? pick(random, others) : node,
+          percent: between(random, 10, 50),
+        });
         break;
       case "flap":
         faults.push({ kind, atMs, forMs: between(random, 1_000, BOUNDS.maxFlapMs), host: node });
@@ -139,7 +152,8 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     // A restarted agent joins the same way as its first run.
     const agentArgs = new Map<string, string[] | undefined>();
     // Gate mode as a service unit runs it: `--service` starts the installer again on every later run.
-    for (const n of nodes) agentArgs.set(n, mode === "gate" ? x.gateAgentArgs(x.node(n), await installerCommand(x, x.node(n), { foreground: true }), ["--service"]) : undefined);
+    for (const n of nodes)
+      agentArgs.set(n, mode === "gate" ? x.gateAgentArgs(x.node(n), await installerCommand(x, x.node(n), { foreground: true }), ["--service"]) : undefined);
     const startAgent = (n: string) => x.startAgent(n, { args: agentArgs.get(n) });
     const violated = new Set<string>();
     const record = (v: Violation) => {
@@ -155,7 +169,12 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       } catch (e) {
         const entry = x.timeline.entries.find((en) => en.kind === "invariant-violated");
         const detail = String(entry?.detail?.violation ?? (e as Error).message.split("\n")[0]);
-        record({ invariant: /cluster IDs/.test(detail) ? "one-cluster-id" : "learners-within-max-in-flight", detail, tMs: entry?.t, sample: entry?.detail?.samples });
+        record({
+          invariant: /cluster IDs/.test(detail) ? "one-cluster-id" : "learners-within-max-in-flight",
+          detail,
+          tMs: entry?.t,
+          sample: entry?.detail?.samples,
+        });
       }
     };
     const paused = new Set<number>();
@@ -236,7 +255,10 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     if (unsettled.length) {
       // Which peers each etcd counts as connected: a voter the leader does not keeps every add refused ("unhealthy cluster").
       const peers = await x.peerConnections().catch((e: Error) => `unknown (${e.message})`);
-      record({ invariant: "settles-within-bound", detail: `${unsettled.join(", ")} neither joined nor exited within ${BOUNDS.settleMs / 1000} s of healing: ${x.describeAgents()}\npeer connections: ${peers}` });
+      record({
+        invariant: "settles-within-bound",
+        detail: `${unsettled.join(", ")} neither joined nor exited within ${BOUNDS.settleMs / 1000} s of healing: ${x.describeAgents()}\npeer connections: ${peers}`,
+      });
     }
     for (const n of nodes) {
       const exit = x.current(n)!.exit;
@@ -257,8 +279,23 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     const timeline = h ? [...h.timeline.entries, ...h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))] : [];
     await h?.cleanup().catch(() => undefined);
     lab.destroy();
-    const result: SeedResult = { seed, mode: modeOf(seed, options.mode ?? "join-api"), nodes, schedule: plan, outcome: violations.length ? "fail" : "pass", violations, ends, durationMs: Date.now() - started, timeline, timelinePath };
-    log(`seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${Object.entries(ends).map(([n, e]) => `${n} ${e}`).join(", ")})`);
+    const result: SeedResult = {
+      seed,
+      mode: modeOf(seed, options.mode ?? "join-api"),
+      nodes,
+      schedule: plan,
+      outcome: violations.length ? "fail" : "pass",
+      violations,
+      ends,
+      durationMs: Date.now() - started,
+      timeline,
+      timelinePath,
+    };
+    log(
+      `seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${Object.entries(ends)
+        .map(([n, e]) => `${n} ${e}`)
+        .join(", ")})`,
+    );
     return result;
   }
 }
@@ -307,12 +344,20 @@ async function checkAddsAdmitted(h: ClusterHarness, adds: Add[], record: (v: Vio
     if (add.jti === null) continue;
     const admitted = audit.find((a) => a.action === "ticket.admitted" && a.detail.jti === add.jti);
     if (!admitted || admitted.detail.node !== add.node) {
-      record({ invariant: "adds-have-active-admissions", detail: `the join API added a learner for ${add.node} with admission ${add.jti}, which the broker never issued to it`, sample: { add, admitted } });
+      record({
+        invariant: "adds-have-active-admissions",
+        detail: `the join API added a learner for ${add.node} with admission ${add.jti}, which the broker never issued to it`,
+        sample: { add, admitted },
+      });
       continue;
     }
     const ended = audit.find((a) => ENDS.has(a.action) && a.detail.jti === add.jti && a.action !== "ticket.joined");
     if (ended && Date.parse(ended.time) + LOG_SLACK_MS < add.at) {
-      record({ invariant: "adds-have-active-admissions", detail: `the join API added a learner for ${add.node} ${add.at - Date.parse(ended.time)} ms after its admission ${add.jti} ended (${ended.action})`, sample: { add, ended } });
+      record({
+        invariant: "adds-have-active-admissions",
+        detail: `the join API added a learner for ${add.node} ${add.at - Date.parse(ended.time)} ms after its admission ${add.jti} ended (${ended.action})`,
+        sample: { add, ended },
+      });
     }
   }
 }
@@ -328,7 +373,9 @@ async function checkEnd(h: ClusterHarness, nodes: string[], record: (v: Violatio
   do {
     problem = "";
     const lists = await Promise.all(joined.map(async (n) => ({ n, list: await h.etcd(h.node(n).clientURL, 3_000).memberList() })));
-    sample = lists.map(({ n, list }) => (list.ok ? { node: n, clusterId: hex(list.value.header.clusterId), members: list.value.members } : { node: n, error: list.error.message }));
+    sample = lists.map(({ n, list }) =>
+      list.ok ? { node: n, clusterId: hex(list.value.header.clusterId), members: list.value.members } : { node: n, error: list.error.message },
+    );
     for (const { n, list } of lists) {
       if (!list.ok) {
         problem = `${n} does not answer: ${list.error.message}`;
@@ -350,7 +397,8 @@ async function checkEnd(h: ClusterHarness, nodes: string[], record: (v: Violatio
   if (bootstraps.length !== 1) record({ invariant: "one-bootstrap", detail: `agents that bootstrapped: ${bootstraps.join(", ") || "none"}` });
   const audit = await h.audit();
   const audited = audit.filter((a) => a.action === "cluster.bootstrapped");
-  if (audited.length !== 1) record({ invariant: "one-bootstrap", detail: `${audited.length} cluster.bootstrapped entries in the broker's audit log`, sample: audited });
+  if (audited.length !== 1)
+    record({ invariant: "one-bootstrap", detail: `${audited.length} cluster.bootstrapped entries in the broker's audit log`, sample: audited });
 
   const put = await h.etcd(joined.map((n) => h.node(n).clientURL)).put("campaign/write", String(Date.now()));
   if (!put.ok) record({ invariant: "accepts-writes", detail: put.error.message });

@@ -55,7 +55,13 @@ export async function k0sApiCall(
   return new Promise((ok, fail) => {
     const req = request(
       url,
-      { method: call.method, headers, ca: readFileSync(join(k.pki, "ca.crt")), checkServerIdentity: (_host, cert) => checkServerIdentity(k.apiAddress, cert), timeout: 60_000 },
+      {
+        method: call.method,
+        headers,
+        ca: readFileSync(join(k.pki, "ca.crt")),
+        checkServerIdentity: (_host, cert) => checkServerIdentity(k.apiAddress, cert),
+        timeout: 60_000,
+      },
       (res) => {
         let text = "";
         res.setEncoding("utf8");

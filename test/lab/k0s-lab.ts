@@ -67,7 +67,11 @@ export function k0sBinaries(version: K0sVersion, variant: string | null = null):
   const k0s = cachedK0sPath(name);
   const etcd = cachedEtcdPath(pin.etcd);
   const kubeApiserver = cachedKubePath("kube-apiserver");
-  const missing = [!k0s && `k0s ${release} (node scripts/k0s.mjs path ${name})`, !etcd && `etcd ${pin.etcd} (node scripts/etcd.mjs path ${pin.etcd})`, !kubeApiserver && "kube-apiserver (node scripts/kube.mjs path kube-apiserver)"].filter(Boolean);
+  const missing = [
+    !k0s && `k0s ${release} (node scripts/k0s.mjs path ${name})`,
+    !etcd && `etcd ${pin.etcd} (node scripts/etcd.mjs path ${pin.etcd})`,
+    !kubeApiserver && "kube-apiserver (node scripts/kube.mjs path kube-apiserver)",
+  ].filter(Boolean);
   if (!k0s || !etcd || !kubeApiserver) return `not built: ${missing.join(", ")}`;
   return { version, variant, release, k0s, etcd, etcdctl: join(dirname(etcd), "etcdctl"), kubeApiserver };
 }
@@ -105,12 +109,69 @@ function openssl(args: string[], cwd: string): void {
 export function makeClusterPki(dir: string): void {
   mkdirSync(join(dir, "etcd"), { recursive: true });
   const ca = (name: string, cn: string) =>
-    openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.crt`, "-days", "3650", "-subj", `/CN=${cn}`, "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature,keyEncipherment"], dir);
+    openssl(
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        `${name}.key`,
+        "-out",
+        `${name}.crt`,
+        "-days",
+        "3650",
+        "-subj",
+        `/CN=${cn}`,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign,digitalSignature,keyEncipherment",
+      ],
+      dir,
+    );
   ca("ca", "kubernetes-ca");
   ca("etcd/ca", "etcd-ca");
-  openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "etcd-client.key", "-out", "etcd-client.csr", "-subj", "/CN=join-broker-agent"], dir);
+  openssl(
+    [
+      "req",
+      "-new",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "etcd-client.key",
+      "-out",
+      "etcd-client.csr",
+      "-subj",
+      "/CN=join-broker-agent",
+    ],
+    dir,
+  );
   writeFileSync(join(dir, "etcd-client.ext"), "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n");
-  openssl(["x509", "-req", "-in", "etcd-client.csr", "-CA", "etcd/ca.crt", "-CAkey", "etcd/ca.key", "-CAcreateserial", "-days", "3650", "-out", "etcd-client.crt", "-extfile", "etcd-client.ext"], dir);
+  openssl(
+    [
+      "x509",
+      "-req",
+      "-in",
+      "etcd-client.csr",
+      "-CA",
+      "etcd/ca.crt",
+      "-CAkey",
+      "etcd/ca.key",
+      "-CAcreateserial",
+      "-days",
+      "3650",
+      "-out",
+      "etcd-client.crt",
+      "-extfile",
+      "etcd-client.ext",
+    ],
+    dir,
+  );
   for (const f of ["ca.key", "etcd/ca.key", "etcd-client.key"]) chmodSync(join(dir, f), 0o600);
 }
 
@@ -187,7 +248,8 @@ export class Service {
     void run.exited.then((x) => {
       run.exit = x;
       writeFileSync(this.logPath, `--- exit ${n}: ${x.code ?? x.signal} at ${new Date().toISOString()}\n`, { flag: "a" });
-      if (!this.#stopped && (x.code !== 0 || x.signal)) this.#timer = setTimeout(() => (this.#timer = null, this.#stopped || this.start()), this.restartSec * 1000);
+      if (!this.#stopped && (x.code !== 0 || x.signal))
+        this.#timer = setTimeout(() => ((this.#timer = null), this.#stopped || this.start()), this.restartSec * 1000);
     });
     this.runs.push(run);
     for (const l of this.#listeners) l(run, n);
@@ -263,7 +325,11 @@ export class K0sLab {
       // The pre-shared controller token and the Secret that makes it valid (k0s applies the manifests it finds).
       const tokens = join(lab.dir, "k0s-token");
       mkdirSync(tokens, { recursive: true });
-      execFileSync(bins.k0s, ["token", "pre-shared", "--role", "controller", "--cert", join(pki, "ca.crt"), "--url", `https://${lb.ip}:${K0S_API_PORT}`, "--out", tokens], { stdio: ["ignore", "ignore", "pipe"] });
+      execFileSync(
+        bins.k0s,
+        ["token", "pre-shared", "--role", "controller", "--cert", join(pki, "ca.crt"), "--url", `https://${lb.ip}:${K0S_API_PORT}`, "--out", tokens],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
       const k = new K0sLab(lab, bins, options.hosts, out, pki, lb.ip, !options.lab);
       for (const h of options.hosts) k.#prepareHost(h, tokens);
       await k.#startBalancer();
@@ -356,7 +422,11 @@ export class K0sLab {
 
   /** A systemd-like unit on `host` running `command` (see `Service`); not started. */
   service(host: string, command: string, args: string[], name = "k0scontroller"): Service {
-    const s = new Service(`${name}@${host}`, () => this.spawn(host, command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true, env: this.env() }), join(this.out, `${name}-${host}.log`));
+    const s = new Service(
+      `${name}@${host}`,
+      () => this.spawn(host, command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true, env: this.env() }),
+      join(this.out, `${name}-${host}.log`),
+    );
     this.services.set(`${name}@${host}`, s);
     return s;
   }
@@ -377,7 +447,14 @@ export class K0sLab {
 
   /** etcdctl on the host against its own etcd (127.0.0.1:2379), with the agent's client certificate. */
   etcdctl(host: string, args: string[]): string {
-    return this.exec(host, this.bins.etcdctl, ["--endpoints=https://127.0.0.1:2379", "--cacert=/etc/join-broker/etcd-ca.crt", "--cert=/etc/join-broker/etcd-client.crt", "--key=/etc/join-broker/etcd-client.key", "--command-timeout=3s", ...args]);
+    return this.exec(host, this.bins.etcdctl, [
+      "--endpoints=https://127.0.0.1:2379",
+      "--cacert=/etc/join-broker/etcd-ca.crt",
+      "--cert=/etc/join-broker/etcd-client.crt",
+      "--key=/etc/join-broker/etcd-client.key",
+      "--command-timeout=3s",
+      ...args,
+    ]);
   }
 
   /** The host's etcd member list (its own view), or null when its etcd does not answer. */
@@ -488,8 +565,27 @@ const IDENTITY_FLAGS = ["broker", "cluster", "token", "token-file", "node", "pee
  * installer command, clean-up, TLS files, rescue, --service), with this lab's broker, cluster,
  * token, node name, addresses and state dir in place of the example's.
  */
-export function recipeArgs(recipe: K0sRecipe, own: { broker: string; cluster: string; token: string; node: string; peerURL: string; etcd: string[]; stateDir: string }): string[] {
-  const args = ["join", "--broker", own.broker, "--cluster", own.cluster, "--token", own.token, "--node", own.node, "--peer-url", own.peerURL, "--etcd", own.etcd.join(","), "--state-dir", own.stateDir];
+export function recipeArgs(
+  recipe: K0sRecipe,
+  own: { broker: string; cluster: string; token: string; node: string; peerURL: string; etcd: string[]; stateDir: string },
+): string[] {
+  const args = [
+    "join",
+    "--broker",
+    own.broker,
+    "--cluster",
+    own.cluster,
+    "--token",
+    own.token,
+    "--node",
+    own.node,
+    "--peer-url",
+    own.peerURL,
+    "--etcd",
+    own.etcd.join(","),
+    "--state-dir",
+    own.stateDir,
+  ];
   for (const [name, value] of recipe.flags) {
     if (IDENTITY_FLAGS.includes(name)) continue;
     args.push(`--${name}`, ...(value === true ? [] : [value]));
@@ -515,7 +611,12 @@ export class BrokeredK0sLab {
     readonly recipe: K0sRecipe,
   ) {}
 
-  static async create(name: string, bins: K0sBinaries, hosts: string[], options: { outDir?: string; log?: (line: string) => void } = {}): Promise<BrokeredK0sLab> {
+  static async create(
+    name: string,
+    bins: K0sBinaries,
+    hosts: string[],
+    options: { outDir?: string; log?: (line: string) => void } = {},
+  ): Promise<BrokeredK0sLab> {
     const lab = await Lab.create();
     let h: ClusterHarness | null = null;
     try {
@@ -532,7 +633,11 @@ export class BrokeredK0sLab {
         agentCommand: (args) => {
           const node = args[args.indexOf("--node") + 1]!;
           const envArgs = [path, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
-          return { command: "unshare", args: ["--uts", "sh", "-c", 'hostname "$0" && exec "$@"', node, "env", ...envArgs, process.execPath, join(ROOT, "bin/join-broker"), ...args], cwd: ROOT };
+          return {
+            command: "unshare",
+            args: ["--uts", "sh", "-c", 'hostname "$0" && exec "$@"', node, "env", ...envArgs, process.execPath, join(ROOT, "bin/join-broker"), ...args],
+            cwd: ROOT,
+          };
         },
       });
       const k = await K0sLab.create(name, bins, { lab, hosts, ...(options.outDir ? { outDir: options.outDir } : {}) });
@@ -552,7 +657,15 @@ export class BrokeredK0sLab {
   agentArgs(node: string): string[] {
     const { h } = this;
     const n = h.node(node);
-    return recipeArgs(this.recipe, { broker: h.broker.url, cluster: h.cluster, token: h.token, node, peerURL: n.peerURL, etcd: h.nodes.map((x) => x.clientURL), stateDir: n.stateDir });
+    return recipeArgs(this.recipe, {
+      broker: h.broker.url,
+      cluster: h.cluster,
+      token: h.token,
+      node,
+      peerURL: n.peerURL,
+      etcd: h.nodes.map((x) => x.clientURL),
+      stateDir: n.stateDir,
+    });
   }
 
   /** Starts the node's unit; every failure of its agent starts it again 5 s later (Restart=on-failure). */
@@ -564,7 +677,10 @@ export class BrokeredK0sLab {
     run.proc.stderr?.on("data", (chunk: Buffer) => writeFileSync(journal, chunk, { flag: "a" }));
     void run.exited.then((x) => {
       if (this.#stopping || (x.code === 0 && !x.signal)) return;
-      this.#restarts.set(node, setTimeout(() => !this.#stopping && this.startService(node), 5_000));
+      this.#restarts.set(
+        node,
+        setTimeout(() => !this.#stopping && this.startService(node), 5_000),
+      );
     });
     return run;
   }
@@ -581,7 +697,12 @@ export class BrokeredK0sLab {
 
   /** Each agent's output (its JSON progress and the last 200 of k0s's own lines), every run. */
   output(node: string): string {
-    return (this.h.runs.get(node) ?? []).map((r, i) => `--- run ${i + 1}${r.exit ? `: exit ${r.exit.code ?? r.exit.signal}` : ""}\n${r.events.map((e) => JSON.stringify(e)).join("\n")}\n${r.otherOutput.join("\n")}`).join("\n");
+    return (this.h.runs.get(node) ?? [])
+      .map(
+        (r, i) =>
+          `--- run ${i + 1}${r.exit ? `: exit ${r.exit.code ?? r.exit.signal}` : ""}\n${r.events.map((e) => JSON.stringify(e)).join("\n")}\n${r.otherOutput.join("\n")}`,
+      )
+      .join("\n");
   }
 
   async close(): Promise<void> {
@@ -660,7 +781,10 @@ export function describeReport(r: SeedReport): string[] {
  * restarted and its second k0s either runs etcd (1.28: of a cluster of its own) or is back at
  * k0s's join (1.36: refused while its learner is there), and reports each host's cluster ID.
  */
-export async function seedWithoutBroker(bins: K0sBinaries, options: { name?: string; log?: (line: string) => void; budgetMs?: number } = {}): Promise<SeedReport> {
+export async function seedWithoutBroker(
+  bins: K0sBinaries,
+  options: { name?: string; log?: (line: string) => void; budgetMs?: number } = {},
+): Promise<SeedReport> {
   const log = options.log ?? (() => undefined);
   const k = await K0sLab.create(options.name ?? `seed-without-broker-${bins.version}`, bins, { hosts: K0S_HOSTS });
   const started = Date.now();
@@ -671,7 +795,9 @@ export async function seedWithoutBroker(bins: K0sBinaries, options: { name?: str
     k.exec(leader, "sh", ["-c", "mkdir -p /var/lib/k0s && cp -a /etc/k0s/pki /var/lib/k0s/"]);
     k.service(leader, "k0s", flags).start();
     for (const h of joiners) k.service(h, "k0s", [...flags, "--token-file", "/etc/k0s/controller-token"]).start();
-    log(`k0s ${bins.release}: ${leader} starts the cluster, ${joiners.join(", ")} join at once; the first joiner to start etcd gets an etcd that fails every start of its first k0s process`);
+    log(
+      `k0s ${bins.release}: ${leader} starts the cluster, ${joiners.join(", ")} join at once; the first joiner to start etcd gets an etcd that fails every start of its first k0s process`,
+    );
     const faulted = await eventually("a joiner's etcd to fail", () => k.faultedHost(), 300_000);
     log(`${faulted}'s etcd fails; its k0s gives up after its etcd health check (2 minutes) and systemd starts it again`);
     const unit = k.services.get(`k0scontroller@${faulted}`)!;
@@ -709,21 +835,33 @@ export interface BrokeredReport extends SeedReport {
  * first k0s process, a failed unit restarted 5 s later. Ends once every host's etcd answers
  * with one cluster ID and lists the four hosts as started voters and nothing else.
  */
-export async function seedThroughBroker(bins: K0sBinaries, options: { name?: string; log?: (line: string) => void; budgetMs?: number } = {}): Promise<BrokeredReport> {
+export async function seedThroughBroker(
+  bins: K0sBinaries,
+  options: { name?: string; log?: (line: string) => void; budgetMs?: number } = {},
+): Promise<BrokeredReport> {
   const log = options.log ?? (() => undefined);
   const b = await BrokeredK0sLab.create(options.name ?? `seed-through-broker-${bins.version}`, bins, K0S_HOSTS, { log });
   const started = Date.now();
   try {
     b.k.armEtcdFault();
     b.h.onEvent((run, e) => {
-      if (["admitted", "gave-up", "joined", "rescue", "stuck", "cleanup"].includes(e.step) || (e.step === "etcd-exit" && /removed|gone/.test(e.msg))) log(`${run.node.name} (run ${run.run}): ${e.step}: ${e.msg}`);
+      if (["admitted", "gave-up", "joined", "rescue", "stuck", "cleanup"].includes(e.step) || (e.step === "etcd-exit" && /removed|gone/.test(e.msg)))
+        log(`${run.node.name} (run ${run.run}): ${e.step}: ${e.msg}`);
     });
     for (const h of K0S_HOSTS) b.startService(h);
-    log(`k0s ${bins.release}: ${K0S_HOSTS.join(", ")} start docs/k0s.md's unit at once; the broker picks who bootstraps; the first joiner to start etcd gets an etcd that fails every start of its first k0s process`);
+    log(
+      `k0s ${bins.release}: ${K0S_HOSTS.join(", ")} start docs/k0s.md's unit at once; the broker picks who bootstraps; the first joiner to start etcd gets an etcd that fails every start of its first k0s process`,
+    );
     const done = (views: Record<string, MemberList | null>) =>
       K0S_HOSTS.every((h) => {
         const v = views[h];
-        return v !== null && v !== undefined && v.members.length === K0S_HOSTS.length && startedVoters(v).length === K0S_HOSTS.length && v.members.every((m) => K0S_HOSTS.includes(m.name ?? ""));
+        return (
+          v !== null &&
+          v !== undefined &&
+          v.members.length === K0S_HOSTS.length &&
+          startedVoters(v).length === K0S_HOSTS.length &&
+          v.members.every((m) => K0S_HOSTS.includes(m.name ?? ""))
+        );
       });
     await eventually(
       "four started voters of one cluster in every host's view, nothing else, and every agent's word that its node joined",
@@ -738,7 +876,15 @@ export async function seedThroughBroker(bins: K0sBinaries, options: { name?: str
       options.budgetMs ?? 720_000,
     );
     const report = snapshot(b.k, bins.version, b.k.faultedHost() ?? "(none)", started);
-    const agents = Object.fromEntries(K0S_HOSTS.map((h) => [h, (b.h.runs.get(h) ?? []).map((r) => ({ code: r.exit?.code ?? null, steps: r.events.filter((e) => e.step !== "retry").map((e) => ({ step: e.step, msg: e.msg })) }))]));
+    const agents = Object.fromEntries(
+      K0S_HOSTS.map((h) => [
+        h,
+        (b.h.runs.get(h) ?? []).map((r) => ({
+          code: r.exit?.code ?? null,
+          steps: r.events.filter((e) => e.step !== "retry").map((e) => ({ step: e.step, msg: e.msg })),
+        })),
+      ]),
+    );
     const status = (await adminCall(b.h.broker, "GET", `/v1/admin/clusters/${b.h.cluster}`)).body as Record<string, unknown>;
     const audit = (await b.h.audit()).map((a) => ({ action: a.action, detail: a.detail }));
     log(`done in ${report.seconds} s`);

@@ -10,7 +10,16 @@ import { dirname, join, resolve } from "node:path";
 import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
 import { kubeRequest, type KubeCredentials } from "./kube-client.ts";
-import { clusterCa, KUBEADM_RECIPE, prepareKubeHost, prepareRecipeHost, type ClusterOptions, type KubeadmHost, type KubeBinaries, type KubeadmRun } from "./kubeadm.ts";
+import {
+  clusterCa,
+  KUBEADM_RECIPE,
+  prepareKubeHost,
+  prepareRecipeHost,
+  type ClusterOptions,
+  type KubeadmHost,
+  type KubeBinaries,
+  type KubeadmRun,
+} from "./kubeadm.ts";
 import { KubeletStandIn } from "./kubelet-standin.ts";
 import { Lab } from "./lab.ts";
 
@@ -69,7 +78,12 @@ export class KubeLab {
   etcdCredentials(host: string): KubeCredentials {
     const pki = join(this.lab.host(host).mounts.get("/etc/kubernetes")!, "pki");
     const read = (f: string) => readFileSync(join(pki, f));
-    return { server: `https://${this.lab.host(host).ip}:2379`, ca: read("etcd/ca.crt"), cert: read("apiserver-etcd-client.crt"), key: read("apiserver-etcd-client.key") };
+    return {
+      server: `https://${this.lab.host(host).ip}:2379`,
+      ca: read("etcd/ca.crt"),
+      cert: read("apiserver-etcd-client.crt"),
+      key: read("apiserver-etcd-client.key"),
+    };
   }
 
   /** `host`'s etcd member list, or null when it does not answer. */
@@ -128,7 +142,9 @@ export interface RecipeLabOptions {
  */
 async function prepareRecipeLab(lab: Lab, name: string, bins: KubeBinaries, options: RecipeLabOptions, owns: boolean): Promise<KubeLab> {
   const lb = lab.addHost("lb");
-  const balancer = lab.spawn("lb", process.execPath, [BALANCER, "6443", NODES.map((n) => `${lab.host(n).ip}:6443`).join(",")], { stdio: ["ignore", "pipe", "inherit"] });
+  const balancer = lab.spawn("lb", process.execPath, [BALANCER, "6443", NODES.map((n) => `${lab.host(n).ip}:6443`).join(",")], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   await new Promise<void>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error("the balancer did not start within 30 s")), 30_000);
     balancer.stdout!.once("data", () => (clearTimeout(timer), ok()));
@@ -202,16 +218,33 @@ export class BrokeredKubeLab {
   agentArgs(node: string, exec = KUBEADM_RECIPE): string[] {
     const { h, lab } = this;
     return [
-      "join", "--broker", h.broker.url, "--cluster", h.cluster, "--token", h.token,
-      "--node", node, "--peer-url", `https://${lab.host(node).ip}:2380`,
-      "--state-dir", h.node(node).stateDir,
-      "--etcd", NODES.map((n) => `https://${lab.host(n).ip}:2379`).join(","),
-      "--etcd-cacert", "/etc/kubernetes/pki/etcd/ca.crt",
-      "--etcd-cert", "/etc/kubernetes/pki/apiserver-etcd-client.crt",
-      "--etcd-key", "/etc/kubernetes/pki/apiserver-etcd-client.key",
-      "--exec", exec,
-      "--log-format", "json",
-      "--timeout", "600",
+      "join",
+      "--broker",
+      h.broker.url,
+      "--cluster",
+      h.cluster,
+      "--token",
+      h.token,
+      "--node",
+      node,
+      "--peer-url",
+      `https://${lab.host(node).ip}:2380`,
+      "--state-dir",
+      h.node(node).stateDir,
+      "--etcd",
+      NODES.map((n) => `https://${lab.host(n).ip}:2379`).join(","),
+      "--etcd-cacert",
+      "/etc/kubernetes/pki/etcd/ca.crt",
+      "--etcd-cert",
+      "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+      "--etcd-key",
+      "/etc/kubernetes/pki/apiserver-etcd-client.key",
+      "--exec",
+      exec,
+      "--log-format",
+      "json",
+      "--timeout",
+      "600",
     ];
   }
 

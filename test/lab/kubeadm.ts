@@ -96,7 +96,9 @@ export function initConfig(h: KubeadmHost, options: ClusterOptions = {}): string
   const init = {
     apiVersion: "kubeadm.k8s.io/v1beta4",
     kind: "InitConfiguration",
-    bootstrapTokens: [{ token: LAB_BOOTSTRAP_TOKEN, ttl: "2h0m0s", groups: ["system:bootstrappers:kubeadm:default-node-token"], usages: ["signing", "authentication"] }],
+    bootstrapTokens: [
+      { token: LAB_BOOTSTRAP_TOKEN, ttl: "2h0m0s", groups: ["system:bootstrappers:kubeadm:default-node-token"], usages: ["signing", "authentication"] },
+    ],
     certificateKey: LAB_CERTIFICATE_KEY,
     localAPIEndpoint: { advertiseAddress: h.address, bindPort: 6443 },
     nodeRegistration: nodeRegistration(h),
@@ -167,7 +169,13 @@ export interface KubeadmRun {
 }
 
 /** Runs kubeadm on the host until it exits (SIGKILL after `timeoutMs`, default 5 minutes). */
-export function runKubeadm(lab: Lab, host: string, kubeadm: string, args: string[], options: { timeoutMs?: number; onOutput?: (chunk: string) => void } = {}): Promise<KubeadmRun> {
+export function runKubeadm(
+  lab: Lab,
+  host: string,
+  kubeadm: string,
+  args: string[],
+  options: { timeoutMs?: number; onOutput?: (chunk: string) => void } = {},
+): Promise<KubeadmRun> {
   const started = Date.now();
   const proc = lab.spawn(host, kubeadm, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
   let output = "";

@@ -367,7 +367,10 @@ export class Lab {
 
   /** Cuts `host` off from every other host (not the probe). */
   isolate(host: string): number {
-    return this.partition([host], [...this.hosts.keys()].filter((h) => h !== host && h !== "probe"));
+    return this.partition(
+      [host],
+      [...this.hosts.keys()].filter((h) => h !== host && h !== "probe"),
+    );
   }
 
   /** Drops `percent` % of the packets a host receives (nftables `numgen random`); 0 ends it. */
@@ -406,7 +409,9 @@ export class Lab {
     const h = this.host(host);
     const id = this.#nextCut++;
     const proxyPort = 40_000 + id;
-    const proc = this.spawn(host, process.execPath, [DELAY_PROXY, String(proxyPort), h.ip, String(port), String(ms), String(jitterMs)], { stdio: ["ignore", "pipe", "inherit"] });
+    const proc = this.spawn(host, process.execPath, [DELAY_PROXY, String(proxyPort), h.ip, String(port), String(ms), String(jitterMs)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     await new Promise<void>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error("the delay proxy did not start within 30 s")), 30_000);
       proc.stdout!.once("data", () => (clearTimeout(timer), ok()));
@@ -432,7 +437,17 @@ export class Lab {
 
   #applyDelays(host: LabHost): void {
     const redirects = this.#delays.filter((d) => d.host === host.name).map((d) => `    iifname "eth0" tcp dport ${d.port} redirect to :${d.proxyPort}`);
-    const rules = ["table ip labdelay", "delete table ip labdelay", "table ip labdelay {", "  chain prerouting {", "    type nat hook prerouting priority dstnat; policy accept;", ...redirects, "  }", "}", ""].join("\n");
+    const rules = [
+      "table ip labdelay",
+      "delete table ip labdelay",
+      "table ip labdelay {",
+      "  chain prerouting {",
+      "    type nat hook prerouting priority dstnat; policy accept;",
+      ...redirects,
+      "  }",
+      "}",
+      "",
+    ].join("\n");
     inNs(host.ns, "nft", ["-f", "-"], rules);
   }
 

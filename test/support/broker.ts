@@ -118,9 +118,20 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
 
   const launchWrangler = async () => {
     const args = [
-      "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", "0",
-      "--persist-to", persistDir, "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`,
-      "--show-interactive-dev-session=false", "--log-level", "info",
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      "0",
+      "--persist-to",
+      persistDir,
+      "--var",
+      `ADMIN_TOKEN:${ADMIN_TOKEN}`,
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "info",
     ];
     const started = await spawnUntilReady(join(ROOT, "node_modules/.bin/wrangler"), args, {
       what: "wrangler dev",
@@ -211,7 +222,12 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
 }
 
 /** Admin API helper for tests. */
-export async function adminCall(broker: { url: string; localUrl?: string; adminToken: string }, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function adminCall(
+  broker: { url: string; localUrl?: string; adminToken: string },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${broker.localUrl ?? broker.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${broker.adminToken}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },

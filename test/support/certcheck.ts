@@ -30,7 +30,11 @@ export function certcheckBinary(): string {
   if (!existsSync(bin)) {
     mkdirSync(dir, { recursive: true });
     const partial = `${bin}.${process.pid}.partial`;
-    const r = spawnSync(go, ["build", "-o", partial, "./cmd/certcheck"], { cwd: GO_MODULE, encoding: "utf8", env: { ...process.env, GOFLAGS: "-mod=readonly" } });
+    const r = spawnSync(go, ["build", "-o", partial, "./cmd/certcheck"], {
+      cwd: GO_MODULE,
+      encoding: "utf8",
+      env: { ...process.env, GOFLAGS: "-mod=readonly" },
+    });
     if (r.status !== 0) throw new Error(`go build ./cmd/certcheck failed: ${r.stderr}${r.stdout}`);
     renameSync(partial, bin); // atomic: a second builder's rename only replaces it with the same program
   }
@@ -62,7 +66,11 @@ function asFile(pemOrPath: string, dir: () => string, name: string): string {
  * Go's verdict on `leaves` (PEM text or files) under `ca` (the only root): each must chain for TLS
  * servers and clients both (or `usage`'s), issuer and key identifiers as stored (see certcheck's doc comment).
  */
-export function goVerify(ca: string, leaves: string[], options: { hosts?: string[]; intermediates?: string[]; at?: number; usage?: "both" | "server" | "client" } = {}): CertcheckResult {
+export function goVerify(
+  ca: string,
+  leaves: string[],
+  options: { hosts?: string[]; intermediates?: string[]; at?: number; usage?: "both" | "server" | "client" } = {},
+): CertcheckResult {
   let tmp: string | null = null;
   const dir = () => (tmp ??= mkdtempSync(join(tmpdir(), "join-broker-certcheck-")));
   try {

@@ -15,15 +15,24 @@ const SNAPSHOT_THRESHOLD = 100;
  * voters (no learner left), and each node healthy. A node that had bootstrapped a cluster of
  * its own would show another cluster ID or a member list of one.
  */
-export async function expectOneHealthyCluster(h: ClusterHarness, names: string[]): Promise<{ clusterId: string; memberCount: number; ids: Map<string, string> }> {
+export async function expectOneHealthyCluster(
+  h: ClusterHarness,
+  names: string[],
+): Promise<{ clusterId: string; memberCount: number; ids: Map<string, string> }> {
   const views = await settledViews(h, names);
   const clusterIds = new Set(views.map((v) => v.clusterId));
   expect([...clusterIds], "one cluster ID across all nodes").toHaveLength(1);
   const ids = new Map<string, string>();
   for (const v of views) {
     expect(v.members.map((m) => m.name).sort(), `member names as seen by ${v.node}`).toEqual([...names].sort());
-    expect(v.members.filter((m) => m.isLearner).map((m) => m.name), `learners as seen by ${v.node}`).toEqual([]);
-    expect(v.members.every((m) => m.started), `every member started, as seen by ${v.node}`).toBe(true);
+    expect(
+      v.members.filter((m) => m.isLearner).map((m) => m.name),
+      `learners as seen by ${v.node}`,
+    ).toEqual([]);
+    expect(
+      v.members.every((m) => m.started),
+      `every member started, as seen by ${v.node}`,
+    ).toBe(true);
     expect(v.healthy, `${v.node} reports /health true`).toBe(true);
     for (const m of v.members) {
       if (ids.has(m.name)) expect(ids.get(m.name), `member ID of ${m.name}`).toBe(m.id);
@@ -39,7 +48,10 @@ export async function expectOneHealthyCluster(h: ClusterHarness, names: string[]
  */
 export async function expectEveryAdmissionAudited(h: ClusterHarness, names: string[], memberIds?: Map<string, string>): Promise<void> {
   const audit = await h.audit();
-  expect(audit.filter((a) => a.action === "cluster.bootstrapped"), "one cluster.bootstrapped").toHaveLength(1);
+  expect(
+    audit.filter((a) => a.action === "cluster.bootstrapped"),
+    "one cluster.bootstrapped",
+  ).toHaveLength(1);
   for (const name of names) {
     const admitted = audit.filter((a) => a.action === "ticket.admitted" && a.detail.node === name);
     expect(admitted.length, `${name} admitted at least once`).toBeGreaterThanOrEqual(1);

@@ -157,7 +157,12 @@ export class ClusterHarness {
   }
 
   static async start(options: HarnessOptions): Promise<ClusterHarness> {
-    const cluster = options.cluster ?? `e2e-${options.scenario}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40);
+    const cluster =
+      options.cluster ??
+      `e2e-${options.scenario}`
+        .toLowerCase()
+        .replace(/[^a-z0-9-]/g, "-")
+        .slice(0, 40);
     const etcdBin = options.etcdBin ?? (await etcdBinary());
     const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
     const lab = options.lab;
@@ -189,14 +194,24 @@ export class ClusterHarness {
     let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
     let proxy: FaultProxy | null = null;
     try {
-      broker = await startBroker({ persistDir: join(dir, "broker-state"), ...options.broker, ...(lab ? { runtime: "serve", labHost: { lab, host: "broker" } } : {}) });
+      broker = await startBroker({
+        persistDir: join(dir, "broker-state"),
+        ...options.broker,
+        ...(lab ? { runtime: "serve", labHost: { lab, host: "broker" } } : {}),
+      });
       const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
       if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
       if (options.policy) {
         const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
         if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
       }
-      joinApi = await startJoinApiProcess(broker.url, cluster, nodes.map((n) => n.clientURL), [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])], lab);
+      joinApi = await startJoinApiProcess(
+        broker.url,
+        cluster,
+        nodes.map((n) => n.clientURL),
+        [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])],
+        lab,
+      );
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
       const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy, pki?.client ?? null);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
@@ -226,7 +241,12 @@ export class ClusterHarness {
     endpoints = typeof endpoints === "string" ? local(endpoints) : endpoints.map(local);
     if (!this.etcdClientTls) return new EtcdGateway(endpoints, { timeoutMs });
     this.#rootPassword ??= etcdRootPassword(readFileSync(join(this.pkiCaDir!, "ca.key"), "utf8"));
-    return new EtcdGateway(endpoints, { timeoutMs, fetch: tlsFetch(this.etcdClientTls), credentials: { user: ROOT_USER, password: this.#rootPassword }, session: this.#etcdSession });
+    return new EtcdGateway(endpoints, {
+      timeoutMs,
+      fetch: tlsFetch(this.etcdClientTls),
+      credentials: { user: ROOT_USER, password: this.#rootPassword },
+      session: this.#etcdSession,
+    });
   }
 
   #rootPassword: string | null = null;
@@ -265,14 +285,21 @@ export class ClusterHarness {
   agentArgs(node: NodeSpec): string[] {
     return [
       ...this.#agentIdentity(node),
-      "--join-api", this.joinApiUrl,
-      "--state-dir", node.stateDir,
-      "--etcd-bin", this.etcdBin,
-      "--data-dir", node.dataDir,
-      "--client-url", node.clientURL,
+      "--join-api",
+      this.joinApiUrl,
+      "--state-dir",
+      node.stateDir,
+      "--etcd-bin",
+      this.etcdBin,
+      "--data-dir",
+      node.dataDir,
+      "--client-url",
+      node.clientURL,
       ...(this.etcdClientTls ? ["--pki-dir", node.pkiDir] : []),
-      "--log-format", "json",
-      "--timeout", "600",
+      "--log-format",
+      "json",
+      "--timeout",
+      "600",
       ...(this.options.caFile ? ["--ca-file", this.options.caFile] : []),
       ...(this.options.agentArgs ?? []),
     ];
@@ -285,13 +312,19 @@ export class ClusterHarness {
   gateAgentArgs(node: NodeSpec, exec: string, extra: string[] = []): string[] {
     return [
       ...this.#agentIdentity(node),
-      "--state-dir", node.stateDir,
-      "--client-url", node.clientURL,
-      "--etcd", this.nodes.map((n) => n.clientURL).join(","),
+      "--state-dir",
+      node.stateDir,
+      "--client-url",
+      node.clientURL,
+      "--etcd",
+      this.nodes.map((n) => n.clientURL).join(","),
       ...(this.etcdClientTls ? ["--etcd-cacert", this.etcdClientTls.ca!, "--etcd-cert", this.etcdClientTls.cert!, "--etcd-key", this.etcdClientTls.key!] : []),
-      "--exec", exec,
-      "--log-format", "json",
-      "--timeout", "600",
+      "--exec",
+      exec,
+      "--log-format",
+      "json",
+      "--timeout",
+      "600",
       ...extra,
     ];
   }
@@ -443,7 +476,9 @@ export class ClusterHarness {
   async sampleNow(): Promise<void> {
     const lists = await Promise.all(this.nodes.map(async (n) => ({ node: n.name, list: await this.etcd(n.localClientURL, 800).memberList() })));
     const samples: NodeSample[] = lists.map(({ node, list }) =>
-      list.ok ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length } : { node, clusterId: null, learners: null },
+      list.ok
+        ? { node, clusterId: hex(list.value.header.clusterId), learners: list.value.members.filter((m) => m.isLearner).length }
+        : { node, clusterId: null, learners: null },
     );
     const first = lists.find((l) => l.list.ok)?.list;
     if (first?.ok) {
@@ -519,15 +554,22 @@ export class ClusterHarness {
    * keeps every membership change refused with "unhealthy cluster".
    */
   async peerConnections(): Promise<string> {
-    const list = await this.etcd(this.nodes.map((n) => n.clientURL), 2_000).memberList();
-    const names = new Map(list.ok ? list.value.members.map((m) => [BigInt(m.id).toString(16), `${m.name || "(not started)"}${m.isLearner ? " (learner)" : ""}`]) : []);
+    const list = await this.etcd(
+      this.nodes.map((n) => n.clientURL),
+      2_000,
+    ).memberList();
+    const names = new Map(
+      list.ok ? list.value.members.map((m) => [BigInt(m.id).toString(16), `${m.name || "(not started)"}${m.isLearner ? " (learner)" : ""}`]) : [],
+    );
     const get = this.etcdClientTls ? tlsFetch(this.etcdClientTls) : fetch;
     const clauses = await Promise.all(
       this.nodes.map(async (n) => {
         try {
           const text = await (await get(`${n.localClientURL}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
           const leader = /^etcd_server_is_leader 1$/m.test(text);
-          const active = [...text.matchAll(/^etcd_network_active_peers\{Local="\w+",Remote="(\w+)"\} (\d+)/gm)].filter((m) => m[2] !== "0").map((m) => names.get(m[1]!) ?? m[1]!);
+          const active = [...text.matchAll(/^etcd_network_active_peers\{Local="\w+",Remote="(\w+)"\} (\d+)/gm)]
+            .filter((m) => m[2] !== "0")
+            .map((m) => names.get(m[1]!) ?? m[1]!);
           return `${n.name}${leader ? " (leader)" : ""} connected to ${active.join(", ") || "no peer"}`;
         } catch (e) {
           return `${n.name}: no metrics (${(e as Error).message})`;
@@ -558,7 +600,13 @@ export class ClusterHarness {
   writeTimeline(summary: Record<string, unknown> = {}): string {
     // A run against join-broker serve keeps its timelines apart from the wrangler dev run's.
     const dir = this.broker.runtime === "serve" ? join(RESULTS_DIR, "serve") : RESULTS_DIR;
-    const path = this.timeline.write(dir, { ...summary, runtime: this.broker.runtime, agents: this.describeAgents().split("\n").map((l) => l.trim()) });
+    const path = this.timeline.write(dir, {
+      ...summary,
+      runtime: this.broker.runtime,
+      agents: this.describeAgents()
+        .split("\n")
+        .map((l) => l.trim()),
+    });
     console.log(`[${this.options.scenario}] timeline: ${path}`);
     return path;
   }
@@ -677,19 +725,32 @@ async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOp
     if (!verdict.ok) throw new Error(`Go's crypto/x509 refuses the certificates the harness signed with ${files.ca}: ${verdict.output}`);
   }
   const joinApi = operatorCa?.joinApiClient;
-  return { joinApiArgs: ["--pki-dir", caDir, ...(joinApi ? ["--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!] : [])], client: harness };
+  return {
+    joinApiArgs: ["--pki-dir", caDir, ...(joinApi ? ["--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!] : [])],
+    client: harness,
+  };
 }
 
-async function startJoinApiProcess(broker: string, cluster: string, etcd: string[], extraArgs: string[] = [], lab?: Lab): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
+async function startJoinApiProcess(
+  broker: string,
+  cluster: string,
+  etcd: string[],
+  extraArgs: string[] = [],
+  lab?: Lab,
+): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
   const listen = lab ? `${lab.host("join-api").ip}:8080` : "127.0.0.1:0";
-  const started = await spawnUntilReady(process.execPath, [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs], {
-    what: "the join API",
-    ready: /join API listening on (http:\/\/\S+)/,
-    spawner: lab ? (command, args, spawnOptions) => lab.spawn("join-api", command, args, spawnOptions) : undefined,
-    cwd: ROOT,
-    detached: true,
-    env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) },
-  });
+  const started = await spawnUntilReady(
+    process.execPath,
+    [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs],
+    {
+      what: "the join API",
+      ready: /join API listening on (http:\/\/\S+)/,
+      spawner: lab ? (command, args, spawnOptions) => lab.spawn("join-api", command, args, spawnOptions) : undefined,
+      cwd: ROOT,
+      detached: true,
+      env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) },
+    },
+  );
   return { url: started.match[1]!, proc: started.proc, output: started.output };
 }
 

@@ -108,7 +108,24 @@ function ensureCertificate(kind, altNames) {
     openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", `${base}.key`);
     openssl("req", "-new", "-key", `${base}.key`, "-subj", `/CN=${o.name}`, "-out", `${base}.csr`);
     const serial = `0x${execFileSync("openssl", ["rand", "-hex", "16"], { encoding: "utf8", env }).trim()}`;
-    openssl("x509", "-req", "-in", `${base}.csr`, "-CA", pki["ca.crt"], "-CAkey", pki["ca.key"], "-set_serial", serial, "-days", "365", "-extfile", `${base}.ext`, "-out", `${base}.crt`);
+    openssl(
+      "x509",
+      "-req",
+      "-in",
+      `${base}.csr`,
+      "-CA",
+      pki["ca.crt"],
+      "-CAkey",
+      pki["ca.key"],
+      "-set_serial",
+      serial,
+      "-days",
+      "365",
+      "-extfile",
+      `${base}.ext`,
+      "-out",
+      `${base}.crt`,
+    );
     renameSync(`${base}.key`, pki[`${kind}.key`]);
     renameSync(`${base}.crt`, pki[`${kind}.crt`]);
   } catch (e) {
@@ -127,7 +144,10 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * log lines before it (an "unrecognized environment variable" warning, a retry notice).
  */
 function etcdctlError(stderr) {
-  const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   return lines.findLast((l) => l.startsWith("Error:")) ?? lines.at(-1) ?? "";
 }
 
@@ -212,8 +232,14 @@ function startEtcd(initialCluster, state) {
     "--election-timeout=750",
     ...(pki
       ? [
-          `--cert-file=${pki["server.crt"]}`, `--key-file=${pki["server.key"]}`, `--trusted-ca-file=${pki["ca.crt"]}`, "--client-cert-auth",
-          `--peer-cert-file=${pki["peer.crt"]}`, `--peer-key-file=${pki["peer.key"]}`, `--peer-trusted-ca-file=${pki["ca.crt"]}`, "--peer-client-cert-auth",
+          `--cert-file=${pki["server.crt"]}`,
+          `--key-file=${pki["server.key"]}`,
+          `--trusted-ca-file=${pki["ca.crt"]}`,
+          "--client-cert-auth",
+          `--peer-cert-file=${pki["peer.crt"]}`,
+          `--peer-key-file=${pki["peer.key"]}`,
+          `--peer-trusted-ca-file=${pki["ca.crt"]}`,
+          "--peer-client-cert-auth",
         ]
       : []),
   ];
@@ -310,7 +336,10 @@ async function joinCluster() {
     say(`reusing member ${hex(member.ID)} (${member.isLearner ? "learner" : "voter"})`);
   }
   await failOnce("add");
-  const initial = [...members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`)), `${o.name}=${o["peer-url"]}`];
+  const initial = [
+    ...members.filter((m) => m.name && m.ID !== member.ID).flatMap((m) => m.peerURLs.map((u) => `${m.name}=${u}`)),
+    `${o.name}=${o["peer-url"]}`,
+  ];
   // Like the kubelet with kubeadm's static pod: an etcd that exits (a peer it asked had not heard
   // of this member yet, "member count is unequal") is started again, a few seconds apart.
   let startedAt = -Infinity;

@@ -31,15 +31,30 @@ const EVERY_VERSION = [
 const WHOLE_CLUSTER = ["test/e2e/cluster-parallel.test.ts", "test/e2e/cluster-faults.test.ts"];
 
 /** Gate mode with an unmodified installer (kubeadm's etcd phase with etcdctl): on Debian's 3.4 and the primary version; the parallel join also on the newest. */
-const GATE = ["test/e2e/etcd-installer.test.ts", "test/e2e/gate-parallel.test.ts", "test/e2e/gate-failure.test.ts", "test/e2e/gate-faults.test.ts", "test/e2e/gate-downtime.test.ts"];
+const GATE = [
+  "test/e2e/etcd-installer.test.ts",
+  "test/e2e/gate-parallel.test.ts",
+  "test/e2e/gate-failure.test.ts",
+  "test/e2e/gate-faults.test.ts",
+  "test/e2e/gate-downtime.test.ts",
+];
 
 /** version → the e2e files it runs; `null` = every file. */
 export const ETCD_MATRIX = {
-  "3.4": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", ...GATE],
+  3.4: [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", ...GATE],
   // The two whole-cluster scenarios run on 3.4, 3.6 and 3.7; here a revocation mid-join is the whole-cluster run.
-  "3.5": [...EVERY_VERSION.filter((f) => !WHOLE_CLUSTER.includes(f)), "test/e2e/cluster-revoke.test.ts"],
-  "3.6": null,
-  "3.7": [...EVERY_VERSION, "test/e2e/learner-recovery.test.ts", "test/e2e/cluster-revoke.test.ts", "test/e2e/etcd-installer.test.ts", "test/e2e/gate-parallel.test.ts", "test/e2e/cluster-pipelined.test.ts", "test/e2e/join-api-pipelined.test.ts", "test/e2e/join-api-instances.test.ts"],
+  3.5: [...EVERY_VERSION.filter((f) => !WHOLE_CLUSTER.includes(f)), "test/e2e/cluster-revoke.test.ts"],
+  3.6: null,
+  3.7: [
+    ...EVERY_VERSION,
+    "test/e2e/learner-recovery.test.ts",
+    "test/e2e/cluster-revoke.test.ts",
+    "test/e2e/etcd-installer.test.ts",
+    "test/e2e/gate-parallel.test.ts",
+    "test/e2e/cluster-pipelined.test.ts",
+    "test/e2e/join-api-pipelined.test.ts",
+    "test/e2e/join-api-instances.test.ts",
+  ],
 };
 
 /**
@@ -47,7 +62,10 @@ export const ETCD_MATRIX = {
  * Throws for a version that does not exist.
  */
 export function etcdVersionsToRun(env = process.env) {
-  const wanted = (env.E2E_ETCD_VERSIONS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const wanted = (env.E2E_ETCD_VERSIONS ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (wanted.length === 0) return [...ETCD_MINORS];
   for (const v of wanted) if (!ETCD_MINORS.includes(v)) throw new Error(`E2E_ETCD_VERSIONS names ${v}; the versions are ${ETCD_MINORS.join(", ")}`);
   return ETCD_MINORS.filter((v) => wanted.includes(v));

@@ -160,7 +160,10 @@ export async function startSingleNodeEtcd(options: { name?: string; token?: stri
 export const MULTI_LEARNER_VERSION = ["3.6", "3.7"].includes(process.env.E2E_ETCD_VERSION ?? "") ? process.env.E2E_ETCD_VERSION! : "3.6";
 
 /** A single-node etcd of MULTI_LEARNER_VERSION that allows `maxLearners` learners, a gateway to it, and its member list. */
-export async function startMultiLearnerEtcd(name: string, maxLearners: number): Promise<{ etcd: TestEtcd; gateway: EtcdGateway; members: () => Promise<EtcdMember[]> }> {
+export async function startMultiLearnerEtcd(
+  name: string,
+  maxLearners: number,
+): Promise<{ etcd: TestEtcd; gateway: EtcdGateway; members: () => Promise<EtcdMember[]> }> {
   const etcd = await startSingleNodeEtcd({ name, bin: await etcdBinaryFor(MULTI_LEARNER_VERSION), extraArgs: [`--max-learners=${maxLearners}`] });
   const gateway = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 5_000 });
   const members = async () => {

@@ -34,7 +34,9 @@ export class LongestFirst extends BaseSequencer {
       for (const record of records) {
         if (record[key]) return record[key];
         // The same file in another project (another etcd version, or the plain `e2e` project).
-        const other = Object.entries(record).filter(([k]) => k.endsWith(`:${file}`)).map(([, ms]) => ms);
+        const other = Object.entries(record)
+          .filter(([k]) => k.endsWith(`:${file}`))
+          .map(([, ms]) => ms);
         if (other.length) return Math.max(...other);
       }
       return Infinity;

@@ -35,7 +35,18 @@ function printableConfig(dir: string): string {
   const file = join(dir, "printable.cnf");
   writeFileSync(
     file,
-    ["[req]", "distinguished_name = dn", "string_mask = nombstr", "x509_extensions = v3_ca", "[dn]", "[v3_ca]", "basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign,cRLSign", "subjectKeyIdentifier = hash", ""].join("\n"),
+    [
+      "[req]",
+      "distinguished_name = dn",
+      "string_mask = nombstr",
+      "x509_extensions = v3_ca",
+      "[dn]",
+      "[v3_ca]",
+      "basicConstraints = critical,CA:TRUE",
+      "keyUsage = critical,keyCertSign,cRLSign",
+      "subjectKeyIdentifier = hash",
+      "",
+    ].join("\n"),
   );
   return file;
 }
@@ -50,7 +61,25 @@ export const OPERATOR_CA_KINDS: readonly OperatorCaKind[] = [
     name: "openssl-p256-pkcs8",
     description: "openssl req -x509 -newkey ec P-256 (PKCS#8 key, UTF8String CN): the one-liner most guides give",
     keyLabel: "PRIVATE KEY",
-    make: (dir) => openssl(dir, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/CN=etcd-ca"),
+    make: (dir) =>
+      openssl(
+        dir,
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "30",
+        "-subj",
+        "/CN=etcd-ca",
+      ),
   },
   {
     name: "openssl-rsa2048-pkcs1",
@@ -65,7 +94,25 @@ export const OPERATOR_CA_KINDS: readonly OperatorCaKind[] = [
     name: "openssl-rsa4096-pkcs8",
     description: "openssl req -x509 -newkey rsa:4096 (PKCS#8 key), PrintableString C/O/CN subject",
     keyLabel: "PRIVATE KEY",
-    make: (dir) => openssl(dir, "req", "-x509", "-newkey", "rsa:4096", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-config", printableConfig(dir), "-subj", "/C=DE/O=Acme etcd/CN=etcd-ca"),
+    make: (dir) =>
+      openssl(
+        dir,
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:4096",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "30",
+        "-config",
+        printableConfig(dir),
+        "-subj",
+        "/C=DE/O=Acme etcd/CN=etcd-ca",
+      ),
   },
   {
     name: "openssl-p256-sec1",

@@ -17,9 +17,58 @@ export interface PrivateCa {
 export function makePrivateCa(dir: string): PrivateCa {
   const f = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f("ca.key"), "-out", f("ca.pem"), "-days", "2", "-subj", "/CN=join-broker test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f("server.key"), "-out", f("server.csr"), "-subj", "/CN=broker.test");
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    f("ca.key"),
+    "-out",
+    f("ca.pem"),
+    "-days",
+    "2",
+    "-subj",
+    "/CN=join-broker test CA",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign",
+  );
+  openssl(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    f("server.key"),
+    "-out",
+    f("server.csr"),
+    "-subj",
+    "/CN=broker.test",
+  );
   writeFileSync(f("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n");
-  openssl("x509", "-req", "-in", f("server.csr"), "-CA", f("ca.pem"), "-CAkey", f("ca.key"), "-CAcreateserial", "-out", f("server.pem"), "-days", "2", "-extfile", f("server.ext"));
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    f("server.csr"),
+    "-CA",
+    f("ca.pem"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-out",
+    f("server.pem"),
+    "-days",
+    "2",
+    "-extfile",
+    f("server.ext"),
+  );
   return { ca: f("ca.pem"), cert: f("server.pem"), key: f("server.key") };
 }

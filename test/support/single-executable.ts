@@ -26,7 +26,9 @@ export function releaseFile(arch: "x64" | "arm64"): string {
 export function installX64(dir: string): string {
   const name = releaseFileName(VERSION, "x64");
   releaseFile("x64");
-  const sums = readFileSync(join(ROOT, RELEASE_DIR, "SHA256SUMS"), "utf8").split("\n").filter((l) => l.endsWith(`  ${name}`));
+  const sums = readFileSync(join(ROOT, RELEASE_DIR, "SHA256SUMS"), "utf8")
+    .split("\n")
+    .filter((l) => l.endsWith(`  ${name}`));
   if (sums.length !== 1) throw new Error(`SHA256SUMS has no line for ${name}`);
   execFileSync("sha256sum", ["--check", "--strict", "-"], { cwd: join(ROOT, RELEASE_DIR), input: `${sums[0]}\n`, stdio: ["pipe", "ignore", "inherit"] });
   const bin = join(dir, "bin", "join-broker");
@@ -60,7 +62,12 @@ export function withoutNode(cwd: string, program: string, args: string[]): Agent
 }
 
 /** Runs `program args…` without Node.js visible; its exit status and output. */
-export function runWithoutNode(cwd: string, program: string, args: string[], env: NodeJS.ProcessEnv = process.env): { status: number | null; stdout: string; stderr: string } {
+export function runWithoutNode(
+  cwd: string,
+  program: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { status: number | null; stdout: string; stderr: string } {
   const how = withoutNode(cwd, program, args);
   try {
     const stdout = execFileSync(how.command, how.args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });

@@ -170,18 +170,32 @@ class Sampler {
   }
 }
 
-async function membersOf(nodes: readonly NodeAddress[], cluster: string | undefined, finalCluster: Record<string, string | null>): Promise<RunFigures["members"]> {
+async function membersOf(
+  nodes: readonly NodeAddress[],
+  cluster: string | undefined,
+  finalCluster: Record<string, string | null>,
+): Promise<RunFigures["members"]> {
   if (!cluster) return null;
   for (const n of nodes.filter((x) => finalCluster[x.name] === cluster)) {
     const list = await new EtcdGateway(n.clientURL, { timeoutMs: 3_000 }).memberList();
     if (!list.ok) continue;
     const m = list.value.members;
-    return { total: m.length, voters: m.filter((x) => !x.isLearner).length, learners: m.filter((x) => x.isLearner).length, unstarted: m.filter((x) => !x.started).length };
+    return {
+      total: m.length,
+      voters: m.filter((x) => !x.isLearner).length,
+      learners: m.filter((x) => x.isLearner).length,
+      unstarted: m.filter((x) => !x.started).length,
+    };
   }
   return null;
 }
 
-function figures(mode: RunFigures["mode"], sampler: Sampler, members: RunFigures["members"], extra: { restarts: number; joinFailures: number; tookMs: number; events: string[] }): RunFigures {
+function figures(
+  mode: RunFigures["mode"],
+  sampler: Sampler,
+  members: RunFigures["members"],
+  extra: { restarts: number; joinFailures: number; tookMs: number; events: string[] },
+): RunFigures {
   const first = sampler.clusterIds[0];
   const names = sampler.nodes.map((n) => n.name);
   return {
@@ -224,7 +238,9 @@ async function startNaiveJoinApi(endpoints: string[], onRequest: (ok: boolean) =
         const { node, peerAddress } = JSON.parse(Buffer.concat(chunks).toString()) as { node: string; peerAddress: string };
         const added = await gateway.memberAdd([peerAddress], { learner: false });
         if (!added.ok) return fail(added.error.message);
-        const initialCluster = initialClusterEntries(added.value.members, (m: EtcdMember) => (m.id === added.value.member.id ? node : `unstarted-${hex(m.id)}`));
+        const initialCluster = initialClusterEntries(added.value.members, (m: EtcdMember) =>
+          m.id === added.value.member.id ? node : `unstarted-${hex(m.id)}`,
+        );
         onRequest(true);
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ memberID: added.value.member.id, initialCluster }));
@@ -352,7 +368,10 @@ export async function runNaive(options: RunOptions): Promise<RunFigures> {
       // k0s's needToJoin: a CA on disk means "already joined"; else an etcd database does.
       const needToJoin = !isFirst && !existsSync(n.certs) && !existsSync(join(n.dataDir, "member", "snap", "db"));
       if (isFirst || !needToJoin) {
-        if (!isFirst) note(`${n.name} (run ${n.runs}) finds its certificates: starts etcd as if already joined${existsSync(join(n.dataDir, "member")) ? " (with its data)" : ", with no data: a new cluster"}`);
+        if (!isFirst)
+          note(
+            `${n.name} (run ${n.runs}) finds its certificates: starts etcd as if already joined${existsSync(join(n.dataDir, "member")) ? " (with its data)" : ", with no data: a new cluster"}`,
+          );
         writeFileSync(n.certs, "CA");
         await startOwnEtcd(n, [`${n.name}=${n.peerURL}`], "new");
         if (!alive()) return;
@@ -403,7 +422,9 @@ export async function runNaive(options: RunOptions): Promise<RunFigures> {
   }
 
   try {
-    note(`naive: ${nodes.length} controllers, join API adds voters at once${options.faults ? `, faults: join API fails for ${schedule.joinApiFailMs / 1000} s, kills ${schedule.kills.map((k) => `${k.node} at ${k.step}`).join(", ")}` : ""}`);
+    note(
+      `naive: ${nodes.length} controllers, join API adds voters at once${options.faults ? `, faults: join API fails for ${schedule.joinApiFailMs / 1000} s, kills ${schedule.kills.map((k) => `${k.node} at ${k.step}`).join(", ")}` : ""}`,
+    );
     // The first controller creates the cluster before the joiners are started, as an installer would.
     await run(nodes[0]!);
     sampler.start();
@@ -446,7 +467,15 @@ export async function runBrokered(options: RunOptions): Promise<RunFigures> {
   const { t0, events, note } = eventLog(options.log);
   const schedule = faultSchedule(options.seed, options.names);
   // Plain http like the run without the broker, so the two differ by the broker alone.
-  const h = await ClusterHarness.start({ scenario: "demo-brokered", seed: options.seed, nodes: options.names, cluster: "demo", faultProxy: true, random: seededRandom(options.seed ^ 0x5eed), etcdTls: false });
+  const h = await ClusterHarness.start({
+    scenario: "demo-brokered",
+    seed: options.seed,
+    nodes: options.names,
+    cluster: "demo",
+    faultProxy: true,
+    random: seededRandom(options.seed ^ 0x5eed),
+    etcdTls: false,
+  });
   let restarts = 0;
   try {
     note(`brokered: ${options.names.length} node agents, broker and reference join API${options.faults ? `, same faults` : ""}`);
@@ -495,7 +524,11 @@ export function sideBySide(naive: RunFigures, brokered: RunFigures): string {
     row("quorum losses (no leader ≥ 2 s)", (r) => `${r.quorumLosses} (${r.secondsWithoutQuorum} s)${r.quorumAtEnd ? "" : ", no leader at the end"}`),
     row("nodes in another cluster at end", (r) => `${r.inOtherCluster.length}${r.inOtherCluster.length ? ` (${r.inOtherCluster.join(", ")})` : ""}`),
     row("nodes not serving at end", (r) => `${r.notServing.length}${r.notServing.length ? ` (${r.notServing.join(", ")})` : ""}`),
-    row("first cluster's members at end", (r) => (r.members ? `${r.members.total}: ${r.members.voters} voters, ${r.members.learners} learners, ${r.members.unstarted} unstarted` : `? (${first(r)} unreachable)`)),
+    row("first cluster's members at end", (r) =>
+      r.members
+        ? `${r.members.total}: ${r.members.voters} voters, ${r.members.learners} learners, ${r.members.unstarted} unstarted`
+        : `? (${first(r)} unreachable)`,
+    ),
     row("join calls failed (500, dropped)", (r) => String(r.joinFailures)),
     row("restarts", (r) => String(r.restarts)),
     row("time", (r) => `${(r.tookMs / 1000).toFixed(1)} s`),

@@ -51,7 +51,15 @@ export class Timeline {
   write(dir: string, summary: Record<string, unknown> = {}): string {
     mkdirSync(dir, { recursive: true });
     const base = join(dir, `${this.scenario}-${this.seed}`);
-    const doc = { scenario: this.scenario, seed: this.seed, startedAt: this.startedAt.toISOString(), durationMs: this.now(), summary, entries: this.entries, members: this.members };
+    const doc = {
+      scenario: this.scenario,
+      seed: this.seed,
+      startedAt: this.startedAt.toISOString(),
+      durationMs: this.now(),
+      summary,
+      entries: this.entries,
+      members: this.members,
+    };
     writeFileSync(`${base}.json`, `${JSON.stringify(doc, null, 2)}\n`);
     writeFileSync(`${base}.txt`, this.render(summary));
     return `${base}.json`;
@@ -62,7 +70,10 @@ export class Timeline {
     const lines = [`${this.scenario} seed=${this.seed} started ${this.startedAt.toISOString()}`];
     const merged = [
       ...this.entries.map((e) => ({ t: e.t, text: `${(e.node ?? "").padEnd(8)} ${e.kind}${e.detail ? ` ${JSON.stringify(e.detail)}` : ""}` })),
-      ...this.members.map((m) => ({ t: m.t, text: `${"etcd".padEnd(8)} members=${m.members} voters=${m.voters} learners=${m.learners}${m.clusterId ? ` cluster=${m.clusterId}` : ""}` })),
+      ...this.members.map((m) => ({
+        t: m.t,
+        text: `${"etcd".padEnd(8)} members=${m.members} voters=${m.voters} learners=${m.learners}${m.clusterId ? ` cluster=${m.clusterId}` : ""}`,
+      })),
     ].sort((a, b) => a.t - b.t);
     for (const m of merged) lines.push(`${sec(m.t)} ${m.text}`);
     lines.push(`summary ${JSON.stringify(summary)}`);

@@ -29,7 +29,8 @@ describe("the built CLI", () => {
     expect(Object.keys(manifest.sources)).toContain("src/node/cli/main.ts");
     expect(Object.keys(manifest.sources).every((f) => f.startsWith("src/"))).toBe(true);
     expect(freshBuild(ROOT, TEST_BUILD).entry).toBe(join(ROOT, TEST_BUILD, "main.js"));
-    const source = (argv: string[]) => execFileSync(process.execPath, [BIN, ...argv], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1", JOIN_BROKER_LAUNCH: "source" } });
+    const source = (argv: string[]) =>
+      execFileSync(process.execPath, [BIN, ...argv], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1", JOIN_BROKER_LAUNCH: "source" } });
     for (const argv of [["--version"], ["join", "--help"], ["controller", "--help"], ["admin", "--help"], ["serve", "--help"]]) {
       const built = runBuilt(TEST_BUILD, argv);
       expect(built.status, argv.join(" ")).toBe(0);

@@ -52,11 +52,18 @@ describe("k0s campaign record", () => {
     durationMs: 240_000,
     timeline: [],
   });
-  const run = { startedAt: "2026-12-06T10:00:00.000Z", etcd: "3.6", joiners: 3, results: [seed(1, "k0s v1.28.14+k0s.0", "pass"), seed(2, "k0s v1.36.3+k0s.2", "pass"), seed(3, "k0s v1.28.14+k0s.0", "fail")] };
+  const run = {
+    startedAt: "2026-12-06T10:00:00.000Z",
+    etcd: "3.6",
+    joiners: 3,
+    results: [seed(1, "k0s v1.28.14+k0s.0", "pass"), seed(2, "k0s v1.36.3+k0s.2", "pass"), seed(3, "k0s v1.28.14+k0s.0", "fail")],
+  };
 
   it("has a row per k0s release with its seeds, passes, failures and fault mix, and names the failing seed", () => {
     const section = reliabilityK0sSection(run, "npm run campaign -- --installer k0s --seeds 3 --record");
-    const mix128 = Object.entries(faultMix([run.results[0]!, run.results[2]!])).map(([k, n]) => `${k} ${n}`).join(", ");
+    const mix128 = Object.entries(faultMix([run.results[0]!, run.results[2]!]))
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ");
     expect(section).toContain(`| v1.28.14+k0s.0 | 2 | 1 | 1 | ${mix128} |`);
     expect(section).toMatch(/\| v1\.36\.3\+k0s\.2 \| 1 \| 1 \| 0 \| /);
     expect(section).toContain("`npm run campaign -- --installer k0s --seeds 3 --record`");
@@ -70,14 +77,20 @@ describe("k0s campaign record", () => {
   });
 
   it("is appended to the record once, replaced when written again, and kept when the main record is written again", () => {
-    const main = reliabilityMarkdown({ ...run, results: [{ ...seed(9, "", "pass"), installer: undefined, mode: "join-api" }] }, "npm run campaign -- --seed 9 --record");
+    const main = reliabilityMarkdown(
+      { ...run, results: [{ ...seed(9, "", "pass"), installer: undefined, mode: "join-api" }] },
+      "npm run campaign -- --seed 9 --record",
+    );
     const first = withK0sSection(main, reliabilityK0sSection(run, "first"));
     expect(first.startsWith(main.trimEnd())).toBe(true);
     const again = withK0sSection(first, reliabilityK0sSection({ ...run, results: run.results.slice(0, 1) }, "second"));
     expect(again.match(/## k0s: gate mode around real k0s/g)).toHaveLength(1);
     expect(again).toContain("`second`");
     expect(again).not.toContain("`first`");
-    const mainAgain = reliabilityMarkdown({ ...run, results: [{ ...seed(10, "", "pass"), installer: undefined, mode: "join-api" }] }, "npm run campaign -- --seed 10 --record");
+    const mainAgain = reliabilityMarkdown(
+      { ...run, results: [{ ...seed(10, "", "pass"), installer: undefined, mode: "join-api" }] },
+      "npm run campaign -- --seed 10 --record",
+    );
     const kept = withK0sSection(mainAgain, k0sSectionOf(again));
     expect(kept).toContain("**1 seed** (10)");
     expect(kept).toContain("`second`");

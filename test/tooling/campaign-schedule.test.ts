@@ -25,7 +25,8 @@ describe("campaign schedules", () => {
         if (f.kind === "partition" || f.kind === "loss") expect(f.forMs).toBeLessThanOrEqual(BOUNDS.maxPartitionMs);
         if (f.kind === "flap") expect(f.forMs).toBeLessThanOrEqual(BOUNDS.maxFlapMs);
         if (f.kind === "pause") expect(f.forMs).toBeLessThanOrEqual(BOUNDS.maxPauseMs);
-        if (f.kind === "skew") expect(Math.abs(f.seconds)).toBeLessThanOrEqual(f.host === "join-api" ? BOUNDS.maxJoinApiSkewSeconds : BOUNDS.maxAgentSkewSeconds);
+        if (f.kind === "skew")
+          expect(Math.abs(f.seconds)).toBeLessThanOrEqual(f.host === "join-api" ? BOUNDS.maxJoinApiSkewSeconds : BOUNDS.maxAgentSkewSeconds);
         if (f.kind === "partition") {
           expect(f.from.length).toBeGreaterThan(0);
           expect(f.from).not.toContain(f.host);
@@ -38,7 +39,16 @@ describe("campaign schedules", () => {
 
   it("100 seeds cover every kind of fault, one-way and two-way partitions, and the join API's and the broker's hosts", () => {
     const results = Array.from({ length: 100 }, (_, i) => ({ schedule: schedule(i + 1, nodes) }) as SeedResult);
-    expect(Object.keys(faultMix(results))).toEqual(["SIGKILL", "SIGSTOP pause", "clock skew (agent)", "clock skew (join API)", "link flap", "packet loss", "partition (one-way)", "partition (two-way)"]);
+    expect(Object.keys(faultMix(results))).toEqual([
+      "SIGKILL",
+      "SIGSTOP pause",
+      "clock skew (agent)",
+      "clock skew (join API)",
+      "link flap",
+      "packet loss",
+      "partition (one-way)",
+      "partition (two-way)",
+    ]);
     const hosts = new Set(results.flatMap((r) => r.schedule.flatMap((f) => [f.host, ...(f.kind === "partition" ? f.from : [])])));
     expect(hosts).toContain("broker");
     expect(hosts).toContain("join-api");
@@ -56,7 +66,12 @@ describe("campaign report", () => {
     ends: { "ctrl-0": "joined as bootstrap", "ctrl-1": "exited 4" },
     durationMs: 60_000,
     timeline: [
-      { t: 1000, kind: "fault-partition", node: "ctrl-1", detail: { kind: "partition", atMs: 1000, forMs: 5000, host: "ctrl-1", from: ["ctrl-0"], oneWay: false } },
+      {
+        t: 1000,
+        kind: "fault-partition",
+        node: "ctrl-1",
+        detail: { kind: "partition", atMs: 1000, forMs: 5000, host: "ctrl-1", from: ["ctrl-0"], oneWay: false },
+      },
       { t: 3000, kind: "gave-up", node: "ctrl-1" },
       { t: 7000, kind: "healed" },
     ],
@@ -72,7 +87,10 @@ describe("campaign report", () => {
   });
 
   it("the record names the seeds, the outcome, the failing seed's invariant and the command", () => {
-    const md = reliabilityMarkdown({ startedAt: "2026-12-03T10:00:00.000Z", etcd: "3.6", joiners: 1, results: [failed] }, "npm run campaign -- --seed 7 --record");
+    const md = reliabilityMarkdown(
+      { startedAt: "2026-12-03T10:00:00.000Z", etcd: "3.6", joiners: 1, results: [failed] },
+      "npm run campaign -- --seed 7 --record",
+    );
     expect(md).toContain("**1 seed** (7)");
     expect(md).toContain("**0 passed, 1 failed.**");
     expect(md).toContain("seed 7: one-cluster-id");

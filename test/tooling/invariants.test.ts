@@ -7,8 +7,18 @@ describe("the run invariants", () => {
     const inv = new RunInvariants(1);
     expect(inv.check([{ node: "a", clusterId: null, learners: null }])).toBeNull();
     expect(inv.check([{ node: "a", clusterId: "c1", learners: 0 }])).toBeNull();
-    expect(inv.check([{ node: "a", clusterId: "c1", learners: 1 }, { node: "b", clusterId: null, learners: null }])).toBeNull();
-    expect(inv.check([{ node: "a", clusterId: "c1", learners: 0 }, { node: "b", clusterId: "c1", learners: 0 }])).toBeNull();
+    expect(
+      inv.check([
+        { node: "a", clusterId: "c1", learners: 1 },
+        { node: "b", clusterId: null, learners: null },
+      ]),
+    ).toBeNull();
+    expect(
+      inv.check([
+        { node: "a", clusterId: "c1", learners: 0 },
+        { node: "b", clusterId: "c1", learners: 0 },
+      ]),
+    ).toBeNull();
   });
 
   it("reject more learners than maxInFlight at any sample", () => {
@@ -17,7 +27,12 @@ describe("the run invariants", () => {
   });
 
   it("reject a second cluster ID, at once or later in the run", () => {
-    expect(new RunInvariants(1).check([{ node: "a", clusterId: "c1", learners: 0 }, { node: "b", clusterId: "c2", learners: 0 }])).toMatch(/2 cluster IDs/);
+    expect(
+      new RunInvariants(1).check([
+        { node: "a", clusterId: "c1", learners: 0 },
+        { node: "b", clusterId: "c2", learners: 0 },
+      ]),
+    ).toMatch(/2 cluster IDs/);
     const inv = new RunInvariants(1);
     expect(inv.check([{ node: "a", clusterId: "c1", learners: 0 }])).toBeNull();
     expect(inv.check([{ node: "b", clusterId: "c2", learners: 0 }])).toMatch(/the run's is c1; b: c2/);

@@ -21,16 +21,36 @@ const run = (version: K0sBenchVersion, arm: K0sArm, round: number, seconds: numb
 
 describe("summarizeK0s", () => {
   const runs = [
-    run("1.28", "serial", 0, 40), run("1.28", "gate", 0, 50), run("1.28", "gate-checked", 0, null),
-    run("1.28", "serial", 1, 30), run("1.28", "gate", 1, null), run("1.28", "gate-checked", 1, 45),
-    run("1.28", "serial", 2, 35), run("1.28", "gate", 2, 40), run("1.28", "gate-checked", 2, 60),
-    run("1.36", "serial", 0, 100), run("1.36", "gate", 0, 60),
+    run("1.28", "serial", 0, 40),
+    run("1.28", "gate", 0, 50),
+    run("1.28", "gate-checked", 0, null),
+    run("1.28", "serial", 1, 30),
+    run("1.28", "gate", 1, null),
+    run("1.28", "gate-checked", 1, 45),
+    run("1.28", "serial", 2, 35),
+    run("1.28", "gate", 2, 40),
+    run("1.28", "gate-checked", 2, 60),
+    run("1.36", "serial", 0, 100),
+    run("1.36", "gate", 0, 60),
   ];
 
   it("takes medians per version over the passed rounds only and divides by that version's serial script", () => {
     const [v128, v136] = summarizeK0s(runs, ["1.28", "1.36"]);
-    expect(v128).toMatchObject({ version: "1.28", release: "v1.28.14+k0s.0", medians: { serial: 35, gate: 45, "gate-checked": 52.5 }, gateRatio: 1.286, checkedRatio: 1.5, failedRounds: 2 });
-    expect(v136).toMatchObject({ version: "1.36", medians: { serial: 100, gate: 60, "gate-checked": null }, gateRatio: 0.6, checkedRatio: null, failedRounds: 0 });
+    expect(v128).toMatchObject({
+      version: "1.28",
+      release: "v1.28.14+k0s.0",
+      medians: { serial: 35, gate: 45, "gate-checked": 52.5 },
+      gateRatio: 1.286,
+      checkedRatio: 1.5,
+      failedRounds: 2,
+    });
+    expect(v136).toMatchObject({
+      version: "1.36",
+      medians: { serial: 100, gate: 60, "gate-checked": null },
+      gateRatio: 0.6,
+      checkedRatio: null,
+      failedRounds: 0,
+    });
   });
 
   it("gives the summary table a row per version and arm that ran, met only at or under the target", () => {

@@ -60,7 +60,11 @@ describe("scripts/k0s.mjs: pins and versions", () => {
 
 describe("scripts/k0s.mjs: version flags", () => {
   it("reads k0s's component versions as its Makefile does, including 1.36's containerd version@revision", () => {
-    expect(makeVariables(VARIABLES_128)).toMatchObject({ runc_version: "1.1.14", kubernetes_build_go_flags: "-v", kine_build_go_cgo_cflags: "-DSQLITE_ENABLE_DBSTAT_VTAB=1" });
+    expect(makeVariables(VARIABLES_128)).toMatchObject({
+      runc_version: "1.1.14",
+      kubernetes_build_go_flags: "-v",
+      kine_build_go_cgo_cflags: "-DSQLITE_ENABLE_DBSTAT_VTAB=1",
+    });
     const f128 = k0sLdflags("v1.28.14+k0s.0", makeVariables(VARIABLES_128), "2024-10-01T00:00:00Z");
     const f136 = k0sLdflags("v1.36.3+k0s.2", makeVariables(VARIABLES_136), "2026-01-01T00:00:00Z");
     expect(f128).toContain("-X github.com/k0sproject/k0s/pkg/build.Version=v1.28.14+k0s.0");
@@ -79,7 +83,8 @@ describe("scripts/k0s.mjs: version flags", () => {
 describe("scripts/k0s.mjs: the source archive and the command line", () => {
   const dir = mkdtempSync(join(tmpdir(), "k0s-script-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const cli = (env: Record<string, string>, ...args: string[]) => spawnSync(process.execPath, ["scripts/k0s.mjs", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, ...env }, timeout: 30_000 });
+  const cli = (env: Record<string, string>, ...args: string[]) =>
+    spawnSync(process.execPath, ["scripts/k0s.mjs", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, ...env }, timeout: 30_000 });
 
   it("refuses an archive whose sha256 is not the pinned one, naming both, and one that is missing", async () => {
     const source = join(dir, "source");
@@ -125,10 +130,17 @@ describe("scripts/k0s.mjs: the source archive and the command line", () => {
   it("prints its usage on --help and lists what is not built without building", () => {
     const cache = join(dir, "list-cache");
     const help = cli({ JOIN_BROKER_K0S_CACHE: cache }, "--help");
-    expect({ status: help.status, out: help.stdout }).toEqual({ status: 0, out: expect.stringMatching(/^usage: [\s\S]*integrations\/k0s\/VERSION\/V\/[\s\S]*JOIN_BROKER_K0S_CACHE/) });
+    expect({ status: help.status, out: help.stdout }).toEqual({
+      status: 0,
+      out: expect.stringMatching(/^usage: [\s\S]*integrations\/k0s\/VERSION\/V\/[\s\S]*JOIN_BROKER_K0S_CACHE/),
+    });
     const list = cli({ JOIN_BROKER_K0S_CACHE: cache }, "list", "--no-build");
     // Each release, then its patched variants (integrations/k0s/<version>/<variant>/: `broker`).
-    expect(list.stdout.trimEnd().split("\n")).toEqual(["1.28\tv1.28.14+k0s.0\tnot built", "1.28+broker\tv1.28.14+k0s.0\tnot built", "1.36\tv1.36.3+k0s.2\tnot built", "1.36+broker\tv1.36.3+k0s.2\tnot built"]);
+    expect(list.stdout.trimEnd().split("\n")).toEqual([
+      "1.28\tv1.28.14+k0s.0\tnot built",
+      "1.28+broker\tv1.28.14+k0s.0\tnot built",
+      "1.36\tv1.36.3+k0s.2\tnot built",
+      "1.36+broker\tv1.36.3+k0s.2\tnot built",
+    ]);
   });
 });
-

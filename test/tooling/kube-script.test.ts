@@ -46,8 +46,15 @@ describe("scripts/kube.mjs: the wrapper module", () => {
   it("replaces each staging module kubernetes' go.mod points into ./staging with its published version", () => {
     expect(stagingModules(KUBERNETES_GO_MOD)).toEqual(["k8s.io/streaming", "k8s.io/api", "k8s.io/client-go"]);
     const goMod = wrapperGoMod(KUBERNETES_GO_MOD, PIN);
-    const replaces = goMod.split("\n").filter((l) => l.includes("=>")).map((l) => l.trim());
-    expect(replaces).toEqual(["k8s.io/streaming => k8s.io/streaming v0.37.2", "k8s.io/api => k8s.io/api v0.37.2", "k8s.io/client-go => k8s.io/client-go v0.37.2"]);
+    const replaces = goMod
+      .split("\n")
+      .filter((l) => l.includes("=>"))
+      .map((l) => l.trim());
+    expect(replaces).toEqual([
+      "k8s.io/streaming => k8s.io/streaming v0.37.2",
+      "k8s.io/api => k8s.io/api v0.37.2",
+      "k8s.io/client-go => k8s.io/client-go v0.37.2",
+    ]);
   });
 
   it("leaves out the sample modules and every replace that is not a staging directory", () => {
@@ -93,7 +100,13 @@ describe("scripts/kube.mjs: command line", () => {
   // An empty cache: whatever these commands did, they would find nothing built.
   const cache = mkdtempSync(join(tmpdir(), "kube-cache-"));
   afterAll(() => rmSync(cache, { recursive: true, force: true }));
-  const cli = (...args: string[]) => spawnSync(process.execPath, ["scripts/kube.mjs", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, JOIN_BROKER_KUBE_CACHE: cache }, timeout: 30_000 });
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, ["scripts/kube.mjs", ...args], {
+      cwd: root,
+      encoding: "utf8",
+      env: { ...process.env, JOIN_BROKER_KUBE_CACHE: cache },
+      timeout: 30_000,
+    });
 
   it("refuses a binary it does not build with exit 2 and the usage, building nothing", () => {
     const r = cli("path", "kubelet");
@@ -116,7 +129,12 @@ describe("scripts/kube.mjs: command line", () => {
       writeFileSync(go, "#!/bin/sh\necho 'go: proxy.golang.org unreachable' >&2\nexit 1\n", { mode: 0o755 });
       const failCache = join(dir, "cache");
       mkdirSync(join(failCache, ".build-1.37.2-999999"), { recursive: true });
-      const r = spawnSync(process.execPath, ["scripts/kube.mjs", "path", "kubeadm"], { cwd: root, encoding: "utf8", env: { ...process.env, GO: go, JOIN_BROKER_KUBE_CACHE: failCache }, timeout: 30_000 });
+      const r = spawnSync(process.execPath, ["scripts/kube.mjs", "path", "kubeadm"], {
+        cwd: root,
+        encoding: "utf8",
+        env: { ...process.env, GO: go, JOIN_BROKER_KUBE_CACHE: failCache },
+        timeout: 30_000,
+      });
       expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 1, stdout: "" });
       expect(r.stderr).toMatch(/proxy\.golang\.org unreachable/);
       expect(r.stderr).toMatch(/^kube\.mjs: .*k8s\.io\/kubernetes@v1\.37\.2/m);

@@ -8,7 +8,10 @@ import { summarizeKubeadm, type KubeadmArm, type KubeadmArmRun } from "../../ben
 import { initConfig, type KubeadmHost } from "../lab/kubeadm.ts";
 
 const host: KubeadmHost = { host: "cp-1", nodeName: "cp-1", address: "10.77.0.10", controlPlaneEndpoint: "10.77.0.20:6443" };
-const clusterConfiguration = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as Record<string, unknown>).find((d) => d.kind === "ClusterConfiguration")!;
+const clusterConfiguration = (yaml: string) =>
+  parseAllDocuments(yaml)
+    .map((d) => d.toJS() as Record<string, unknown>)
+    .find((d) => d.kind === "ClusterConfiguration")!;
 
 describe("init.yaml", () => {
   it("gives etcd's extra flags as ClusterConfiguration.etcd.local.extraArgs (v1beta4: a list of name and value)", () => {
@@ -34,9 +37,15 @@ describe("summarizeKubeadm", () => {
 
   it("takes medians over the passed rounds only and divides by the serial script's", () => {
     const s = summarizeKubeadm([
-      run("serial", 0, 30), run("serialized", 0, 27), run("start-rule", 0, 18),
-      run("serial", 1, 40), run("serialized", 1, 33), run("start-rule", 1, null),
-      run("serial", 2, 35), run("serialized", 2, 30), run("start-rule", 2, 21),
+      run("serial", 0, 30),
+      run("serialized", 0, 27),
+      run("start-rule", 0, 18),
+      run("serial", 1, 40),
+      run("serialized", 1, 33),
+      run("start-rule", 1, null),
+      run("serial", 2, 35),
+      run("serialized", 2, 30),
+      run("start-rule", 2, 21),
     ]);
     expect(s.medians).toEqual({ serial: 35, serialized: 30, "start-rule": 19.5, prepared: null, pipelined: null });
     expect(s.startRuleRatio).toBeCloseTo(19.5 / 35, 3);

@@ -10,7 +10,9 @@ import { ETCD_MATRIX, PRIMARY_ETCD_VERSION } from "../support/etcd-matrix.mjs";
 import { CONTRACT_FILES, e2eProjects, FILE_BUILDS, OWN_STEP_FILES, projectRuns, suiteOf } from "../support/test-plan.mjs";
 
 const ROOT = join(import.meta.dirname, "../..");
-const e2eFiles = readdirSync(join(ROOT, "test/e2e")).filter((f) => f.endsWith(".test.ts")).map((f) => `test/e2e/${f}`);
+const e2eFiles = readdirSync(join(ROOT, "test/e2e"))
+  .filter((f) => f.endsWith(".test.ts"))
+  .map((f) => `test/e2e/${f}`);
 
 it("runs every e2e file: on the primary version, or as a step of its own, and never both", () => {
   const projects = e2eProjects({});
@@ -42,6 +44,9 @@ it("needs each version's etcd, and 3.6 where a version holds one learner; only t
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.5" }).map((p) => [p.name, p.env.JOIN_BROKER_E2E_RUNTIME])).toEqual([["e2e-etcd-3.5", "serve"]]);
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.6" }).map((p) => p.name)).toEqual(["e2e-etcd-3.6", "e2e-serve", "e2e-kubeadm", "e2e-k0s"]);
   // The k0s step runs the patched k0s's admission file too, after the k0s build (which makes the variants).
-  expect(e2eProjects({}).find((p) => p.name === "e2e-k0s")).toMatchObject({ include: ["test/e2e/lab-k0s.test.ts", "test/e2e/lab-k0s-admission.test.ts"], needs: expect.arrayContaining(["kube", "k0s"]) });
+  expect(e2eProjects({}).find((p) => p.name === "e2e-k0s")).toMatchObject({
+    include: ["test/e2e/lab-k0s.test.ts", "test/e2e/lab-k0s-admission.test.ts"],
+    needs: expect.arrayContaining(["kube", "k0s"]),
+  });
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.4,3.7" }).find((p) => p.name === "e2e-etcd-3.7")!.env).toMatchObject({ JOIN_BROKER_E2E_RUNTIME: "serve" });
 });

@@ -38,7 +38,15 @@ describe("authentication", () => {
 
     // Another address is not affected, whether it fails or authenticates.
     expect((await call("GET", "/v1/admin/clusters/auth-rl", { token: "guess", headers: from("203.0.113.9") })).status).toBe(401);
-    expect((await call("POST", "/v1/clusters/auth-rl/tickets", { token: enrollment.body.token, body: { node: "n", peerURL: peer(1) }, headers: from("203.0.113.9") })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/clusters/auth-rl/tickets", {
+          token: enrollment.body.token,
+          body: { node: "n", peerURL: peer(1) },
+          headers: from("203.0.113.9"),
+        })
+      ).status,
+    ).toBe(201);
     // Requests that need no credential are not refused either.
     expect((await call("GET", "/v1/clusters/auth-rl/jwks.json", { headers: from("203.0.113.7") })).status).toBe(200);
   });
@@ -47,7 +55,11 @@ describe("authentication", () => {
     await enroll("auth-enr");
     let sawLimit = false;
     for (let i = 0; i < 30 && !sawLimit; i++) {
-      const r = await call("POST", "/v1/clusters/auth-enr/tickets", { token: `jbe_guess${i}`, body: { node: "n", peerURL: peer(1) }, headers: { "cf-connecting-ip": "203.0.113.10" } });
+      const r = await call("POST", "/v1/clusters/auth-enr/tickets", {
+        token: `jbe_guess${i}`,
+        body: { node: "n", peerURL: peer(1) },
+        headers: { "cf-connecting-ip": "203.0.113.10" },
+      });
       sawLimit = r.status === 429;
     }
     expect(sawLimit).toBe(true);
@@ -57,7 +69,11 @@ describe("authentication", () => {
     const token = await enroll("auth-fleet");
     const statuses = new Set<number>();
     for (let i = 0; i < 40; i++) {
-      const r = await call("POST", "/v1/clusters/auth-fleet/tickets", { token, body: { node: `n${i}`, peerURL: peer(i + 1) }, headers: { "cf-connecting-ip": "198.51.100.1" } });
+      const r = await call("POST", "/v1/clusters/auth-fleet/tickets", {
+        token,
+        body: { node: `n${i}`, peerURL: peer(i + 1) },
+        headers: { "cf-connecting-ip": "198.51.100.1" },
+      });
       statuses.add(r.status);
     }
     expect([...statuses].sort()).toEqual([201, 202]);

@@ -15,9 +15,14 @@ const TICKET_FIELDS_V10 = ["ticket", "cluster", "node", "peerURL", "state", "rol
 describe("contract v1.0 requests against this broker", () => {
   it("an admin, two agents and a join API, as v1.0 wrote them, get v1.0's answers", async () => {
     // Admin (v1.0 body: ttlSeconds, maxUses, description only).
-    const created = await call("POST", `/v1/admin/clusters/${C}/enrollment-tokens`, { token: ADMIN, body: { ttlSeconds: 3600, maxUses: 3, description: "v1.0 admin" } });
+    const created = await call("POST", `/v1/admin/clusters/${C}/enrollment-tokens`, {
+      token: ADMIN,
+      body: { ttlSeconds: 3600, maxUses: 3, description: "v1.0 admin" },
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual(expect.objectContaining({ id: expect.stringMatching(/^enr_/), token: expect.stringMatching(/^jbe_/), expiresAt: expect.stringMatching(RFC3339) }));
+    expect(created.body).toEqual(
+      expect.objectContaining({ id: expect.stringMatching(/^enr_/), token: expect.stringMatching(/^jbe_/), expiresAt: expect.stringMatching(RFC3339) }),
+    );
     const enrollment: string = created.body.token;
 
     // Agent 1: the first ticket bootstraps, admitted at once.
@@ -34,7 +39,10 @@ describe("contract v1.0 requests against this broker", () => {
 
     // Agent 1 heartbeats and completes with its admission token.
     expect((await call("POST", `/v1/clusters/${C}/tickets/${boot.body.ticket}/heartbeat`, { token: boot.body.admission })).status).toBe(200);
-    const done = await call("POST", `/v1/clusters/${C}/tickets/${boot.body.ticket}/complete`, { token: boot.body.admission, body: { memberID: "10276657743932975437" } });
+    const done = await call("POST", `/v1/clusters/${C}/tickets/${boot.body.ticket}/complete`, {
+      token: boot.body.admission,
+      body: { memberID: "10276657743932975437" },
+    });
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ ticket: boot.body.ticket, state: "joined" });
 
@@ -50,7 +58,10 @@ describe("contract v1.0 requests against this broker", () => {
     expect(jwks.body.keys[0]).toMatchObject({ kty: "OKP", crv: "Ed25519", kid: expect.any(String), x: expect.any(String) });
     const active = await call("POST", `/v1/clusters/${C}/admissions/introspect`, { body: { token: admission } });
     expect(active.status).toBe(200);
-    expect(active.body).toMatchObject({ active: true, claims: { sub: "old-2", aud: `etcd-join:${C}`, cluster: C, ticket: queued.body.ticket, peer_url: "https://10.1.0.2:2380", role: "join" } });
+    expect(active.body).toMatchObject({
+      active: true,
+      claims: { sub: "old-2", aud: `etcd-join:${C}`, cluster: C, ticket: queued.body.ticket, peer_url: "https://10.1.0.2:2380", role: "join" },
+    });
     for (const claim of ["iss", "jti", "iat", "nbf", "exp"]) expect(active.body.claims, claim).toHaveProperty(claim);
 
     // An admin revokes it (v1.0 body: reason); the list and introspection say so.
@@ -60,7 +71,10 @@ describe("contract v1.0 requests against this broker", () => {
     expect(list.status).toBe(200);
     expect(list.headers.get("etag")).toBeTruthy();
     expect(list.body.revoked).toEqual(expect.arrayContaining([expect.objectContaining({ jti: active.body.claims.jti, exp: expect.any(Number) })]));
-    expect((await call("POST", `/v1/clusters/${C}/admissions/introspect`, { body: { token: admission } })).body).toMatchObject({ active: false, reason: "revoked" });
+    expect((await call("POST", `/v1/clusters/${C}/admissions/introspect`, { body: { token: admission } })).body).toMatchObject({
+      active: false,
+      reason: "revoked",
+    });
 
     // Agent 2 asks again: a new ticket at the back; then abandons it with its enrollment token.
     const again = await call("POST", `/v1/clusters/${C}/tickets`, { token: enrollment, body: { node: "old-2", peerURL: "https://10.1.0.2:2380" } });
@@ -73,16 +87,32 @@ describe("contract v1.0 requests against this broker", () => {
     // Admin reads: status, tickets, audit; pause, resume, policy, keys, as v1.0 sent them.
     const status = await call("GET", `/v1/admin/clusters/${C}`, { token: ADMIN });
     expect(status.status).toBe(200);
-    expect(status.body).toMatchObject({ bootstrapped: true, paused: false, policy: { maxInFlight: expect.any(Number), leaseSeconds: expect.any(Number), admissionTtlSeconds: expect.any(Number), maxQueue: expect.any(Number) } });
+    expect(status.body).toMatchObject({
+      bootstrapped: true,
+      paused: false,
+      policy: { maxInFlight: expect.any(Number), leaseSeconds: expect.any(Number), admissionTtlSeconds: expect.any(Number), maxQueue: expect.any(Number) },
+    });
     expect((await call("GET", `/v1/admin/clusters/${C}/tickets?state=joined`, { token: ADMIN })).status).toBe(200);
     expect((await call("POST", `/v1/admin/clusters/${C}/pause`, { token: ADMIN })).status).toBe(200);
     expect((await call("POST", `/v1/admin/clusters/${C}/resume`, { token: ADMIN })).status).toBe(200);
-    const policy = await call("PUT", `/v1/admin/clusters/${C}/policy`, { token: ADMIN, body: { maxInFlight: 1, leaseSeconds: 120, admissionTtlSeconds: 900, maxQueue: 100 } });
+    const policy = await call("PUT", `/v1/admin/clusters/${C}/policy`, {
+      token: ADMIN,
+      body: { maxInFlight: 1, leaseSeconds: 120, admissionTtlSeconds: 900, maxQueue: 100 },
+    });
     expect(policy.status).toBe(200);
     expect((await call("POST", `/v1/admin/clusters/${C}/keys/rotate`, { token: ADMIN })).status).toBe(200);
     const audit = await call("GET", `/v1/admin/clusters/${C}/audit?after=0&limit=100`, { token: ADMIN });
     expect(audit.status).toBe(200);
-    expect(audit.body.entries[0]).toEqual(expect.objectContaining({ seq: expect.any(Number), time: expect.any(String), actor: expect.any(String), action: expect.any(String), subject: expect.any(String), detail: expect.any(Object) }));
+    expect(audit.body.entries[0]).toEqual(
+      expect.objectContaining({
+        seq: expect.any(Number),
+        time: expect.any(String),
+        actor: expect.any(String),
+        action: expect.any(String),
+        subject: expect.any(String),
+        detail: expect.any(Object),
+      }),
+    );
   });
 
   it("answers v1.0's errors with the same status and code", async () => {

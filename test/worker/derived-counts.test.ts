@@ -36,20 +36,33 @@ const step = (name: string, run: (w: World) => void): Step => ({ name, run, toSt
 
 const node = fc.constantFrom(...NODES);
 const live = (w: World, n: string): TicketRow | null => w.store.liveTicketOf(n);
-const admission = (t: TicketRow): Principal => ({ kind: "admission", jti: t.jti!, ticket: t.id, exp: Math.floor(t.lease_expires_at! / 1000) + 600, payload: {} });
+const admission = (t: TicketRow): Principal => ({
+  kind: "admission",
+  jti: t.jti!,
+  ticket: t.id,
+  exp: Math.floor(t.lease_expires_at! / 1000) + 600,
+  payload: {},
+});
 
 /** What the object does after every command: free slots take the first in line. */
 function admitWaiting(w: World): void {
   const plan = w.commands.planAdmissions();
   if (!plan) return;
   const iat = Math.floor(w.now / 1000);
-  w.commands.admit(w.now, KID, plan.tickets.map((ticket) => ({ ticket, claims: { jti: `adm_${++w.jtis}`, iat, exp: iat + 600 }, token: "signed" })));
+  w.commands.admit(
+    w.now,
+    KID,
+    plan.tickets.map((ticket) => ({ ticket, claims: { jti: `adm_${++w.jtis}`, iat, exp: iat + 600 }, token: "signed" })),
+  );
 }
 
 /** Weighted: what moves tickets comes up more often than admin changes. */
 const steps: { weight: number; arbitrary: fc.Arbitrary<Step> }[] = [
   { weight: 5, arbitrary: node.map((n) => step(`request ${n}`, (w) => void w.commands.requestTicket(w.now, ENROLLMENT, n, `https://${n}:2380`))) },
-  { weight: 1, arbitrary: node.map((n) => step(`request ${n} (another peer)`, (w) => void w.commands.requestTicket(w.now, ENROLLMENT, n, `https://other-${n}:2380`))) },
+  {
+    weight: 1,
+    arbitrary: node.map((n) => step(`request ${n} (another peer)`, (w) => void w.commands.requestTicket(w.now, ENROLLMENT, n, `https://other-${n}:2380`))),
+  },
   {
     weight: 5,
     arbitrary: node.map((n) =>
@@ -93,11 +106,22 @@ const steps: { weight: number; arbitrary: fc.Arbitrary<Step> }[] = [
   {
     weight: 1,
     arbitrary: fc.subarray(NODES, { minLength: 1 }).map((ns) =>
-      step(`adopt ${ns.join(",")}`, (w) => void w.commands.adopt(w.now, "c", ns.map((n) => ({ node: n, peerURL: `https://${n}:2380` })))),
+      step(
+        `adopt ${ns.join(",")}`,
+        (w) =>
+          void w.commands.adopt(
+            w.now,
+            "c",
+            ns.map((n) => ({ node: n, peerURL: `https://${n}:2380` })),
+          ),
+      ),
     ),
   },
   { weight: 1, arbitrary: node.map((n) => step(`forget member ${n}`, (w) => void w.commands.forgetMember(w.now, n))) },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((f) => step(`maxInFlight ${f}`, (w) => void w.commands.setPolicy(w.now, "c", { maxInFlight: f }))) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1, max: 3 }).map((f) => step(`maxInFlight ${f}`, (w) => void w.commands.setPolicy(w.now, "c", { maxInFlight: f }))),
+  },
   { weight: 1, arbitrary: fc.constantFrom(false, false, true).map((p) => step(p ? "pause" : "resume", (w) => w.commands.setPaused(w.now, "c", p))) },
   {
     weight: 2,
@@ -118,16 +142,31 @@ const steps: { weight: number; arbitrary: fc.Arbitrary<Step> }[] = [
 
 /** What the store says against what the tickets table says. */
 function expectDerivedCounts(w: World, after: string): void {
-  const byState = new Map(w.sql.exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM tickets GROUP BY state`).toArray().map((r) => [r.state, r.n]));
-  const fresh = w.sql.exec<{ seq: number | null; lease: number | null }>(`SELECT max(seq) AS seq, (SELECT min(lease_expires_at) FROM tickets WHERE state = 'admitted') AS lease FROM tickets`).one();
-  expect({ queued: w.store.liveCount("queued"), admitted: w.store.liveCount("admitted"), nextSeq: w.store.nextSeq(), earliestLease: w.store.earliestLeaseEnd() }, `after ${after}`).toEqual({
+  const byState = new Map(
+    w.sql
+      .exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM tickets GROUP BY state`)
+      .toArray()
+      .map((r) => [r.state, r.n]),
+  );
+  const fresh = w.sql
+    .exec<{ seq: number | null; lease: number | null }>(
+      `SELECT max(seq) AS seq, (SELECT min(lease_expires_at) FROM tickets WHERE state = 'admitted') AS lease FROM tickets`,
+    )
+    .one();
+  expect(
+    { queued: w.store.liveCount("queued"), admitted: w.store.liveCount("admitted"), nextSeq: w.store.nextSeq(), earliestLease: w.store.earliestLeaseEnd() },
+    `after ${after}`,
+  ).toEqual({
     queued: byState.get("queued") ?? 0,
     admitted: byState.get("admitted") ?? 0,
     nextSeq: (fresh.seq ?? 0) + 1,
     earliestLease: fresh.lease,
   });
   const queued = w.sql.exec<{ seq: number }>(`SELECT seq FROM tickets WHERE state = 'queued' ORDER BY seq`).toArray();
-  expect(queued.map((t) => w.store.position(t.seq)), `positions after ${after}`).toEqual(queued.map((_, i) => i + 1));
+  expect(
+    queued.map((t) => w.store.position(t.seq)),
+    `positions after ${after}`,
+  ).toEqual(queued.map((_, i) => i + 1));
 }
 
 let objects = 0;
@@ -140,11 +179,25 @@ async function runSequence(sequence: Step[]): Promise<void> {
     store.schemaReady = true;
     // History is kept 1 minute: a sweep after some steps deletes ended tickets.
     const retention = { endedTicketSeconds: 60, endedAdmissionSeconds: 60, endedEnrollmentTokenSeconds: 60, auditSeconds: 60, sweepIntervalSeconds: 60 };
-    const commands = new QueueCommands(store, state.storage, { logLevel: () => "warn", settleLazily: () => true, clusterName: () => "c", retention: () => retention });
+    const commands = new QueueCommands(store, state.storage, {
+      logLevel: () => "warn",
+      settleLazily: () => true,
+      clusterName: () => "c",
+      retention: () => retention,
+    });
     commands.run(() => {
       store.createCluster("c", "https://broker.test", { ...DEFAULT_POLICY, maxQueue: 3 }, start);
       store.insertKey({ kid: KID, private_jwk: "{}", public_jwk: "{}", created_at: start });
-      store.insertEnrollmentToken({ id: ENROLLMENT, token_hash: "hash", description: null, created_at: start, expires_at: null, max_uses: null, nodes: null, peer_hosts: null });
+      store.insertEnrollmentToken({
+        id: ENROLLMENT,
+        token_hash: "hash",
+        description: null,
+        created_at: start,
+        expires_at: null,
+        max_uses: null,
+        nodes: null,
+        peer_hosts: null,
+      });
     });
     const w: World = { sql: state.storage.sql, store, commands, now: start, jtis: 0 };
     expectDerivedCounts(w, "the cluster was created");

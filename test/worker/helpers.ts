@@ -13,7 +13,11 @@ export interface Reply {
   body: any;
 }
 
-export async function call(method: string, path: string, opts: { token?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: string | Uint8Array | undefined;

@@ -37,7 +37,8 @@ export function validate(schema: Schema, value: unknown, root: unknown, path = "
     const ok = types.includes(actual) || (actual === "integer" && types.includes("number"));
     if (!ok) return [`${path}: expected ${types.join("|")}, got ${actual}`];
   }
-  if (schema.enum && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value))) errors.push(`${path}: ${JSON.stringify(value)} not in ${JSON.stringify(schema.enum)}`);
+  if (schema.enum && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value)))
+    errors.push(`${path}: ${JSON.stringify(value)} not in ${JSON.stringify(schema.enum)}`);
   if ("const" in schema && JSON.stringify(schema.const) !== JSON.stringify(value)) errors.push(`${path}: expected ${JSON.stringify(schema.const)}`);
   if (typeof value === "number") {
     if (schema.minimum !== undefined && value < schema.minimum) errors.push(`${path}: below ${schema.minimum}`);
@@ -57,9 +58,11 @@ export function validate(schema: Schema, value: unknown, root: unknown, path = "
       else if (schema.additionalProperties !== undefined) errors.push(...validate(schema.additionalProperties, v, root, `${path}.${key}`));
     }
   }
-  if (actual === "array" && schema.items !== undefined) for (const [i, v] of (value as unknown[]).entries()) errors.push(...validate(schema.items, v, root, `${path}[${i}]`));
+  if (actual === "array" && schema.items !== undefined)
+    for (const [i, v] of (value as unknown[]).entries()) errors.push(...validate(schema.items, v, root, `${path}[${i}]`));
   if (schema.allOf) for (const s of schema.allOf) errors.push(...validate(s, value, root, path));
   if (schema.anyOf && !schema.anyOf.some((s: Schema) => validate(s, value, root, path).length === 0)) errors.push(`${path}: matches none of anyOf`);
-  if (schema.oneOf && schema.oneOf.filter((s: Schema) => validate(s, value, root, path).length === 0).length !== 1) errors.push(`${path}: does not match exactly one of oneOf`);
+  if (schema.oneOf && schema.oneOf.filter((s: Schema) => validate(s, value, root, path).length === 0).length !== 1)
+    errors.push(`${path}: does not match exactly one of oneOf`);
   return errors;
 }

@@ -75,7 +75,10 @@ function expectProblem(res: Reply, status: number, code: string): void {
 function learn(m: QueueModel, a: RefAdmission, token: string, jti: string): void {
   if (a.token === null) {
     // A new admission has a new token and jti: an old copy must never become valid again.
-    expect(m.admissions.some((other) => other.jti === jti || other.token === token), "a fresh jti").toBe(false);
+    expect(
+      m.admissions.some((other) => other.jti === jti || other.token === token),
+      "a fresh jti",
+    ).toBe(false);
     a.token = token;
     a.jti = jti;
   } else {
@@ -487,10 +490,7 @@ describe("the broker against a reference model of its queue", () => {
     const expire = fc.tuple(fc.nat(7), fc.boolean()).map(([mask, alarm]) => new ExpireLeases(mask, alarm));
     const withExpiry = [...queueCommands, expire, expire, expire, expire];
     await fc.assert(
-      fc.asyncProperty(
-        sequences(withExpiry, 25),
-        (cmds) => runSequence(cmds),
-      ),
+      fc.asyncProperty(sequences(withExpiry, 25), (cmds) => runSequence(cmds)),
       { numRuns: runs(15), ...replay },
     );
   }, 600_000);

@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import { ADMIN, admin, auditActions, bootstrapped, call, peer, poll, ticket } from "./helpers.ts";
 
 const stuck = (cluster: string, token: string, id: string, body: unknown) => call("POST", `/v1/clusters/${cluster}/tickets/${id}/stuck`, { token, body });
-const DETAIL = "could not remove member 2a (a voter, never started) from etcd within 120 s: etcdserver: request timed out. Remove it: etcdctl --endpoints=https://localhost:2379 member remove 2a";
+const DETAIL =
+  "could not remove member 2a (a voter, never started) from etcd within 120 s: etcdserver: request timed out. Remove it: etcdctl --endpoints=https://localhost:2379 member remove 2a";
 
 describe("a member left for an operator", () => {
   it("ends the ticket and pauses the cluster at once: the next node stays queued until an admin resumes", async () => {
@@ -33,7 +34,10 @@ describe("a member left for an operator", () => {
     const audit = (await admin("GET", "stuck-pause/audit")).body.entries as { action: string; detail: Record<string, unknown> }[];
     expect(audit.find((e) => e.action === "cluster.needs_operator")?.detail).toMatchObject({ node: "a", ticket: a.ticket, memberID: "42", detail: DETAIL });
     // The admission is over: introspection says so, and the token opens nothing more.
-    expect((await call("POST", "/v1/clusters/stuck-pause/admissions/introspect", { body: { token: a.admission } })).body).toEqual({ active: false, reason: "abandoned" });
+    expect((await call("POST", "/v1/clusters/stuck-pause/admissions/introspect", { body: { token: a.admission } })).body).toEqual({
+      active: false,
+      reason: "abandoned",
+    });
     expect((await stuck("stuck-pause", a.admission, a.ticket, { memberID: "42", detail: DETAIL })).status).toBe(410);
 
     // The operator removed the member; resuming clears the mark and admits b.
@@ -44,7 +48,9 @@ describe("a member left for an operator", () => {
     expect(metricsAfter.body).toContain('join_broker_needs_operator{cluster="stuck-pause"} 0');
     const actions = await auditActions("stuck-pause");
     expect(actions.slice(actions.indexOf("cluster.needs_operator"))).toEqual(expect.arrayContaining(["cluster.needs_operator", "cluster.resumed"]));
-    const resumed = ((await admin("GET", "stuck-pause/audit")).body.entries as { action: string; detail: Record<string, unknown> }[]).find((e) => e.action === "cluster.resumed");
+    const resumed = ((await admin("GET", "stuck-pause/audit")).body.entries as { action: string; detail: Record<string, unknown> }[]).find(
+      (e) => e.action === "cluster.resumed",
+    );
     expect(resumed?.detail).toMatchObject({ needsOperatorCleared: { node: "a", memberID: "42" } });
   });
 

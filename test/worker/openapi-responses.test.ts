@@ -60,7 +60,9 @@ describe("response bodies follow the OpenAPI document", () => {
     await conforming("GET", `${T}/tickets/${boot.body.ticket}`, { token: boot.body.admission });
     await conforming("POST", `${T}/tickets/${boot.body.ticket}/heartbeat`, { token: boot.body.admission });
     await conforming("POST", `${T}/admissions/introspect`, { body: { token: boot.body.admission } });
-    expect((await conforming("POST", `${T}/tickets/${boot.body.ticket}/complete`, { token: boot.body.admission, body: { memberID: "1001" } })).body.state).toBe("joined");
+    expect((await conforming("POST", `${T}/tickets/${boot.body.ticket}/complete`, { token: boot.body.admission, body: { memberID: "1001" } })).body.state).toBe(
+      "joined",
+    );
     await conforming("POST", `${T}/admissions/introspect`, { body: { token: boot.body.admission } });
 
     const a = await conforming("POST", `${T}/tickets`, { token: enrollment, body: { node: "a", peerURL: peer(2) } });

@@ -27,22 +27,37 @@ const Parameter = z.object({
   description: z.string().optional(),
   schema: SchemaObject.optional(),
 });
-const Response = z.object({ description: z.string().min(1), headers: z.record(z.string(), z.unknown()).optional(), content: z.record(z.string(), MediaType).optional() });
+const Response = z.object({
+  description: z.string().min(1),
+  headers: z.record(z.string(), z.unknown()).optional(),
+  content: z.record(z.string(), MediaType).optional(),
+});
 const Operation = z.object({
   summary: z.string().optional(),
   description: z.string().optional(),
   operationId: z.string().optional(),
   parameters: z.array(z.union([Parameter, Reference])).optional(),
-  requestBody: z.union([z.object({ content: z.record(z.string(), MediaType), required: z.boolean().optional(), description: z.string().optional() }), Reference]).optional(),
-  responses: z.record(z.string().regex(/^([1-5]\d\d|[1-5]XX|default)$/), z.union([Response, Reference])).refine((r) => Object.keys(r).length > 0, "an operation needs responses"),
+  requestBody: z
+    .union([z.object({ content: z.record(z.string(), MediaType), required: z.boolean().optional(), description: z.string().optional() }), Reference])
+    .optional(),
+  responses: z
+    .record(z.string().regex(/^([1-5]\d\d|[1-5]XX|default)$/), z.union([Response, Reference]))
+    .refine((r) => Object.keys(r).length > 0, "an operation needs responses"),
   security: z.array(z.record(z.string(), z.array(z.string()))).optional(),
   tags: z.array(z.string()).optional(),
   deprecated: z.boolean().optional(),
 });
-const PathItem = z.object(Object.fromEntries(METHODS.map((m) => [m, Operation.optional()]))).extend({ parameters: z.array(z.union([Parameter, Reference])).optional() });
+const PathItem = z
+  .object(Object.fromEntries(METHODS.map((m) => [m, Operation.optional()])))
+  .extend({ parameters: z.array(z.union([Parameter, Reference])).optional() });
 const Document = z.object({
   openapi: z.literal("3.1.0"),
-  info: z.object({ title: z.string().min(1), version: z.string().min(1), description: z.string().optional(), license: z.object({ name: z.string(), identifier: z.string().optional(), url: z.string().optional() }).optional() }),
+  info: z.object({
+    title: z.string().min(1),
+    version: z.string().min(1),
+    description: z.string().optional(),
+    license: z.object({ name: z.string(), identifier: z.string().optional(), url: z.string().optional() }).optional(),
+  }),
   jsonSchemaDialect: z.string().optional(),
   servers: z.array(z.object({ url: z.string() })).optional(),
   paths: z.record(z.string().startsWith("/"), PathItem),
@@ -50,7 +65,9 @@ const Document = z.object({
     .object({
       schemas: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/), SchemaObject).optional(),
       parameters: z.record(z.string(), Parameter).optional(),
-      securitySchemes: z.record(z.string(), z.object({ type: z.enum(["apiKey", "http", "mutualTLS", "oauth2", "openIdConnect"]), scheme: z.string().optional() })).optional(),
+      securitySchemes: z
+        .record(z.string(), z.object({ type: z.enum(["apiKey", "http", "mutualTLS", "oauth2", "openIdConnect"]), scheme: z.string().optional() }))
+        .optional(),
     })
     .optional(),
   security: z.array(z.record(z.string(), z.array(z.string()))).optional(),
@@ -112,7 +129,9 @@ describe("GET /openapi.json", () => {
     const all = refs(raw);
     expect(all.length).toBeGreaterThan(5);
     for (const [where, ref] of all) expect({ where, ref, resolved: resolve(raw, ref) !== undefined }).toEqual({ where, ref, resolved: true });
-    const ids = operations(doc).map((o) => o.op.operationId).filter(Boolean);
+    const ids = operations(doc)
+      .map((o) => o.op.operationId)
+      .filter(Boolean);
     expect(new Set(ids).size).toBe(ids.length);
   });
 
@@ -183,7 +202,9 @@ describe("GET /openapi.json", () => {
         expect({ key, s, schema: schema?.$ref }).toEqual({ key, s, schema: "#/components/schemas/Problem" });
       }
       if (!op.requestBody) continue;
-      const body = ("$ref" in op.requestBody ? resolve(raw, op.requestBody.$ref) : op.requestBody) as { content: Record<string, { schema?: { $ref?: string } }> };
+      const body = ("$ref" in op.requestBody ? resolve(raw, op.requestBody.$ref) : op.requestBody) as {
+        content: Record<string, { schema?: { $ref?: string } }>;
+      };
       expect({ key, types: Object.keys(body.content) }).toEqual({ key, types: ["application/json"] });
       const ref = body.content["application/json"].schema?.$ref;
       const schema = (ref ? resolve(raw, ref) : body.content["application/json"].schema) as { type?: string; additionalProperties?: unknown };

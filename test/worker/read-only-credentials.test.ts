@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, admin, auditActions, bootstrapped, call, enroll, OVER_HTTP, peer, ticket } from "./helpers.ts";
 
 const CRED = "/v1/admin/credentials";
-const as = (token: string) => (method: string, path: string, body?: unknown) => call(method, path, { token, body, headers: { "cf-connecting-ip": "198.51.100.40" } });
+const as = (token: string) => (method: string, path: string, body?: unknown) =>
+  call(method, path, { token, body, headers: { "cf-connecting-ip": "198.51.100.40" } });
 
 async function createCredential(body: Record<string, unknown>) {
   const r = await call("POST", CRED, { token: ADMIN, body });
@@ -90,7 +91,12 @@ describe("read-only admin credentials", () => {
     const scoped = await createCredential({ readOnly: true, cluster });
     const read = as(scoped.token);
     expect((await read("GET", `/v1/admin/clusters/${cluster}`)).status).toBe(200);
-    for (const path of ["/v1/admin/clusters/ro-other", "/v1/admin/clusters/ro-other/audit", "/v1/admin/clusters/ro-other/metrics", "/v1/admin/clusters/ro-never"]) {
+    for (const path of [
+      "/v1/admin/clusters/ro-other",
+      "/v1/admin/clusters/ro-other/audit",
+      "/v1/admin/clusters/ro-other/metrics",
+      "/v1/admin/clusters/ro-never",
+    ]) {
       const r = await read("GET", path);
       expect({ path, status: r.status, code: r.body.code }).toEqual({ path, status: 403, code: "forbidden" });
     }
@@ -155,7 +161,9 @@ describe("read-only admin credentials", () => {
     expect(text).not.toContain(fresh.token.slice(4));
     expect(text).toContain(await sha256Hex(fresh.token));
     const clusterDump = await runInDurableObject(env.JOIN_QUEUE.getByName(cluster), (_instance, state) => {
-      const tables = state.storage.sql.exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'`).toArray();
+      const tables = state.storage.sql
+        .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'`)
+        .toArray();
       return tables.map((t) => state.storage.sql.exec(`SELECT * FROM "${t.name}"`).toArray());
     });
     expect(JSON.stringify(clusterDump)).not.toContain(fresh.token.slice(4));

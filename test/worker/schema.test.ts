@@ -13,7 +13,13 @@ describe("schema migrations", () => {
       const sql = state.storage.sql;
       const uses = () => sql.exec<{ uses: number }>(`SELECT uses FROM enrollment_tokens WHERE id = 'enr_a'`).one().uses;
       const insertTicket = (id: string, seq: number, token: string | null) =>
-        sql.exec(`INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, 'https://n:2380', 'join', 'queued', ?, 1)`, id, seq, `node-${seq}`, token);
+        sql.exec(
+          `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, 'https://n:2380', 'join', 'queued', ?, 1)`,
+          id,
+          seq,
+          `node-${seq}`,
+          token,
+        );
 
       migrate(state.storage, 1, 1);
       sql.exec(`INSERT INTO enrollment_tokens (id, token_hash, created_at, uses) VALUES ('enr_a', 'hash-a', 1, 2)`);
@@ -21,7 +27,12 @@ describe("schema migrations", () => {
       expect(uses(), "version 1 counts nothing by itself").toBe(2);
 
       migrate(state.storage, 2, 2);
-      expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2]);
+      expect(
+        sql
+          .exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`)
+          .toArray()
+          .map((r) => r.id),
+      ).toEqual([1, 2]);
       expect(uses(), "the upgrade leaves existing counts alone").toBe(2);
 
       insertTicket("tkt_new", 2, "enr_a");
@@ -35,7 +46,12 @@ describe("schema migrations", () => {
 
       // Version 3: counters for /metrics, counted once from the history already there, then by the writes.
       migrate(state.storage, 4, 3);
-      expect(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`).toArray().map((r) => r.id)).toEqual([1, 2, 3]);
+      expect(
+        sql
+          .exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`)
+          .toArray()
+          .map((r) => r.id),
+      ).toEqual([1, 2, 3]);
       const counter = (name: string) => sql.exec<{ value: number }>(`SELECT value FROM counters WHERE name = ?`, name).one().value;
       expect(counter("ticket.ended.expired"), "existing history counted").toBe(1);
       sql.exec(`UPDATE tickets SET state = 'abandoned' WHERE id = 'tkt_old'`);
@@ -49,7 +65,9 @@ describe("schema migrations", () => {
 
       // Version 5: a restored state awaiting an admin; clusters from before were never marked.
       migrate(state.storage, 6, 5);
-      expect(sql.exec(`SELECT restored_at, restore_id FROM cluster`).toArray()).toEqual(sql.exec(`SELECT count(*) AS n FROM cluster`).one().n ? [{ restored_at: null, restore_id: null }] : []);
+      expect(sql.exec(`SELECT restored_at, restore_id FROM cluster`).toArray()).toEqual(
+        sql.exec(`SELECT count(*) AS n FROM cluster`).one().n ? [{ restored_at: null, restore_id: null }] : [],
+      );
 
       // Version 6: live tickets counted by the writes, counted once from the tickets already there.
       insertTicket("tkt_queued", 4, null);
@@ -67,12 +85,25 @@ describe("schema migrations", () => {
 
       // Version 7: the start rule; tickets from before it were asked for without it.
       migrate(state.storage, 8, 7);
-      expect(sql.exec(`SELECT exclusive_until_started, member_started_at FROM tickets WHERE id = 'tkt_queued'`).one()).toEqual({ exclusive_until_started: 0, member_started_at: null });
+      expect(sql.exec(`SELECT exclusive_until_started, member_started_at FROM tickets WHERE id = 'tkt_queued'`).one()).toEqual({
+        exclusive_until_started: 0,
+        member_started_at: null,
+      });
 
       // Version 8: a cluster that needs an operator; none did before it.
       migrate(state.storage, 9);
       expect(SCHEMA_VERSION).toBe(8);
-      expect(sql.exec(`SELECT needs_operator FROM cluster`).toArray().map((r) => r.needs_operator)).toEqual(sql.exec(`SELECT 1 FROM cluster`).toArray().map(() => null));
+      expect(
+        sql
+          .exec(`SELECT needs_operator FROM cluster`)
+          .toArray()
+          .map((r) => r.needs_operator),
+      ).toEqual(
+        sql
+          .exec(`SELECT 1 FROM cluster`)
+          .toArray()
+          .map(() => null),
+      );
       migrate(state.storage, 10);
       expect(sql.exec(`SELECT id FROM _sql_schema_migrations`).toArray()).toHaveLength(8);
     });

@@ -15,7 +15,8 @@ import { importPrivateKey, signAdmission } from "../../src/broker/tokens/keys.ts
 import { classifyError, OVERLOADED_RETRY_AFTER_SECONDS, TRANSIENT_RETRY_AFTER_SECONDS } from "../../src/broker/app.ts";
 
 const introspect = (cluster: string, token: string) => call("POST", `/v1/clusters/${cluster}/admissions/introspect`, { body: { token } });
-const audit = async (cluster: string) => (await admin("GET", `${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string; detail: Record<string, unknown> }[];
+const audit = async (cluster: string) =>
+  (await admin("GET", `${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string; detail: Record<string, unknown> }[];
 const states = async (cluster: string) => {
   const r = await admin("GET", `${cluster}/tickets?limit=1000`);
   return Object.fromEntries(r.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])) as Record<string, string>;
@@ -109,7 +110,17 @@ describe("admission tokens act only while current and active", () => {
     // Signed with the cluster's own key, inside the object: authentic, but no admission row.
     const forged = await runInDurableObject(stub("sw-reasons"), async (_q: JoinQueue, state) => {
       const key = state.storage.sql.exec<{ kid: string; private_jwk: string }>(`SELECT kid, private_jwk FROM signing_keys WHERE retired_at IS NULL`).one();
-      const claims = admissionClaims({ issuer: ISSUER, cluster: "sw-reasons", node: "a", ticket: a.body.ticket, peerURL: peer(2), role: "join", jti: "adm_never_issued_xx", nowMs: Date.now(), ttlSeconds: 300 });
+      const claims = admissionClaims({
+        issuer: ISSUER,
+        cluster: "sw-reasons",
+        node: "a",
+        ticket: a.body.ticket,
+        peerURL: peer(2),
+        role: "join",
+        jti: "adm_never_issued_xx",
+        nowMs: Date.now(),
+        ttlSeconds: 300,
+      });
       return signAdmission(claims, key.kid, await importPrivateKey(JSON.parse(key.private_jwk)));
     });
     expect((await introspect("sw-reasons", forged)).body).toEqual({ active: false, reason: "unknown" });
@@ -143,7 +154,12 @@ describe("signing keys", () => {
     expect(await kids(), "after the last token's exp").toEqual([rotated.body.kid]);
     await advance("sw-keys", 3_600_000);
     await runDurableObjectAlarm(stub("sw-keys"));
-    const stored = await runInDurableObject(stub("sw-keys"), (_q: JoinQueue, state) => state.storage.sql.exec<{ kid: string }>(`SELECT kid FROM signing_keys`).toArray().map((r) => r.kid));
+    const stored = await runInDurableObject(stub("sw-keys"), (_q: JoinQueue, state) =>
+      state.storage.sql
+        .exec<{ kid: string }>(`SELECT kid FROM signing_keys`)
+        .toArray()
+        .map((r) => r.kid),
+    );
     expect(stored, "the retention sweep deleted the retired key").toEqual([rotated.body.kid]);
   });
 });
@@ -168,7 +184,13 @@ describe("retention", () => {
     const rows = () =>
       runInDurableObject(stub("sw-retain"), (_q: JoinQueue, state) => {
         const n = (table: string) => state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).one().n;
-        return { tickets: n("tickets"), admissions: n("admissions"), enrollment_tokens: n("enrollment_tokens"), audit_log: n("audit_log"), members: n("members") };
+        return {
+          tickets: n("tickets"),
+          admissions: n("admissions"),
+          enrollment_tokens: n("enrollment_tokens"),
+          audit_log: n("audit_log"),
+          members: n("members"),
+        };
       });
     // Inside every window nothing goes.
     await advance("sw-retain", 6 * 86_400_000);
@@ -181,7 +203,12 @@ describe("retention", () => {
     });
     await runDurableObjectAlarm(stub("sw-retain"));
     const after = await rows();
-    expect(after, "ended tickets, ended admissions and the expired token are gone").toMatchObject({ tickets: 1, admissions: 1, enrollment_tokens: 1, members: 6 });
+    expect(after, "ended tickets, ended admissions and the expired token are gone").toMatchObject({
+      tickets: 1,
+      admissions: 1,
+      enrollment_tokens: 1,
+      members: 6,
+    });
     expect((await admin("GET", "sw-retain")).body.members).toHaveLength(6);
     // Audit rows go after 30 days, but the newest stays so that seq keeps increasing.
     await advance("sw-retain", 30 * 86_400_000);
@@ -231,7 +258,10 @@ describe("races (each round asserts the invariant over the final state and the a
     for (let round = 0; round < ROUNDS; round++) {
       const node = `n${round}`;
       const answers = await Promise.all(Array.from({ length: 50 }, () => ticket("sw-herd", enrollment, node, peer(round % 250))));
-      expect(answers.every((r) => r.status >= 200 && r.status < 300), JSON.stringify(answers.find((r) => r.status >= 300)?.body)).toBe(true);
+      expect(
+        answers.every((r) => r.status >= 200 && r.status < 300),
+        JSON.stringify(answers.find((r) => r.status >= 300)?.body),
+      ).toBe(true);
       expect(new Set(answers.map((r) => r.body.ticket)).size, `round ${round}`).toBe(1);
     }
     const created = (await audit("sw-herd")).filter((e) => e.action === "ticket.created");
@@ -276,7 +306,10 @@ describe("races (each round asserts the invariant over the final state and the a
     expect(next.body.state).toBe("queued");
     for (let round = 1; round <= ROUNDS; round++) {
       const waiting = round < ROUNDS ? await ticket("sw-race-rot", enrollment, `n${round + 1}`, peer(round % 250)) : null;
-      const [, rotated] = await Promise.all([complete("sw-race-rot", current.body.admission, current.body.ticket, String(round)), admin("POST", "sw-race-rot/keys/rotate")]);
+      const [, rotated] = await Promise.all([
+        complete("sw-race-rot", current.body.admission, current.body.ticket, String(round)),
+        admin("POST", "sw-race-rot/keys/rotate"),
+      ]);
       expect(rotated.status).toBe(200);
       const admitted = (await admin("GET", "sw-race-rot")).body.inFlight;
       expect(admitted, `round ${round}`).toHaveLength(1);
@@ -285,7 +318,10 @@ describe("races (each round asserts the invariant over the final state and the a
       // Its key stays published, so that a join API accepts the token; after one more rotation too.
       await admin("POST", "sw-race-rot/keys/rotate");
       const keys = (await call("GET", "/v1/clusters/sw-race-rot/jwks.json")).body;
-      expect(keys.keys.map((k: { kid: string }) => k.kid), `round ${round}`).toContain(kid);
+      expect(
+        keys.keys.map((k: { kid: string }) => k.kid),
+        `round ${round}`,
+      ).toContain(kid);
       await expect(jwtVerify(current.body.admission, createLocalJWKSet(keys), { audience: "etcd-join:sw-race-rot" })).resolves.toBeTruthy();
       expect((await introspect("sw-race-rot", current.body.admission)).body.active, `round ${round}`).toBe(true);
       void waiting;

@@ -8,7 +8,8 @@ import { auditActions, bootstrapped, call, complete, peer, poll } from "./helper
 
 const gateTicket = (cluster: string, token: string, node: string, peerURL: string) =>
   call("POST", `/v1/clusters/${cluster}/tickets`, { token, body: { node, peerURL, exclusiveUntilStarted: true } });
-const plainTicket = (cluster: string, token: string, node: string, peerURL: string) => call("POST", `/v1/clusters/${cluster}/tickets`, { token, body: { node, peerURL } });
+const plainTicket = (cluster: string, token: string, node: string, peerURL: string) =>
+  call("POST", `/v1/clusters/${cluster}/tickets`, { token, body: { node, peerURL } });
 const started = (cluster: string, admission: string, id: string, memberID: string) =>
   call("POST", `/v1/clusters/${cluster}/tickets/${id}/started`, { token: admission, body: { memberID } });
 

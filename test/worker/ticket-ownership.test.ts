@@ -9,7 +9,8 @@ import { admin, auditActions, bootstrapped, call, enroll, peer, poll, ticket } f
 import type { JoinQueue } from "../../src/broker/queue/join-queue.ts";
 
 /** Moves the cluster object's clock forward (expiry by time, not by sleeping). */
-const advance = (cluster: string, ms: number) => runInDurableObject(env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>, (q: JoinQueue) => q.clock.advance(ms));
+const advance = (cluster: string, ms: number) =>
+  runInDurableObject(env.JOIN_QUEUE.getByName(cluster) as DurableObjectStub<JoinQueue>, (q: JoinQueue) => q.clock.advance(ms));
 
 async function state(cluster: string) {
   const audit = await admin("GET", `${cluster}/audit?limit=1000`);
@@ -90,12 +91,15 @@ describe("many tokens asking for one node at once", () => {
       const C = `own-race-${round}`;
       await bootstrapped(C);
       const tokens = await Promise.all([0, 1, 2, 3, 4].map(() => enroll(C)));
-      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => ticket(C, tokens[i % tokens.length], "n1", peer(2)).then((r) => ({ r, token: i % tokens.length }))));
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => ticket(C, tokens[i % tokens.length], "n1", peer(2)).then((r) => ({ r, token: i % tokens.length }))),
+      );
       const ids = new Set(answers.filter((a) => a.r.status < 300).map((a) => a.r.body.ticket));
       expect(ids.size).toBe(1);
       const winners = new Set(answers.filter((a) => a.r.status < 300).map((a) => a.token));
       expect(winners.size).toBe(1);
-      for (const a of answers.filter((x) => x.r.status >= 300)) expect({ status: a.r.status, code: a.r.body.code }).toEqual({ status: 409, code: "ticket_held" });
+      for (const a of answers.filter((x) => x.r.status >= 300))
+        expect({ status: a.r.status, code: a.r.body.code }).toEqual({ status: 409, code: "ticket_held" });
       const list = (await admin("GET", `${C}/tickets?limit=1000`)).body.tickets.filter((t: { node: string }) => t.node === "n1");
       expect(list).toHaveLength(1);
       const actions = await auditActions(C);

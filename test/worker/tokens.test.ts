@@ -22,7 +22,13 @@ describe("admission tokens", () => {
     const { payload, protectedHeader } = await verifyWithJwks("tok-verify", boot.body.admission);
     expect(protectedHeader).toMatchObject({ alg: "EdDSA", typ: "admission+jwt" });
     expect(payload).toMatchObject({
-      iss: ISSUER, aud: "etcd-join:tok-verify", sub: "b0", cluster: "tok-verify", ticket: boot.body.ticket, peer_url: peer(1), role: "bootstrap",
+      iss: ISSUER,
+      aud: "etcd-join:tok-verify",
+      sub: "b0",
+      cluster: "tok-verify",
+      ticket: boot.body.ticket,
+      peer_url: peer(1),
+      role: "bootstrap",
     } satisfies Partial<JWTPayload>);
     expect(payload.jti).toBe(boot.body.jti);
     expect(payload.exp! - payload.iat!).toBe(900);

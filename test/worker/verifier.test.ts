@@ -14,11 +14,15 @@ describe("verifyAdmission in workerd", () => {
     const ok = await verifyAdmission(a.body.admission, { broker: BASE, cluster: "wv-verify", node: "a", peerURL: peer(2), trust });
     expect(ok).toMatchObject({ activeBy: "introspection", claims: { sub: "a", role: "join", ticket: a.body.ticket } });
 
-    const wrongNode = await verifyAdmission(a.body.admission, { broker: BASE, cluster: "wv-verify", node: "b", peerURL: peer(2), trust }).catch((e: AdmissionError) => e);
+    const wrongNode = await verifyAdmission(a.body.admission, { broker: BASE, cluster: "wv-verify", node: "b", peerURL: peer(2), trust }).catch(
+      (e: AdmissionError) => e,
+    );
     expect(wrongNode).toMatchObject({ status: 403, code: "wrong_node" });
 
     await admin("POST", `wv-verify/admissions/${a.body.jti}/revoke`, { reason: "test" });
-    const revoked = await verifyAdmission(a.body.admission, { broker: BASE, cluster: "wv-verify", node: "a", peerURL: peer(2), trust }).catch((e: AdmissionError) => e);
+    const revoked = await verifyAdmission(a.body.admission, { broker: BASE, cluster: "wv-verify", node: "a", peerURL: peer(2), trust }).catch(
+      (e: AdmissionError) => e,
+    );
     expect(revoked).toMatchObject({ status: 410, code: "admission_revoked" });
   });
 
@@ -30,7 +34,11 @@ describe("verifyAdmission in workerd", () => {
     if (!answer.active) throw new Error(answer.reason);
     expect(answer.leaseRemainingMs).toBeGreaterThan(50_000);
     expect(answer.leaseRemainingMs).toBeLessThanOrEqual(60_000);
-    const raw = await exports.default.fetch(`${BASE}/v1/clusters/wv-lease/admissions/introspect`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: a.body.admission }) });
+    const raw = await exports.default.fetch(`${BASE}/v1/clusters/wv-lease/admissions/introspect`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: a.body.admission }),
+    });
     expect(((await raw.json()) as { leaseExpiresAt?: string }).leaseExpiresAt).toBe(a.body.leaseExpiresAt);
   });
 });

@@ -41,7 +41,12 @@ export const consoleRoutes = newApp();
 for (const [path, asset] of Object.entries(ASSETS)) {
   const mediaType = asset.type.split(";")[0];
   consoleRoutes.openapi(
-    createRoute({ method: "get", path, summary: asset.summary, responses: { 200: { description: asset.summary, content: { [mediaType]: { schema: z.string() } } } } }),
+    createRoute({
+      method: "get",
+      path,
+      summary: asset.summary,
+      responses: { 200: { description: asset.summary, content: { [mediaType]: { schema: z.string() } } } },
+    }),
     // biome-ignore lint/suspicious/noExplicitAny: OpenAPI handlers must return the route's typed response; bodies are checked against the schemas by the tests
     (c: Context<AppEnv>): any => {
       c.header("content-type", asset.type);

@@ -21,6 +21,7 @@ describe("readOnlyRefusal", () => {
     expect(readOnlyRefusal(prod, "GET", "/v1/admin/clusters/prod/metrics")).toBeNull();
     expect(readOnlyRefusal(prod, "GET", "/v1/admin/clusters/%70rod")).toBeNull();
     expect(readOnlyRefusal(prod, "GET", "/v1/admin/clusters")).toBeNull();
-    for (const path of ["/v1/admin/clusters/staging", "/v1/admin/clusters/prod2", "/v1/admin/clusters/%E0%A4%A"]) expect(readOnlyRefusal(prod, "GET", path)).not.toBeNull();
+    for (const path of ["/v1/admin/clusters/staging", "/v1/admin/clusters/prod2", "/v1/admin/clusters/%E0%A4%A"])
+      expect(readOnlyRefusal(prod, "GET", path)).not.toBeNull();
   });
 });

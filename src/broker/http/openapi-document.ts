@@ -64,7 +64,8 @@ function problemResponse(description: string, retryAfter = false): Json {
 export function completeDocument(doc: Json): Json {
   const info = (doc.info ??= {}) as Json;
   info.license ??= { name: "Apache-2.0", identifier: "Apache-2.0" };
-  info.description ??= "Serializes etcd joins: one FIFO join queue per cluster, short-lived signed admission tokens. Every 4xx/5xx body is application/problem+json (RFC 9457) with a stable `code`.";
+  info.description ??=
+    "Serializes etcd joins: one FIFO join queue per cluster, short-lived signed admission tokens. Every 4xx/5xx body is application/problem+json (RFC 9457) with a stable `code`.";
   doc.servers ??= [{ url: "/", description: "this broker" }];
   const components = (doc.components ??= {}) as Json;
   const headers = (components.headers ??= {}) as Json;

@@ -42,7 +42,11 @@ export class AdminCredentials {
     return this.storage.transactionSync(() => {
       this.storage.sql.exec(
         `INSERT INTO admin_credentials (id, token_hash, cluster, description, created_at) VALUES (?, ?, ?, ?, ?)`,
-        row.id, row.token_hash, row.cluster, row.description, row.created_at,
+        row.id,
+        row.token_hash,
+        row.cluster,
+        row.description,
+        row.created_at,
       );
       return this.#byId(row.id)!;
     });

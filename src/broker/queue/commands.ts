@@ -136,7 +136,8 @@ export class QueueCommands {
 
   #log(at: number, actor: string, action: string, subject: string, detail: Record<string, unknown>): void {
     const level = actionLevel(action);
-    if (isLogged(level, this.host.logLevel())) this.#pendingLogs.push({ level, entry: { event: action, time: new Date(at).toISOString(), actor, subject, ...detail } });
+    if (isLogged(level, this.host.logLevel()))
+      this.#pendingLogs.push({ level, entry: { event: action, time: new Date(at).toISOString(), actor, subject, ...detail } });
   }
 
   /** Moves a ticket by a lifecycle event (policy.ts), compare-and-set on the state and version it was read with. */
@@ -202,7 +203,8 @@ export class QueueCommands {
     }
     if (principal.ticket !== row.id) return fail(403, "forbidden", `this token does not grant access to ticket ${ticketId}`);
     const inactive = this.admissionInactive(now, principal.jti, principal.exp, row);
-    if (inactive) return fail(410, "admission_inactive", `admission ${principal.jti} is no longer active: ${inactive.detail}`, undefined, { reason: inactive.reason });
+    if (inactive)
+      return fail(410, "admission_inactive", `admission ${principal.jti} is no longer active: ${inactive.detail}`, undefined, { reason: inactive.reason });
     return ok(row);
   }
 
@@ -259,7 +261,11 @@ export class QueueCommands {
         }
         case "peer_url_conflict": {
           const held = decision.heldBy === "ticket" ? live!.peer_url : member!.peer_url;
-          return fail(409, "peer_url_conflict", `node ${node} already holds ${decision.heldBy === "ticket" ? "a live ticket" : "membership"} with peerURL ${held}`);
+          return fail(
+            409,
+            "peer_url_conflict",
+            `node ${node} already holds ${decision.heldBy === "ticket" ? "a live ticket" : "membership"} with peerURL ${held}`,
+          );
         }
         case "queue_full":
           return fail(503, "queue_full", `the join queue of ${c.name} is full (maxQueue ${c.max_queue})`, 30);
@@ -275,16 +281,39 @@ export class QueueCommands {
           if (previous) {
             // The bootstrap ticket coming back to its node is not a new use of the enrollment token.
             // Its old admission stays ended: that token is refused on this ticket (410 superseded).
-            this.#move(previous, "revive", { enrollment_token_id: enrollmentId, ended_at: null, end_reason: null, jti: null, lease_expires_at: null, member_started_at: null, exclusive_until_started: exclusiveUntilStarted ? 1 : 0 });
+            this.#move(previous, "revive", {
+              enrollment_token_id: enrollmentId,
+              ended_at: null,
+              end_reason: null,
+              jti: null,
+              lease_expires_at: null,
+              member_started_at: null,
+              exclusive_until_started: exclusiveUntilStarted ? 1 : 0,
+            });
             this.record(now, `node:${node}`, "ticket.bootstrap_returned", previous.id, { node, previousState: previous.state });
             return ok({ kind: "ticket" as const, id: previous.id, created: true, row: null });
           }
           if (!this.store.enrollmentUseLeft(enrollmentId)) return fail(403, "enrollment_token_exhausted", "the enrollment token has reached its use limit");
           const role: Role = decision.kind === "new" ? decision.role : "bootstrap";
           const id = randomId("tkt_");
-          const row = this.store.insertTicket({ id, seq: this.store.nextSeq(), node, peer_url: peerURL, role, enrollment_token_id: enrollmentId, created_at: now, exclusive_until_started: exclusiveUntilStarted ? 1 : 0 });
+          const row = this.store.insertTicket({
+            id,
+            seq: this.store.nextSeq(),
+            node,
+            peer_url: peerURL,
+            role,
+            enrollment_token_id: enrollmentId,
+            created_at: now,
+            exclusive_until_started: exclusiveUntilStarted ? 1 : 0,
+          });
           if (role === "bootstrap") this.store.updateCluster({ bootstrap_node: node });
-          this.record(now, `node:${node}`, "ticket.created", id, { node, peerURL, role, enrollmentToken: enrollmentId, ...(exclusiveUntilStarted ? { exclusiveUntilStarted } : {}) });
+          this.record(now, `node:${node}`, "ticket.created", id, {
+            node,
+            peerURL,
+            role,
+            enrollmentToken: enrollmentId,
+            ...(exclusiveUntilStarted ? { exclusiveUntilStarted } : {}),
+          });
           this.#effects.tickets.add(id);
           return ok({ kind: "ticket" as const, id, created: true, row });
         }
@@ -301,7 +330,11 @@ export class QueueCommands {
     const holder = live.enrollment_token_id;
     if (holder === enrollmentId || holder === null || !this.store.enrollmentValid(holder, now)) return null;
     this.record(now, `node:${live.node}`, "ticket.held", live.id, { node: live.node, enrollmentToken: enrollmentId, heldBy: holder });
-    return fail(409, "ticket_held", `node ${live.node} already has a live ticket, held by another enrollment token that is still valid; ask with that token, or revoke it first`);
+    return fail(
+      409,
+      "ticket_held",
+      `node ${live.node} already has a live ticket, held by another enrollment token that is still valid; ask with that token, or revoke it first`,
+    );
   }
 
   /** A read that answers only a ticket the bearer may still see (enrollment owner, or its current admission). */
@@ -386,11 +419,19 @@ export class QueueCommands {
       const c = this.store.cluster()!;
       this.#move(row, "complete", { member_id: memberID, ended_at: now, lease_expires_at: null });
       must(this.store.endAdmission(row.jti!, "completed", "member joined", now), `admission ${row.jti} completion`);
-      this.store.upsertMember({ node: row.node, peer_url: row.peer_url, member_id: memberID, source: row.role === "bootstrap" ? "bootstrap" : "join", joined_at: now });
+      this.store.upsertMember({
+        node: row.node,
+        peer_url: row.peer_url,
+        member_id: memberID,
+        source: row.role === "bootstrap" ? "bootstrap" : "join",
+        joined_at: now,
+      });
       const took = now - (row.admitted_at ?? now);
       const typical = c.typical_admission_ms === 0 ? took : Math.round(c.typical_admission_ms * 0.7 + took * 0.3);
       // A bootstrap completed: the cluster exists, whatever a restore left unknown.
-      this.store.updateCluster(row.role === "bootstrap" ? { bootstrapped: 1, restored_at: null, typical_admission_ms: typical } : { typical_admission_ms: typical });
+      this.store.updateCluster(
+        row.role === "bootstrap" ? { bootstrapped: 1, restored_at: null, typical_admission_ms: typical } : { typical_admission_ms: typical },
+      );
       this.record(now, `node:${row.node}`, "ticket.joined", row.id, { node: row.node, memberID, role: row.role, jti: row.jti });
       if (row.role === "bootstrap") this.record(now, `node:${row.node}`, "cluster.bootstrapped", c.name, { node: row.node, memberID });
       return ok(this.store.ticket(row.id)!);
@@ -405,7 +446,8 @@ export class QueueCommands {
       const row = access.value;
       if (row.state !== "queued" && row.state !== "admitted") return ok(row);
       this.#move(row, "abandon", { ended_at: now, end_reason: "abandoned by the node", lease_expires_at: null });
-      if (row.state === "admitted" && row.jti) must(this.store.endAdmission(row.jti, "abandoned", "abandoned by the node", now), `admission ${row.jti} abandon`);
+      if (row.state === "admitted" && row.jti)
+        must(this.store.endAdmission(row.jti, "abandoned", "abandoned by the node", now), `admission ${row.jti} abandon`);
       this.record(now, `node:${row.node}`, "ticket.abandoned", row.id, { node: row.node, previousState: row.state, jti: row.jti });
       return ok(this.store.ticket(row.id)!);
     });
@@ -495,7 +537,12 @@ export class QueueCommands {
         const lastExp = this.store.latestAdmissionExpiry(old.kid);
         this.store.retireKey(old.kid, now, Math.max(now, (lastExp ?? 0) * 1000));
       }
-      this.store.insertKey({ kid: fresh.kid, private_jwk: fresh.privateJwk, public_jwk: fresh.publicJwk, created_at: Math.max(now, (old?.created_at ?? 0) + 1) });
+      this.store.insertKey({
+        kid: fresh.kid,
+        private_jwk: fresh.privateJwk,
+        public_jwk: fresh.publicJwk,
+        created_at: Math.max(now, (old?.created_at ?? 0) + 1),
+      });
       this.record(now, "admin", "keys.rotated", fresh.kid, { retired: old?.kid ?? null });
       return old?.kid ?? null;
     });
@@ -506,7 +553,13 @@ export class QueueCommands {
     this.run(() => {
       const needs = this.store.cluster()?.needs_operator ?? null;
       this.store.updateCluster(paused ? { paused: 1 } : { paused: 0, needs_operator: null });
-      this.record(now, "admin", paused ? "cluster.paused" : "cluster.resumed", cluster, !paused && needs ? { needsOperatorCleared: JSON.parse(needs) as unknown } : {});
+      this.record(
+        now,
+        "admin",
+        paused ? "cluster.paused" : "cluster.resumed",
+        cluster,
+        !paused && needs ? { needsOperatorCleared: JSON.parse(needs) as unknown } : {},
+      );
     });
   }
 
@@ -516,7 +569,12 @@ export class QueueCommands {
       const next = { ...clusterPolicy(c), ...patch };
       const problem = validatePolicy(next);
       if (problem) return fail(400, "invalid_request", problem);
-      this.store.updateCluster({ max_in_flight: next.maxInFlight, lease_seconds: next.leaseSeconds, admission_ttl_seconds: next.admissionTtlSeconds, max_queue: next.maxQueue });
+      this.store.updateCluster({
+        max_in_flight: next.maxInFlight,
+        lease_seconds: next.leaseSeconds,
+        admission_ttl_seconds: next.admissionTtlSeconds,
+        max_queue: next.maxQueue,
+      });
       this.record(now, "admin", "policy.changed", cluster, { from: clusterPolicy(c), to: next });
       return ok(next);
     });
@@ -532,7 +590,11 @@ export class QueueCommands {
       // restore a live one does not either: it ends below.
       const holder = !c.bootstrapped && c.bootstrap_node !== null ? this.store.liveTicketOf(c.bootstrap_node) : null;
       if (holder?.role === "bootstrap" && !restored) {
-        return fail(409, "bootstrap_in_progress", `node ${c.bootstrap_node} holds this cluster's bootstrap ticket; adopt an existing cluster before any node asks for a ticket, or once that ticket has ended (abandoned)`);
+        return fail(
+          409,
+          "bootstrap_in_progress",
+          `node ${c.bootstrap_node} holds this cluster's bootstrap ticket; adopt an existing cluster before any node asks for a ticket, or once that ticket has ended (abandoned)`,
+        );
       }
       // After a restore the admin says the cluster exists: a bootstrap ticket the restored state
       // still holds ends, so that its node asks again and joins (or is an adopted member).
@@ -587,7 +649,10 @@ export class QueueCommands {
       // An admission to bootstrap that the restored state still calls active may be one the
       // cluster outgrew: it ends too (fail closed), and its node asks again like any other.
       const held = waits && c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
-      const revoked = held?.role === "bootstrap" && held.state === "admitted" ? this.#endBootstrapTicket(now, held, "state restored: an admin decides before any bootstrap") : null;
+      const revoked =
+        held?.role === "bootstrap" && held.state === "admitted"
+          ? this.#endBootstrapTicket(now, held, "state restored: an admin decides before any bootstrap")
+          : null;
       this.record(now, actor, "cluster.restored", c.name, { reason, restoreId, awaitingAdmin: waits, revoked });
       return waits;
     });
@@ -597,7 +662,8 @@ export class QueueCommands {
   allowBootstrap(now: number, reason: string): Ok<{ changed: boolean }> | Failure {
     return this.run((): Ok<{ changed: boolean }> | Failure => {
       const c = this.store.cluster()!;
-      if (!needsBootstrap(clusterFacts(c))) return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap to allow");
+      if (!needsBootstrap(clusterFacts(c)))
+        return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap to allow");
       if (c.restored_at === null) return ok({ changed: false });
       this.store.updateCluster({ restored_at: null });
       this.record(now, "admin", "bootstrap.allowed", c.name, { reason, restoredAt: iso(c.restored_at) });
@@ -613,7 +679,8 @@ export class QueueCommands {
     return this.run((): Ok<{ revoked: string | null }> | Failure => {
       this.#settleLazily(now);
       const c = this.store.cluster()!;
-      if (!needsBootstrap(clusterFacts(c))) return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap ticket to hand over");
+      if (!needsBootstrap(clusterFacts(c)))
+        return fail(409, "already_bootstrapped", "the cluster is already bootstrapped or adopted: there is no bootstrap ticket to hand over");
       let revoked: string | null = null;
       const old = c.bootstrap_node ? this.store.liveTicketOf(c.bootstrap_node) : null;
       if (old && old.role === "bootstrap" && old.node !== node) revoked = this.#endBootstrapTicket(now, old, `bootstrap reassigned: ${reason}`);

@@ -60,7 +60,13 @@ export class Credentials {
     let payload: JWTPayload;
     let expired = false;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [ADMISSION_ALG], typ: ADMISSION_TYP, audience: audienceFor(cluster.name), clockTolerance: 30, currentDate: new Date(nowMs) }));
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: [ADMISSION_ALG],
+        typ: ADMISSION_TYP,
+        audience: audienceFor(cluster.name),
+        clockTolerance: 30,
+        currentDate: new Date(nowMs),
+      }));
     } catch (e) {
       // jose checks the signature before the claims, so an expired token is an authentic one.
       if (!(e instanceof errors.JWTExpired)) return null;

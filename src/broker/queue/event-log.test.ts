@@ -5,7 +5,15 @@ describe("state-change log levels", () => {
   it("makes the two per-node routine changes debug lines and every other change an info line", () => {
     expect(actionLevel("ticket.created")).toBe("debug");
     expect(actionLevel("lease.extended")).toBe("debug");
-    for (const action of ["ticket.admitted", "ticket.joined", "lease.expired", "admission.revoked", "cluster.bootstrapped", "ticket.bootstrap_returned", "policy.changed"]) {
+    for (const action of [
+      "ticket.admitted",
+      "ticket.joined",
+      "lease.expired",
+      "admission.revoked",
+      "cluster.bootstrapped",
+      "ticket.bootstrap_returned",
+      "policy.changed",
+    ]) {
       expect(actionLevel(action), action).toBe("info");
     }
   });

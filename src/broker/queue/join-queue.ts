@@ -17,7 +17,17 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { JWK, JWTPayload } from "jose";
-import { DEFAULT_POLICY, DEFAULT_RETENTION, awaitsAdmin, estimatedWaitSeconds, needsBootstrap, retryAfterSeconds, type QueuePolicy, type RetentionPolicy, type TicketState } from "./policy.ts";
+import {
+  DEFAULT_POLICY,
+  DEFAULT_RETENTION,
+  awaitsAdmin,
+  estimatedWaitSeconds,
+  needsBootstrap,
+  retryAfterSeconds,
+  type QueuePolicy,
+  type RetentionPolicy,
+  type TicketState,
+} from "./policy.ts";
 import { Clock } from "./clock.ts";
 import { QueueCommands, type SignedAdmission } from "./commands.ts";
 import { Credentials, type Principal } from "./credentials.ts";
@@ -65,7 +75,8 @@ const LONG_POLL_MAX_MS = 30_000;
 const AUDIT_WAITERS = "*audit";
 /** How often an admission is signed again because a rotation retired its key meanwhile, at most. */
 const MAX_SIGNING_ATTEMPTS = 5;
-const UNKNOWN_CLUSTER = (cluster: string) => fail(404, "unknown_cluster", `cluster ${cluster} does not exist on this broker (an admin creates it with its first enrollment token)`);
+const UNKNOWN_CLUSTER = (cluster: string) =>
+  fail(404, "unknown_cluster", `cluster ${cluster} does not exist on this broker (an admin creates it with its first enrollment token)`);
 
 /** What a queued ticket waits for besides its turn: the cluster is paused, or not yet bootstrapped. */
 function queueBlocker(c: ClusterRow, row: TicketRow): { waitingFor?: "paused" | "bootstrap"; bootstrapNode?: string } {
@@ -138,7 +149,13 @@ export class JoinQueue extends DurableObject<Env> {
 
   /** Stores a read-only credential by its hash (never its secret); on the index's instance only. */
   async credentialCreate(input: { id: string; tokenHash: string; cluster: string | null; description: string | null }): Promise<Outcome<AdminCredentialView>> {
-    const row = new AdminCredentials(this.ctx.storage).create({ id: input.id, token_hash: input.tokenHash, cluster: input.cluster, description: input.description, created_at: this.clock.now() });
+    const row = new AdminCredentials(this.ctx.storage).create({
+      id: input.id,
+      token_hash: input.tokenHash,
+      cluster: input.cluster,
+      description: input.description,
+      created_at: this.clock.now(),
+    });
     this.#logCredentialChange("admin_credential.created", row.id, row.cluster);
     return { ok: true, status: 201, value: adminCredentialView(row) };
   }
@@ -167,7 +184,11 @@ export class JoinQueue extends DurableObject<Env> {
   }
 
   /** A read-only credential for this cluster made or revoked: an entry in this cluster's audit log. */
-  async recordCredentialChange(action: "admin_credential.created" | "admin_credential.revoked", id: string, detail: Record<string, unknown>): Promise<Outcome<{ recorded: true }>> {
+  async recordCredentialChange(
+    action: "admin_credential.created" | "admin_credential.revoked",
+    id: string,
+    detail: Record<string, unknown>,
+  ): Promise<Outcome<{ recorded: true }>> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
     const now = this.clock.now();
     this.#commands.run(() => this.#commands.record(now, "admin", action, id, detail));
@@ -194,9 +215,20 @@ export class JoinQueue extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- node-facing
 
-  async requestTicket(input: { cluster: string; bearer: string; node: string; peerURL: string; exclusiveUntilStarted?: boolean }): Promise<Outcome<TicketView>> {
+  async requestTicket(input: {
+    cluster: string;
+    bearer: string;
+    node: string;
+    peerURL: string;
+    exclusiveUntilStarted?: boolean;
+  }): Promise<Outcome<TicketView>> {
     // Which clusters exist is public (their JWKS): say plainly that the name is wrong, not the token.
-    if (!this.#store.cluster()) return fail(404, "unknown_cluster", `there is no cluster ${input.cluster} on this broker: check the cluster name the node was given (an enrollment token belongs to the one cluster it was created for)`);
+    if (!this.#store.cluster())
+      return fail(
+        404,
+        "unknown_cluster",
+        `there is no cluster ${input.cluster} on this broker: check the cluster name the node was given (an enrollment token belongs to the one cluster it was created for)`,
+      );
     const principal = await this.#credentials.authenticate(input.bearer, this.clock.now());
     if (!principal.ok) return principal;
     if (principal.value.kind !== "enrollment") return fail(403, "wrong_token_kind", "tickets are requested with an enrollment token, not an admission token");
@@ -312,7 +344,13 @@ export class JoinQueue extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- admin
 
-  async createEnrollmentToken(cluster: string, issuer: string, input: EnrollmentTokenInput): Promise<Outcome<{ id: string; token: string; expiresAt: string | null; maxUses: number | null; description?: string; nodes?: string[]; peerHosts?: string[] }>> {
+  async createEnrollmentToken(
+    cluster: string,
+    issuer: string,
+    input: EnrollmentTokenInput,
+  ): Promise<
+    Outcome<{ id: string; token: string; expiresAt: string | null; maxUses: number | null; description?: string; nodes?: string[]; peerHosts?: string[] }>
+  > {
     await this.#ensureCluster(cluster, issuer);
     const token = newEnrollmentToken();
     const id = randomId("enr_", 9);
@@ -321,13 +359,37 @@ export class JoinQueue extends DurableObject<Env> {
     const expiresAt = input.ttlSeconds ? now + input.ttlSeconds * 1000 : null;
     this.#commands.run(() => {
       this.#store.insertEnrollmentToken({
-        id, token_hash: hash, description: input.description ?? null, created_at: now, expires_at: expiresAt, max_uses: input.maxUses ?? null,
-        nodes: input.nodes ? JSON.stringify(input.nodes) : null, peer_hosts: input.peerHosts ? JSON.stringify(input.peerHosts) : null,
+        id,
+        token_hash: hash,
+        description: input.description ?? null,
+        created_at: now,
+        expires_at: expiresAt,
+        max_uses: input.maxUses ?? null,
+        nodes: input.nodes ? JSON.stringify(input.nodes) : null,
+        peer_hosts: input.peerHosts ? JSON.stringify(input.peerHosts) : null,
       });
-      this.#commands.record(now, "admin", "enrollment_token.created", id, { expiresAt: iso(expiresAt), maxUses: input.maxUses ?? null, description: input.description ?? null, nodes: input.nodes ?? null, peerHosts: input.peerHosts ?? null });
+      this.#commands.record(now, "admin", "enrollment_token.created", id, {
+        expiresAt: iso(expiresAt),
+        maxUses: input.maxUses ?? null,
+        description: input.description ?? null,
+        nodes: input.nodes ?? null,
+        peerHosts: input.peerHosts ?? null,
+      });
     });
     await this.#afterCommand();
-    return { ok: true, status: 201, value: { id, token, expiresAt: iso(expiresAt) ?? null, maxUses: input.maxUses ?? null, description: input.description, nodes: input.nodes, peerHosts: input.peerHosts } };
+    return {
+      ok: true,
+      status: 201,
+      value: {
+        id,
+        token,
+        expiresAt: iso(expiresAt) ?? null,
+        maxUses: input.maxUses ?? null,
+        description: input.description,
+        nodes: input.nodes,
+        peerHosts: input.peerHosts,
+      },
+    };
   }
 
   async listEnrollmentTokens(): Promise<Outcome<{ tokens: ReturnType<typeof enrollmentTokenView>[] }>> {
@@ -391,11 +453,23 @@ export class JoinQueue extends DurableObject<Env> {
     return {
       ok: true,
       status: 200,
-      value: renderMetrics({ cluster: c.name, paused: c.paused === 1, needsOperator: c.needs_operator !== null, bootstrapped: c.bootstrapped === 1 || c.adopted === 1, maxInFlight: c.max_in_flight, databaseSizeBytes: this.ctx.storage.sql.databaseSize, snapshot }),
+      value: renderMetrics({
+        cluster: c.name,
+        paused: c.paused === 1,
+        needsOperator: c.needs_operator !== null,
+        bootstrapped: c.bootstrapped === 1 || c.adopted === 1,
+        maxInFlight: c.max_in_flight,
+        databaseSizeBytes: this.ctx.storage.sql.databaseSize,
+        snapshot,
+      }),
     };
   }
 
-  async listTickets(input: { state: TicketState | null; limit: number; after: number }): Promise<Outcome<{ tickets: ReturnType<typeof adminTicketView>[]; next: number | null }>> {
+  async listTickets(input: {
+    state: TicketState | null;
+    limit: number;
+    after: number;
+  }): Promise<Outcome<{ tickets: ReturnType<typeof adminTicketView>[]; next: number | null }>> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
     await this.#settle();
     const c = this.#store.cluster()!;
@@ -404,7 +478,10 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { tickets: rows.map((t) => adminTicketView(c.name, t)), next } };
   }
 
-  async revokeAdmission(input: { jti: string; reason: string }): Promise<Outcome<{ jti: string; ticket: string; node: string; status: string; changed: boolean }>> {
+  async revokeAdmission(input: {
+    jti: string;
+    reason: string;
+  }): Promise<Outcome<{ jti: string; ticket: string; node: string; status: string; changed: boolean }>> {
     if (!this.#store.cluster()) return UNKNOWN_CLUSTER(this.ctx.id.name ?? "");
     const result = this.#commands.revokeAdmission(this.clock.now(), input.jti, input.reason);
     await this.#afterCommand();
@@ -438,7 +515,11 @@ export class JoinQueue extends DurableObject<Env> {
     return { ok: true, status: 200, value: { kid: fresh.kid, retired, keys } };
   }
 
-  async adopt(cluster: string, issuer: string, members: { node: string; peerURL: string }[]): Promise<Outcome<{ adopted: number; members: ReturnType<typeof memberView>[] }>> {
+  async adopt(
+    cluster: string,
+    issuer: string,
+    members: { node: string; peerURL: string }[],
+  ): Promise<Outcome<{ adopted: number; members: ReturnType<typeof memberView>[] }>> {
     await this.#ensureCluster(cluster, issuer);
     const result = this.#commands.adopt(this.clock.now(), cluster, members);
     await this.#afterCommand();
@@ -576,7 +657,17 @@ export class JoinQueue extends DurableObject<Env> {
   }
 
   #joinedWithoutTicket(c: ClusterRow, m: { node: string; peer_url: string; member_id: string | null; joined_at: number }): TicketView {
-    return { ticket: "", cluster: c.name, node: m.node, peerURL: m.peer_url, state: "joined", role: "join", memberID: m.member_id ?? undefined, reason: "adopted member", createdAt: iso(m.joined_at)! };
+    return {
+      ticket: "",
+      cluster: c.name,
+      node: m.node,
+      peerURL: m.peer_url,
+      state: "joined",
+      role: "join",
+      memberID: m.member_id ?? undefined,
+      reason: "adopted member",
+      createdAt: iso(m.joined_at)!,
+    };
   }
 
   #viewOutcome(row: TicketRow, status: 200 | 201): Outcome<TicketView> {
@@ -587,7 +678,12 @@ export class JoinQueue extends DurableObject<Env> {
     if (row.state === "queued") {
       const position = this.#store.position(row.seq);
       const typical = c.typical_admission_ms / 1000;
-      queued = { position, retryAfter: retryAfterSeconds(position, typical, policy), estimatedWaitSeconds: estimatedWaitSeconds(position, typical, policy), ...queueBlocker(c, row) };
+      queued = {
+        position,
+        retryAfter: retryAfterSeconds(position, typical, policy),
+        estimatedWaitSeconds: estimatedWaitSeconds(position, typical, policy),
+        ...queueBlocker(c, row),
+      };
     }
     if (row.state === "admitted" && row.jti) {
       const a = this.#store.admission(row.jti);
@@ -622,7 +718,17 @@ export class JoinQueue extends DurableObject<Env> {
       const policy = clusterPolicy(c);
       const signed: SignedAdmission[] = await Promise.all(
         plan.tickets.map(async (t) => {
-          const claims = admissionClaims({ issuer, cluster: c.name, node: t.node, ticket: t.id, peerURL: t.peer_url, role: t.role, jti: randomId("adm_", 15), nowMs: now, ttlSeconds: policy.admissionTtlSeconds });
+          const claims = admissionClaims({
+            issuer,
+            cluster: c.name,
+            node: t.node,
+            ticket: t.id,
+            peerURL: t.peer_url,
+            role: t.role,
+            jti: randomId("adm_", 15),
+            nowMs: now,
+            ttlSeconds: policy.admissionTtlSeconds,
+          });
           return { ticket: t, claims, token: await signAdmission(claims, kid, key) };
         }),
       );

@@ -32,7 +32,12 @@ export function renderMetrics(m: MetricsInput): string {
   metric("join_broker_in_flight", "gauge", "Admitted tickets not yet joined.", [[label, s.ticketsByState.admitted ?? 0]]);
   metric("join_broker_max_in_flight", "gauge", "Policy: admitted tickets at once.", [[label, m.maxInFlight]]);
   metric("join_broker_paused", "gauge", "1 while admissions are paused.", [[label, m.paused ? 1 : 0]]);
-  metric("join_broker_needs_operator", "gauge", "1 while the cluster is paused because a node left a member in etcd it could not remove (remove it, then resume).", [[label, m.needsOperator ? 1 : 0]]);
+  metric(
+    "join_broker_needs_operator",
+    "gauge",
+    "1 while the cluster is paused because a node left a member in etcd it could not remove (remove it, then resume).",
+    [[label, m.needsOperator ? 1 : 0]],
+  );
   metric("join_broker_bootstrapped", "gauge", "1 once the cluster exists.", [[label, m.bootstrapped ? 1 : 0]]);
   metric("join_broker_members", "gauge", "Nodes recorded as etcd members.", [[label, s.members]]);
   metric("join_broker_admissions_total", "counter", "Admission tokens issued.", [
@@ -44,9 +49,17 @@ export function renderMetrics(m: MetricsInput): string {
   metric("join_broker_revocations_total", "counter", "Admissions revoked by an admin.", [[label, admissions("revoked")]]);
   metric("join_broker_abandons_total", "counter", "Admissions abandoned by their node.", [[label, admissions("abandoned")]]);
   metric("join_broker_database_bytes", "gauge", "Size of the cluster's Durable Object database.", [[label, m.databaseSizeBytes]]);
-  metric("join_broker_tickets", "gauge", "Tickets queued or admitted now; for ended states, tickets that ended so since the cluster was created (history is deleted, counts are kept).", Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]));
+  metric(
+    "join_broker_tickets",
+    "gauge",
+    "Tickets queued or admitted now; for ended states, tickets that ended so since the cluster was created (history is deleted, counts are kept).",
+    Object.entries(s.ticketsByState).map(([state, n]) => [`${label},state="${state}"`, n ?? 0]),
+  );
 
-  lines.push("# HELP join_broker_admission_wait_seconds Time from a ticket's creation to its admission.", "# TYPE join_broker_admission_wait_seconds histogram");
+  lines.push(
+    "# HELP join_broker_admission_wait_seconds Time from a ticket's creation to its admission.",
+    "# TYPE join_broker_admission_wait_seconds histogram",
+  );
   WAIT_BUCKETS_SECONDS.forEach((le, i) => {
     lines.push(`join_broker_admission_wait_seconds_bucket{${label},le="${le}"} ${s.wait.cumulative[i]}`);
   });

@@ -43,9 +43,13 @@ class Queue {
   request(node: string) {
     const live = this.live(node);
     const d = decideTicketRequest({
-      cluster: this.cluster, node, peerURL: `p-${node}`, live: live && { peerURL: `p-${node}` },
+      cluster: this.cluster,
+      node,
+      peerURL: `p-${node}`,
+      live: live && { peerURL: `p-${node}` },
       member: this.members.has(node) ? { peerURL: `p-${node}` } : null,
-      queuedCount: this.tickets.filter((t) => t.state === "queued").length, policy: this.policy,
+      queuedCount: this.tickets.filter((t) => t.state === "queued").length,
+      policy: this.policy,
     });
     if (d.kind === "new") {
       this.tickets.push({ id: this.tickets.length + 1, seq: this.nextSeq++, node, role: d.role, state: "queued" });
@@ -74,7 +78,13 @@ class Queue {
     const inFlight = this.tickets.filter((t) => t.state === "admitted").length;
     const role = admittableRole(this.cluster);
     const slots = freeSlots(inFlight, this.policy, this.cluster);
-    const chosen = role === null ? [] : this.tickets.filter((t) => t.state === "queued" && t.role === role).sort((a, b) => a.seq - b.seq).slice(0, slots);
+    const chosen =
+      role === null
+        ? []
+        : this.tickets
+            .filter((t) => t.state === "queued" && t.role === role)
+            .sort((a, b) => a.seq - b.seq)
+            .slice(0, slots);
     chosen.forEach((t, i) => {
       t.state = transition(t.state, "admit")!;
       this.admissions.push({ ticket: t, role: t.role, inFlightAfter: inFlight + i + 1, bootstrapped: this.cluster.bootstrapped || this.cluster.adopted });
@@ -85,7 +95,13 @@ class Queue {
 const nodes = ["n0", "n1", "n2", "n3", "n4", "n5"];
 const op = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant("request" as const), node: fc.constantFrom(...nodes) }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constantFrom("complete" as const, "expire" as const, "abandon" as const, "revoke" as const), ticket: fc.integer({ min: 1, max: 30 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constantFrom("complete" as const, "expire" as const, "abandon" as const, "revoke" as const),
+      ticket: fc.integer({ min: 1, max: 30 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("pause" as const, "resume" as const, "adopt" as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("maxInFlight" as const), n: fc.integer({ min: 1, max: 3 }) }) },
 );
@@ -153,7 +169,8 @@ describe("queue policy properties", () => {
         // Only the bootstrap node's own ticket can create the cluster.
         if (q.cluster.bootstrapped) expect(q.members.has(q.cluster.bootstrapNode!)).toBe(true);
         // Joiners wait for the cluster: none is admitted, or joined, before it exists.
-        if (!q.cluster.bootstrapped && !q.cluster.adopted) expect(q.tickets.filter((t) => t.role === "join" && t.state !== "queued" && t.state !== "abandoned")).toEqual([]);
+        if (!q.cluster.bootstrapped && !q.cluster.adopted)
+          expect(q.tickets.filter((t) => t.role === "join" && t.state !== "queued" && t.state !== "abandoned")).toEqual([]);
       }),
       { numRuns: 3000 },
     );
@@ -186,7 +203,14 @@ describe("queue policy properties", () => {
   });
 
   it("in a restored state that looks never bootstrapped, grants no bootstrap, new or returning, and admits nobody", () => {
-    const facts = (over: Partial<ClusterFacts>): ClusterFacts => ({ bootstrapped: false, adopted: false, bootstrapNode: null, paused: false, restored: true, ...over });
+    const facts = (over: Partial<ClusterFacts>): ClusterFacts => ({
+      bootstrapped: false,
+      adopted: false,
+      bootstrapNode: null,
+      paused: false,
+      restored: true,
+      ...over,
+    });
     const ask = (cluster: ClusterFacts, node: string) =>
       decideTicketRequest({ cluster, node, peerURL: "p", live: null, member: null, queuedCount: 0, policy: DEFAULT_POLICY }).kind;
     expect(ask(facts({}), "n1")).toBe("restored_awaiting_admin");
@@ -202,30 +226,35 @@ describe("queue policy properties", () => {
     type T = { exclusiveUntilStarted: boolean; started: boolean };
     const step = fc.oneof(fc.record({ kind: fc.constant("start" as const), i: fc.nat() }), fc.record({ kind: fc.constant("finish" as const), i: fc.nat() }));
     fc.assert(
-      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), fc.array(step, { maxLength: 40 }), fc.integer({ min: 1, max: 4 }), (kinds, steps, slots) => {
-        const queued = kinds.map((exclusiveUntilStarted) => ({ exclusiveUntilStarted }));
-        const admitted: T[] = [];
-        const admit = () => {
-          const n = Math.min(slots - admitted.length, admissibleUnderStartRule(admitted, queued.slice(0, Math.max(0, slots - admitted.length))));
-          for (const t of queued.splice(0, n)) admitted.push({ ...t, started: false });
-        };
-        const check = () => {
-          const unstarted = admitted.filter((t) => !t.started);
-          if (unstarted.some((t) => t.exclusiveUntilStarted)) expect(unstarted).toHaveLength(1);
-          // Progress: with a free slot, every admitted member started and someone queued, someone goes.
-          if (queued.length > 0 && admitted.length < slots && unstarted.length === 0) expect.unreachable("a queue that could move did not");
-        };
-        admit();
-        check();
-        for (const s of steps) {
-          if (admitted.length === 0) break;
-          const t = admitted[s.i % admitted.length];
-          if (s.kind === "start") t.started = true;
-          else admitted.splice(admitted.indexOf(t), 1);
+      fc.property(
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }),
+        fc.array(step, { maxLength: 40 }),
+        fc.integer({ min: 1, max: 4 }),
+        (kinds, steps, slots) => {
+          const queued = kinds.map((exclusiveUntilStarted) => ({ exclusiveUntilStarted }));
+          const admitted: T[] = [];
+          const admit = () => {
+            const n = Math.min(slots - admitted.length, admissibleUnderStartRule(admitted, queued.slice(0, Math.max(0, slots - admitted.length))));
+            for (const t of queued.splice(0, n)) admitted.push({ ...t, started: false });
+          };
+          const check = () => {
+            const unstarted = admitted.filter((t) => !t.started);
+            if (unstarted.some((t) => t.exclusiveUntilStarted)) expect(unstarted).toHaveLength(1);
+            // Progress: with a free slot, every admitted member started and someone queued, someone goes.
+            if (queued.length > 0 && admitted.length < slots && unstarted.length === 0) expect.unreachable("a queue that could move did not");
+          };
           admit();
           check();
-        }
-      }),
+          for (const s of steps) {
+            if (admitted.length === 0) break;
+            const t = admitted[s.i % admitted.length];
+            if (s.kind === "start") t.started = true;
+            else admitted.splice(admitted.indexOf(t), 1);
+            admit();
+            check();
+          }
+        },
+      ),
     );
   });
 });

@@ -227,7 +227,12 @@ export function hasSchema(storage: DurableObjectStorage): boolean {
 export function migrate(storage: DurableObjectStorage, nowMs: number, upTo = Number.POSITIVE_INFINITY): void {
   const sql = storage.sql;
   sql.exec(`CREATE TABLE IF NOT EXISTS _sql_schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-  const applied = new Set(sql.exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations`).toArray().map((r) => r.id));
+  const applied = new Set(
+    sql
+      .exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations`)
+      .toArray()
+      .map((r) => r.id),
+  );
   for (const m of MIGRATIONS) {
     if (applied.has(m.id) || m.id > upTo) continue;
     storage.transactionSync(() => {

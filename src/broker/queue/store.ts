@@ -177,7 +177,13 @@ export class QueueStore {
     this.forgetCached();
     this.run(
       `INSERT INTO cluster (id, name, issuer, created_at, max_in_flight, lease_seconds, admission_ttl_seconds, max_queue) VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
-      name, issuer, nowMs, policy.maxInFlight, policy.leaseSeconds, policy.admissionTtlSeconds, policy.maxQueue,
+      name,
+      issuer,
+      nowMs,
+      policy.maxInFlight,
+      policy.leaseSeconds,
+      policy.admissionTtlSeconds,
+      policy.maxQueue,
     );
   }
 
@@ -230,9 +236,27 @@ export class QueueStore {
   insertTicket(t: Pick<TicketRow, "id" | "seq" | "node" | "peer_url" | "role" | "enrollment_token_id" | "created_at" | "exclusive_until_started">): TicketRow {
     this.run(
       `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at, exclusive_until_started) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
-      t.id, t.seq, t.node, t.peer_url, t.role, t.enrollment_token_id, t.created_at, t.exclusive_until_started,
+      t.id,
+      t.seq,
+      t.node,
+      t.peer_url,
+      t.role,
+      t.enrollment_token_id,
+      t.created_at,
+      t.exclusive_until_started,
     );
-    return { ...t, state: "queued", version: 1, admitted_at: null, lease_expires_at: null, jti: null, ended_at: null, end_reason: null, member_id: null, member_started_at: null };
+    return {
+      ...t,
+      state: "queued",
+      version: 1,
+      admitted_at: null,
+      lease_expires_at: null,
+      jti: null,
+      ended_at: null,
+      end_reason: null,
+      member_id: null,
+      member_started_at: null,
+    };
   }
 
   /** The admitted tickets (at most maxInFlight), through the index on state. */
@@ -250,7 +274,10 @@ export class QueueStore {
     return (
       this.run(
         `UPDATE tickets SET ${[...entries.map(([k]) => `${k} = ?`), "version = version + 1"].join(", ")} WHERE id = ? AND state = ?${versioned}`,
-        ...entries.map(([, v]) => v), id, expected, ...(expectedVersion === undefined ? [] : [expectedVersion]),
+        ...entries.map(([, v]) => v),
+        id,
+        expected,
+        ...(expectedVersion === undefined ? [] : [expectedVersion]),
       ) > 0
     );
   }
@@ -312,7 +339,13 @@ export class QueueStore {
   insertAdmission(a: Omit<AdmissionRow, "status" | "ended_at" | "reason">): void {
     this.run(
       `INSERT INTO admissions (jti, ticket_id, node, kid, token, issued_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'active')`,
-      a.jti, a.ticket_id, a.node, a.kid, a.token, a.issued_at, a.expires_at,
+      a.jti,
+      a.ticket_id,
+      a.node,
+      a.kid,
+      a.token,
+      a.issued_at,
+      a.expires_at,
     );
   }
 
@@ -361,7 +394,14 @@ export class QueueStore {
   insertEnrollmentToken(t: Omit<EnrollmentTokenRow, "uses" | "revoked_at">): void {
     this.run(
       `INSERT INTO enrollment_tokens (id, token_hash, description, created_at, expires_at, max_uses, nodes, peer_hosts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      t.id, t.token_hash, t.description, t.created_at, t.expires_at, t.max_uses, t.nodes, t.peer_hosts,
+      t.id,
+      t.token_hash,
+      t.description,
+      t.created_at,
+      t.expires_at,
+      t.max_uses,
+      t.nodes,
+      t.peer_hosts,
     );
   }
 
@@ -416,7 +456,11 @@ export class QueueStore {
     this.run(
       `INSERT INTO members (node, peer_url, member_id, source, joined_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (node) DO UPDATE SET peer_url = excluded.peer_url, member_id = excluded.member_id, source = excluded.source, joined_at = excluded.joined_at`,
-      m.node, m.peer_url, m.member_id, m.source, m.joined_at,
+      m.node,
+      m.peer_url,
+      m.member_id,
+      m.source,
+      m.joined_at,
     );
   }
 
@@ -456,7 +500,13 @@ export class QueueStore {
    * is the bootstrap ticket of a cluster that was never bootstrapped nor adopted: its node takes
    * it back without a new use of an enrollment token (which `maxUses` may no longer allow).
    */
-  deleteHistory(c: { ticketsEndedBefore: number; admissionsEndedBefore: number; nowMs: number; enrollmentTokensEndedBefore: number; auditBefore: number }): Record<string, number> {
+  deleteHistory(c: {
+    ticketsEndedBefore: number;
+    admissionsEndedBefore: number;
+    nowMs: number;
+    enrollmentTokensEndedBefore: number;
+    auditBefore: number;
+  }): Record<string, number> {
     const deleted = (query: string, ...binds: unknown[]) => this.sql.exec(`${query} RETURNING 1`, ...binds).toArray().length;
     const tickets = deleted(
       `DELETE FROM tickets WHERE state IN ('joined', 'expired', 'abandoned', 'revoked') AND ended_at < ? AND seq < (SELECT max(seq) FROM tickets)
@@ -464,7 +514,11 @@ export class QueueStore {
       c.ticketsEndedBefore,
     );
     // An ended admission stays on the revocation list until its token's exp, whatever the window.
-    const admissions = deleted(`DELETE FROM admissions WHERE status <> 'active' AND expires_at < ? AND ended_at < ?`, Math.floor(c.nowMs / 1000), c.admissionsEndedBefore);
+    const admissions = deleted(
+      `DELETE FROM admissions WHERE status <> 'active' AND expires_at < ? AND ended_at < ?`,
+      Math.floor(c.nowMs / 1000),
+      c.admissionsEndedBefore,
+    );
     const enrollmentTokens = deleted(
       `DELETE FROM enrollment_tokens WHERE (expires_at IS NOT NULL AND expires_at < ?1) OR (revoked_at IS NOT NULL AND revoked_at < ?1)`,
       c.enrollmentTokensEndedBefore,
@@ -496,7 +550,13 @@ export class QueueStore {
 }
 
 export function clusterFacts(c: ClusterRow): ClusterFacts {
-  return { bootstrapped: c.bootstrapped === 1, adopted: c.adopted === 1, bootstrapNode: c.bootstrap_node, paused: c.paused === 1, restored: c.restored_at !== null };
+  return {
+    bootstrapped: c.bootstrapped === 1,
+    adopted: c.adopted === 1,
+    bootstrapNode: c.bootstrap_node,
+    paused: c.paused === 1,
+    restored: c.restored_at !== null,
+  };
 }
 
 export function startFacts(t: TicketRow): StartFacts {

@@ -68,10 +68,13 @@ export function adminTicketView(cluster: string, t: TicketRow): AdminTicket {
 
 export function enrollmentTokenView(t: EnrollmentTokenRow, nowMs: number): EnrollmentToken {
   const state: EnrollmentToken["state"] =
-    t.revoked_at !== null ? "revoked"
-    : t.expires_at !== null && t.expires_at <= nowMs ? "expired"
-    : t.max_uses !== null && t.uses >= t.max_uses ? "exhausted"
-    : "active";
+    t.revoked_at !== null
+      ? "revoked"
+      : t.expires_at !== null && t.expires_at <= nowMs
+        ? "expired"
+        : t.max_uses !== null && t.uses >= t.max_uses
+          ? "exhausted"
+          : "active";
   return {
     id: t.id,
     description: t.description ?? undefined,

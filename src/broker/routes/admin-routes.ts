@@ -78,16 +78,32 @@ admin.openapi(
 credentialRoutes(admin, { security, common });
 
 admin
-  .openapi(route("post", "/enrollment-tokens", "Create an enrollment token (shown once)", { body: { required: false, ...json(EnrollmentTokenRequest) } }, { status: 201 }), async (c) => {
-    const { cluster } = c.req.valid("param");
-    const body = (c.req.valid("json") ?? {}) as z.infer<typeof EnrollmentTokenRequest>;
-    return respond(c, await queue(c, cluster).createEnrollmentToken(cluster, issuer(c), body));
-  })
+  .openapi(
+    route(
+      "post",
+      "/enrollment-tokens",
+      "Create an enrollment token (shown once)",
+      { body: { required: false, ...json(EnrollmentTokenRequest) } },
+      { status: 201 },
+    ),
+    async (c) => {
+      const { cluster } = c.req.valid("param");
+      const body = (c.req.valid("json") ?? {}) as z.infer<typeof EnrollmentTokenRequest>;
+      return respond(c, await queue(c, cluster).createEnrollmentToken(cluster, issuer(c), body));
+    },
+  )
   .openapi(route("get", "/enrollment-tokens", "List enrollment tokens (no secrets)"), async (c) => {
     return respond(c, await queue(c, c.req.valid("param").cluster).listEnrollmentTokens());
   })
   .openapi(
-    createRoute({ method: "delete", path: `${base}/enrollment-tokens/{id}`, summary: "Revoke an enrollment token", security, request: { params: EnrollmentTokenParams }, responses: ok("The revoked token") }),
+    createRoute({
+      method: "delete",
+      path: `${base}/enrollment-tokens/{id}`,
+      summary: "Revoke an enrollment token",
+      security,
+      request: { params: EnrollmentTokenParams },
+      responses: ok("The revoked token"),
+    }),
     async (c) => {
       const { cluster, id } = c.req.valid("param");
       return respond(c, await queue(c, cluster).revokeEnrollmentToken(id));
@@ -101,7 +117,14 @@ admin
     return respond(c, await queue(c, c.req.valid("param").cluster).listTickets({ state: state ?? null, limit: limit ?? 100, after: after ?? 0 }));
   })
   .openapi(
-    createRoute({ method: "post", path: `${base}/admissions/{jti}/revoke`, summary: "Revoke an admission token now", security, request: { params: JtiParams, body: { required: true, ...json(RevokeRequest) } }, responses: ok("The revoked admission") }),
+    createRoute({
+      method: "post",
+      path: `${base}/admissions/{jti}/revoke`,
+      summary: "Revoke an admission token now",
+      security,
+      request: { params: JtiParams, body: { required: true, ...json(RevokeRequest) } },
+      responses: ok("The revoked admission"),
+    }),
     async (c) => {
       const { cluster, jti } = c.req.valid("param");
       return respond(c, await queue(c, cluster).revokeAdmission({ jti, reason: c.req.valid("json").reason }));
@@ -120,35 +143,71 @@ admin
     if (!outcome.ok) return respond(c, outcome);
     return c.json(outcome.value.policy ?? {}, 200);
   })
-  .openapi(route("put", "/policy", "Change the queue policy (fields not given keep their value)", { body: { required: true, ...json(PolicyRequest) } }), async (c) => {
-    const { cluster } = c.req.valid("param");
-    return respond(c, await queue(c, cluster).setPolicy(cluster, issuer(c), c.req.valid("json")));
-  })
+  .openapi(
+    route("put", "/policy", "Change the queue policy (fields not given keep their value)", { body: { required: true, ...json(PolicyRequest) } }),
+    async (c) => {
+      const { cluster } = c.req.valid("param");
+      return respond(c, await queue(c, cluster).setPolicy(cluster, issuer(c), c.req.valid("json")));
+    },
+  )
   .openapi(route("post", "/keys/rotate", "Rotate the cluster's signing key"), async (c) => {
     return respond(c, await queue(c, c.req.valid("param").cluster).rotateKeys());
   })
-  .openapi(route("post", "/adopt", "Declare an existing cluster and its members: no bootstrap, ever", { body: { required: true, ...json(AdoptRequest) } }, { responses: conflict }), async (c) => {
-    const { cluster } = c.req.valid("param");
-    const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: canonicalPeerUrl(m.peerURL) }));
-    return respond(c, await queue(c, cluster).adopt(cluster, issuer(c), members));
-  })
   .openapi(
-    createRoute({ method: "delete", path: `${base}/members/{node}`, summary: "Forget a member so that it may join again", security, request: { params: NodeParams }, responses: ok("The forgotten member") }),
+    route(
+      "post",
+      "/adopt",
+      "Declare an existing cluster and its members: no bootstrap, ever",
+      { body: { required: true, ...json(AdoptRequest) } },
+      { responses: conflict },
+    ),
+    async (c) => {
+      const { cluster } = c.req.valid("param");
+      const members = c.req.valid("json").members.map((m) => ({ node: m.node, peerURL: canonicalPeerUrl(m.peerURL) }));
+      return respond(c, await queue(c, cluster).adopt(cluster, issuer(c), members));
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: `${base}/members/{node}`,
+      summary: "Forget a member so that it may join again",
+      security,
+      request: { params: NodeParams },
+      responses: ok("The forgotten member"),
+    }),
     async (c) => {
       const { cluster, node } = c.req.valid("param");
       return respond(c, await queue(c, cluster).forgetMember(node));
     },
   )
-  .openapi(route("post", "/bootstrap", "Hand the bootstrap ticket to another node (explicit; never by timeout)", { body: { required: true, ...json(BootstrapRequest) } }, { responses: conflict }), async (c) => {
-    const { cluster } = c.req.valid("param");
-    return respond(c, await queue(c, cluster).reassignBootstrap(c.req.valid("json")));
-  })
   .openapi(
-    route("post", "/restored", "Mark the cluster's state restored from an earlier point: no bootstrap until an admin decides", { body: { required: true, ...json(RestoreDecisionRequest) } }),
+    route(
+      "post",
+      "/bootstrap",
+      "Hand the bootstrap ticket to another node (explicit; never by timeout)",
+      { body: { required: true, ...json(BootstrapRequest) } },
+      { responses: conflict },
+    ),
+    async (c) => {
+      const { cluster } = c.req.valid("param");
+      return respond(c, await queue(c, cluster).reassignBootstrap(c.req.valid("json")));
+    },
+  )
+  .openapi(
+    route("post", "/restored", "Mark the cluster's state restored from an earlier point: no bootstrap until an admin decides", {
+      body: { required: true, ...json(RestoreDecisionRequest) },
+    }),
     async (c) => respond(c, await queue(c, c.req.valid("param").cluster).markRestored(c.req.valid("json"))),
   )
   .openapi(
-    route("post", "/bootstrap/allow", "After a restore: the cluster never formed, its bootstrap may go ahead", { body: { required: true, ...json(RestoreDecisionRequest) } }, { responses: conflict }),
+    route(
+      "post",
+      "/bootstrap/allow",
+      "After a restore: the cluster never formed, its bootstrap may go ahead",
+      { body: { required: true, ...json(RestoreDecisionRequest) } },
+      { responses: conflict },
+    ),
     async (c) => respond(c, await queue(c, c.req.valid("param").cluster).allowBootstrap(c.req.valid("json"))),
   )
   .openapi(

@@ -8,7 +8,6 @@ import { newApp, queue, respond } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import { ClusterParams, IntrospectRequest, IntrospectResponse, Jwks, Revocations } from "../../shared/protocol/schemas.ts";
 
-
 export const controller = newApp()
   .openapi(
     createRoute({

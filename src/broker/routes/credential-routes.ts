@@ -19,7 +19,13 @@ export function credentialRoutes(app: OpenAPIHono<AppEnv>, { security, common }:
   const ok = (description: string, status: 200 | 201 = 200) => ({ [status]: { description, ...json(AnyObject) }, ...common });
 
   app.openapi(
-    createRoute({ method: "get", path: "/v1/admin/whoami", summary: "What this bearer may do: everything (the admin token) or read only", security, responses: ok("The caller's access") }),
+    createRoute({
+      method: "get",
+      path: "/v1/admin/whoami",
+      summary: "What this bearer may do: everything (the admin token) or read only",
+      security,
+      responses: ok("The caller's access"),
+    }),
     (c) => {
       const access = c.get("access");
       return c.json(access.readOnly ? { readOnly: true, id: access.id, cluster: access.cluster } : { readOnly: false, cluster: null }, 200);
@@ -43,7 +49,10 @@ export function credentialRoutes(app: OpenAPIHono<AppEnv>, { security, common }:
       // The cluster's audit entry comes first: a credential never exists without it, and an
       // unknown cluster is refused before anything is stored.
       if (cluster !== null) {
-        const recorded = await c.env.JOIN_QUEUE.getByName(cluster).recordCredentialChange("admin_credential.created", id, { readOnly: true, description: body.description ?? null });
+        const recorded = await c.env.JOIN_QUEUE.getByName(cluster).recordCredentialChange("admin_credential.created", id, {
+          readOnly: true,
+          description: body.description ?? null,
+        });
         if (!recorded.ok) return respond(c, recorded);
       }
       const created = await index(c).credentialCreate({ id, tokenHash: await sha256Hex(token), cluster, description: body.description ?? null });
@@ -52,12 +61,26 @@ export function credentialRoutes(app: OpenAPIHono<AppEnv>, { security, common }:
     },
   );
 
-  app.openapi(createRoute({ method: "get", path: "/v1/admin/credentials", summary: "List the read-only credentials (never their secrets)", security, responses: ok("The credentials") }), async (c) =>
-    respond(c, await index(c).credentialList()),
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/admin/credentials",
+      summary: "List the read-only credentials (never their secrets)",
+      security,
+      responses: ok("The credentials"),
+    }),
+    async (c) => respond(c, await index(c).credentialList()),
   );
 
   app.openapi(
-    createRoute({ method: "delete", path: "/v1/admin/credentials/{id}", summary: "Revoke a read-only credential", security, request: { params: AdminCredentialParams }, responses: ok("The revoked credential") }),
+    createRoute({
+      method: "delete",
+      path: "/v1/admin/credentials/{id}",
+      summary: "Revoke a read-only credential",
+      security,
+      request: { params: AdminCredentialParams },
+      responses: ok("The revoked credential"),
+    }),
     async (c) => {
       const revoked = await index(c).credentialRevoke(c.req.valid("param").id);
       if (revoked.ok && revoked.value.changed && revoked.value.cluster !== null) {
@@ -67,4 +90,3 @@ export function credentialRoutes(app: OpenAPIHono<AppEnv>, { security, common }:
     },
   );
 }
-

@@ -9,7 +9,16 @@ import type { Outcome } from "../queue/views.ts";
 import { authFailure, authLimit, bearerToken, newApp, queue, respondAuthenticated, type AppEnv } from "../http/context.ts";
 import { json, problemDoc } from "../http/openapi.ts";
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
-import { ClusterParams, CompleteRequest, StartedRequest, StuckRequest, TicketParams, TicketRequest, TicketView, WaitQuery } from "../../shared/protocol/schemas.ts";
+import {
+  ClusterParams,
+  CompleteRequest,
+  StartedRequest,
+  StuckRequest,
+  TicketParams,
+  TicketRequest,
+  TicketView,
+  WaitQuery,
+} from "../../shared/protocol/schemas.ts";
 
 const problems = {
   400: problemDoc("Invalid input"),
@@ -53,14 +62,22 @@ tickets
         403: problemDoc("wrong_token_kind, enrollment_token_exhausted, or outside_token_scope: the node or its peer host is outside the token's scope"),
         404: problemDoc("unknown_cluster: no cluster of that name on this broker (a wrong cluster name, not a wrong token)"),
         409: problemDoc("peer_url_conflict, or ticket_held: the node's live ticket belongs to another enrollment token that is still valid"),
-        503: problemDoc("queue_full, or restored_awaiting_admin: the broker's state was restored from an earlier point and this node would bootstrap; an admin must decide first (adopt, or bootstrap/allow)"),
+        503: problemDoc(
+          "queue_full, or restored_awaiting_admin: the broker's state was restored from an earlier point and this node would bootstrap; an admin must decide first (adopt, or bootstrap/allow)",
+        ),
       },
     }),
     async (c) => {
       const { cluster } = c.req.valid("param");
       const { node, peerURL, exclusiveUntilStarted } = c.req.valid("json");
       return withBearer(c, "an enrollment token is required (Authorization: Bearer …)", (token) =>
-        queue(c, cluster).requestTicket({ cluster, bearer: token, node, peerURL: canonicalPeerUrl(peerURL), exclusiveUntilStarted: exclusiveUntilStarted ?? false }),
+        queue(c, cluster).requestTicket({
+          cluster,
+          bearer: token,
+          node,
+          peerURL: canonicalPeerUrl(peerURL),
+          exclusiveUntilStarted: exclusiveUntilStarted ?? false,
+        }),
       );
     },
   )

@@ -12,7 +12,9 @@ describe("the client address of a self-hosted broker", () => {
   });
 
   it("takes it from the header a trusted proxy sets, the last entry of a list", () => {
-    expect(withTrustedClientIp(req({ "x-forwarded-for": "6.6.6.6, 10.0.0.7", "cf-connecting-ip": "1.2.3.4" }), "x-forwarded-for").headers.get("cf-connecting-ip")).toBe("10.0.0.7");
+    expect(
+      withTrustedClientIp(req({ "x-forwarded-for": "6.6.6.6, 10.0.0.7", "cf-connecting-ip": "1.2.3.4" }), "x-forwarded-for").headers.get("cf-connecting-ip"),
+    ).toBe("10.0.0.7");
     expect(withTrustedClientIp(req({ "x-real-ip": "10.0.0.8" }), "x-real-ip").headers.get("cf-connecting-ip")).toBe("10.0.0.8");
   });
 

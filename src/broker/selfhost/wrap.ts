@@ -24,7 +24,8 @@ export function selfHosted(handler: { fetch: NonNullable<ExportedHandler<Env>["f
     return wrapped;
   };
   return {
-    fetch: async (request, env, ctx) => withDate(await handler.fetch(withTrustedClientIp(request, env.CLIENT_IP_HEADER) as typeof request, selfHostedEnv(env), ctx), now()),
+    fetch: async (request, env, ctx) =>
+      withDate(await handler.fetch(withTrustedClientIp(request, env.CLIENT_IP_HEADER) as typeof request, selfHostedEnv(env), ctx), now()),
   };
 }
 

@@ -28,7 +28,5 @@ export async function importPrivateKey(privateJwk: JWK): Promise<CryptoKey> {
 }
 
 export async function signAdmission(claims: AdmissionClaims, kid: string, key: CryptoKey): Promise<string> {
-  return new SignJWT({ ...claims })
-    .setProtectedHeader({ alg: ADMISSION_ALG, kid, typ: ADMISSION_TYP })
-    .sign(key);
+  return new SignJWT({ ...claims }).setProtectedHeader({ alg: ADMISSION_ALG, kid, typ: ADMISSION_TYP }).sign(key);
 }

@@ -9,7 +9,13 @@ export const ENROLLMENT_TOKEN_PREFIX = "jbe_";
 export const READ_ONLY_TOKEN_PREFIX = "jbr_";
 
 export function randomId(prefix: string, bytes = 12): string {
-  return prefix + base64url.encode(crypto.getRandomValues(new Uint8Array(bytes))).replaceAll("-", "A").replaceAll("_", "B");
+  return (
+    prefix +
+    base64url
+      .encode(crypto.getRandomValues(new Uint8Array(bytes)))
+      .replaceAll("-", "A")
+      .replaceAll("_", "B")
+  );
 }
 
 export function newEnrollmentToken(): string {

@@ -18,7 +18,10 @@ export interface TestNode {
 }
 
 /** Node n1 of cluster c1, its state dir under `root`, the join API on a port nothing listens on, JSON logs. */
-export function testAgentOptions(root: string, { broker = "http://127.0.0.1:1", node = "n1", peerURL = "https://127.0.0.1:2380", more = {} }: TestNode = {}): AgentOptions {
+export function testAgentOptions(
+  root: string,
+  { broker = "http://127.0.0.1:1", node = "n1", peerURL = "https://127.0.0.1:2380", more = {} }: TestNode = {},
+): AgentOptions {
   const stateDir = join(root, "state");
   return {
     brokerUrl: broker,

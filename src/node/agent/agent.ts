@@ -146,7 +146,9 @@ async function join(ctx: AgentContext, signal: AbortSignal): Promise<JoinedMarke
           `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
         );
       default:
-        ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, { state: view.state });
+        ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, {
+          state: view.state,
+        });
     }
     await sleep(pause.next(), signal);
     view = await broker.requestTicket(signal);
@@ -158,7 +160,12 @@ async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal)
   const r = ctx.reporter;
   const admission = view.admission;
   if (!admission) throw new LeaseLost("admitted", "the broker sent an admitted ticket without its admission token");
-  r.event("admitted", `admitted as ${view.role}; lease until ${view.leaseExpiresAt ?? "?"}`, { ticket: view.ticket, role: view.role, jti: view.jti, leaseExpiresAt: view.leaseExpiresAt });
+  r.event("admitted", `admitted as ${view.role}; lease until ${view.leaseExpiresAt ?? "?"}`, {
+    ticket: view.ticket,
+    role: view.role,
+    jti: view.jti,
+    leaseExpiresAt: view.leaseExpiresAt,
+  });
   const lease = new LeaseKeeper(ctx.session, view.ticket, admission, view.leaseExpiresAt, ctx.random, {
     onTrouble: (m) => r.failure("broker", m),
     onHeartbeat: () => r.reachable("broker"),

@@ -44,7 +44,8 @@ export async function checkNoClusterYet(ctx: AgentContext, signal: AbortSignal):
   if (o.controllers.length === 0) return;
   const files = o.etcdTls ?? (o.pkiDir ? ownClientFiles(o.pkiDir) : null);
   // With --pki-dir, as the node asks its own etcd: over gRPC with its peer certificate.
-  const ask = o.pkiDir && !o.etcdTls ? { reads: (endpoint: string) => new EtcdGrpcReads(endpoint, ownClientFiles(o.pkiDir!)) } : files ? { fetch: tlsFetch(files) } : {};
+  const ask =
+    o.pkiDir && !o.etcdTls ? { reads: (endpoint: string) => new EtcdGrpcReads(endpoint, ownClientFiles(o.pkiDir!)) } : files ? { fetch: tlsFetch(files) } : {};
   let answers = await askControllers(o.controllers, o.clientURL, ask);
   if (answers.some((a) => !a.reached)) {
     await sleep(2_000, signal);

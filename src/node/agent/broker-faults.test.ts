@@ -43,7 +43,16 @@ describe("the agent and a broker that answers 500", () => {
       arrivals.push(Date.now());
       req.resume();
       res.writeHead(500, { "content-type": "application/problem+json" });
-      res.end(JSON.stringify({ type: "about:blank", title: "Internal Server Error", status: 500, code: "internal_error", detail: "internal error", correlationId: "corr-1234" }));
+      res.end(
+        JSON.stringify({
+          type: "about:blank",
+          title: "Internal Server Error",
+          status: 500,
+          code: "internal_error",
+          detail: "internal error",
+          correlationId: "corr-1234",
+        }),
+      );
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -83,7 +92,15 @@ describe("the agent and a broker that answers 429", () => {
       req.resume();
       // Twice with the broker's own Retry-After, then with `Retry-After: 0`, as a proxy might say.
       res.writeHead(429, { "content-type": "application/problem+json", "retry-after": arrivals.length <= 2 ? "1" : "0" });
-      res.end(JSON.stringify({ type: "about:blank", title: "Too Many Requests", status: 429, code: "rate_limited", detail: "too many failed authentication attempts from this address" }));
+      res.end(
+        JSON.stringify({
+          type: "about:blank",
+          title: "Too Many Requests",
+          status: 429,
+          code: "rate_limited",
+          detail: "too many failed authentication attempts from this address",
+        }),
+      );
       if (arrivals.length === 5) stop.abort(new Error("test over"));
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -117,7 +134,9 @@ describe("reporting a member started to a broker out of reach", () => {
   };
 
   it("is a report to send again at the next poll, not the end of the join (the broker closed the connection, say)", async () => {
-    const { steps: s, lines } = steps({ memberStarted: async () => Promise.reject(new TransportError("http://broker/started", "UND_ERR_SOCKET: other side closed")) });
+    const { steps: s, lines } = steps({
+      memberStarted: async () => Promise.reject(new TransportError("http://broker/started", "UND_ERR_SOCKET: other side closed")),
+    });
     await expect(s.reportStarted(view, "adm", "42", new AbortController().signal)).resolves.toBe(false);
     expect(lines.map((l) => JSON.parse(l).msg).join("\n")).toMatch(/reporting member 2a started: .*other side closed/);
   });

@@ -59,7 +59,11 @@ export class BrokerSteps {
   async requestTicket(signal: AbortSignal): Promise<TicketView> {
     const { node, peerURL } = this.#o;
     // Gate mode: the installer adds its own member, so the broker admits nobody beside it until it started.
-    const res = await this.retry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal, { exclusiveUntilStarted: !!this.#o.exec }), signal);
+    const res = await this.retry(
+      "requesting a ticket",
+      () => this.#broker.requestTicket(node, peerURL, signal, { exclusiveUntilStarted: !!this.#o.exec }),
+      signal,
+    );
     if (res.body && res.status >= 200 && res.status < 300) {
       const view = res.body;
       this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
@@ -68,7 +72,10 @@ export class BrokerSteps {
     const why = describeAnswer(res);
     if (res.status === 400) throw new UsageError(`the broker rejected this node's ticket request: ${why}`);
     if (res.status === 409) throw new Refusal(`the broker refused the ticket: ${why}`);
-    if (res.problem?.code === "unknown_cluster") throw new Refusal(`the broker has no cluster ${this.#o.cluster}: check --cluster (or JOIN_BROKER_CLUSTER) against the cluster the enrollment token was created for; 'join-broker admin clusters' lists them (${why})`);
+    if (res.problem?.code === "unknown_cluster")
+      throw new Refusal(
+        `the broker has no cluster ${this.#o.cluster}: check --cluster (or JOIN_BROKER_CLUSTER) against the cluster the enrollment token was created for; 'join-broker admin clusters' lists them (${why})`,
+      );
     if (res.status === 401 || res.status === 403 || res.status === 404) throw new Refusal(`the broker refused the enrollment token: ${why}`);
     throw new Error(`unexpected answer to the ticket request: ${why}`);
   }
@@ -211,10 +218,14 @@ export class BrokerSteps {
           `This is a fault in the broker, not a wait: report it to the broker's operator with the correlation id, then run the agent again.`,
       );
     }
-    this.#r.event("broker-error", `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`, {
-      status: res.status,
-      attempt: faults.count,
-    });
+    this.#r.event(
+      "broker-error",
+      `${what}: the broker failed with an internal error${correlation} (${faults.count} in a row); trying again in ${Math.round(delay / 1000)} s`,
+      {
+        status: res.status,
+        attempt: faults.count,
+      },
+    );
     await sleep(delay, signal);
   }
 

@@ -15,7 +15,18 @@ const at: NodePlace = {
 
 describe("refusal messages", () => {
   it("say what is wrong and what to do, with this node's own paths and names", () => {
-    const rules: RefusalRule[] = ["foreign_data", "other_cluster", "role_changed", "joined_never_bootstraps", "joined_without_data", "started_voter_without_data", "not_ours", "marker_says_joined", "bootstrapped_here", "was_voter"];
+    const rules: RefusalRule[] = [
+      "foreign_data",
+      "other_cluster",
+      "role_changed",
+      "joined_never_bootstraps",
+      "joined_without_data",
+      "started_voter_without_data",
+      "not_ours",
+      "marker_says_joined",
+      "bootstrapped_here",
+      "was_voter",
+    ];
     for (const rule of rules) {
       const text = refusalMessage(at, rule, "join", "9bbcd4a0f1c2e0a6");
       expect(text.length, rule).toBeGreaterThan(60);
@@ -36,8 +47,12 @@ describe("refusal messages", () => {
 
 describe("a joined node whose data is gone", () => {
   it("is told by whom it joined and the way back, with the member when it is known", () => {
-    expect(refusalMessage(at, "joined_without_data", "join", "9bbcd4a0f1c2e0a6")).toMatch(/^the broker says ctrl-2 already joined cluster prod-eu as member 9bbcd4a0f1c2e0a6, but \/var\/lib\/etcd holds no etcd data\. .*etcdctl member remove 9bbcd4a0f1c2e0a6/);
-    expect(refusalMessage(at, "joined_without_data", "join")).toContain("already joined cluster prod-eu, but /var/lib/etcd holds no etcd data. This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. To join it again: remove its old member from etcd (etcdctl member remove <id>)");
+    expect(refusalMessage(at, "joined_without_data", "join", "9bbcd4a0f1c2e0a6")).toMatch(
+      /^the broker says ctrl-2 already joined cluster prod-eu as member 9bbcd4a0f1c2e0a6, but \/var\/lib\/etcd holds no etcd data\. .*etcdctl member remove 9bbcd4a0f1c2e0a6/,
+    );
+    expect(refusalMessage(at, "joined_without_data", "join")).toContain(
+      "already joined cluster prod-eu, but /var/lib/etcd holds no etcd data. This node will not start etcd: it must neither start a new cluster nor reuse a membership whose data is gone. To join it again: remove its old member from etcd (etcdctl member remove <id>)",
+    );
     expect(markerWithoutDataMessage(at, "9bbcd4a0f1c2e0a6")).toBe(
       `/var/lib/jb/joined.json says this node joined cluster prod-eu, but /var/lib/etcd holds no etcd data. This node will not start etcd. ${howToRejoin(at, "9bbcd4a0f1c2e0a6")}`,
     );

@@ -61,10 +61,13 @@ export function refusalMessage(at: NodePlace, rule: RefusalRule, role: Role = "j
       );
     default: {
       const keep =
-        rule === "marker_says_joined" ? `${at.markerPath} says this node joined`
-        : rule === "not_ours" ? `${dataDir} was not filled by this agent`
-        : rule === "bootstrapped_here" ? "this node bootstrapped the cluster from this data"
-        : `member ${owned?.memberID ? memberIdHex(owned.memberID) : "?"} was a voter`;
+        rule === "marker_says_joined"
+          ? `${at.markerPath} says this node joined`
+          : rule === "not_ours"
+            ? `${dataDir} was not filled by this agent`
+            : rule === "bootstrapped_here"
+              ? "this node bootstrapped the cluster from this data"
+              : `member ${owned?.memberID ? memberIdHex(owned.memberID) : "?"} was a voter`;
       return (
         `${why}, but ${keep}: its data in ${dataDir} is not moved aside automatically. If the member really is gone for good, stop etcd, ` +
         `move ${dataDir} away, remove ${at.statePath} and ${at.markerPath}, run 'join-broker admin forget ${node} --cluster ${cluster}', and run again.`

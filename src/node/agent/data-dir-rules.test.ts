@@ -9,7 +9,13 @@ const ownedVoter: DiskFacts = { hasData: true, owned: { cluster: C, role: "join"
 const foreign: DiskFacts = { hasData: true, owned: null, joined: false };
 
 const bootstrap: Verdict = { kind: "bootstrap", cluster: C };
-const added = (memberID: string, learner = true, started?: boolean): Verdict => ({ kind: "added", cluster: C, memberID, learner, ...(started === undefined ? {} : { started }) });
+const added = (memberID: string, learner = true, started?: boolean): Verdict => ({
+  kind: "added",
+  cluster: C,
+  memberID,
+  learner,
+  ...(started === undefined ? {} : { started }),
+});
 const joined: Verdict = { kind: "joined", cluster: C };
 const removed: Verdict = { kind: "removed" };
 
@@ -73,7 +79,10 @@ describe("the data-directory rules: every way to a second cluster is refused", (
 
   it("an empty data dir never restarts a voter that has run (a lost disk, a reinstalled node): its term and vote are gone", () => {
     expect(decideDataDir(empty, added("11", false, true))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
-    expect(decideDataDir({ ...empty, owned: { cluster: C, role: "join", memberID: "11", voter: true } }, added("11", false, true))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
+    expect(decideDataDir({ ...empty, owned: { cluster: C, role: "join", memberID: "11", voter: true } }, added("11", false, true))).toEqual({
+      action: "refuse",
+      rule: "started_voter_without_data",
+    });
     // A join API that does not say whether the member ran: a voter counts as one that did.
     expect(decideDataDir(empty, added("11", false))).toEqual({ action: "refuse", rule: "started_voter_without_data" });
   });

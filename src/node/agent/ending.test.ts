@@ -51,10 +51,30 @@ function context(ticket: string | undefined): { ctx: AgentContext; events: () =>
   if (ticket) files.save({ ticket });
   const session = new BrokerClient({ baseUrl: url }).nodeSession("c1", options.token);
   const broker = new BrokerSteps(session, options, reporter, () => 0.5);
-  const etcd = new LocalEtcd(options, reporter, dir, { owned: () => files.owned, saveOwned: () => {}, disk: () => files.disk(), refusal: (rule) => rule, print: () => {} });
+  const etcd = new LocalEtcd(options, reporter, dir, {
+    owned: () => files.owned,
+    saveOwned: () => {},
+    disk: () => files.disk(),
+    refusal: (rule) => rule,
+    print: () => {},
+  });
   const keys = new NodeKeys(options);
   const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5, keys);
-  const ctx: AgentContext = { options, reporter, files, etcd, session, broker, joinApi, keys, gate: null, random: () => 0.5, crl: null, stop: new AbortController().signal, print: () => {} };
+  const ctx: AgentContext = {
+    options,
+    reporter,
+    files,
+    etcd,
+    session,
+    broker,
+    joinApi,
+    keys,
+    gate: null,
+    random: () => 0.5,
+    crl: null,
+    stop: new AbortController().signal,
+    print: () => {},
+  };
   return { ctx, events };
 }
 

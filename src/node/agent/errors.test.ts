@@ -6,7 +6,16 @@ import { AdmissionRevoked, LeaseLost } from "./lease.ts";
 
 describe("the agent's errors", () => {
   it("each has its own name and a stable code, so that logs and callers can tell them apart", () => {
-    const errors = [new Refusal("r"), new GaveUp("g"), new Stopped("SIGTERM"), new LeaseLost("expired", "l"), new AdmissionRevoked("a"), new CommandFailed("c"), new SplitBrain("s"), new UsageError("u")];
+    const errors = [
+      new Refusal("r"),
+      new GaveUp("g"),
+      new Stopped("SIGTERM"),
+      new LeaseLost("expired", "l"),
+      new AdmissionRevoked("a"),
+      new CommandFailed("c"),
+      new SplitBrain("s"),
+      new UsageError("u"),
+    ];
     expect(errors.map((e) => [e.name, e.code])).toEqual([
       ["Refusal", "ERR_AGENT_REFUSED"],
       ["GaveUp", "ERR_AGENT_GAVE_UP"],

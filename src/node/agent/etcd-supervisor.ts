@@ -226,7 +226,9 @@ export class EtcdSupervisor {
       // Up to the last complete line: the rest is read next time.
       const text = buf.toString("utf8");
       const lastNewline = text.lastIndexOf("\n");
-      return lastNewline < 0 ? { text: "", end: from } : { text: text.slice(0, lastNewline + 1), end: from + Buffer.byteLength(text.slice(0, lastNewline + 1)) };
+      return lastNewline < 0
+        ? { text: "", end: from }
+        : { text: text.slice(0, lastNewline + 1), end: from + Buffer.byteLength(text.slice(0, lastNewline + 1)) };
     } finally {
       closeSync(fd);
     }

@@ -177,7 +177,14 @@ function readStat(pid: number): string[] | null {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, "utf8");
     const close = text.lastIndexOf(")");
-    return [text.slice(0, text.indexOf(" ")), text.slice(text.indexOf("(") + 1, close), ...text.slice(close + 2).trim().split(/\s+/)];
+    return [
+      text.slice(0, text.indexOf(" ")),
+      text.slice(text.indexOf("(") + 1, close),
+      ...text
+        .slice(close + 2)
+        .trim()
+        .split(/\s+/),
+    ];
   } catch {
     return null;
   }

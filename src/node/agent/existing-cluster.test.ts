@@ -36,7 +36,9 @@ describe("what the node says of the other controllers' etcd", () => {
     const message = clusterExistsMessage(found, who);
     expect(message).toContain("etcd at http://a:2379 already serves cluster 63 (2 members)");
     // The unstarted member has no name yet: only the named one can be given to adopt.
-    expect(message).toContain("'join-broker admin adopt --cluster prod --broker https://broker.example --member n1=https://10.0.0.1:2380', then run this command again");
+    expect(message).toContain(
+      "'join-broker admin adopt --cluster prod --broker https://broker.example --member n1=https://10.0.0.1:2380', then run this command again",
+    );
   });
 
   it("leaves the members to the operator when etcd gave no member list", () => {

@@ -57,7 +57,8 @@ export async function askControllers(
   const others = endpoints.filter((e) => canonicalPeerUrl(e) !== own);
   return Promise.all(
     others.map(async (endpoint): Promise<ControllerAnswer> => {
-      const etcd = options.reads?.(endpoint) ?? new EtcdGateway(endpoint, { timeoutMs: options.timeoutMs ?? 3_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
+      const etcd =
+        options.reads?.(endpoint) ?? new EtcdGateway(endpoint, { timeoutMs: options.timeoutMs ?? 3_000, ...(options.fetch ? { fetch: options.fetch } : {}) });
       const status = await etcd.status(endpoint);
       if (!status.ok && AUTH_REFUSALS.has(status.error.kind)) return { endpoint, reached: true, clusterID: "", members: null };
       if (!status.ok) return { endpoint, reached: false, error: status.error.message };

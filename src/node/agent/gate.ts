@@ -128,7 +128,10 @@ export class Gate {
     const keep = {
       dir: join(dir.path, KEPT_ETCD_CLIENT_DIR),
       onStandIn: (missing: string) =>
-        reporter.event("etcd-exit", `${missing} is gone (an installer's clean-up?): etcd is asked with the copy of the client certificate kept in ${join(dir.path, KEPT_ETCD_CLIENT_DIR)}`),
+        reporter.event(
+          "etcd-exit",
+          `${missing} is gone (an installer's clean-up?): etcd is asked with the copy of the client certificate kept in ${join(dir.path, KEPT_ETCD_CLIENT_DIR)}`,
+        ),
     };
     this.#etcd = new EtcdGateway(options.etcdEndpoints, { timeoutMs: 3_000, ...(options.etcdTls ? { fetch: tlsFetch(options.etcdTls, keep) } : {}) });
   }
@@ -179,7 +182,9 @@ export class Gate {
     try {
       const already = await this.findVoter();
       if (already) {
-        this.#r.event("promoted", `etcd already lists this node as voter ${memberIdHex(already.memberID)}: not running the command again`, { memberID: already.memberID });
+        this.#r.event("promoted", `etcd already lists this node as voter ${memberIdHex(already.memberID)}: not running the command again`, {
+          memberID: already.memberID,
+        });
         return already;
       }
       const command = this.#start({ role: view.role, admission, ticket: view.ticket });
@@ -201,7 +206,9 @@ export class Gate {
         if (exit) {
           exitedOkAt ??= performance.now();
           if (performance.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
-            throw new CommandFailed(`${this.#label} exited with status 0, but etcd (${this.#etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${EXITED_OK_GRACE_MS / 1000} s later`);
+            throw new CommandFailed(
+              `${this.#label} exited with status 0, but etcd (${this.#etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${EXITED_OK_GRACE_MS / 1000} s later`,
+            );
           }
         }
         if (performance.now() - lastNote > 10_000) {
@@ -254,18 +261,33 @@ export class Gate {
     const script = this.#o.cleanup;
     if (!script) return;
     this.#r.event("cleanup", `running the clean-up command (${why})`);
-    const env: NodeJS.ProcessEnv = { ...process.env, JOIN_BROKER_CLUSTER: this.#o.cluster, JOIN_BROKER_NODE: this.#o.node, JOIN_BROKER_PEER_URL: this.#o.peerURL };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      JOIN_BROKER_CLUSTER: this.#o.cluster,
+      JOIN_BROKER_NODE: this.#o.node,
+      JOIN_BROKER_PEER_URL: this.#o.peerURL,
+    };
     delete env.JOIN_BROKER_TOKEN;
     delete env.JOIN_BROKER_ADMIN_TOKEN;
     const cleanup = ExecCommand.start(script, this.#dir, env, { record: false });
     // The timer must not outlive the command: a pending one would keep the agent from exiting.
     const timer = new AbortController();
-    const exit = await Promise.race([cleanup.exited, sleep(CLEANUP_TIMEOUT_MS, timer.signal).then(() => null, () => null)]);
+    const exit = await Promise.race([
+      cleanup.exited,
+      sleep(CLEANUP_TIMEOUT_MS, timer.signal).then(
+        () => null,
+        () => null,
+      ),
+    ]);
     timer.abort();
     if (!exit) {
       await cleanup.stop("SIGTERM", 5_000);
-      this.#r.event("error", `the clean-up command did not finish within ${CLEANUP_TIMEOUT_MS / 1000} s: stopped it; the installer's next run may find what it left`);
-    } else if (exit.code !== 0 || exit.signal) this.#r.event("error", `the clean-up command ${describeExit(exit)}; the installer's next run may find what it left`);
+      this.#r.event(
+        "error",
+        `the clean-up command did not finish within ${CLEANUP_TIMEOUT_MS / 1000} s: stopped it; the installer's next run may find what it left`,
+      );
+    } else if (exit.code !== 0 || exit.signal)
+      this.#r.event("error", `the clean-up command ${describeExit(exit)}; the installer's next run may find what it left`);
     else this.#r.event("cleanup", "the clean-up command finished");
   }
 
@@ -296,17 +318,25 @@ export class Gate {
         if (heldUntil && performance.now() >= deadline) await this.#stuck(removal, reportStuck);
         if (heldUntil && performance.now() - lastNote > 10_000) {
           lastNote = performance.now();
-          this.#r.event("retry", `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${removal.problem}); giving it up to an operator in ${Math.max(0, Math.round((deadline - performance.now()) / 1000))} s`);
+          this.#r.event(
+            "retry",
+            `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${removal.problem}); giving it up to an operator in ${Math.max(0, Math.round((deadline - performance.now()) / 1000))} s`,
+          );
         } else this.#r.retry(removal.problem);
         // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
-        await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000, Math.max(0, deadline - performance.now())) : 500, heldUntil).catch(() => undefined);
+        await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000, Math.max(0, deadline - performance.now())) : 500, heldUntil).catch(
+          () => undefined,
+        );
       }
     } finally {
       await this.#stopRescue();
     }
     const why = heldUntil ? "the admission ended before etcd confirmed it gone" : `etcd did not confirm it gone after ${REMOVAL_ATTEMPTS} attempts`;
     const own = last?.own ? ` ${memberIdHex(last.own.id)}` : "";
-    this.#r.event("error", `could not remove this node's non-voting member${own} from etcd (${this.#etcd.endpoints.join(", ")}): ${why}; remove it by hand (${this.#removeCommand(last?.own?.id)}) if it blocks the next node`);
+    this.#r.event(
+      "error",
+      `could not remove this node's non-voting member${own} from etcd (${this.#etcd.endpoints.join(", ")}): ${why}; remove it by hand (${this.#removeCommand(last?.own?.id)}) if it blocks the next node`,
+    );
     return "unknown";
   }
 
@@ -318,7 +348,9 @@ export class Gate {
   #removeCommand(id: string | undefined): string {
     const tls = this.#o.etcdTls;
     const port = new URL(this.#etcd.endpoints[0]!).port || "2379";
-    const endpoints = tls?.serverName ? `https://${tls.serverName.includes(":") ? `[${tls.serverName}]` : tls.serverName}:${port}` : this.#etcd.endpoints.join(",");
+    const endpoints = tls?.serverName
+      ? `https://${tls.serverName.includes(":") ? `[${tls.serverName}]` : tls.serverName}:${port}`
+      : this.#etcd.endpoints.join(",");
     const flags = [`--endpoints=${endpoints}`, ...(tls?.ca ? [`--cacert=${tls.ca}`] : []), ...(tls?.cert ? [`--cert=${tls.cert}`, `--key=${tls.key}`] : [])];
     const where = tls?.serverName ? ` on another controller (its etcd certificate names ${tls.serverName})` : "";
     return `etcdctl ${flags.join(" ")} member remove ${id ? memberIdHex(id) : "<member ID>"}${where}`;
@@ -327,13 +359,17 @@ export class Gate {
   /** Past --removal-timeout: the broker is told (it pauses the cluster), and the agent gives up. */
   async #stuck(removal: Extract<Removal, { problem: string }>, reportStuck?: ReportStuck): Promise<never> {
     const own = removal.own;
-    const what = own ? `member ${memberIdHex(own.id)} (${own.isLearner ? "a learner" : "a voter"}, never started, peer URL ${this.#o.peerURL})` : `its member (peer URL ${this.#o.peerURL})`;
+    const what = own
+      ? `member ${memberIdHex(own.id)} (${own.isLearner ? "a learner" : "a voter"}, never started, peer URL ${this.#o.peerURL})`
+      : `its member (peer URL ${this.#o.peerURL})`;
     const command = this.#removeCommand(own?.id);
     const detail = `could not remove ${what} from etcd within ${this.#o.removalTimeoutSeconds} s: ${removal.problem}. Remove it: ${command}`;
     const told = own && reportStuck ? await reportStuck(own.id, detail).catch(() => false) : false;
     throw new MemberStuck(
       `${detail}; then resume the cluster (join-broker admin resume --cluster ${this.#o.cluster}). ` +
-        (told ? "The broker paused the cluster meanwhile, so that no node is admitted into it." : "The broker could not be told: pause the cluster (join-broker admin pause) until the member is gone."),
+        (told
+          ? "The broker paused the cluster meanwhile, so that no node is admitted into it."
+          : "The broker could not be told: pause the cluster (join-broker admin pause) until the member is gone."),
     );
   }
 
@@ -352,8 +388,19 @@ export class Gate {
     const list = await this.#etcd.memberList();
     if (!list.ok) return false;
     try {
-      this.#rescue = await QuorumRescue.start(files, { name: this.#o.node, own, members: list.value.members, listenPeerURL: this.#o.listenPeerURL, dataDir: join(this.#dir.path, "rescue-etcd"), logFile: join(this.#dir.path, "rescue-etcd.log") });
-      this.#r.event("rescue", `etcd cannot remove unstarted voter ${memberIdHex(own.id)} (a voter that never ran: a small cluster has no quorum without it): running its etcd (pid ${this.#rescue.process.pid}) until quorum is back, then removing it`, { memberID: own.id, pid: this.#rescue.process.pid });
+      this.#rescue = await QuorumRescue.start(files, {
+        name: this.#o.node,
+        own,
+        members: list.value.members,
+        listenPeerURL: this.#o.listenPeerURL,
+        dataDir: join(this.#dir.path, "rescue-etcd"),
+        logFile: join(this.#dir.path, "rescue-etcd.log"),
+      });
+      this.#r.event(
+        "rescue",
+        `etcd cannot remove unstarted voter ${memberIdHex(own.id)} (a voter that never ran: a small cluster has no quorum without it): running its etcd (pid ${this.#rescue.process.pid}) until quorum is back, then removing it`,
+        { memberID: own.id, pid: this.#rescue.process.pid },
+      );
     } catch (e) {
       this.#r.event("rescue", `could not run member ${memberIdHex(own.id)}'s etcd to restore quorum: ${e instanceof Error ? e.message : String(e)}`);
     }
@@ -375,7 +422,12 @@ export class Gate {
     const own = this.#own(list.value.members);
     if (!own) {
       // A removal asked for while the cluster had no quorum takes effect once it has it again.
-      if (this.#rescue) this.#r.event("etcd-exit", `this node's member ${memberIdHex(this.#rescue.memberID)} is gone from etcd (removed once quorum was back), so that the next node can join`, { memberID: this.#rescue.memberID });
+      if (this.#rescue)
+        this.#r.event(
+          "etcd-exit",
+          `this node's member ${memberIdHex(this.#rescue.memberID)} is gone from etcd (removed once quorum was back), so that the next node can join`,
+          { memberID: this.#rescue.memberID },
+        );
       return { done: "absent" };
     }
     // A started voter is never removed, except the one the agent itself started to restore quorum.
@@ -396,7 +448,15 @@ export class Gate {
     const list = await this.#etcd.memberList();
     if (!list.ok) return null;
     const own = this.#own(list.value.members);
-    const seen = !own ? "" : own.isLearner ? (own.started ? "a started learner" : "a learner, not started") : own.started ? "a started voter" : "a voter, not started";
+    const seen = !own
+      ? ""
+      : own.isLearner
+        ? own.started
+          ? "a started learner"
+          : "a learner, not started"
+        : own.started
+          ? "a started voter"
+          : "a voter, not started";
     if (own && seen !== this.#seen) {
       const fields = { memberID: own.id, learner: own.isLearner, started: own.started };
       if (!this.#seen) this.#r.event("member-added", `etcd lists this node as member ${memberIdHex(own.id)}: ${seen}`, fields);

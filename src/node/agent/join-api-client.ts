@@ -21,11 +21,25 @@ export class JoinApiClient {
 
   /** Adds this node as a learner (idempotent for the same peer). */
   addMember(admission: string, node: string, peerAddress: string, signal?: AbortSignal, csrs?: CertificateRequests): Promise<HttpResult<MemberAdded>> {
-    return requestJson<MemberAdded>(this.#base, { method: "POST", bearer: admission, body: { node, peerAddress, ...(csrs ? { csrs } : {}) }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
+    return requestJson<MemberAdded>(this.#base, {
+      method: "POST",
+      bearer: admission,
+      body: { node, peerAddress, ...(csrs ? { csrs } : {}) },
+      timeoutMs: this.timeoutMs,
+      signal,
+      fetch: this.fetch,
+    });
   }
 
   /** Promotes this node's learner to a voter; 503 + Retry-After while it is not started or not in sync. */
   promote(admission: string, node: string, signal?: AbortSignal): Promise<HttpResult<MemberPromoted>> {
-    return requestJson<MemberPromoted>(`${this.#base}/promote`, { method: "POST", bearer: admission, body: { node }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
+    return requestJson<MemberPromoted>(`${this.#base}/promote`, {
+      method: "POST",
+      bearer: admission,
+      body: { node },
+      timeoutMs: this.timeoutMs,
+      signal,
+      fetch: this.fetch,
+    });
   }
 }

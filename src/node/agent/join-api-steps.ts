@@ -31,7 +31,16 @@ export class JoinApiSteps {
   readonly #random: Random;
   readonly #keys: NodeKeys;
 
-  constructor(client: JoinApiClient, brokerSteps: BrokerSteps, broker: NodeSession, etcd: LocalEtcd, options: AgentOptions, reporter: Reporter, random: Random, keys: NodeKeys) {
+  constructor(
+    client: JoinApiClient,
+    brokerSteps: BrokerSteps,
+    broker: NodeSession,
+    etcd: LocalEtcd,
+    options: AgentOptions,
+    reporter: Reporter,
+    random: Random,
+    keys: NodeKeys,
+  ) {
     this.#client = client;
     this.#brokerSteps = brokerSteps;
     this.#broker = broker;
@@ -61,7 +70,10 @@ export class JoinApiSteps {
     const onUnreachable = (reason: string) => {
       retry.onUnreachable(reason);
       unreachableSince ??= performance.now();
-      if (performance.now() - unreachableSince >= patienceMs) throw new JoinApiOutOfReach(`the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`);
+      if (performance.now() - unreachableSince >= patienceMs)
+        throw new JoinApiOutOfReach(
+          `the join API ${this.#o.joinApiUrl} could not be reached for ${this.#o.joinApiPatienceSeconds} s (--join-api-patience; last: ${reason})`,
+        );
     };
     // Keys made for this node (while it waited), kept in memory until their certificates arrive:
     // a node that stops before then makes fresh ones when it asks again.
@@ -112,7 +124,11 @@ export class JoinApiSteps {
   }
 
   #joinApiRetry(capMs: number, signal: AbortSignal): RetryOptions {
-    return { backoff: new Backoff(500, capMs, this.#random), signal, onUnreachable: (reason) => this.#r.failure("join-api", `join API unreachable: ${reason}`) };
+    return {
+      backoff: new Backoff(500, capMs, this.#random),
+      signal,
+      onUnreachable: (reason) => this.#r.failure("join-api", `join API unreachable: ${reason}`),
+    };
   }
 
   /**

@@ -30,7 +30,8 @@ export async function alreadyJoined(ctx: AgentContext, view: TicketView, signal:
     return files.writeMarker(view, voter.memberID, voter.clusterID);
   }
   const decision = decideDataDir(files.disk(), { kind: "joined", cluster });
-  if (decision.action === "refuse" && decision.rule === "joined_without_data") throw new Refusal(files.refusal(decision.rule, view.role, view.memberID ? memberIdHex(view.memberID) : ""));
+  if (decision.action === "refuse" && decision.rule === "joined_without_data")
+    throw new Refusal(files.refusal(decision.rule, view.role, view.memberID ? memberIdHex(view.memberID) : ""));
   ctx.reporter.event("ticket", `the broker says this node already joined; its etcd data is in ${dataDir}`, { memberID: view.memberID });
   if (!files.owned) etcd.record({ role: view.role, ticket: view.ticket, initialCluster: [`${node}=${peerURL}`], initialClusterState: "existing", voter: true });
   etcd.markVoter();
@@ -44,14 +45,17 @@ export async function resumeJoined(ctx: AgentContext, marker: JoinedMarker): Pro
   const o = ctx.options;
   const { files, etcd } = ctx;
   if (marker.cluster !== o.cluster || marker.node !== o.node) {
-    throw new UsageError(`${files.dir.markerPath} says node ${marker.node} joined cluster ${marker.cluster}; this state dir is not for ${o.node} in ${o.cluster}`);
+    throw new UsageError(
+      `${files.dir.markerPath} says node ${marker.node} joined cluster ${marker.cluster}; this state dir is not for ${o.node} in ${o.cluster}`,
+    );
   }
   if (!etcd.supervisor) return serveJoined(ctx, marker);
   if (!hasEtcdData(o.dataDir)) {
     throw new Refusal(markerWithoutDataMessage(files.where(), memberIdHex(marker.memberID)));
   }
   ctx.reporter.event("start", `already joined cluster ${marker.clusterID ?? "?"} as ${marker.role}: starting etcd on its data`);
-  if (!files.owned) etcd.record({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
+  if (!files.owned)
+    etcd.record({ role: marker.role, ticket: marker.ticket, initialCluster: [`${o.node}=${o.peerURL}`], initialClusterState: "existing", voter: true });
   etcd.markVoter();
   const status = await withDeadline(ctx, async (signal) => {
     await etcd.start(signal);

@@ -36,15 +36,26 @@ export async function joinAsLearner(ctx: AgentContext, view: TicketView, admissi
     // add held while it made room does so after the list read above): they go aside with its
     // data, and the same admission asks again, for a member that has not started, with new keys.
     const reuse = !!added.certificates || !ctx.options.pkiDir;
-    await etcd.discardLearnerData(`the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`, {
-      keepCertificates: reuse,
-    });
+    await etcd.discardLearnerData(
+      `the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`,
+      {
+        keepCertificates: reuse,
+      },
+    );
     if (!reuse) {
       r.event("member-add", `asking the join API again, with new keys: the certificates this node held were the removed member's`, { ticket: view.ticket });
       added = await ctx.joinApi.addMember(view, admission, signal);
     }
   }
-  etcd.record({ role: "join", ticket: view.ticket, initialCluster: added.initialCluster, initialClusterState: "existing", memberID: added.memberID, ...(next.voter ? { voter: true } : {}), ...learnerLimit(view) });
+  etcd.record({
+    role: "join",
+    ticket: view.ticket,
+    initialCluster: added.initialCluster,
+    initialClusterState: "existing",
+    memberID: added.memberID,
+    ...(next.voter ? { voter: true } : {}),
+    ...learnerLimit(view),
+  });
   // Before etcd first starts: the certificates it must refuse (the join API's list).
   await ctx.crl?.ensureBeforeStart(signal);
   await etcd.start(signal);

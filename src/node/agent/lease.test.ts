@@ -5,7 +5,16 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import type { HttpResult } from "../../shared/client/exchange.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor, type LeaseClock } from "./lease.ts";
 
-const view = (state: TicketView["state"], reason?: string): TicketView => ({ ticket: "tkt_a", cluster: "c", node: "n", peerURL: "http://127.0.0.1:2380", state, role: "join", createdAt: "2026-01-01T00:00:00Z", reason });
+const view = (state: TicketView["state"], reason?: string): TicketView => ({
+  ticket: "tkt_a",
+  cluster: "c",
+  node: "n",
+  peerURL: "http://127.0.0.1:2380",
+  state,
+  role: "join",
+  createdAt: "2026-01-01T00:00:00Z",
+  reason,
+});
 
 function reasonFor(v: TicketView | null): unknown {
   const c = new AbortController();
@@ -57,11 +66,27 @@ describe("the lease keeper, on a clock that tests move", () => {
       heartbeat: async (): Promise<HttpResult<TicketView>> => {
         beats.push(clock.t);
         if (beats.length >= 4) clock.t = expiresAt + 1; // the node stalled past its lease
-        if (clock.t >= expiresAt) return { status: 410, body: null, problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }), retryAfter: null, etag: null, date: clock.t } as HttpResult<TicketView>;
+        if (clock.t >= expiresAt)
+          return {
+            status: 410,
+            body: null,
+            problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }),
+            retryAfter: null,
+            etag: null,
+            date: clock.t,
+          } as HttpResult<TicketView>;
         expiresAt = clock.t + LEASE_MS;
-        return { status: 200, body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() }, problem: null, retryAfter: null, etag: null, date: clock.t } as HttpResult<TicketView>;
+        return {
+          status: 200,
+          body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() },
+          problem: null,
+          retryAfter: null,
+          etag: null,
+          date: clock.t,
+        } as HttpResult<TicketView>;
       },
-      getTicket: async (): Promise<HttpResult<TicketView>> => ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: clock.t }) as HttpResult<TicketView>,
+      getTicket: async (): Promise<HttpResult<TicketView>> =>
+        ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: clock.t }) as HttpResult<TicketView>,
     } as unknown as NodeSession;
     const keeper = new LeaseKeeper(broker, "tkt_a", "adm", new Date(expiresAt).toISOString(), () => 0.5, {}, clock);
     const started = clock.t;
@@ -95,12 +120,27 @@ describe("the lease keeper, on a clock that tests move", () => {
           if (beats.length === 6) sixBeats();
           if (brokerNow() >= expiresAt) {
             lapsed = true;
-            return { status: 410, body: null, problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }), retryAfter: null, etag: null, date: date() } as HttpResult<TicketView>;
+            return {
+              status: 410,
+              body: null,
+              problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }),
+              retryAfter: null,
+              etag: null,
+              date: date(),
+            } as HttpResult<TicketView>;
           }
           expiresAt = brokerNow() + LEASE_MS;
-          return { status: 200, body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() }, problem: null, retryAfter: null, etag: null, date: date() } as HttpResult<TicketView>;
+          return {
+            status: 200,
+            body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() },
+            problem: null,
+            retryAfter: null,
+            etag: null,
+            date: date(),
+          } as HttpResult<TicketView>;
         },
-        getTicket: async (): Promise<HttpResult<TicketView>> => ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: date() }) as HttpResult<TicketView>,
+        getTicket: async (): Promise<HttpResult<TicketView>> =>
+          ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: date() }) as HttpResult<TicketView>,
       } as unknown as NodeSession;
       // The admission's lease end, as the broker wrote it: on the broker's clock.
       const keeper = new LeaseKeeper(broker, "tkt_a", "adm", new Date(expiresAt).toISOString(), () => 0.5, {}, clock);

@@ -151,7 +151,9 @@ export function abortFor(controller: AbortController, view: TicketView | null, a
   if (view?.state === "joined") return; // completed meanwhile: nothing to stop
   if (view?.state === "revoked") {
     controller.abort(
-      new AdmissionRevoked(`an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`),
+      new AdmissionRevoked(
+        `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
+      ),
     );
     return;
   }
@@ -160,5 +162,7 @@ export function abortFor(controller: AbortController, view: TicketView | null, a
     controller.abort(new LeaseLost("superseded", `the admission token was replaced (${answer})`));
     return;
   }
-  controller.abort(new LeaseLost(view?.state ?? "unknown", `the admission ended: ${view ? `ticket ${view.state}${view.reason ? ` (${view.reason})` : ""}` : answer}`));
+  controller.abort(
+    new LeaseLost(view?.state ?? "unknown", `the admission ended: ${view ? `ticket ${view.state}${view.reason ? ` (${view.reason})` : ""}` : answer}`),
+  );
 }

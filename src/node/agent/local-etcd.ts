@@ -84,7 +84,8 @@ export class LocalEtcd {
     this.#host = host;
     this.supervisor = options.etcdBin
       ? new EtcdSupervisor(options.etcdBin, dir, options.dataDir, {
-          onUnexpectedExit: (how, again) => reporter.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
+          onUnexpectedExit: (how, again) =>
+            reporter.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
           onLeftoverStopped: (pid) => reporter.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
         })
       : null;
@@ -92,7 +93,10 @@ export class LocalEtcd {
     if (options.pkiDir) {
       const files = ownClientFiles(options.pkiDir);
       const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: this.#watched(tlsFetch(files)) });
-      this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), { timeoutMs: 3_000, onHandshakeError: (e) => this.#tls?.refusedOwn(e) });
+      this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), {
+        timeoutMs: 3_000,
+        onHandshakeError: (e) => this.#tls?.refusedOwn(e),
+      });
     } else {
       this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
     }
@@ -164,7 +168,10 @@ export class LocalEtcd {
     // Its certificates went with its member (the join API revoked them): the next add asks for new ones.
     if (this.#o.pkiDir && !options.keepCertificates) {
       const moved = setOwnCertificatesAside(this.#o.pkiDir, `removed-${at}`);
-      if (moved.length) this.#r.event("pki", `moved the removed learner's keys and certificates aside (*.removed-${at}): the next add asks for new ones`, { moved: moved.length });
+      if (moved.length)
+        this.#r.event("pki", `moved the removed learner's keys and certificates aside (*.removed-${at}): the next add asks for new ones`, {
+          moved: moved.length,
+        });
     }
     this.#host.saveOwned(undefined);
     this.supervisor.startOver();
@@ -241,7 +248,11 @@ export class LocalEtcd {
     } catch (e) {
       if (!this.#learnerLimitNoted) {
         this.#learnerLimitNoted = true;
-        this.#r.event("etcd-start", `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`, { maxInFlight: learners });
+        this.#r.event(
+          "etcd-start",
+          `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`,
+          { maxInFlight: learners },
+        );
       }
       return [];
     }

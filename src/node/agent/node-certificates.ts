@@ -8,7 +8,15 @@
 import type { MemberAdded } from "../../shared/protocol/join-api.ts";
 import { requestedIdentity, type NodeIdentity } from "../pki/identity.ts";
 import { existsSync } from "node:fs";
-import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pkiFiles, readCertificateAuthority, requestCertificates, type PendingCertificates } from "../pki/pki-dir.ts";
+import {
+  certificateAuthority,
+  haveUsableCertificates,
+  issueOwnCertificates,
+  pkiFiles,
+  readCertificateAuthority,
+  requestCertificates,
+  type PendingCertificates,
+} from "../pki/pki-dir.ts";
 import { Refusal } from "./errors.ts";
 import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
@@ -27,11 +35,15 @@ export async function checkOperatorCa(o: AgentOptions, r: Reporter): Promise<voi
   const files = pkiFiles(dir);
   if (!existsSync(files.caKey)) return;
   const ca = await readCertificateAuthority(dir);
-  r.event("pki", `the etcd CA in ${dir} (${ca.cert.subject}; ${ca.signing.key}, signs with ${ca.signing.algorithm}; valid until ${ca.cert.notAfter.toISOString()}) can sign this node's certificates`, {
-    dir,
-    key: ca.signing.key,
-    notAfter: ca.cert.notAfter.toISOString(),
-  });
+  r.event(
+    "pki",
+    `the etcd CA in ${dir} (${ca.cert.subject}; ${ca.signing.key}, signs with ${ca.signing.algorithm}; valid until ${ca.cert.notAfter.toISOString()}) can sign this node's certificates`,
+    {
+      dir,
+      key: ca.signing.key,
+      notAfter: ca.cert.notAfter.toISOString(),
+    },
+  );
 }
 
 /**
@@ -84,11 +96,19 @@ export async function certificatesToRequest(o: AgentOptions, keys: NodeKeys): Pr
 export async function saveCertificates(o: AgentOptions, r: Reporter, pending: PendingCertificates, added: MemberAdded): Promise<void> {
   const dir = o.pkiDir!;
   if (!added.certificates) {
-    throw new Refusal(`the join API ${o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`);
+    throw new Refusal(
+      `the join API ${o.joinApiUrl} added this node but signed no certificates: etcd runs on TLS here (--pki-dir), so the join API needs the cluster's etcd CA (join-broker controller --pki-dir DIR)`,
+    );
   }
   if (pending.requests.client && !added.certificates.client) {
-    throw new Refusal(`the join API ${o.joinApiUrl} signed this node's certificates but not the API server's client certificate asked for (--apiserver-etcd-client): it predates that certificate`);
+    throw new Refusal(
+      `the join API ${o.joinApiUrl} signed this node's certificates but not the API server's client certificate asked for (--apiserver-etcd-client): it predates that certificate`,
+    );
   }
   await pending.save(dir, added.certificates);
-  r.event("pki", `the join API signed this node's peer and server certificates${added.certificates.client ? " and kube-apiserver's client certificate" : ""}; saved in ${dir}`, { dir });
+  r.event(
+    "pki",
+    `the join API signed this node's peer and server certificates${added.certificates.client ? " and kube-apiserver's client certificate" : ""}; saved in ${dir}`,
+    { dir },
+  );
 }

@@ -41,7 +41,9 @@ describe("this node's files", () => {
     files.load();
     files.save({ etcd: { cluster: "c1", node: "n1", role: "join", ticket: "tkt_1", initialCluster: [], initialClusterState: "existing", at: "" } });
     expect(() => new NodeFiles(optionsFor(root, "n2"), new StateDir(join(root, "state"))).load()).toThrow(UsageError);
-    expect(() => new NodeFiles(optionsFor(root, "n1", "https://10.0.0.9:2380"), new StateDir(join(root, "state"))).load()).toThrow(/was started with peer URL https:\/\/10\.0\.0\.1:2380/);
+    expect(() => new NodeFiles(optionsFor(root, "n1", "https://10.0.0.9:2380"), new StateDir(join(root, "state"))).load()).toThrow(
+      /was started with peer URL https:\/\/10\.0\.0\.1:2380/,
+    );
   });
 
   it("refuses to start data it did not make, before anything is asked of etcd", () => {
@@ -62,7 +64,9 @@ describe("this node's files", () => {
     files.load();
     expect(files.writeMarker(view(), "255", "4096")).toMatchObject({ memberID: "255", memberIDHex: "ff", clusterID: "1000", role: "join", ticket: "tkt_1" });
     expect(files.writeMarker(view({ memberID: "16" }), "", "")).toMatchObject({ memberID: "16", clusterID: null });
-    files.save({ etcd: { cluster: "c1", node: "n1", role: "join", ticket: "tkt_1", initialCluster: [], initialClusterState: "existing", memberID: "17", at: "" } });
+    files.save({
+      etcd: { cluster: "c1", node: "n1", role: "join", ticket: "tkt_1", initialCluster: [], initialClusterState: "existing", memberID: "17", at: "" },
+    });
     expect(files.writeMarker(view({ memberID: "16" }), "", "")).toMatchObject({ memberID: "16" });
     expect(files.writeMarker(view(), "", "")).toMatchObject({ memberID: "17", memberIDHex: "11" });
     expect(files.disk().joined).toBe(true);

@@ -20,7 +20,11 @@ describe("progress", () => {
     const r = createReporter({ format: "json", node: "ctrl-1", verbose: false, stream: out.stream });
     r.event("queued", "position 3 in the queue", { position: 3, estimatedWaitSeconds: 15 });
     r.retry("join API: HTTP 503");
-    const lines = out.text().trim().split("\n").map((l) => JSON.parse(l));
+    const lines = out
+      .text()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ node: "ctrl-1", step: "queued", msg: "position 3 in the queue", position: 3, estimatedWaitSeconds: 15 });
     expect(lines[1]).toMatchObject({ step: "retry", msg: "join API: HTTP 503" });
     expect(typeof lines[0].time).toBe("string");
@@ -37,7 +41,10 @@ describe("progress", () => {
     const lines = out.text().trim().split("\n");
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+ ctrl-1 queued: position 3 in the queue$/);
-    createReporter({ format: "text", node: "n", verbose: false, stream: out.stream }).event("queued", "position 1 in the queue", { position: 1, estimatedWaitSeconds: 6 });
+    createReporter({ format: "text", node: "n", verbose: false, stream: out.stream }).event("queued", "position 1 in the queue", {
+      position: 1,
+      estimatedWaitSeconds: 6,
+    });
     expect(out.text()).toContain("n queued: position 1 in the queue, about 6 s to go\n");
     expect(lines[2]).toContain("ctrl-1 admitted: admitted as join");
     const verbose = sink();
@@ -75,7 +82,9 @@ describe("progress", () => {
     r.reachable("broker");
     r.reachable("broker");
     const lines = out.text().trim().split("\n");
-    expect(lines.filter((l) => l.includes(" reachable: "))).toEqual([expect.stringMatching(/ ctrl-1 reachable: the broker is reachable again after 42 s \(6 failed attempts\)$/)]);
+    expect(lines.filter((l) => l.includes(" reachable: "))).toEqual([
+      expect.stringMatching(/ ctrl-1 reachable: the broker is reachable again after 42 s \(6 failed attempts\)$/),
+    ]);
     // The join API's outage goes on, and is told apart.
     now = 50_000;
     r.reachable("join-api");

@@ -79,7 +79,11 @@ export function createReporter(options: ReporterOptions): Reporter {
   const stream = options.stream ?? process.stderr;
   const now = options.now ?? Date.now;
   const reporter: FormatReporter =
-    options.format === "json" ? new JsonReporter(stream, options.node) : stream.isTTY ? new TerminalReporter(stream, options.node, now) : new PlainReporter(stream, options.node, options.verbose, now);
+    options.format === "json"
+      ? new JsonReporter(stream, options.node)
+      : stream.isTTY
+        ? new TerminalReporter(stream, options.node, now)
+        : new PlainReporter(stream, options.node, options.verbose, now);
   return new OutageReporter(reporter, now);
 }
 
@@ -119,11 +123,15 @@ class OutageReporter implements Reporter {
     if (!outage) return;
     this.#outages.delete(service);
     const seconds = Math.round((this.now() - outage.since) / 1000);
-    this.inner.event("reachable", `${SERVICE_NAMES[service]} is reachable again after ${seconds} s (${outage.failures} failed attempt${outage.failures === 1 ? "" : "s"})`, {
-      service,
-      outageSeconds: seconds,
-      failures: outage.failures,
-    });
+    this.inner.event(
+      "reachable",
+      `${SERVICE_NAMES[service]} is reachable again after ${seconds} s (${outage.failures} failed attempt${outage.failures === 1 ? "" : "s"})`,
+      {
+        service,
+        outageSeconds: seconds,
+        failures: outage.failures,
+      },
+    );
   }
 
   close(): void {
@@ -302,9 +310,11 @@ export interface QueuedView {
 export function reportQueued(r: Reporter, view: QueuedView): void {
   const where = `position ${view.position ?? "?"} in the queue`;
   const message =
-    view.waitingFor === "paused" ? `${where}; admissions are paused by an admin`
-    : view.waitingFor === "bootstrap" ? `${where}; waiting for the bootstrap node${view.bootstrapNode ? ` ${view.bootstrapNode}` : ""} to start the cluster`
-    : where;
+    view.waitingFor === "paused"
+      ? `${where}; admissions are paused by an admin`
+      : view.waitingFor === "bootstrap"
+        ? `${where}; waiting for the bootstrap node${view.bootstrapNode ? ` ${view.bootstrapNode}` : ""} to start the cluster`
+        : where;
   r.event("queued", message, {
     ticket: view.ticket,
     position: view.position,

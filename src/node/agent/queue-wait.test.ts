@@ -28,7 +28,15 @@ interface Arrival {
   path: string;
 }
 
-const BASE: TicketView = { ticket: "tkt_q", cluster: "c1", node: "n1", peerURL: "https://127.0.0.1:2380", state: "queued", role: "join", createdAt: new Date().toISOString() };
+const BASE: TicketView = {
+  ticket: "tkt_q",
+  cluster: "c1",
+  node: "n1",
+  peerURL: "https://127.0.0.1:2380",
+  state: "queued",
+  role: "join",
+  createdAt: new Date().toISOString(),
+};
 
 let server: Server | undefined;
 let dir = "";
@@ -65,7 +73,12 @@ async function runQueued(first: Partial<TicketView>, polls: PollAnswer[], onPoll
   await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), "agent-queue-"));
-  const code = await runAgent(testAgentOptions(dir, { broker: url, peerURL: BASE.peerURL }), { reporter: collectProgress().reporter, print: () => {}, stop: new AbortController().signal, random: () => 0 });
+  const code = await runAgent(testAgentOptions(dir, { broker: url, peerURL: BASE.peerURL }), {
+    reporter: collectProgress().reporter,
+    print: () => {},
+    stop: new AbortController().signal,
+    random: () => 0,
+  });
   return { code, arrivals: arrivals.filter((a) => a.method === "GET") };
 }
 

@@ -58,7 +58,10 @@ export class QuorumRescue {
    * Starts etcd as member `own` (unstarted, a voter) of the cluster `members` lists, named `name`,
    * on `listenPeerURL`, with its data in `dataDir` (made empty first).
    */
-  static async start(files: RescueFiles, input: { name: string; own: EtcdMember; members: readonly EtcdMember[]; listenPeerURL: string; dataDir: string; logFile?: string }): Promise<QuorumRescue> {
+  static async start(
+    files: RescueFiles,
+    input: { name: string; own: EtcdMember; members: readonly EtcdMember[]; listenPeerURL: string; dataDir: string; logFile?: string },
+  ): Promise<QuorumRescue> {
     const { own, members, name } = input;
     rmSync(input.dataDir, { recursive: true, force: true });
     const clientURL = `http://127.0.0.1:${await freeLoopbackPort()}`;

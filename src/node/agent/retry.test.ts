@@ -56,14 +56,21 @@ describe("retrying", () => {
       () => ({ done: "joined" }),
     ];
     let calls = 0;
-    const result = await retrying({ backoff: new Backoff(1, 1, () => 0), signal: new AbortController().signal, onUnreachable: (r) => unreachable.push(r) }, async () => steps[calls++]!());
+    const result = await retrying(
+      { backoff: new Backoff(1, 1, () => 0), signal: new AbortController().signal, onUnreachable: (r) => unreachable.push(r) },
+      async () => steps[calls++]!(),
+    );
     expect([result, calls, unreachable]).toEqual(["joined", 4, ["ECONNREFUSED"]]);
   });
 
   it("ends on any other exception, and on abort while waiting", async () => {
     const boom = new Error("refused");
     const options = { backoff: new Backoff(60_000, 60_000, () => 1), signal: new AbortController().signal, onUnreachable: () => {} };
-    await expect(retrying(options, async () => { throw boom; })).rejects.toBe(boom);
+    await expect(
+      retrying(options, async () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
     const controller = new AbortController();
     const why = new Error("stop");
     const pending = retrying({ ...options, signal: controller.signal }, async () => ({ wait: null }));

@@ -14,7 +14,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../atomic-file.ts";
 import { pkiFiles } from "../pki/pki-dir.ts";
-import { certificateFacts, createCertificateAuthority, createRevocationList, normalSerial, readRevocationList, type CertificateAuthority, type RevocationList } from "../pki/x509.ts";
+import {
+  certificateFacts,
+  createCertificateAuthority,
+  createRevocationList,
+  normalSerial,
+  readRevocationList,
+  type CertificateAuthority,
+  type RevocationList,
+} from "../pki/x509.ts";
 import type { Reporter } from "./progress.ts";
 
 /** How often the agent asks the join API for the list. */
@@ -89,10 +97,14 @@ export class RevocationListKeeper {
     const same = current && current.serials.length === list.serials.length && current.serials.every((s) => list.serials.includes(s));
     if (!same || !current) {
       writeFileAtomic(files.crl, Buffer.from(list.der));
-      this.#r.event("pki", `the revocation list now names ${list.serials.length} certificate${list.serials.length === 1 ? "" : "s"} (list ${list.number}): etcd refuses them from its next connection on`, {
-        revoked: list.serials.length,
-        crlNumber: list.number.toString(),
-      });
+      this.#r.event(
+        "pki",
+        `the revocation list now names ${list.serials.length} certificate${list.serials.length === 1 ? "" : "s"} (list ${list.number}): etcd refuses them from its next connection on`,
+        {
+          revoked: list.serials.length,
+          crlNumber: list.number.toString(),
+        },
+      );
     } else if (list.number > current.number) {
       // Same serials, newer number: keep the file (etcd reads only the serials), remember nothing more.
     }
@@ -117,7 +129,9 @@ export class RevocationListKeeper {
     }
     if (existsSync(this.file)) return;
     await this.ensurePlaceholder();
-    this.#r.event("pki", `${problem}: etcd starts with an empty revocation list until the join API's arrives (it is asked every ${CRL_REFRESH_MS / 1000} s)`, { problem });
+    this.#r.event("pki", `${problem}: etcd starts with an empty revocation list until the join API's arrives (it is asked every ${CRL_REFRESH_MS / 1000} s)`, {
+      problem,
+    });
   }
 
   /**
@@ -167,7 +181,11 @@ export class RevocationListKeeper {
     const listed = own.filter((s) => list.serials.includes(s));
     if (listed.length === 0 || this.#ownRevokedSaid) return;
     this.#ownRevokedSaid = true;
-    this.#r.event("pki", `this node's own certificates are revoked (${listed.join(", ")}): every etcd of the cluster refuses them; its member was removed or its admission revoked`, { revoked: listed.join(",") });
+    this.#r.event(
+      "pki",
+      `this node's own certificates are revoked (${listed.join(", ")}): every etcd of the cluster refuses them; its member was removed or its admission revoked`,
+      { revoked: listed.join(",") },
+    );
   }
 }
 

@@ -12,7 +12,17 @@ describe("state dir", () => {
   it("round-trips the marker and the progress state, leaving no temp files", () => {
     const dir = new StateDir(join(fresh(), "nested", "state"));
     expect(dir.readMarker()).toBeNull();
-    const marker: JoinedMarker = { version: 1, cluster: "c", node: "n", peerURL: "http://127.0.0.1:2380", role: "join", memberID: "1", clusterID: "a", ticket: "tkt_a", joinedAt: "2026-01-01T00:00:00.000Z" };
+    const marker: JoinedMarker = {
+      version: 1,
+      cluster: "c",
+      node: "n",
+      peerURL: "http://127.0.0.1:2380",
+      role: "join",
+      memberID: "1",
+      clusterID: "a",
+      ticket: "tkt_a",
+      joinedAt: "2026-01-01T00:00:00.000Z",
+    };
     dir.writeMarker(marker);
     expect(dir.readMarker()).toEqual(marker);
     dir.writeState({ version: 1, cluster: "c", node: "n", peerURL: "http://127.0.0.1:2380", ticket: "tkt_a", updatedAt: "" });
@@ -115,5 +125,4 @@ describe("state dir", () => {
     expect(isAlive(child.pid!)).toBe(false);
     expect(isAlive(process.pid)).toBe(true);
   });
-
 });

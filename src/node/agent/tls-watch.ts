@@ -78,7 +78,13 @@ export class TlsWatch {
     this.#offset ??= this.log.logStart;
     const { text, end } = this.log.logFrom(this.#offset);
     this.#offset = end;
-    for (const r of etcdTlsRejections(text)) this.#note(`log:${r.at}:${r.refusedBy}:${hostOf(r.remote)}:${r.error}`, this.#describe(r), r.expiry, { at: r.at, remote: r.remote, error: r.error, refusedBy: r.refusedBy });
+    for (const r of etcdTlsRejections(text))
+      this.#note(`log:${r.at}:${r.refusedBy}:${hostOf(r.remote)}:${r.error}`, this.#describe(r), r.expiry, {
+        at: r.at,
+        remote: r.remote,
+        error: r.error,
+        refusedBy: r.refusedBy,
+      });
   }
 
   #note(key: string, line: string, expiry: boolean, fields: Record<string, string>): void {
@@ -90,7 +96,11 @@ export class TlsWatch {
     if (this.#reported.has(key)) return;
     this.#reported.add(key);
     if (!expiry) this.#said.push(line);
-    this.reporter.event("etcd-tls", expiry ? `${line} (a certificate outside its validity period: check this machine's clock and the other end's)` : line, fields);
+    this.reporter.event(
+      "etcd-tls",
+      expiry ? `${line} (a certificate outside its validity period: check this machine's clock and the other end's)` : line,
+      fields,
+    );
   }
 
   /** A refusal in etcd's log as a line that names the certificate each end presented. */

@@ -43,18 +43,46 @@ export interface AdminCommand {
   run(ctx: CommandContext): Promise<void>;
 }
 
-type TokenRow = { id: string; state: string; uses: number; maxUses: number | null; expiresAt: string | null; description?: string; nodes?: string[]; peerHosts?: string[] };
-const tokenScope = (t: TokenRow) => [t.nodes ? `nodes ${t.nodes.join(",")}` : "", t.peerHosts ? `hosts ${t.peerHosts.join(",")}` : ""].filter(Boolean).join(" ") || "any";
+type TokenRow = {
+  id: string;
+  state: string;
+  uses: number;
+  maxUses: number | null;
+  expiresAt: string | null;
+  description?: string;
+  nodes?: string[];
+  peerHosts?: string[];
+};
+const tokenScope = (t: TokenRow) =>
+  [t.nodes ? `nodes ${t.nodes.join(",")}` : "", t.peerHosts ? `hosts ${t.peerHosts.join(",")}` : ""].filter(Boolean).join(" ") || "any";
 const tokenRows = (tokens: TokenRow[], now: number) =>
   table(
     ["ID", "STATE", "USES", "EXPIRES", "SCOPE", "DESCRIPTION"],
-    tokens.map((t) => [t.id, t.state, t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`, t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never", tokenScope(t), t.description]),
+    tokens.map((t) => [
+      t.id,
+      t.state,
+      t.maxUses === null ? `${t.uses}` : `${t.uses}/${t.maxUses}`,
+      t.expiresAt ? `${t.expiresAt.slice(0, 19)}Z (${relative(t.expiresAt, now)})` : "never",
+      tokenScope(t),
+      t.description,
+    ]),
   );
 
 const ticketRows = (tickets: AdminTicket[], now: number) =>
   table(
     ["SEQ", "TICKET", "NODE", "STATE", "ROLE", "PEER URL", "JTI", "CREATED", "LEASE", "REASON"],
-    tickets.map((t) => [t.seq, t.ticket, t.node, t.state, t.role, t.peerURL, t.jti, relative(t.createdAt, now), t.leaseExpiresAt ? `ends ${relative(t.leaseExpiresAt, now)}` : undefined, t.reason]),
+    tickets.map((t) => [
+      t.seq,
+      t.ticket,
+      t.node,
+      t.state,
+      t.role,
+      t.peerURL,
+      t.jti,
+      relative(t.createdAt, now),
+      t.leaseExpiresAt ? `ends ${relative(t.leaseExpiresAt, now)}` : undefined,
+      t.reason,
+    ]),
   );
 
 const memberRows = (members: Member[], now: number) =>
@@ -63,7 +91,8 @@ const memberRows = (members: Member[], now: number) =>
     members.map((m) => [m.node, m.peerURL, m.memberID === undefined ? undefined : memberIdHex(m.memberID), m.source, relative(m.joinedAt, now)]),
   );
 
-export const auditLine = (e: AuditEntry) => `${String(e.seq).padStart(6)}  ${e.time?.slice(0, 23)}Z  ${e.actor.padEnd(16)}  ${e.action.padEnd(26)}  ${e.subject}  ${inlineDetail(e.detail)}`.trimEnd();
+export const auditLine = (e: AuditEntry) =>
+  `${String(e.seq).padStart(6)}  ${e.time?.slice(0, 23)}Z  ${e.actor.padEnd(16)}  ${e.action.padEnd(26)}  ${e.subject}  ${inlineDetail(e.detail)}`.trimEnd();
 
 /** An enrollment token's lifetime when `token create` is given no --ttl. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600;
@@ -100,12 +129,14 @@ export const COMMANDS: AdminCommand[] = [
       const reply = await client.createEnrollmentToken(input);
       const t = reply.body;
       const scope = [t.nodes ? `nodes ${t.nodes.join(", ")}` : "", t.peerHosts ? `peer hosts ${t.peerHosts.join(", ")}` : ""].filter(Boolean).join("; ");
-      print(reply, () =>
-        (isNew ? `Created cluster ${client.cluster}.\n` : "") +
-        `Created enrollment token ${t.id} for cluster ${client.cluster}: ` +
-        `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}` +
-        `${scope ? `, only for ${scope}` : ""}.\n` +
-        `The token is shown only this once (the broker keeps only its hash):\n${t.token}\n`,
+      print(
+        reply,
+        () =>
+          (isNew ? `Created cluster ${client.cluster}.\n` : "") +
+          `Created enrollment token ${t.id} for cluster ${client.cluster}: ` +
+          `${t.expiresAt ? `expires ${when(t.expiresAt)}` : "never expires"}, ${t.maxUses === null ? "unlimited uses" : `at most ${t.maxUses} use(s)`}` +
+          `${scope ? `, only for ${scope}` : ""}.\n` +
+          `The token is shown only this once (the broker keeps only its hash):\n${t.token}\n`,
       );
     },
   },
@@ -147,7 +178,10 @@ export const COMMANDS: AdminCommand[] = [
       print(reply, () =>
         reply.body.clusters.length === 0
           ? "No cluster yet: 'join-broker admin token create --cluster NAME --new-cluster' creates one.\n"
-          : table(["CLUSTER", "CREATED"], reply.body.clusters.map((c) => [c.name, `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`])),
+          : table(
+              ["CLUSTER", "CREATED"],
+              reply.body.clusters.map((c) => [c.name, `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`]),
+            ),
       );
     },
   },
@@ -166,7 +200,11 @@ export const COMMANDS: AdminCommand[] = [
       const { cluster, description } = values;
       const reply = await broker.createCredential({ readOnly: true, ...(cluster ? { cluster } : {}), ...(description ? { description } : {}) });
       const c = reply.body;
-      print(reply, () => `Created read-only credential ${c.id} for ${c.cluster ? `cluster ${c.cluster}` : "every cluster"}.\nThe credential is shown only this once (the broker keeps only its hash):\n${c.token}\n`);
+      print(
+        reply,
+        () =>
+          `Created read-only credential ${c.id} for ${c.cluster ? `cluster ${c.cluster}` : "every cluster"}.\nThe credential is shown only this once (the broker keeps only its hash):\n${c.token}\n`,
+      );
     },
   },
   {
@@ -183,7 +221,13 @@ export const COMMANDS: AdminCommand[] = [
           ? "No read-only credentials.\n"
           : table(
               ["ID", "STATE", "CLUSTER", "CREATED", "DESCRIPTION"],
-              reply.body.credentials.map((c) => [c.id, c.state, c.cluster ?? "(all)", `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`, c.description]),
+              reply.body.credentials.map((c) => [
+                c.id,
+                c.state,
+                c.cluster ?? "(all)",
+                `${c.createdAt.slice(0, 19)}Z (${relative(c.createdAt, now)})`,
+                c.description,
+              ]),
             ),
       );
     },
@@ -214,12 +258,12 @@ export const COMMANDS: AdminCommand[] = [
         const state = s.restored?.awaitingAdmin
           ? "RESTORED: no bootstrap until an admin decides (adopt, if the cluster exists; bootstrap allow, if it never formed)"
           : s.bootstrapped
-          ? `bootstrapped${s.bootstrapNode ? ` (by ${s.bootstrapNode})` : ""}`
-          : s.adopted
-            ? "adopted (existing cluster: no bootstrap)"
-            : s.bootstrapNode
-              ? `waiting for bootstrap: ${s.bootstrapNode} holds the bootstrap ticket`
-              : "new: the first node to ask bootstraps";
+            ? `bootstrapped${s.bootstrapNode ? ` (by ${s.bootstrapNode})` : ""}`
+            : s.adopted
+              ? "adopted (existing cluster: no bootstrap)"
+              : s.bootstrapNode
+                ? `waiting for bootstrap: ${s.bootstrapNode} holds the bootstrap ticket`
+                : "new: the first node to ask bootstraps";
         let out = fields([
           ["Cluster", s.cluster],
           ["Issuer", s.issuer],
@@ -230,10 +274,16 @@ export const COMMANDS: AdminCommand[] = [
           ["Queue", `${s.queue.queued} queued, ${s.queue.admitted} admitted`],
           ["Typical admission", s.typicalAdmissionSeconds ? duration(s.typicalAdmissionSeconds) : "unknown yet"],
           ["Signing key", s.signingKey],
-          ["Database", s.databaseSizeBytes === undefined ? "unknown" : `${(s.databaseSizeBytes / 1048576).toFixed(1)} MiB${s.retention ? ` (history kept: audit ${duration(s.retention.auditSeconds)}, ended tickets ${duration(s.retention.endedTicketSeconds)})` : ""}`],
+          [
+            "Database",
+            s.databaseSizeBytes === undefined
+              ? "unknown"
+              : `${(s.databaseSizeBytes / 1048576).toFixed(1)} MiB${s.retention ? ` (history kept: audit ${duration(s.retention.auditSeconds)}, ended tickets ${duration(s.retention.endedTicketSeconds)})` : ""}`,
+          ],
         ]);
         // What the node that gave up said, with the command that removes its member; then resume.
-        if (s.needsOperator) out += `\nNeeds an operator (since ${when(s.needsOperator.at, now)}): ${s.needsOperator.node} left etcd member ${BigInt(s.needsOperator.memberID).toString(16)}\n  ${s.needsOperator.detail}\n  Remove it, then: join-broker admin resume\n`;
+        if (s.needsOperator)
+          out += `\nNeeds an operator (since ${when(s.needsOperator.at, now)}): ${s.needsOperator.node} left etcd member ${BigInt(s.needsOperator.memberID).toString(16)}\n  ${s.needsOperator.detail}\n  Remove it, then: join-broker admin resume\n`;
         out += `\nIn flight (${s.inFlight.length}):\n` + (s.inFlight.length ? ticketRows(s.inFlight, now) : "  none\n");
         out += `\nMembers (${s.members.length}):\n` + (s.members.length ? memberRows(s.members, now) : "  none\n");
         return out;
@@ -300,10 +350,15 @@ export const COMMANDS: AdminCommand[] = [
     async run({ client, values, print }) {
       const patch: Record<string, number> = {};
       for (const field of POLICY_FLAGS) if (values[field] !== undefined) patch[field] = values[field];
-      if (Object.keys(patch).length === 0) throw new UsageError(`policy set needs at least one of ${POLICY_FLAGS.map((f) => ADMIN_FLAGS[f].flags.split(" ")[0]).join(", ")}`);
+      if (Object.keys(patch).length === 0)
+        throw new UsageError(`policy set needs at least one of ${POLICY_FLAGS.map((f) => ADMIN_FLAGS[f].flags.split(" ")[0]).join(", ")}`);
       const reply = await client.setPolicy(patch);
       const p = reply.body;
-      print(reply, () => `Policy of ${client.cluster}: maxInFlight ${p.maxInFlight}, leaseSeconds ${p.leaseSeconds}, admissionTtlSeconds ${p.admissionTtlSeconds}, maxQueue ${p.maxQueue}.\n`);
+      print(
+        reply,
+        () =>
+          `Policy of ${client.cluster}: maxInFlight ${p.maxInFlight}, leaseSeconds ${p.leaseSeconds}, admissionTtlSeconds ${p.admissionTtlSeconds}, maxQueue ${p.maxQueue}.\n`,
+      );
     },
   },
   {
@@ -332,7 +387,11 @@ export const COMMANDS: AdminCommand[] = [
     async run({ client, print }) {
       const reply = await client.rotateKeys();
       const r = reply.body;
-      print(reply, () => `New signing key ${r.kid}${r.retired ? `; retired ${r.retired} (still published until the tokens it signed expire)` : ""}.\nPublished keys: ${r.keys.join(", ")}\n`);
+      print(
+        reply,
+        () =>
+          `New signing key ${r.kid}${r.retired ? `; retired ${r.retired} (still published until the tokens it signed expire)` : ""}.\nPublished keys: ${r.keys.join(", ")}\n`,
+      );
     },
   },
   {
@@ -344,7 +403,12 @@ export const COMMANDS: AdminCommand[] = [
     details: "Run it before any node of that cluster asks for a ticket.",
     async run({ client, values, print }) {
       const reply = await client.adopt(values.member!);
-      print(reply, () => `Adopted cluster ${client.cluster} with ${reply.body.adopted} member(s); it will never issue a bootstrap ticket.\n` + memberRows(reply.body.members, Date.now()));
+      print(
+        reply,
+        () =>
+          `Adopted cluster ${client.cluster} with ${reply.body.adopted} member(s); it will never issue a bootstrap ticket.\n` +
+          memberRows(reply.body.members, Date.now()),
+      );
     },
   },
   {
@@ -367,7 +431,10 @@ export const COMMANDS: AdminCommand[] = [
     async run({ client, args, values, print }) {
       const reply = await client.reassignBootstrap({ node: args[0], reason: values.reason! });
       const r = reply.body;
-      print(reply, () => `Bootstrap of ${client.cluster} now belongs to ${r.bootstrapNode}${r.revoked ? `; revoked the old holder's admission ${r.revoked}` : ""}.\n`);
+      print(
+        reply,
+        () => `Bootstrap of ${client.cluster} now belongs to ${r.bootstrapNode}${r.revoked ? `; revoked the old holder's admission ${r.revoked}` : ""}.\n`,
+      );
     },
   },
   {
@@ -376,7 +443,8 @@ export const COMMANDS: AdminCommand[] = [
     flags: ["reason"],
     required: ["reason"],
     summary: "mark the cluster's state restored from an earlier point (a point-in-time restore): no bootstrap until an admin decides",
-    details: "Run it right after restoring the broker's state to an earlier point, before any node asks. Then decide: adopt, if the cluster exists; bootstrap allow, if it never formed.",
+    details:
+      "Run it right after restoring the broker's state to an earlier point, before any node asks. Then decide: adopt, if the cluster exists; bootstrap allow, if it never formed.",
     async run({ client, values, print }) {
       const reply = await client.markRestored(values.reason!);
       print(reply, () =>
@@ -395,7 +463,9 @@ export const COMMANDS: AdminCommand[] = [
     details: "Only if no etcd of this cluster runs anywhere: a bootstrap next to an existing cluster makes two clusters. If it exists, adopt it instead.",
     async run({ client, values, print }) {
       const reply = await client.allowBootstrap(values.reason!);
-      print(reply, () => (reply.body.changed ? `Bootstrap of ${client.cluster} may go ahead.\n` : `${client.cluster} was not waiting for a decision; nothing changed.\n`));
+      print(reply, () =>
+        reply.body.changed ? `Bootstrap of ${client.cluster} may go ahead.\n` : `${client.cluster} was not waiting for a decision; nothing changed.\n`,
+      );
     },
   },
   {
@@ -403,7 +473,8 @@ export const COMMANDS: AdminCommand[] = [
     args: [],
     flags: [],
     summary: "the cluster's queue metrics in the Prometheus text format (queue length, in flight, admissions, waits)",
-    details: "The answer is text, not JSON, so --json does not apply; scrape GET /v1/admin/clusters/NAME/metrics with a read-only credential\n('credentials create --read-only') for monitoring.",
+    details:
+      "The answer is text, not JSON, so --json does not apply; scrape GET /v1/admin/clusters/NAME/metrics with a read-only credential\n('credentials create --read-only') for monitoring.",
     async run({ client, values, print }) {
       if (values.json) throw new UsageError("'metrics' answers in the Prometheus text format; --json does not apply");
       const reply = await client.metrics();

@@ -33,11 +33,32 @@ const member: Reader<{ node: string; peerURL: string }> = (t, flag) => {
 
 /** Every flag of every subcommand, once (by commander's attribute name). */
 export const ADMIN_FLAGS = {
-  ttl: { flags: "--ttl <DURATION>", description: "seconds or a duration such as 10m, 24h, 7d (at least 60 s), or 'never' (default: 24h)", read: lifetime, field: "ttlSeconds", unit: "s" },
-  maxUses: { flags: "--max-uses <N>", description: "how many tickets it may create (default: any number until it expires): give the number of nodes", read: whole, field: "maxUses" },
+  ttl: {
+    flags: "--ttl <DURATION>",
+    description: "seconds or a duration such as 10m, 24h, 7d (at least 60 s), or 'never' (default: 24h)",
+    read: lifetime,
+    field: "ttlSeconds",
+    unit: "s",
+  },
+  maxUses: {
+    flags: "--max-uses <N>",
+    description: "how many tickets it may create (default: any number until it expires): give the number of nodes",
+    read: whole,
+    field: "maxUses",
+  },
   description: { flags: "--description <TEXT>", description: "what it is for", read: text, field: "description", unit: "characters" },
-  nodes: { flags: "--nodes <PATTERNS>", description: "the node names it may ask tickets for: glob patterns (* and ?), comma-separated, repeatable", read: list, field: "nodes" },
-  peerHosts: { flags: "--peer-hosts <HOSTS>", description: "the hosts of their peer URLs: host names, *.domain, IP addresses or CIDRs, comma-separated, repeatable", read: list, field: "peerHosts" },
+  nodes: {
+    flags: "--nodes <PATTERNS>",
+    description: "the node names it may ask tickets for: glob patterns (* and ?), comma-separated, repeatable",
+    read: list,
+    field: "nodes",
+  },
+  peerHosts: {
+    flags: "--peer-hosts <HOSTS>",
+    description: "the hosts of their peer URLs: host names, *.domain, IP addresses or CIDRs, comma-separated, repeatable",
+    read: list,
+    field: "peerHosts",
+  },
   newCluster: { flags: "--new-cluster", description: "create the cluster if the broker does not have it yet" },
   readOnly: { flags: "--read-only", description: "a read-only credential (the only kind)" },
   state: { flags: "--state <STATE>", description: "only tickets in this state", choices: TicketListQuery.shape.state.unwrap().options, field: "state" },
@@ -45,8 +66,20 @@ export const ADMIN_FLAGS = {
   after: { flags: "--after <SEQ>", description: "only entries after this sequence number", read: whole, field: "after" },
   reason: { flags: "--reason <TEXT>", description: "why, for the audit log", read: text, field: "reason", unit: "characters" },
   maxInFlight: { flags: "--max-in-flight <N>", description: "nodes admitted at once", read: whole, field: "maxInFlight" },
-  leaseSeconds: { flags: "--lease-seconds <N>", description: "an admitted node must heartbeat or complete within this", read: whole, field: "leaseSeconds", unit: "s" },
-  admissionTtlSeconds: { flags: "--admission-ttl-seconds <N>", description: "lifetime of an admission token", read: whole, field: "admissionTtlSeconds", unit: "s" },
+  leaseSeconds: {
+    flags: "--lease-seconds <N>",
+    description: "an admitted node must heartbeat or complete within this",
+    read: whole,
+    field: "leaseSeconds",
+    unit: "s",
+  },
+  admissionTtlSeconds: {
+    flags: "--admission-ttl-seconds <N>",
+    description: "lifetime of an admission token",
+    read: whole,
+    field: "admissionTtlSeconds",
+    unit: "s",
+  },
   maxQueue: { flags: "--max-queue <N>", description: "live tickets at most", read: whole, field: "maxQueue" },
   member: { flags: "--member <NODE=PEERURL>", description: "a member of the existing cluster, repeatable", read: repeated(member), field: "members" },
   follow: { flags: "-f, --follow", description: "wait for new entries until interrupted" },
@@ -92,9 +125,11 @@ export function inFlagTerms(e: InvalidInput, leaf: Command): string {
       const given = typedText !== undefined && !Array.isArray(leaf.getOptionValue(option!.attributeName())) ? ` ${typedText}` : "";
       const unit = "unit" in known ? ` ${known.unit}` : "";
       const rule =
-        i.code === "too_small" && i.minimum !== undefined ? `must be at least ${i.minimum}${unit}`
-        : i.code === "too_big" && i.maximum !== undefined ? `must be at most ${i.maximum}${unit}`
-        : i.message.charAt(0).toLowerCase() + i.message.slice(1);
+        i.code === "too_small" && i.minimum !== undefined
+          ? `must be at least ${i.minimum}${unit}`
+          : i.code === "too_big" && i.maximum !== undefined
+            ? `must be at most ${i.maximum}${unit}`
+            : i.message.charAt(0).toLowerCase() + i.message.slice(1);
       return `${flag}${given}: ${rule}`;
     })
     .join("; ");

@@ -15,7 +15,6 @@ import { leafCommands, requireAll, secretRequirement, typed, unset, type CliComm
 import { stopOnSignals } from "./signals.ts";
 import { choice, httpUrl, number, readSecret, text, value, type Reader } from "./values.ts";
 
-
 const EXIT_CODES = `
 Exit codes:
   0  done
@@ -80,7 +79,11 @@ function defineSubcommand(admin: CliCommand, c: AdminCommand): void {
     .summary(c.summary)
     .description(`${c.summary.charAt(0).toUpperCase()}${c.summary.slice(1)}.${c.details ? `\n${c.details}` : ""}`)
     .usage(synopsis(c))
-    .configureHelp({ ...sub.configureHelp(), showGlobalOptions: true, commandUsage: () => ["join-broker admin", ...c.words, synopsis(c), CONNECTION_SYNOPSIS].filter(Boolean).join(" ") })
+    .configureHelp({
+      ...sub.configureHelp(),
+      showGlobalOptions: true,
+      commandUsage: () => ["join-broker admin", ...c.words, synopsis(c), CONNECTION_SYNOPSIS].filter(Boolean).join(" "),
+    })
     .addHelpOption(new Option("-h, --help", "this help"))
     .addHelpText("after", "\nRun 'join-broker admin --help' for the exit codes.\n");
   for (const a of c.args) sub.argument(`<${a}>`);
@@ -116,7 +119,12 @@ async function runSubcommand(admin: CliCommand, leaf: CliCommand, command: Admin
     let brokerClient: BrokerClient;
     let client: AdminClient | undefined;
     try {
-      brokerClient = new BrokerClient({ baseUrl: broker!, bearer: token!, timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined, userAgent: "join-broker-admin/1" });
+      brokerClient = new BrokerClient({
+        baseUrl: broker!,
+        bearer: token!,
+        timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
+        userAgent: "join-broker-admin/1",
+      });
       client = cluster ? brokerClient.admin(cluster) : undefined;
     } catch (e) {
       throw new UsageError(e instanceof InvalidInput ? `--${e.message}` : `--broker: ${(e as Error).message}`);

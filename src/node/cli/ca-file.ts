@@ -76,4 +76,3 @@ async function rerunWithExtraCa(certs: string[], argv: string[]): Promise<number
     rmSync(dir, { recursive: true, force: true });
   }
 }
-

@@ -30,9 +30,16 @@ const GIVEN = ["--cluster", "c1", "--broker", "http://b/"];
 
 describe("the command-line layer", () => {
   it("reads every value with its reader, defaults filled in", () => {
-    expect(parse([...GIVEN, "--json", "--tag", "a", "--tag=b", "--format", "json"])).toEqual({ cluster: "c1", broker: "http://b", count: 2, json: true, tag: ["a", "b"], format: "json" });
+    expect(parse([...GIVEN, "--json", "--tag", "a", "--tag=b", "--format", "json"])).toEqual({
+      cluster: "c1",
+      broker: "http://b",
+      count: 2,
+      json: true,
+      tag: ["a", "b"],
+      format: "json",
+    });
     // commander takes the next word as a value, even one that looks like a flag: its reader judges it.
-    expect(refusal(["--cluster", "--broker", "x"])).toBe('--cluster "--broker" is not a valid cluster name (a DNS label: a-z, 0-9, \'-\')');
+    expect(refusal(["--cluster", "--broker", "x"])).toBe("--cluster \"--broker\" is not a valid cluster name (a DNS label: a-z, 0-9, '-')");
   });
 
   it("names an unknown flag and the known ones closest to it", () => {

@@ -120,7 +120,11 @@ function subcommandTerm(cmd: Command): string {
   const words: string[] = [];
   for (let c: Command | null = cmd; c?.parent?.parent; c = c.parent) words.unshift(c.name());
   // commander's own usage ("[options] [command]") says nothing a synopsis would.
-  const usage = cmd.usage().replace(/^\[options\]/, "").replace(/\[command\]$/, "").trim();
+  const usage = cmd
+    .usage()
+    .replace(/^\[options\]/, "")
+    .replace(/\[command\]$/, "")
+    .trim();
   return [...words, usage].filter(Boolean).join(" ");
 }
 
@@ -202,8 +206,11 @@ function refusal(cmd: CliCommand, code: string, message: string): UsageError {
       if (here.includes(typed)) return new UsageError(`${typed} takes no value`);
       // A flag of another subcommand of the same command: say where it does apply.
       const top = family(cmd);
-      const owners = [...(hasAction(top) ? [{ words: [top.name()], command: top }] : []), ...leafCommands(top)].filter((l) => knownFlags(l.command).includes(typed));
-      if (owners.length && cmd === family(cmd)) return new UsageError(`${typed} goes after its subcommand: ${owners.map((l) => `'${l.words.join(" ")}'`).join(", ")}`);
+      const owners = [...(hasAction(top) ? [{ words: [top.name()], command: top }] : []), ...leafCommands(top)].filter((l) =>
+        knownFlags(l.command).includes(typed),
+      );
+      if (owners.length && cmd === family(cmd))
+        return new UsageError(`${typed} goes after its subcommand: ${owners.map((l) => `'${l.words.join(" ")}'`).join(", ")}`);
       if (owners.length) return new UsageError(`${typed} does not apply to '${name}'`);
       return new UsageError(`unknown flag '${typed}'${didYouMean(typed, here)}`);
     }

@@ -31,7 +31,8 @@ Exit codes: 0 stopped by a signal, 1 could not start (port taken, …), 2 bad us
 
 /** A directory holding the cluster's etcd CA as ca.crt and ca.key. */
 const caDir: Reader<string> = (t, flag) => {
-  for (const file of ["ca.crt", "ca.key"]) if (!existsSync(join(t, file))) throw new UsageError(`${flag} ${t} has no ${file}: it holds the cluster's etcd CA as ca.crt and ca.key (PEM)`);
+  for (const file of ["ca.crt", "ca.key"])
+    if (!existsSync(join(t, file))) throw new UsageError(`${flag} ${t} has no ${file}: it holds the cluster's etcd CA as ca.crt and ca.key (PEM)`);
   return path(t, flag, undefined);
 };
 
@@ -155,7 +156,9 @@ async function runController(cmd: CliCommand): Promise<number> {
   const stop = stopOnSignals();
   try {
     process.stdout.write(`join API listening on ${server.url}\n`);
-    log(`cluster ${cluster}, broker ${broker}, etcd ${etcd.join(",")}${v.revocationListMaxAge ? `, revocation-list fallback ${v.revocationListMaxAge} s` : ""}`);
+    log(
+      `cluster ${cluster}, broker ${broker}, etcd ${etcd.join(",")}${v.revocationListMaxAge ? `, revocation-list fallback ${v.revocationListMaxAge} s` : ""}`,
+    );
     log(`${await stop.stopped}: shutting down`);
     await server.close();
     return EXIT.ok;

@@ -56,7 +56,9 @@ async function runEtcdCert(cmd: CliCommand): Promise<number> {
     throw e instanceof PkiError ? new UsageError(`--pki-dir: ${e.message}`) : e;
   }
   const pair = await generateKeyPair();
-  const cert = await issueCertificate(ca, pair.keys.publicKey, { node: "operator", hosts: [] }, days, Date.now(), { kind: user === ROOT_USER ? "root" : "client" });
+  const cert = await issueCertificate(ca, pair.keys.publicKey, { node: "operator", hosts: [] }, days, Date.now(), {
+    kind: user === ROOT_USER ? "root" : "client",
+  });
   const dir = out!;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const files = { ca: join(dir, "ca.crt"), cert: join(dir, `${user}.crt`), key: join(dir, `${user}.key`) };

@@ -24,7 +24,15 @@ describe("admin CLI formatting", () => {
   });
 
   it("aligns table columns and marks empty cells", () => {
-    expect(table(["ID", "STATE", "NOTE"], [["a", "queued", null], ["bbbb", "admitted", "x y"]])).toBe("ID    STATE     NOTE\na     queued    -\nbbbb  admitted  x y\n");
+    expect(
+      table(
+        ["ID", "STATE", "NOTE"],
+        [
+          ["a", "queued", null],
+          ["bbbb", "admitted", "x y"],
+        ],
+      ),
+    ).toBe("ID    STATE     NOTE\na     queued    -\nbbbb  admitted  x y\n");
   });
 
   it("renders audit details as k=v, quoting strings with spaces", () => {

@@ -61,10 +61,12 @@ export function parseDuration(text: string): number | null {
 
 /** A compact "k=v k=v" rendering of an audit entry's detail object. */
 export function inlineDetail(detail: Record<string, unknown>): string {
-  return Object.entries(detail)
-    .filter(([, v]) => v !== null && v !== undefined)
-    // Member IDs as etcdctl prints them (hex); the JSON keeps the broker's spelling.
-    .map(([k, v]) => [k, k === "memberID" && typeof v === "string" ? memberIdHex(v) : v] as const)
-    .map(([k, v]) => `${k}=${typeof v === "string" ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`)
-    .join(" ");
+  return (
+    Object.entries(detail)
+      .filter(([, v]) => v !== null && v !== undefined)
+      // Member IDs as etcdctl prints them (hex); the JSON keeps the broker's spelling.
+      .map(([k, v]) => [k, k === "memberID" && typeof v === "string" ? memberIdHex(v) : v] as const)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`)
+      .join(" ")
+  );
 }

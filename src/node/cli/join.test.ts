@@ -7,7 +7,22 @@ import { testAgentOptions } from "../agent/agent-test-kit.ts";
 import { refusalOf } from "./cli-test-kit.ts";
 import { parseJoin } from "./join.ts";
 
-const REQUIRED = ["--broker", "https://broker.example/", "--cluster", "prod-eu", "--token", "jbe_abc", "--node", "ctrl-1", "--peer-url", "https://10.0.0.4:2380/", "--join-api", "https://10.0.0.2:9443", "--state-dir", "/var/lib/jb"];
+const REQUIRED = [
+  "--broker",
+  "https://broker.example/",
+  "--cluster",
+  "prod-eu",
+  "--token",
+  "jbe_abc",
+  "--node",
+  "ctrl-1",
+  "--peer-url",
+  "https://10.0.0.4:2380/",
+  "--join-api",
+  "https://10.0.0.2:9443",
+  "--state-dir",
+  "/var/lib/jb",
+];
 
 function options(argv: string[], env: Record<string, string | undefined> = {}): AgentOptions {
   const parsed = parseJoin(argv, env);
@@ -36,12 +51,45 @@ describe("join flags", () => {
     // gives what this command line gives.
     const root = "/var/lib/jb-test";
     const kit = testAgentOptions(root);
-    const argv = ["--broker", kit.brokerUrl, "--cluster", kit.cluster, "--token", kit.token, "--node", kit.node, "--peer-url", kit.peerURL, "--join-api", kit.joinApiUrl, "--state-dir", kit.stateDir, "--log-format", "json"];
+    const argv = [
+      "--broker",
+      kit.brokerUrl,
+      "--cluster",
+      kit.cluster,
+      "--token",
+      kit.token,
+      "--node",
+      kit.node,
+      "--peer-url",
+      kit.peerURL,
+      "--join-api",
+      kit.joinApiUrl,
+      "--state-dir",
+      kit.stateDir,
+      "--log-format",
+      "json",
+    ];
     expect(options(argv)).toEqual(kit);
   });
 
   it("takes etcd options, extra etcd flags written inline, and behaviour flags", () => {
-    const o = options([...REQUIRED, "--etcd-bin", "/usr/bin/etcd", "--data-dir", "/data/etcd", "--client-url", "http://127.0.0.1:12379", "--etcd-arg=--heartbeat-interval=50", "--etcd-arg=--election-timeout=500", "--timeout", "0", "--log-format", "json", "--print-etcd-flags", "--retry-revoked"]);
+    const o = options([
+      ...REQUIRED,
+      "--etcd-bin",
+      "/usr/bin/etcd",
+      "--data-dir",
+      "/data/etcd",
+      "--client-url",
+      "http://127.0.0.1:12379",
+      "--etcd-arg=--heartbeat-interval=50",
+      "--etcd-arg=--election-timeout=500",
+      "--timeout",
+      "0",
+      "--log-format",
+      "json",
+      "--print-etcd-flags",
+      "--retry-revoked",
+    ]);
     expect(o.etcdBin).toBe("/usr/bin/etcd");
     expect(o.dataDir).toBe("/data/etcd");
     expect(o.clientURL).toBe("http://127.0.0.1:12379");
@@ -97,9 +145,13 @@ describe("join flags", () => {
     expect(usageError([], {})).toBe(
       "--broker URL (or JOIN_BROKER_URL), --cluster NAME, an enrollment token (--token, --token-file or JOIN_BROKER_TOKEN), --peer-url URL, --join-api URL and --state-dir DIR are required",
     );
-    expect(usageError(["--cluster", "c1", "--node", "n1"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url URL, --join-api URL and --state-dir DIR are required");
+    expect(usageError(["--cluster", "c1", "--node", "n1"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe(
+      "--peer-url URL, --join-api URL and --state-dir DIR are required",
+    );
     // Gate mode needs no --join-api.
-    expect(usageError(["--cluster", "c1", "--exec", "true", "--etcd", "http://127.0.0.1:2379"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" })).toBe("--peer-url URL and --state-dir DIR are required");
+    expect(
+      usageError(["--cluster", "c1", "--exec", "true", "--etcd", "http://127.0.0.1:2379"], { JOIN_BROKER_URL: "http://b", JOIN_BROKER_TOKEN: "jbe_x" }),
+    ).toBe("--peer-url URL and --state-dir DIR are required");
   });
 
   it("answers --help before checking anything else", () => {
@@ -136,8 +188,21 @@ describe("gate mode flags", () => {
   it("takes the clean-up command, the removal timeout, the quorum rescue and etcd's server name", () => {
     expect(options([...GATE, "--exec", "x"])).toMatchObject({ cleanup: null, removalTimeoutSeconds: 120, rescue: null });
     const o = options([
-      ...GATE, "--exec", "k0s controller", "--cleanup", "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd", "--removal-timeout", "30",
-      "--rescue-etcd", "/var/lib/k0s/bin/etcd", "--rescue-pki", "/var/lib/k0s/pki/etcd", "--etcd-cacert", "/etc/ca.crt", "--etcd-server-name", "localhost",
+      ...GATE,
+      "--exec",
+      "k0s controller",
+      "--cleanup",
+      "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd",
+      "--removal-timeout",
+      "30",
+      "--rescue-etcd",
+      "/var/lib/k0s/bin/etcd",
+      "--rescue-pki",
+      "/var/lib/k0s/pki/etcd",
+      "--etcd-cacert",
+      "/etc/ca.crt",
+      "--etcd-server-name",
+      "localhost",
     ]);
     expect(o).toMatchObject({
       cleanup: "rm -rf /var/lib/k0s/pki /var/lib/k0s/etcd",
@@ -146,10 +211,12 @@ describe("gate mode flags", () => {
       etcdTls: { ca: "/etc/ca.crt", serverName: "localhost" },
     });
     // A value is read as it is parsed: a good one, refused for want of --exec.
-    for (const flag of ["--cleanup", "--removal-timeout", "--rescue-etcd", "--rescue-pki"]) expect(usageError([...REQUIRED, flag, "30"]), flag).toMatch(new RegExp(`^${flag} is for gate mode`));
+    for (const flag of ["--cleanup", "--removal-timeout", "--rescue-etcd", "--rescue-pki"])
+      expect(usageError([...REQUIRED, flag, "30"]), flag).toMatch(new RegExp(`^${flag} is for gate mode`));
     expect(usageError([...REQUIRED, "--removal-timeout", "x"])).toMatch(/^--removal-timeout must be a whole number/);
     expect(usageError([...GATE, "--exec", "x", "--cleanup", " "])).toMatch(/--cleanup needs a command/);
-    for (const bad of ["0", "1.5", "soon"]) expect(usageError([...GATE, "--exec", "x", "--removal-timeout", bad]), bad).toMatch(/--removal-timeout .* whole number of seconds, at least 1/);
+    for (const bad of ["0", "1.5", "soon"])
+      expect(usageError([...GATE, "--exec", "x", "--removal-timeout", bad]), bad).toMatch(/--removal-timeout .* whole number of seconds, at least 1/);
     expect(usageError([...GATE, "--exec", "x", "--rescue-etcd", "/bin/etcd"])).toMatch(/--rescue-etcd with an https peer URL needs --rescue-pki DIR/);
     expect(usageError([...GATE, "--exec", "x", "--rescue-pki", "/etc/pki"])).toMatch(/--rescue-pki goes with --rescue-etcd/);
     const plain = GATE.map((a) => (a === "https://10.0.0.4:2380/" ? "http://10.0.0.4:2380" : a));
@@ -162,7 +229,9 @@ describe("gate mode flags", () => {
     expect(options([...GATE, "--exec", "x", "--etcd-server-name", "127.0.0.1"]).etcdTls).toEqual({ serverName: "127.0.0.1" });
     expect(options([...GATE, "--exec", "x", "--etcd-server-name", "::1"]).etcdTls).toEqual({ serverName: "::1" });
     for (const bad of ["https://localhost", "local host", "-x", "a..b", "a_b.example"]) {
-      expect(usageError([...GATE, "--exec", "x", `--etcd-server-name=${bad}`]), bad).toBe(`--etcd-server-name ${JSON.stringify(bad)} is not a DNS name or an IP address`);
+      expect(usageError([...GATE, "--exec", "x", `--etcd-server-name=${bad}`]), bad).toBe(
+        `--etcd-server-name ${JSON.stringify(bad)} is not a DNS name or an IP address`,
+      );
     }
   });
 
@@ -191,7 +260,9 @@ describe("--pki-dir", () => {
     const o = options([...REQUIRED, "--pki-dir", "/etc/etcd/pki"]);
     expect(o.pkiDir).toBe("/etc/etcd/pki");
     expect(o.clientURL).toBe("https://127.0.0.1:2379");
-    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--client-url", "http://127.0.0.1:2379"])).toContain("--client-url http://127.0.0.1:2379 must be an https:// URL");
+    expect(usageError([...REQUIRED, "--pki-dir", "/p", "--client-url", "http://127.0.0.1:2379"])).toContain(
+      "--client-url http://127.0.0.1:2379 must be an https:// URL",
+    );
     const plainPeer = REQUIRED.map((a) => (a === "https://10.0.0.4:2380/" ? "http://10.0.0.4:2380" : a));
     expect(usageError([...plainPeer, "--pki-dir", "/p"])).toContain("--peer-url");
   });
@@ -203,7 +274,9 @@ describe("--pki-dir", () => {
   it("asks for kube-apiserver's client certificate with --apiserver-etcd-client, only with it", () => {
     expect(options([...REQUIRED, "--pki-dir", "/p"]).apiServerClient).toBe(false);
     expect(options([...REQUIRED, "--pki-dir", "/p", "--apiserver-etcd-client"]).apiServerClient).toBe(true);
-    expect(usageError([...REQUIRED, "--apiserver-etcd-client"])).toBe("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
+    expect(usageError([...REQUIRED, "--apiserver-etcd-client"])).toBe(
+      "--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory",
+    );
     expect(usageError([...REQUIRED, "--apiserver-etcd-client=yes"])).toBe("--apiserver-etcd-client takes no value");
   });
 
@@ -216,4 +289,3 @@ describe("--pki-dir", () => {
     expect(options([...REQUIRED, "--etcd-arg=--cert-file=/x"]).etcdArgs).toEqual(["--cert-file=/x"]);
   });
 });
-

@@ -15,7 +15,6 @@ import { addEtcdTlsOptions, etcdTlsFiles, logFormatOption } from "./etcd-options
 import { stopOnSignals } from "./signals.ts";
 import { bearerToken, endpoints, httpUrl, number, ownNodeName, path, peerUrl, program, readSecret, repeated, clusterName, text, value } from "./values.ts";
 
-
 const DESCRIPTION = `The node agent. It asks the broker whether this node bootstraps the cluster or joins it, waits in the cluster's join queue, has the join API add it as an etcd learner, starts etcd, gets it promoted to a voter, reports completion and writes a marker. Every step is safe to interrupt: run the same command again and it resumes. It never starts a new cluster unless the broker handed this node the cluster's one bootstrap ticket.`;
 
 const AFTER = `
@@ -46,13 +45,28 @@ const GATE_RUNS_ETCD = "in gate mode the installer adds the member and runs etcd
 
 /** Flags the agent sets on etcd itself; `--etcd-arg` must not fight over them. */
 const RESERVED_ETCD_FLAGS = [
-  "name", "data-dir", "listen-peer-urls", "initial-advertise-peer-urls", "listen-client-urls", "advertise-client-urls",
-  "initial-cluster", "initial-cluster-state", "initial-cluster-token",
+  "name",
+  "data-dir",
+  "listen-peer-urls",
+  "initial-advertise-peer-urls",
+  "listen-client-urls",
+  "advertise-client-urls",
+  "initial-cluster",
+  "initial-cluster-state",
+  "initial-cluster-token",
 ];
 /** Set by the agent with --pki-dir. */
 const RESERVED_TLS_FLAGS = [
-  "cert-file", "key-file", "trusted-ca-file", "client-cert-auth", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth",
-  "client-crl-file", "peer-crl-file",
+  "cert-file",
+  "key-file",
+  "trusted-ca-file",
+  "client-cert-auth",
+  "peer-cert-file",
+  "peer-key-file",
+  "peer-trusted-ca-file",
+  "peer-client-cert-auth",
+  "client-crl-file",
+  "peer-crl-file",
 ];
 /** Flags that only gate mode reads (attribute names): refused without --exec. */
 const GATE_ONLY = ["service", "cleanup", "removalTimeout", "rescueEtcd", "rescuePki"];
@@ -92,7 +106,11 @@ export function defineJoin(cmd: CliCommand): CliCommand {
     value("--node <NAME>", "this node's name and etcd member name (default: the host name; not a reserved name such as root or kube-apiserver)", ownNodeName),
     conflicting(value("--etcd-bin <PATH>", "start and supervise etcd; stay in the foreground until stopped", program), ["exec"], GATE_RUNS_ETCD),
     value("--data-dir <DIR>", "etcd's data dir (default: <state-dir>/etcd)", path),
-    value("--client-url <URL>", "etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379, https://127.0.0.1:2379 with --pki-dir)", peerUrl),
+    value(
+      "--client-url <URL>",
+      "etcd's client URL, listened on and advertised (default: http://127.0.0.1:2379, https://127.0.0.1:2379 with --pki-dir)",
+      peerUrl,
+    ),
     conflicting(
       value(
         "--pki-dir <DIR>",
@@ -112,7 +130,11 @@ export function defineJoin(cmd: CliCommand): CliCommand {
         "etcd user kube-apiserver: read and write every key but /join-broker/)",
     ),
     value("--listen-peer-url <URL>", "address etcd listens on for peers (default: the peer URL)", peerUrl),
-    conflicting(value("--etcd-arg <ARG>", "one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100", repeated(etcdFlag)), ["exec"], GATE_RUNS_ETCD),
+    conflicting(
+      value("--etcd-arg <ARG>", "one more etcd flag, repeatable; write it inline: --etcd-arg=--heartbeat-interval=100", repeated(etcdFlag)),
+      ["exec"],
+      GATE_RUNS_ETCD,
+    ),
     conflicting(
       new Option(
         "--print-etcd-flags",
@@ -175,7 +197,11 @@ export function defineJoin(cmd: CliCommand): CliCommand {
         "removes nothing: run PATH as that member (a data dir of the agent's own) until quorum is back, then remove the member",
       path,
     ),
-    value("--rescue-pki <DIR>", "with --rescue-etcd and an https peer URL: the member's peer certificate as the installer makes it (DIR/ca.crt, DIR/peer.crt, DIR/peer.key)", path),
+    value(
+      "--rescue-pki <DIR>",
+      "with --rescue-etcd and an https peer URL: the member's peer certificate as the installer makes it (DIR/ca.crt, DIR/peer.crt, DIR/peer.key)",
+      path,
+    ),
   );
   group(
     BEHAVIOUR,
@@ -185,7 +211,10 @@ export function defineJoin(cmd: CliCommand): CliCommand {
       "an admitted node that cannot reach the join API to be added for this long gives its slot back and queues again",
       number({ min: 1, whole: true, unit: "seconds" }),
     ).default(60),
-    new Option("--retry-revoked", "ask for a new place in the queue even though an admin revoked this node's last admission (without it, a revoked node stays refused)"),
+    new Option(
+      "--retry-revoked",
+      "ask for a new place in the queue even though an admin revoked this node's last admission (without it, a revoked node stays refused)",
+    ),
     logFormatOption("text, or json: one JSON object per line on stderr"),
     new Option("--verbose", "log every retry"),
     caFileOption(),
@@ -245,14 +274,20 @@ export function agentOptions(cmd: Command): AgentOptions {
   const peerURL = v.peerUrl!;
   const listenPeerURL = v.listenPeerUrl ?? peerURL;
   const clientURL = v.clientUrl ?? (pkiDir ? "https://127.0.0.1:2379" : "http://127.0.0.1:2379");
-  if (v.apiserverEtcdClient && !pkiDir) throw new UsageError("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
+  if (v.apiserverEtcdClient && !pkiDir)
+    throw new UsageError("--apiserver-etcd-client goes with --pki-dir: the certificate is signed like the node's own, into that directory");
   if (pkiDir) {
-    for (const [flag, url] of [["--peer-url", peerURL], ["--listen-peer-url", listenPeerURL], ["--client-url", clientURL]] as const) {
+    for (const [flag, url] of [
+      ["--peer-url", peerURL],
+      ["--listen-peer-url", listenPeerURL],
+      ["--client-url", clientURL],
+    ] as const) {
       if (!url.startsWith("https://")) throw new UsageError(`${flag} ${url} must be an https:// URL with --pki-dir (etcd serves TLS on every port)`);
     }
     for (const arg of v.etcdArg ?? []) {
       const name = /^--?([a-z0-9-]+)/.exec(arg)![1];
-      if (RESERVED_TLS_FLAGS.includes(name)) throw new UsageError(`--etcd-arg may not set --${name} with --pki-dir: the agent sets it from the files in ${pkiDir}`);
+      if (RESERVED_TLS_FLAGS.includes(name))
+        throw new UsageError(`--etcd-arg may not set --${name} with --pki-dir: the agent sets it from the files in ${pkiDir}`);
     }
   }
   return {
@@ -292,7 +327,9 @@ function rescueFiles(etcdBin: string | undefined, pkiDir: string | undefined, pe
   if (pkiDir !== undefined && etcdBin === undefined) throw new UsageError("--rescue-pki goes with --rescue-etcd PATH");
   if (etcdBin === undefined) return null;
   if (pkiDir === undefined && peerURL.startsWith("https://")) {
-    throw new UsageError("--rescue-etcd with an https peer URL needs --rescue-pki DIR (ca.crt, peer.crt and peer.key of the member, as the installer makes them)");
+    throw new UsageError(
+      "--rescue-etcd with an https peer URL needs --rescue-pki DIR (ca.crt, peer.crt and peer.key of the member, as the installer makes them)",
+    );
   }
   return { etcdBin, pkiDir: pkiDir ?? null };
 }
@@ -305,7 +342,11 @@ export function parseJoin(argv: string[], env: NodeJS.ProcessEnv = process.env):
 
 /** Runs the agent until it ends; the first signal stops it cleanly (etcd too), a second one at once. */
 async function runJoin(options: AgentOptions): Promise<number> {
-  const [{ runAgent }, { Stopped }, { createReporter }] = await Promise.all([import("../agent/agent.ts"), import("../agent/errors.ts"), import("../agent/progress.ts")]);
+  const [{ runAgent }, { Stopped }, { createReporter }] = await Promise.all([
+    import("../agent/agent.ts"),
+    import("../agent/errors.ts"),
+    import("../agent/progress.ts"),
+  ]);
   const reporter = createReporter({ format: options.logFormat, node: options.node, verbose: options.verbose });
   const stop = stopOnSignals((signal) => new Stopped(signal));
   try {

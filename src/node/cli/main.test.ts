@@ -59,11 +59,18 @@ describe("a mistyped command, subcommand or flag", () => {
 
   it("keeps what follows `--` an argument, as typed", async () => {
     const r = await cli("join", "--", "--cluster");
-    expect({ code: r.code, first: r.stderr.split("\n")[0] }).toEqual({ code: EXIT.usage, first: `join-broker join: 'join' takes no arguments, not "--cluster"` });
+    expect({ code: r.code, first: r.stderr.split("\n")[0] }).toEqual({
+      code: EXIT.usage,
+      first: `join-broker join: 'join' takes no arguments, not "--cluster"`,
+    });
   });
 
   it("is bad usage (exit 2) for a missing value or a stray argument too", async () => {
-    for (const argv of [["join", "--cluster"], ["controller", "stray"], ["serve", "--listen", "127.0.0.1:1", "extra"]]) {
+    for (const argv of [
+      ["join", "--cluster"],
+      ["controller", "stray"],
+      ["serve", "--listen", "127.0.0.1:1", "extra"],
+    ]) {
       expect((await cli(...argv)).code, argv.join(" ")).toBe(EXIT.usage);
     }
   });
@@ -100,7 +107,11 @@ const COMMANDS = [
   { argv: ["serve", "restore"], cmd: command(defineServe, "serve", "restore"), docs: ["--data-dir", "--from"] },
   // docs/protocol.md's additions give its synopsis (no table of its own).
   { argv: ["etcd-cert"], cmd: command(defineEtcdCert, "etcd-cert"), docs: ["--pki-dir", "--out", "--user", "--days"] },
-  { argv: ["admin"], cmd: command(defineAdmin, "admin"), docs: [...documentedFlags("docs/operations.md", "## The admin CLI"), "--cluster", "--broker", "--admin-token", "--admin-token-file", "--json"] },
+  {
+    argv: ["admin"],
+    cmd: command(defineAdmin, "admin"),
+    docs: [...documentedFlags("docs/operations.md", "## The admin CLI"), "--cluster", "--broker", "--admin-token", "--admin-token-file", "--json"],
+  },
 ];
 
 describe("--help", () => {
@@ -138,9 +149,15 @@ describe("etcd-cert", () => {
       return { code: r.code, first: r.stderr.split("\n")[0] };
     };
     expect(await first()).toEqual({ code: EXIT.usage, first: "join-broker etcd-cert: --pki-dir DIR and --out DIR are required" });
-    expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--user", "admin")).toEqual({ code: EXIT.usage, first: 'join-broker etcd-cert: --user must be root or kube-apiserver, not "admin"' });
+    expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--user", "admin")).toEqual({
+      code: EXIT.usage,
+      first: 'join-broker etcd-cert: --user must be root or kube-apiserver, not "admin"',
+    });
     for (const days of ["0", "1.5", "10000"]) {
-      expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--days", days)).toEqual({ code: EXIT.usage, first: `join-broker etcd-cert: --days must be a whole number of days from 1 to 9999, not "${days}"` });
+      expect(await first("--pki-dir", "/nowhere", "--out", "/tmp/x", "--days", days)).toEqual({
+        code: EXIT.usage,
+        first: `join-broker etcd-cert: --days must be a whole number of days from 1 to 9999, not "${days}"`,
+      });
     }
     const noCa = await first("--pki-dir", "/nowhere", "--out", "/tmp/x");
     expect(noCa.code).toBe(EXIT.usage);
@@ -157,7 +174,9 @@ describe("environment fallbacks", () => {
       req.on("data", (d) => (body += d));
       req.on("end", () => {
         seen.push({ url: req.url ?? "", authorization: req.headers.authorization, body });
-        res.writeHead(404, { "content-type": "application/problem+json" }).end(JSON.stringify({ type: "about:blank", title: "Not Found", status: 404, code: "unknown_cluster", detail: "no such cluster" }));
+        res
+          .writeHead(404, { "content-type": "application/problem+json" })
+          .end(JSON.stringify({ type: "about:blank", title: "Not Found", status: 404, code: "unknown_cluster", detail: "no such cluster" }));
       });
     });
     await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));

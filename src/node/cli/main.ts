@@ -20,9 +20,15 @@ type Define = (cmd: CliCommand) => CliCommand;
 
 export const COMMANDS: Record<string, { summary: string; load: () => Promise<Define> }> = {
   join: { summary: "node agent: wait for admission, join etcd, report completion", load: async () => (await import("./join.ts")).defineJoin },
-  controller: { summary: "reference join API: verify admission tokens, add etcd learners, promote", load: async () => (await import("./controller.ts")).defineController },
+  controller: {
+    summary: "reference join API: verify admission tokens, add etcd learners, promote",
+    load: async () => (await import("./controller.ts")).defineController,
+  },
   admin: { summary: "admin client: enrollment tokens, status, revoke, pause, policy, keys, audit", load: async () => (await import("./admin.ts")).defineAdmin },
-  "etcd-cert": { summary: "an etcd client certificate for etcdctl (root, kube-apiserver) from the cluster's CA", load: async () => (await import("./etcd-cert.ts")).defineEtcdCert },
+  "etcd-cert": {
+    summary: "an etcd client certificate for etcdctl (root, kube-apiserver) from the cluster's CA",
+    load: async () => (await import("./etcd-cert.ts")).defineEtcdCert,
+  },
   serve: {
     summary: inSingleExecutable()
       ? "not in this single file: the self-hosted broker runs from the npm package"

@@ -77,7 +77,8 @@ const BROKEN: { name: string; make(dir: string): void; words: (dir: string) => s
   },
   {
     name: "an unsupported key",
-    make: (dir) => caWith(dir, ["basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign"], ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"]),
+    make: (dir) =>
+      caWith(dir, ["basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign"], ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"]),
     words: (dir) => `${join(dir, "ca.key")} holds an ECDSA key on curve secp521r1; an etcd CA key here is RSA 2048–4096 bits, ECDSA P-256 or P-384, or Ed25519`,
   },
 ];
@@ -95,11 +96,32 @@ describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
       broken.make(pki);
       // Nothing listens on the broker's port: the refusal comes before any request.
       const r = await cli(
-        "join", "--broker", "http://127.0.0.1:9", "--cluster", "c1", "--token", "t", "--node", "ctrl-1",
-        "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:9", "--state-dir", state,
-        "--etcd-bin", "/bin/false", "--pki-dir", pki, "--log-format", "json",
+        "join",
+        "--broker",
+        "http://127.0.0.1:9",
+        "--cluster",
+        "c1",
+        "--token",
+        "t",
+        "--node",
+        "ctrl-1",
+        "--peer-url",
+        "https://127.0.0.1:2380",
+        "--join-api",
+        "http://127.0.0.1:9",
+        "--state-dir",
+        state,
+        "--etcd-bin",
+        "/bin/false",
+        "--pki-dir",
+        pki,
+        "--log-format",
+        "json",
       );
-      const lines = r.stderr.trim().split("\n").map((l) => JSON.parse(l) as { step: string; msg: string });
+      const lines = r.stderr
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { step: string; msg: string });
       expect(r.code, r.stderr).toBe(EXIT.refused);
       const refused = lines.find((l) => l.step === "refused");
       expect(refused?.msg).toContain(broken.words(pki));
@@ -116,8 +138,25 @@ describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
     makeOperatorCa("openssl-p384-sec1", pki);
     rmSync(join(pki, "ca.crt"));
     const r = await cli(
-      "join", "--broker", "http://127.0.0.1:9", "--cluster", "c1", "--token", "t", "--node", "ctrl-1",
-      "--peer-url", "https://127.0.0.1:2380", "--join-api", "http://127.0.0.1:9", "--state-dir", tempDir(), "--pki-dir", pki, "--log-format", "json",
+      "join",
+      "--broker",
+      "http://127.0.0.1:9",
+      "--cluster",
+      "c1",
+      "--token",
+      "t",
+      "--node",
+      "ctrl-1",
+      "--peer-url",
+      "https://127.0.0.1:2380",
+      "--join-api",
+      "http://127.0.0.1:9",
+      "--state-dir",
+      tempDir(),
+      "--pki-dir",
+      pki,
+      "--log-format",
+      "json",
     );
     expect(r.code).toBe(EXIT.refused);
     expect(r.stderr).toContain(`${join(pki, "ca.crt")} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key (--pki-dir)`);
@@ -129,7 +168,19 @@ describe("join-broker controller --pki-dir with a CA it cannot sign with", () =>
     it(`exits 2 before it listens for ${broken.name}, naming the file and what is wrong`, { timeout: 30_000 }, async () => {
       const pki = tempDir();
       broken.make(pki);
-      const r = await cli("controller", "--etcd", "https://127.0.0.1:9", "--broker", "http://127.0.0.1:9", "--cluster", "c1", "--listen", "127.0.0.1:0", "--pki-dir", pki);
+      const r = await cli(
+        "controller",
+        "--etcd",
+        "https://127.0.0.1:9",
+        "--broker",
+        "http://127.0.0.1:9",
+        "--cluster",
+        "c1",
+        "--listen",
+        "127.0.0.1:0",
+        "--pki-dir",
+        pki,
+      );
       expect(r.code, r.stderr).toBe(EXIT.usage);
       expect(r.stderr).toContain(`--pki-dir: ${broken.words(pki)}`);
       expect(r.stdout).not.toContain("listening");
@@ -142,12 +193,24 @@ describe("join-broker controller --pki-dir with a CA it cannot sign with", () =>
     expect(readFileSync(join(pki, "ca.key"), "utf8")).toMatch(/^-----BEGIN RSA PRIVATE KEY-----/);
     const { startJoinApi } = await import("../join-api/server.ts");
     const logged: string[] = [];
-    const api = await startJoinApi({ etcd: "https://127.0.0.1:9", broker: "http://127.0.0.1:9", cluster: "c1", host: "127.0.0.1", port: 0, pkiDir: pki, log: (l) => logged.push(l) });
+    const api = await startJoinApi({
+      etcd: "https://127.0.0.1:9",
+      broker: "http://127.0.0.1:9",
+      cluster: "c1",
+      host: "127.0.0.1",
+      port: 0,
+      pkiDir: pki,
+      log: (l) => logged.push(l),
+    });
     await api.close();
-    expect(logged).toContain(`signing joiners' etcd certificates with the CA in ${pki}: C=DE, O=Acme etcd, OU=ops, CN=etcd-ca (RSA 2048, signs with sha256WithRSAEncryption, valid until ${new Date(Date.parse(readCaEnd(pki))).toISOString()})`);
+    expect(logged).toContain(
+      `signing joiners' etcd certificates with the CA in ${pki}: C=DE, O=Acme etcd, OU=ops, CN=etcd-ca (RSA 2048, signs with sha256WithRSAEncryption, valid until ${new Date(Date.parse(readCaEnd(pki))).toISOString()})`,
+    );
   });
 });
 
 function readCaEnd(dir: string): string {
-  return execFileSync("openssl", ["x509", "-in", join(dir, "ca.crt"), "-noout", "-enddate"], { encoding: "utf8" }).trim().replace(/^notAfter=/, "");
+  return execFileSync("openssl", ["x509", "-in", join(dir, "ca.crt"), "-noout", "-enddate"], { encoding: "utf8" })
+    .trim()
+    .replace(/^notAfter=/, "");
 }

@@ -26,11 +26,32 @@ describe("join-broker serve flags", () => {
   it("--help explains every flag", () => {
     expect(parse(["--help"])).toBeNull();
     const help = parseOnly("serve", defineServe, [])?.parent?.commands[0].helpInformation() ?? "";
-    for (const flag of ["--listen", "--data-dir", "--tls-cert", "--tls-key", "--insecure-http", "--admin-token-file", "--issuer", "--log-level", "--client-ip-header", "JOIN_BROKER_ADMIN_TOKEN"]) expect(help).toContain(flag);
+    for (const flag of [
+      "--listen",
+      "--data-dir",
+      "--tls-cert",
+      "--tls-key",
+      "--insecure-http",
+      "--admin-token-file",
+      "--issuer",
+      "--log-level",
+      "--client-ip-header",
+      "JOIN_BROKER_ADMIN_TOKEN",
+    ])
+      expect(help).toContain(flag);
   });
 
   it("parses an address, a data dir and the token from the environment", () => {
-    expect(options(["--listen", "127.0.0.1:8443", "--data-dir", "/tmp/jb"])).toEqual({ host: "127.0.0.1", port: 8443, dataDir: "/tmp/jb", adminToken: TOKEN.JOIN_BROKER_ADMIN_TOKEN, tls: undefined, issuer: undefined, logLevel: undefined, clientIpHeader: undefined });
+    expect(options(["--listen", "127.0.0.1:8443", "--data-dir", "/tmp/jb"])).toEqual({
+      host: "127.0.0.1",
+      port: 8443,
+      dataDir: "/tmp/jb",
+      adminToken: TOKEN.JOIN_BROKER_ADMIN_TOKEN,
+      tls: undefined,
+      issuer: undefined,
+      logLevel: undefined,
+      clientIpHeader: undefined,
+    });
     expect(listen("[::1]:0", "--listen", undefined)).toEqual({ host: "::1", port: 0 });
     expect(options(["--listen", "127.0.0.1:1"], { ...TOKEN, STATE_DIRECTORY: "/var/lib/join-broker" }).dataDir).toBe("/var/lib/join-broker");
   });
@@ -50,7 +71,9 @@ describe("join-broker serve flags", () => {
     for (const bad of ["Correct-Horse!Battery#Staple", "correct horse battery staple", "padding=in-the-middle-0123", "üñíçødé-token-0123456789"]) {
       expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: bad })).toContain("A-Z a-z 0-9 - . _ ~ + /");
     }
-    expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "Aa0-._~+/Zz9-token==" }).adminToken).toBe("Aa0-._~+/Zz9-token==");
+    expect(options(["--listen", "127.0.0.1:1", "--data-dir", dir], { JOIN_BROKER_ADMIN_TOKEN: "Aa0-._~+/Zz9-token==" }).adminToken).toBe(
+      "Aa0-._~+/Zz9-token==",
+    );
     expect(usage(["--listen", "127.0.0.1:1", "--data-dir", dir, "--admin-token-file", join(dir, "missing")])).toContain("cannot read --admin-token-file");
   });
 

@@ -53,10 +53,19 @@ export function defineServe(cmd: CliCommand): CliCommand {
         listen,
       ),
     )
-    .addOption(dataDirOption("where the state lives (created if missing; systemd sets STATE_DIRECTORY from StateDirectory=). Back up DIR while serve is stopped; see docs/self-hosting.md."))
+    .addOption(
+      dataDirOption(
+        "where the state lives (created if missing; systemd sets STATE_DIRECTORY from StateDirectory=). Back up DIR while serve is stopped; see docs/self-hosting.md.",
+      ),
+    )
     .addOption(value("--tls-cert <FILE>", "PEM certificate chain (leaf first): serve HTTPS from workerd", certificateFile))
     .addOption(value("--tls-key <FILE>", "PEM private key of --tls-cert", privateKeyFile))
-    .addOption(new Option("--insecure-http", "allow plain HTTP on a non-loopback address (tokens travel in clear: only behind a TLS-terminating proxy on a trusted network)"))
+    .addOption(
+      new Option(
+        "--insecure-http",
+        "allow plain HTTP on a non-loopback address (tokens travel in clear: only behind a TLS-terminating proxy on a trusted network)",
+      ),
+    )
     .addOption(
       value(
         "--admin-token-file <FILE>",
@@ -68,7 +77,13 @@ export function defineServe(cmd: CliCommand): CliCommand {
     )
     // Known only to be refused with the reason (a command line is visible to every user); its environment variable is the way.
     .addOption(value("--admin-token <TOKEN>", "", text).env("JOIN_BROKER_ADMIN_TOKEN").hideHelp())
-    .addOption(value("--issuer <URL>", "the 'iss' of admission tokens (the broker's public origin). Default: the origin of the admin request that created each cluster.", origin))
+    .addOption(
+      value(
+        "--issuer <URL>",
+        "the 'iss' of admission tokens (the broker's public origin). Default: the origin of the admin request that created each cluster.",
+        origin,
+      ),
+    )
     .addOption(
       choice(
         "--log-level <LEVEL>",
@@ -106,15 +121,27 @@ export function defineServe(cmd: CliCommand): CliCommand {
 /** What serve is to do, from its parsed command line. */
 export function serveOptions(cmd: Command): ServeOptions {
   if (typed(cmd, "adminToken")) {
-    throw new UsageError("--admin-token is not accepted by serve (a command line is visible to every user): use --admin-token-file FILE or JOIN_BROKER_ADMIN_TOKEN");
+    throw new UsageError(
+      "--admin-token is not accepted by serve (a command line is visible to every user): use --admin-token-file FILE or JOIN_BROKER_ADMIN_TOKEN",
+    );
   }
   const dir = dataDir(cmd);
   requireAll([...unset(cmd, "listen"), ...(dir === undefined ? [requirement(cmd, "dataDir")] : [])]);
-  const v = cmd.opts<{ listen: { host: string; port: number }; tlsCert?: string; tlsKey?: string; insecureHttp?: true; issuer?: string; logLevel?: string; clientIpHeader?: string }>();
+  const v = cmd.opts<{
+    listen: { host: string; port: number };
+    tlsCert?: string;
+    tlsKey?: string;
+    insecureHttp?: true;
+    issuer?: string;
+    logLevel?: string;
+    clientIpHeader?: string;
+  }>();
   const { host, port } = v.listen;
   together(cmd, "tlsCert", "tlsKey");
   if (!v.tlsCert && !isLoopback(host) && !v.insecureHttp) {
-    throw new UsageError(`refusing plain HTTP on ${host}, which is not a loopback address: give --tls-cert and --tls-key, or --insecure-http if a TLS proxy in front of it is the only client`);
+    throw new UsageError(
+      `refusing plain HTTP on ${host}, which is not a loopback address: give --tls-cert and --tls-key, or --insecure-http if a TLS proxy in front of it is the only client`,
+    );
   }
   const adminToken = readSecret(cmd, "adminToken", "adminTokenFile");
   if (adminToken !== undefined && adminToken.length < 16) throw new UsageError("the admin token must be at least 16 characters long");
@@ -150,7 +177,11 @@ export function parseRestore(argv: string[], env: NodeJS.ProcessEnv = process.en
 }
 
 async function runServe(options: ServeOptions): Promise<number> {
-  const [{ DataDirError, layout }, { startSelfHosted }, { StartError }] = await Promise.all([import("../serve/data-dir.ts"), import("../serve/start.ts"), import("../serve/supervisor.ts")]);
+  const [{ DataDirError, layout }, { startSelfHosted }, { StartError }] = await Promise.all([
+    import("../serve/data-dir.ts"),
+    import("../serve/start.ts"),
+    import("../serve/supervisor.ts"),
+  ]);
   const log = (line: string) => process.stderr.write(`join-broker serve: ${line}\n`);
   const version = packageVersion();
   let supervisor: Supervisor;

@@ -39,7 +39,8 @@ export function givenText(option: Option): string | undefined {
 /** One of a few words: the help lists them (commander's `.choices()`), the reader words a refusal. */
 export function choice(flags: string, description: string, choices: readonly string[]): Option {
   const option = value(flags, description, (text, flag) => {
-    if (!choices.includes(text)) throw new UsageError(`${flag} must be ${choices.length === 2 ? choices.join(" or ") : `one of ${choices.join(", ")}`}, not ${JSON.stringify(text)}`);
+    if (!choices.includes(text))
+      throw new UsageError(`${flag} must be ${choices.length === 2 ? choices.join(" or ") : `one of ${choices.join(", ")}`}, not ${JSON.stringify(text)}`);
     return text;
   });
   const read = option.parseArg!;
@@ -129,7 +130,19 @@ export const endpoints: Reader<string[]> = (t, flag) => {
  * A number within bounds: `number({ min: 1, max: 300, unit: "seconds" })`. `whole` refuses a
  * fraction; `note` says what a special value means ("0: no limit").
  */
-export function number({ min = 0, max, whole = false, unit, note }: { min?: number; max?: number; whole?: boolean; unit?: string; note?: string }): Reader<number> {
+export function number({
+  min = 0,
+  max,
+  whole = false,
+  unit,
+  note,
+}: {
+  min?: number;
+  max?: number;
+  whole?: boolean;
+  unit?: string;
+  note?: string;
+}): Reader<number> {
   return (t, flag) => {
     const n = Number(t);
     if (!Number.isFinite(n) || n < min || (max !== undefined && n > max) || (whole && !/^\d+$/.test(t))) {

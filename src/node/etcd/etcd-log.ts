@@ -60,7 +60,8 @@ export interface EtcdTlsRejection {
 }
 
 /** Errors about a certificate, in Go's words (crypto/tls, crypto/x509) as etcd logs them. */
-const CERTIFICATE_ERROR = /x509: |tls: failed to verify|tls: client didn't provide a certificate|tls: certificate required|remote error: tls: (bad certificate|unknown certificate authority|certificate required|unsupported certificate|revoked certificate|unknown certificate|expired certificate)/;
+const CERTIFICATE_ERROR =
+  /x509: |tls: failed to verify|tls: client didn't provide a certificate|tls: certificate required|remote error: tls: (bad certificate|unknown certificate authority|certificate required|unsupported certificate|revoked certificate|unknown certificate|expired certificate)/;
 const EXPIRY = /certificate has expired or is not yet valid|expired certificate/;
 
 /** Every certificate refusal in these lines of etcd's log (zap JSON), oldest first. */

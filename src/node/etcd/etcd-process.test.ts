@@ -30,14 +30,33 @@ describe("etcdFlags", () => {
     ]);
   });
   it("adds the cluster token, timing and extra flags when given", () => {
-    const flags = etcdFlags({ ...input, initialClusterState: "new", initialClusterToken: "tok", heartbeatIntervalMs: 50, electionTimeoutMs: 500, extraArgs: ["--quota-backend-bytes=1"] });
+    const flags = etcdFlags({
+      ...input,
+      initialClusterState: "new",
+      initialClusterToken: "tok",
+      heartbeatIntervalMs: 50,
+      electionTimeoutMs: 500,
+      extraArgs: ["--quota-backend-bytes=1"],
+    });
     expect(flags).toContain("--initial-cluster-token=tok");
     expect(flags).toContain("--heartbeat-interval=50");
     expect(flags.at(-1)).toBe("--quota-backend-bytes=1");
   });
   it("with TLS, wants a certificate from the cluster's CA on both ports", () => {
-    const flags = etcdFlags({ ...input, tls: { caFile: "/p/ca.crt", certFile: "/p/server.crt", keyFile: "/p/server.key", peerCertFile: "/p/peer.crt", peerKeyFile: "/p/peer.key" } });
-    for (const f of ["--cert-file=/p/server.crt", "--key-file=/p/server.key", "--trusted-ca-file=/p/ca.crt", "--client-cert-auth", "--peer-cert-file=/p/peer.crt", "--peer-key-file=/p/peer.key", "--peer-trusted-ca-file=/p/ca.crt", "--peer-client-cert-auth"]) {
+    const flags = etcdFlags({
+      ...input,
+      tls: { caFile: "/p/ca.crt", certFile: "/p/server.crt", keyFile: "/p/server.key", peerCertFile: "/p/peer.crt", peerKeyFile: "/p/peer.key" },
+    });
+    for (const f of [
+      "--cert-file=/p/server.crt",
+      "--key-file=/p/server.key",
+      "--trusted-ca-file=/p/ca.crt",
+      "--client-cert-auth",
+      "--peer-cert-file=/p/peer.crt",
+      "--peer-key-file=/p/peer.key",
+      "--peer-trusted-ca-file=/p/ca.crt",
+      "--peer-client-cert-auth",
+    ]) {
       expect(flags).toContain(f);
     }
     expect(etcdFlags(input).some((f) => f.includes("cert"))).toBe(false);
@@ -58,7 +77,17 @@ describe("startEtcd's log file", () => {
     writeFileSync(bin, `#!/bin/sh\n${script}`);
     chmodSync(bin, 0o755);
     const logFile = logFileIn(dir);
-    const proc = await startEtcd({ bin, name: "n", dataDir: join(dir, "data"), clientURL: "http://127.0.0.1:1", peerURL: "http://127.0.0.1:2", initialCluster: [], initialClusterState: "new", waitFor: "none", logFile });
+    const proc = await startEtcd({
+      bin,
+      name: "n",
+      dataDir: join(dir, "data"),
+      clientURL: "http://127.0.0.1:1",
+      peerURL: "http://127.0.0.1:2",
+      initialCluster: [],
+      initialClusterState: "new",
+      waitFor: "none",
+      logFile,
+    });
     return { proc, logFile, [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) };
   }
 

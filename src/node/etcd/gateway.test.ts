@@ -1,14 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { classifyEtcdError, EtcdGateway, initialClusterEntries, isGatewayAnswer, isRetryableEtcdError, memberByPeerUrl, parseEndpoints, type EtcdMember } from "./gateway.ts";
+import {
+  classifyEtcdError,
+  EtcdGateway,
+  initialClusterEntries,
+  isGatewayAnswer,
+  isRetryableEtcdError,
+  memberByPeerUrl,
+  parseEndpoints,
+  type EtcdMember,
+} from "./gateway.ts";
 
 describe("parseEndpoints", () => {
   it("splits, trims, drops trailing slashes and duplicates", () => {
-    expect(parseEndpoints(" http://127.0.0.1:2379/ ,http://127.0.0.1:2379,https://10.0.0.2:2379")).toEqual([
-      "http://127.0.0.1:2379",
-      "https://10.0.0.2:2379",
-    ]);
+    expect(parseEndpoints(" http://127.0.0.1:2379/ ,http://127.0.0.1:2379,https://10.0.0.2:2379")).toEqual(["http://127.0.0.1:2379", "https://10.0.0.2:2379"]);
   });
   it("refuses an empty list and other schemes", () => {
     expect(() => parseEndpoints(" , ")).toThrow(/no etcd endpoint/);
@@ -104,7 +110,14 @@ describe("EtcdGateway: which member it asks", () => {
       createServer((_req, res) => {
         asked[i]!++;
         res.setHeader("content-type", "application/json");
-        if (answer === "added") res.end(JSON.stringify({ header: { cluster_id: "1", member_id: String(i + 1), raft_term: "2" }, member: { ID: "99", peerURLs: ["http://10.0.0.9:2380"], isLearner: true }, members: [] }));
+        if (answer === "added")
+          res.end(
+            JSON.stringify({
+              header: { cluster_id: "1", member_id: String(i + 1), raft_term: "2" },
+              member: { ID: "99", peerURLs: ["http://10.0.0.9:2380"], isLearner: true },
+              members: [],
+            }),
+          );
         else {
           const message = answer === "unhealthy" ? "etcdserver: unhealthy cluster" : "etcdserver: too many learner members in cluster";
           res.statusCode = 503;
@@ -137,9 +150,15 @@ describe("EtcdGateway: which member it asks", () => {
     const all = await members(["unhealthy", "unhealthy"]);
     const mixed = await members(["unhealthy", "too_many_learners"]);
     try {
-      expect(await new EtcdGateway(all.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true })).toMatchObject({ ok: false, error: { kind: "unhealthy_cluster" } });
+      expect(await new EtcdGateway(all.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true })).toMatchObject({
+        ok: false,
+        error: { kind: "unhealthy_cluster" },
+      });
       expect(all.asked).toEqual([1, 1]);
-      expect(await new EtcdGateway(mixed.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true })).toMatchObject({ ok: false, error: { kind: "too_many_learners", endpoint: mixed.urls[1] } });
+      expect(await new EtcdGateway(mixed.urls).memberAdd(["http://10.0.0.9:2380"], { learner: true })).toMatchObject({
+        ok: false,
+        error: { kind: "too_many_learners", endpoint: mixed.urls[1] },
+      });
     } finally {
       all.close();
       mixed.close();

@@ -148,7 +148,10 @@ export function parseEndpoints(value: string | readonly string[]): string[] {
 const KNOWN_MESSAGES = knownEtcdMessages().map((m) => ({ text: bare(m.message), kind: (m.refusal ?? "unavailable") as EtcdErrorKind }));
 
 function bare(message: string): string {
-  return message.toLowerCase().replace(/^etcdserver:\s*/, "").trim();
+  return message
+    .toLowerCase()
+    .replace(/^etcdserver:\s*/, "")
+    .trim();
 }
 
 /** The typed kind of an etcd error message (and gRPC code, when the message is unfamiliar). */
@@ -180,7 +183,9 @@ export function isGatewayAnswer(httpStatus: number, body: Record<string, unknown
 
 /** Which errors mean "the cluster cannot take this change now, ask again later". */
 export function isRetryableEtcdError(kind: EtcdErrorKind): boolean {
-  return kind === "too_many_learners" || kind === "unhealthy_cluster" || kind === "not_enough_started" || kind === "learner_not_ready" || kind === "unavailable";
+  return (
+    kind === "too_many_learners" || kind === "unhealthy_cluster" || kind === "not_enough_started" || kind === "learner_not_ready" || kind === "unavailable"
+  );
 }
 
 export class EtcdGateway {
@@ -217,7 +222,13 @@ export class EtcdGateway {
   }
 
   async memberPromote(id: string, options: CallBound = {}): Promise<EtcdResult<MemberListResult>> {
-    return this.#call("/v3/cluster/member/promote", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }), undefined, options.deadline);
+    return this.#call(
+      "/v3/cluster/member/promote",
+      { ID: id },
+      (body) => ({ header: readHeader(body), members: readMembers(body) }),
+      undefined,
+      options.deadline,
+    );
   }
 
   async memberRemove(id: string): Promise<EtcdResult<MemberListResult>> {
@@ -296,7 +307,9 @@ export class EtcdGateway {
 
   /** Applies every operation in one transaction (one raft entry); the revision after it. */
   async txn(ops: readonly TxnOp[], options: CallBound = {}): Promise<EtcdResult<{ revision: string }>> {
-    const success = ops.map((op) => ("put" in op ? { requestPut: { key: b64(op.put.key), value: b64(op.put.value) } } : { requestDeleteRange: { key: b64(op.delete.key) } }));
+    const success = ops.map((op) =>
+      "put" in op ? { requestPut: { key: b64(op.put.key), value: b64(op.put.value) } } : { requestDeleteRange: { key: b64(op.delete.key) } },
+    );
     return this.#call("/v3/kv/txn", { success }, (body) => ({ revision: readHeader(body).revision }), undefined, options.deadline);
   }
 
@@ -311,7 +324,14 @@ export class EtcdGateway {
    */
   async signIn(): Promise<EtcdResult<boolean>> {
     if (!this.#credentials) return { ok: true, value: false, endpoint: "" };
-    const got = await this.#call("/v3/auth/authenticate", { name: this.#credentials.user, password: this.#credentials.password }, (body) => str(body.token), undefined, undefined, false);
+    const got = await this.#call(
+      "/v3/auth/authenticate",
+      { name: this.#credentials.user, password: this.#credentials.password },
+      (body) => str(body.token),
+      undefined,
+      undefined,
+      false,
+    );
     if (got.ok) {
       this.#session.token = got.value || null;
       return { ok: true, value: this.#session.token !== null, endpoint: got.endpoint };
@@ -366,7 +386,14 @@ export class EtcdGateway {
     return { healthy, clusterId: s.header.clusterId, leader: s.leader || null, endpoint: s.endpoint, detail };
   }
 
-  async #call<T>(path: string, body: unknown, read: (body: Record<string, unknown>, endpoint: string) => T, only?: string[], deadline?: number, signIn = true): Promise<EtcdResult<T>> {
+  async #call<T>(
+    path: string,
+    body: unknown,
+    read: (body: Record<string, unknown>, endpoint: string) => T,
+    only?: string[],
+    deadline?: number,
+    signIn = true,
+  ): Promise<EtcdResult<T>> {
     const first = await this.#callOnce(path, body, read, only, deadline, signIn);
     // A token etcd does not know (ended after 5 idle minutes), or none yet while auth is on
     // (etcd says "user name is empty", or for a read "permission denied"): sign in, ask once more.
@@ -378,7 +405,14 @@ export class EtcdGateway {
     return first;
   }
 
-  async #callOnce<T>(path: string, body: unknown, read: (body: Record<string, unknown>, endpoint: string) => T, only: string[] | undefined, deadline: number | undefined, withToken: boolean): Promise<EtcdResult<T>> {
+  async #callOnce<T>(
+    path: string,
+    body: unknown,
+    read: (body: Record<string, unknown>, endpoint: string) => T,
+    only: string[] | undefined,
+    deadline: number | undefined,
+    withToken: boolean,
+  ): Promise<EtcdResult<T>> {
     const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
     const unreachable: string[] = [];
     // The first member that called the cluster unhealthy: the answer when no later one does better.

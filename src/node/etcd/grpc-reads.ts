@@ -90,7 +90,13 @@ export class EtcdGrpcReads {
   #unary(path: string): Promise<EtcdResult<Uint8Array>> {
     return new Promise((resolve) => {
       const fail = (message: string, grpcCode?: number) => {
-        const error: EtcdError = { kind: grpcCode === undefined ? "unavailable" : classifyEtcdError(message, grpcCode), message, httpStatus: grpcCode === undefined ? 0 : 200, grpcCode, endpoint: this.endpoint };
+        const error: EtcdError = {
+          kind: grpcCode === undefined ? "unavailable" : classifyEtcdError(message, grpcCode),
+          message,
+          httpStatus: grpcCode === undefined ? 0 : 200,
+          grpcCode,
+          endpoint: this.endpoint,
+        };
         resolve({ ok: false, error });
       };
       let session: ClientHttp2Session;
@@ -214,7 +220,12 @@ export interface EtcdReads {
 }
 
 /** Status and member list over gRPC (a node's certificate is a client etcd can name there), health from etcd's /health. */
-export function grpcReads(endpoint: string, files: TlsFiles, health: (endpoint: string) => Promise<boolean>, options: { timeoutMs?: number; onHandshakeError?: (e: TlsHandshakeError) => void } = {}): EtcdReads {
+export function grpcReads(
+  endpoint: string,
+  files: TlsFiles,
+  health: (endpoint: string) => Promise<boolean>,
+  options: { timeoutMs?: number; onHandshakeError?: (e: TlsHandshakeError) => void } = {},
+): EtcdReads {
   const reads = new EtcdGrpcReads(endpoint, files, options);
   return {
     status: () => reads.status(),

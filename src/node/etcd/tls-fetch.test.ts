@@ -15,14 +15,19 @@ let url: string;
 
 beforeAll(async () => {
   // An https endpoint that, like etcd with --client-cert-auth, wants a client certificate from its CA.
-  server = createServer({ key: await read("server.key"), cert: await read("server.crt"), ca: await read("ca.crt"), requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ header: { cluster_id: "14841639068965178418", member_id: "10276657743932975437" }, members: [], echo: JSON.parse(body || "{}") }));
-    });
-  });
+  server = createServer(
+    { key: await read("server.key"), cert: await read("server.crt"), ca: await read("ca.crt"), requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        res.setHeader("content-type", "application/json");
+        res.end(
+          JSON.stringify({ header: { cluster_id: "14841639068965178418", member_id: "10276657743932975437" }, members: [], echo: JSON.parse(body || "{}") }),
+        );
+      });
+    },
+  );
   await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
   url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -69,7 +74,23 @@ describe("tlsFetch", () => {
     // Another CA, made by openssl.
     const dir = mkdtempSync(join(tmpdir(), "jb-tls-other-"));
     const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "other-ca.key", "-out", "other-ca.crt", "-days", "2", "-subj", "/CN=another CA");
+    openssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "other-ca.key",
+      "-out",
+      "other-ca.crt",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=another CA",
+    );
     const host = new URL(url).host;
 
     // The endpoint refuses the client certificate: etcd (Go's crypto/tls) says so with an alert,
@@ -82,15 +103,26 @@ describe("tlsFetch", () => {
     });
     expect(tlsHandshakeError(Object.assign(new Error("x"), { code: "ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED" }), "h:1", {})?.expiry).toBe(true);
     // OpenSSL 3 names TLS 1.2 alerts "ssl/tls alert …" (etcd 3.4).
-    expect(tlsHandshakeError(Object.assign(new Error("x"), { code: "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE" }), "h:1", { cert: "/c.crt" })?.message).toBe("h:1 refused the client certificate /c.crt (TLS alert: bad certificate)");
+    expect(tlsHandshakeError(Object.assign(new Error("x"), { code: "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE" }), "h:1", { cert: "/c.crt" })?.message).toBe(
+      "h:1 refused the client certificate /c.crt (TLS alert: bad certificate)",
+    );
     expect(tlsHandshakeError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), "h:1", {})).toBeNull();
     // A verification failure Node has no name for (a CA's name constraints).
-    expect(tlsHandshakeError(Object.assign(new Error("permitted subtree violation"), { code: "UNSPECIFIED" }), "h:1", { ca: "/ca.crt" })?.message).toBe("the certificate of h:1 does not verify against /ca.crt: permitted subtree violation (UNSPECIFIED)");
+    expect(tlsHandshakeError(Object.assign(new Error("permitted subtree violation"), { code: "UNSPECIFIED" }), "h:1", { ca: "/ca.crt" })?.message).toBe(
+      "the certificate of h:1 does not verify against /ca.crt: permitted subtree violation (UNSPECIFIED)",
+    );
 
     // This side cannot verify the endpoint's certificate against another CA.
     const theirs = { ca: join(dir, "other-ca.crt"), cert: file("client.crt"), key: file("client.key") };
-    const unverified = await tlsFetch(theirs)(`${url}/v3/cluster/member/list`, { method: "POST", body: "{}" }).then(() => null, (e: unknown) => e);
-    expect(unverified).toMatchObject({ side: "theirs", code: expect.stringMatching(/VERIFY|ISSUER|SELF_SIGNED/), message: expect.stringContaining(`the certificate of ${host} does not verify against ${join(dir, "other-ca.crt")}: `) });
+    const unverified = await tlsFetch(theirs)(`${url}/v3/cluster/member/list`, { method: "POST", body: "{}" }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(unverified).toMatchObject({
+      side: "theirs",
+      code: expect.stringMatching(/VERIFY|ISSUER|SELF_SIGNED/),
+      message: expect.stringContaining(`the certificate of ${host} does not verify against ${join(dir, "other-ca.crt")}: `),
+    });
 
     // The gateway passes the words on (the join API's 503 detail, the agent's waiting line).
     const list = await new EtcdGateway(url, { timeoutMs: 3_000, fetch: tlsFetch(theirs) }).memberList();
@@ -108,10 +140,56 @@ describe("tlsFetch with a server name", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "jb-tls-name-"));
     const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=etcd-ca");
-    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=etcd-server");
+    openssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=etcd-ca",
+    );
+    openssl(
+      "req",
+      "-new",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "server.key",
+      "-out",
+      "server.csr",
+      "-subj",
+      "/CN=etcd-server",
+    );
     writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "server.ext");
+    openssl(
+      "x509",
+      "-req",
+      "-in",
+      "server.csr",
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-days",
+      "2",
+      "-out",
+      "server.crt",
+      "-extfile",
+      "server.ext",
+    );
     named = createServer({ key: readFileSync(join(dir, "server.key")), cert: readFileSync(join(dir, "server.crt")) }, (_req, res) => {
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify({ header: { cluster_id: "1", member_id: "2" }, members: [] }));
@@ -123,7 +201,8 @@ describe("tlsFetch with a server name", () => {
   afterAll(() => new Promise<void>((ok) => named.close(() => ok())));
 
   it("checks the certificate against the server name, not the endpoint's address", async () => {
-    const ask = (serverName?: string) => new EtcdGateway(namedUrl, { timeoutMs: 3_000, fetch: tlsFetch({ ca: join(dir, "ca.crt"), ...(serverName ? { serverName } : {}) }) }).memberList();
+    const ask = (serverName?: string) =>
+      new EtcdGateway(namedUrl, { timeoutMs: 3_000, fetch: tlsFetch({ ca: join(dir, "ca.crt"), ...(serverName ? { serverName } : {}) }) }).memberList();
     const byAddress = await ask();
     expect(!byAddress.ok && byAddress.error.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
     expect((await ask("localhost")).ok).toBe(true);

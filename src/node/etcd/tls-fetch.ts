@@ -46,9 +46,11 @@ export class TlsHandshakeError extends Error {
  * OpenSSL's verification failures, as Node names them (the endpoint's certificate, judged here);
  * those Node has no name for are UNSPECIFIED (a name constraint's "permitted subtree violation").
  */
-const VERIFY_FAILURES = /^(UNSPECIFIED$|UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_(CA|PURPOSE)|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH|ERR_TLS_CERT_ALTNAME_INVALID|ERROR_IN_CERT_|.*_SUBTREE_VIOLATION|SUBJECT_ISSUER_MISMATCH|AKID_)/;
+const VERIFY_FAILURES =
+  /^(UNSPECIFIED$|UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_(CA|PURPOSE)|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH|ERR_TLS_CERT_ALTNAME_INVALID|ERROR_IN_CERT_|.*_SUBTREE_VIOLATION|SUBJECT_ISSUER_MISMATCH|AKID_)/;
 /** The alerts an endpoint sends when it refuses the certificate presented to it. */
-const CERTIFICATE_ALERTS = /^ERR_SSL_(SSLV3|TLSV1|TLSV13|SSL\/TLS)_ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_REQUIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|CERTIFICATE_EXPIRED)$/;
+const CERTIFICATE_ALERTS =
+  /^ERR_SSL_(SSLV3|TLSV1|TLSV13|SSL\/TLS)_ALERT_(BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_REQUIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|CERTIFICATE_EXPIRED)$/;
 
 /** The TLS failure `e` (from node:https) as a TlsHandshakeError, or null when it is none. */
 export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): TlsHandshakeError | null {
@@ -62,7 +64,11 @@ export function tlsHandshakeError(e: unknown, host: string, files: TlsFiles): Tl
     return new TlsHandshakeError("theirs", code, expiry, `the certificate of ${host} does not verify${against}: ${reason} (${code})`);
   }
   if (CERTIFICATE_ALERTS.test(code)) {
-    const alert = code.replace(/^.*_ALERT_/, "").toLowerCase().replace(/_/g, " ").replace("unknown ca", "unknown CA");
+    const alert = code
+      .replace(/^.*_ALERT_/, "")
+      .toLowerCase()
+      .replace(/_/g, " ")
+      .replace("unknown ca", "unknown CA");
     const presented = files.cert ? `the client certificate ${files.cert}` : "this client, which presented no certificate,";
     return new TlsHandshakeError("ours", code, code.endsWith("CERTIFICATE_EXPIRED"), `${host} refused ${presented} (TLS alert: ${alert})`);
   }
@@ -119,14 +125,21 @@ export function tlsFetch(files: TlsFiles, keep?: KeptCopy): typeof fetch {
     }
     return agent;
   };
-  return nodeFetch(() => currentAgent(), (e, host) => tlsHandshakeError(e, host, files), files.serverName);
+  return nodeFetch(
+    () => currentAgent(),
+    (e, host) => tlsHandshakeError(e, host, files),
+    files.serverName,
+  );
 }
 
 /**
  * A fetch that presents these in-memory PEMs (asked for on every request, so that a caller can
  * renew them): a client whose certificate is made in memory and never written to disk.
  */
-export function tlsFetchFromMemory(material: () => { ca?: string; cert?: string; key?: string }, names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" }): typeof fetch {
+export function tlsFetchFromMemory(
+  material: () => { ca?: string; cert?: string; key?: string },
+  names: TlsFiles = { ca: "the CA certificate", cert: "the client certificate made in memory" },
+): typeof fetch {
   let agentFor = "";
   let agent: Agent | null = null;
   return nodeFetch(
@@ -180,7 +193,9 @@ export function nodeFetch(agent?: () => Agent, failure?: (e: Error, host: string
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);
-        res.on("end", () => resolve(new NodeResponse(status, res.headers, status === 204 || status === 304 ? Buffer.alloc(0) : Buffer.concat(chunks)) as unknown as Response));
+        res.on("end", () =>
+          resolve(new NodeResponse(status, res.headers, status === 204 || status === 304 ? Buffer.alloc(0) : Buffer.concat(chunks)) as unknown as Response),
+        );
       });
       const signal = init.signal;
       const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
@@ -246,7 +261,11 @@ function idOf(read: { ca?: Buffer; cert?: Buffer; key?: Buffer }): string {
 }
 
 function readTlsFiles(files: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
-  return { ca: files.ca ? readFileSync(files.ca) : undefined, cert: files.cert ? readFileSync(files.cert) : undefined, key: files.key ? readFileSync(files.key) : undefined };
+  return {
+    ca: files.ca ? readFileSync(files.ca) : undefined,
+    cert: files.cert ? readFileSync(files.cert) : undefined,
+    key: files.key ? readFileSync(files.key) : undefined,
+  };
 }
 
 const KEPT = { ca: "ca.crt", cert: "client.crt", key: "client.key" } as const;

@@ -12,14 +12,17 @@ describe("the etcd version table", () => {
   it("classifies every refusal of every version as that refusal, and every 'not now' as unavailable", () => {
     for (const minor of ETCD_MINORS) {
       const t = etcdTraits(minor);
-      for (const [refusal, e] of Object.entries(t.refusals)) expect(classifyEtcdError(e.message, e.grpcCode), `${minor} ${refusal}`).toBe(refusal as EtcdRefusal);
+      for (const [refusal, e] of Object.entries(t.refusals))
+        expect(classifyEtcdError(e.message, e.grpcCode), `${minor} ${refusal}`).toBe(refusal as EtcdRefusal);
       for (const [name, e] of Object.entries(t.unavailable)) expect(classifyEtcdError(e.message, e.grpcCode), `${minor} ${name}`).toBe("unavailable");
     }
   });
 
   it("lists the longer of two overlapping messages first", () => {
     const messages = knownEtcdMessages().map((m) => m.message);
-    expect(messages.indexOf("etcdserver: can only promote a learner member which is in sync with leader")).toBeLessThan(messages.indexOf("etcdserver: can only promote a learner member"));
+    expect(messages.indexOf("etcdserver: can only promote a learner member which is in sync with leader")).toBeLessThan(
+      messages.indexOf("etcdserver: can only promote a learner member"),
+    );
   });
 
   it("maps FailedPrecondition to 412 on 3.4 and 400 later", () => {

@@ -243,7 +243,8 @@ export async function detectEtcdVersion(etcdBin: string): Promise<{ version: str
 export function maxLearnersArgs(traits: EtcdTraits, learners: number): string[] {
   if (!Number.isInteger(learners) || learners < 1) throw new Error(`a learner limit must be a whole number ≥ 1, not ${learners}`);
   if (learners <= traits.defaultMaxLearners) return [];
-  if (!traits.maxLearnersFlag) throw new Error(`etcd ${traits.minor} allows ${traits.defaultMaxLearners} learner at a time, not ${learners}: that needs etcd 3.6 or later`);
+  if (!traits.maxLearnersFlag)
+    throw new Error(`etcd ${traits.minor} allows ${traits.defaultMaxLearners} learner at a time, not ${learners}: that needs etcd 3.6 or later`);
   return [`${traits.maxLearnersFlag}=${learners}`];
 }
 
@@ -262,7 +263,8 @@ export function knownEtcdMessages(): { message: string; refusal: EtcdRefusal | n
   const seen = new Map<string, { message: string; refusal: EtcdRefusal | null; grpcCode: number }>();
   for (const minor of ETCD_MINORS) {
     const t = TABLE[minor];
-    for (const [refusal, e] of Object.entries(t.refusals) as [EtcdRefusal, EtcdErrorEntry][]) seen.set(e.message, { message: e.message, refusal, grpcCode: e.grpcCode });
+    for (const [refusal, e] of Object.entries(t.refusals) as [EtcdRefusal, EtcdErrorEntry][])
+      seen.set(e.message, { message: e.message, refusal, grpcCode: e.grpcCode });
     for (const e of Object.values(t.unavailable)) seen.set(e.message, { message: e.message, refusal: null, grpcCode: e.grpcCode });
   }
   return [...seen.values()].sort((a, b) => b.message.length - a.message.length);

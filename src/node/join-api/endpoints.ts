@@ -37,7 +37,11 @@ const PeerAddress = z
     if (why) ctx.addIssue({ code: "custom", message: `peerAddress ${why}` });
   });
 const Csr = z.string().min(1).max(4096);
-export const AddMemberRequest = z.strictObject({ node: NodeName, peerAddress: PeerAddress, csrs: z.strictObject({ peer: Csr, server: Csr, client: Csr.optional() }).optional() });
+export const AddMemberRequest = z.strictObject({
+  node: NodeName,
+  peerAddress: PeerAddress,
+  csrs: z.strictObject({ peer: Csr, server: Csr, client: Csr.optional() }).optional(),
+});
 export const PromoteRequest = z.strictObject({ node: NodeName });
 
 export interface JoinApiOptions {
@@ -59,7 +63,12 @@ export function createJoinApi(options: JoinApiOptions): Hono {
   const verify = async (token: string, node: string, peerURL?: string): Promise<Outcome<AdmissionClaims & { look?: FirstLook }>> => {
     try {
       const { claims, introspection } = await verifyAdmission(token, { ...options.verify, node, peerURL, role: "join" });
-      const look = introspection ? { status: { active: true as const, ...(introspection.leaseRemainingMs !== undefined ? { leaseRemainingMs: introspection.leaseRemainingMs } : {}) }, at: Date.now() } : undefined;
+      const look = introspection
+        ? {
+            status: { active: true as const, ...(introspection.leaseRemainingMs !== undefined ? { leaseRemainingMs: introspection.leaseRemainingMs } : {}) },
+            at: Date.now(),
+          }
+        : undefined;
       return { ok: true, value: { ...claims, look } };
     } catch (e) {
       if (!(e instanceof AdmissionError)) throw e;
@@ -101,7 +110,11 @@ export function createJoinApi(options: JoinApiOptions): Hono {
       return signing;
     };
     const entries = checked ? Object.values(checked.serials).map((serial) => ({ serial, notAfter: checked.notAfter, jti: verified.value.jti })) : undefined;
-    const added = await options.membership.addLearner({ node, peerURL: peerAddress, jti: verified.value.jti, token, certificates: entries }, verified.value.look, sign);
+    const added = await options.membership.addLearner(
+      { node, peerURL: peerAddress, jti: verified.value.jti, token, certificates: entries },
+      verified.value.look,
+      sign,
+    );
     if (!added.ok) {
       log(`not adding node ${node} now: ${added.code} (${added.detail})`);
       return send(c, added);
@@ -112,7 +125,14 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     // and a voter never gets more.
     if (added.value.started || !added.value.learner) {
       log(`refused node ${node}'s certificate requests: member ${added.value.memberID} has started`);
-      return send(c, refuse(409, "certificates_not_reissued", `member ${added.value.memberID} of node ${node} has started: its certificates were signed before it ran, and none are signed for a member that has (to replace them, remove the member and join again)`));
+      return send(
+        c,
+        refuse(
+          409,
+          "certificates_not_reissued",
+          `member ${added.value.memberID} of node ${node} has started: its certificates were signed before it ran, and none are signed for a member that has (to replace them, remove the member and join again)`,
+        ),
+      );
     }
     const certificates = await sign()!;
     log(`signed node ${node}'s peer and server certificates (admission ${verified.value.jti})`);
@@ -155,11 +175,17 @@ export function createJoinApi(options: JoinApiOptions): Hono {
   // The certificates every etcd of the cluster must refuse, signed by its CA (DER, as etcd reads
   // it): each node's agent fetches it every few seconds. Public: serial numbers are no secret.
   app.get("/v1beta1/etcd/crl", async (c) => {
-    if (!options.ledger) return problemResponse(c, joinProblem(422, "certificates_unavailable", "this join API holds no etcd CA (--pki-dir), so it keeps no revocation list"));
+    if (!options.ledger)
+      return problemResponse(c, joinProblem(422, "certificates_unavailable", "this join API holds no etcd CA (--pki-dir), so it keeps no revocation list"));
     // None yet (this instance just started, or etcd did not answer it): a sweep now, for up to 3 s.
     if (!options.ledger.current) await Promise.race([options.ledger.sweep(), new Promise((r) => setTimeout(r, 3_000))]);
     const list = options.ledger.current;
-    if (!list) return problemResponse(c, joinProblem(503, "etcd_unavailable", "no revocation list yet: etcd has not answered this join API's first look at its records"), RETRY_AFTER.unavailable);
+    if (!list)
+      return problemResponse(
+        c,
+        joinProblem(503, "etcd_unavailable", "no revocation list yet: etcd has not answered this join API's first look at its records"),
+        RETRY_AFTER.unavailable,
+      );
     c.header("content-type", "application/pkix-crl");
     c.header("cache-control", "no-store");
     c.header("x-crl-number", list.number.toString());
@@ -173,9 +199,15 @@ export function createJoinApi(options: JoinApiOptions): Hono {
     return c.json(body, health.healthy ? 200 : 503);
   });
 
-  app.all("/v1beta1/etcd/members", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }));
-  app.all("/v1beta1/etcd/crl", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use GET`), undefined, { allow: "GET" }));
-  app.all("/v1beta1/etcd/members/promote", (c) => problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }));
+  app.all("/v1beta1/etcd/members", (c) =>
+    problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }),
+  );
+  app.all("/v1beta1/etcd/crl", (c) =>
+    problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use GET`), undefined, { allow: "GET" }),
+  );
+  app.all("/v1beta1/etcd/members/promote", (c) =>
+    problemResponse(c, joinProblem(405, "method_not_allowed", `${c.req.method} is not allowed here; use POST`), undefined, { allow: "POST" }),
+  );
   app.notFound((c) => problemResponse(c, joinProblem(404, "not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((e, c) => {
     log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);

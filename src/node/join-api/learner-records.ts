@@ -89,7 +89,17 @@ export function revokedKey(serial: string): string {
 /** The writes that put these certificates on the revocation list. */
 export function revocations(entries: readonly CertificateEntry[], who: { node: string; peerURL: string }, reason: string, now: number): TxnOp[] {
   return entries.map((e) => ({
-    put: { key: revokedKey(e.serial), value: JSON.stringify({ serial: e.serial.toLowerCase(), node: who.node, peerURL: who.peerURL, notAfter: e.notAfter, reason, revokedAt: now } satisfies RevokedEntry) },
+    put: {
+      key: revokedKey(e.serial),
+      value: JSON.stringify({
+        serial: e.serial.toLowerCase(),
+        node: who.node,
+        peerURL: who.peerURL,
+        notAfter: e.notAfter,
+        reason,
+        revokedAt: now,
+      } satisfies RevokedEntry),
+    },
   }));
 }
 
@@ -156,7 +166,8 @@ export class LearnerRecords {
     const peerURL = canonicalPeerUrl(record.peerURL);
     const ops: TxnOp[] = [{ put: { key: learnerRecordKey(peerURL), value: serialize({ ...record, peerURL }) } }];
     const left = before.byPeerUrl.get(peerURL);
-    if (left && left.memberID !== record.memberID && left.certificates?.length) ops.push(...revocations(left.certificates, left, "its learner is gone", this.#now()));
+    if (left && left.memberID !== record.memberID && left.certificates?.length)
+      ops.push(...revocations(left.certificates, left, "its learner is gone", this.#now()));
     for (const member of members) {
       if (member.isLearner) continue;
       const promoted = before.of(member);
@@ -207,7 +218,14 @@ export class LearnerRecords {
 
 function serialize(r: Written): string {
   const certificates = r.certificates ?? [];
-  return JSON.stringify({ node: r.node, peerURL: r.peerURL, jti: r.jti, token: r.token, memberID: r.memberID, ...(certificates.length ? { certificates } : {}) });
+  return JSON.stringify({
+    node: r.node,
+    peerURL: r.peerURL,
+    jti: r.jti,
+    token: r.token,
+    memberID: r.memberID,
+    ...(certificates.length ? { certificates } : {}),
+  });
 }
 
 /** Certificate entries of both lists, each serial once. */
@@ -248,7 +266,14 @@ export function parseRevoked(text: string): RevokedEntry | null {
   try {
     const r = JSON.parse(text) as Partial<RevokedEntry>;
     if (typeof r.serial !== "string" || !/^[0-9a-f]{1,40}$/.test(r.serial) || typeof r.notAfter !== "number") return null;
-    return { serial: r.serial, node: String(r.node ?? ""), peerURL: String(r.peerURL ?? ""), notAfter: r.notAfter, reason: String(r.reason ?? ""), revokedAt: Number(r.revokedAt ?? 0) };
+    return {
+      serial: r.serial,
+      node: String(r.node ?? ""),
+      peerURL: String(r.peerURL ?? ""),
+      notAfter: r.notAfter,
+      reason: String(r.reason ?? ""),
+      revokedAt: Number(r.revokedAt ?? 0),
+    };
   } catch {
     return null;
   }

@@ -14,7 +14,15 @@
  */
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import { initialClusterEntries, memberByPeerUrl, type EtcdError, type EtcdGateway, type EtcdMember, type EtcdResult, type MemberAddResult } from "../etcd/gateway.ts";
+import {
+  initialClusterEntries,
+  memberByPeerUrl,
+  type EtcdError,
+  type EtcdGateway,
+  type EtcdMember,
+  type EtcdResult,
+  type MemberAddResult,
+} from "../etcd/gateway.ts";
 import { LearnerRecords, type CertificateEntry, type RecordsRead } from "./learner-records.ts";
 import { RETRY_AFTER, fromEtcdError, refuse, type JoinApiProblemCode, type Outcome } from "./outcome.ts";
 
@@ -264,12 +272,7 @@ export class Membership {
     return run;
   }
 
-  async #addLearner(
-    input: AddInput,
-    firstLook?: FirstLook,
-    onAdding?: () => void,
-    seen: Map<string, number> = new Map(),
-  ): Promise<Outcome<AddedMember>> {
+  async #addLearner(input: AddInput, firstLook?: FirstLook, onAdding?: () => void, seen: Map<string, number> = new Map()): Promise<Outcome<AddedMember>> {
     const peerURL = canonicalPeerUrl(input.peerURL);
     const list = await this.#gateway.memberList();
     if (!list.ok) return fromEtcdError(list.error);
@@ -324,7 +327,11 @@ export class Membership {
     const status = madeRoom ? await this.#admissionStatus(input.token, input.jti) : await ownLook;
     if (status === null) return brokerSilent(input, "added");
     if (!status.active) {
-      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`);
+      return refuse(
+        410,
+        status.reason === "revoked" ? "admission_revoked" : "admission_inactive",
+        `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`,
+      );
     }
     // Past the lease's end the broker may have admitted the next node: an add answered then would
     // be made for an admission that ended (an unreachable endpoint alone costs a 10 s timeout).
@@ -350,7 +357,12 @@ export class Membership {
       }
       if (added.error.kind === "too_many_learners" && pending) return pending;
       if (added.error.kind === "member_not_found") {
-        return refuse(503, "etcd_error", `etcd: ${added.error.message} (an add names no member: etcd refused the ID it made for ${peerURL}, that of a member removed moments ago)`, RETRY_AFTER.idRemoved);
+        return refuse(
+          503,
+          "etcd_error",
+          `etcd: ${added.error.message} (an add names no member: etcd refused the ID it made for ${peerURL}, that of a member removed moments ago)`,
+          RETRY_AFTER.idRemoved,
+        );
       }
       return fromEtcdError(added.error);
     }
@@ -363,19 +375,26 @@ export class Membership {
     // now: another instance may have added it meanwhile).
     const record = { node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id, certificates: input.certificates };
     const readBefore = await before;
-    const recorded = readBefore.ok ? await this.#shared.write(record, readBefore.value, added.value.members, { deadline }) : await this.#shared.keep(record, { deadline });
+    const recorded = readBefore.ok
+      ? await this.#shared.write(record, readBefore.value, added.value.members, { deadline })
+      : await this.#shared.keep(record, { deadline });
     if (!recorded.ok) {
       // No certificate leaves here without its record: the node asks again (its learner is found
       // and recorded then, with the certificates signed for that ask).
       if (input.certificates?.length) {
-        this.#log(`could not record learner ${memberIdHex(member.id)}'s admission and certificates in etcd (${recorded.error.message}); its node is asked to come back`);
+        this.#log(
+          `could not record learner ${memberIdHex(member.id)}'s admission and certificates in etcd (${recorded.error.message}); its node is asked to come back`,
+        );
         return outOfTime(recorded.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(recorded.error);
       }
       // The member is there either way: this instance vouches for it from memory, another one that
       // finds no record gives it the grace period, and the node's next ask records it again.
       this.#log(`could not record learner ${memberIdHex(member.id)}'s admission in etcd (${recorded.error.message}); only this join API instance knows it`);
     }
-    return { ok: true, value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false } };
+    return {
+      ok: true,
+      value: { memberID: member.id, learner: true, initialCluster: this.#initialCluster(added.value.members, input.node, peerURL), started: false },
+    };
   }
 
   /**
@@ -388,7 +407,9 @@ export class Membership {
     const added = await this.#gateway.memberAdd([peerURL], { learner: true, deadline });
     if (added.ok || added.error.kind !== "member_not_found") return added;
     if (deadline !== undefined && deadline - Date.now() < NEXT_ID_MS + LEAST_CHANGE_MS) return added;
-    this.#log(`etcd refused the ID it made for ${peerURL} (${added.error.message}): a member with that peer URL was removed within this second; adding it again in ${NEXT_ID_MS} ms`);
+    this.#log(
+      `etcd refused the ID it made for ${peerURL} (${added.error.message}): a member with that peer URL was removed within this second; adding it again in ${NEXT_ID_MS} ms`,
+    );
     await new Promise((r) => setTimeout(r, NEXT_ID_MS));
     return this.#gateway.memberAdd([peerURL], { learner: true, deadline });
   }
@@ -402,11 +423,21 @@ export class Membership {
       // The newer admission decides, in every instance.
       // A node asking again before its member started gets new certificates (its keys were only
       // in the memory of the run that crashed); the ones signed before stay this member's.
-      const saved = await this.#shared.keep({ node: input.node, peerURL, jti: input.jti, token: input.token, memberID: member.id, certificates: member.started ? [] : input.certificates });
+      const saved = await this.#shared.keep({
+        node: input.node,
+        peerURL,
+        jti: input.jti,
+        token: input.token,
+        memberID: member.id,
+        certificates: member.started ? [] : input.certificates,
+      });
       if (!saved.ok) return fromEtcdError(saved.error);
     }
     this.#log(`node ${input.node} asked again for ${peerURL}: already member ${memberIdHex(member.id)}${member.isLearner ? " (learner)" : ""}`);
-    return { ok: true, value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL), started: member.started } };
+    return {
+      ok: true,
+      value: { memberID: member.id, learner: member.isLearner, initialCluster: this.#initialCluster(members, input.node, peerURL), started: member.started },
+    };
   }
 
   /**
@@ -459,15 +490,34 @@ export class Membership {
     if (record) {
       const status = known ?? (await ask(record.token, record.jti));
       if (status === null) {
-        return stays(refuse(503, "broker_unavailable", `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`, RETRY_AFTER.unavailable));
+        return stays(
+          refuse(
+            503,
+            "broker_unavailable",
+            `learner ${who} (${learner.id}) ${state} and the broker cannot say whether node ${record.node}'s admission is still active`,
+            RETRY_AFTER.unavailable,
+          ),
+        );
       }
       if (status.active && !learner.started) {
         return stays(
-          refuse(503, "learner_not_started", `learner ${learner.id} for node ${record.node} was added and has not started yet; the next member is added once it has`, RETRY_AFTER.learnerNotStarted),
+          refuse(
+            503,
+            "learner_not_started",
+            `learner ${learner.id} for node ${record.node} was added and has not started yet; the next member is added once it has`,
+            RETRY_AFTER.learnerNotStarted,
+          ),
         );
       }
       if (status.active) {
-        return stays(refuse(503, "learner_pending", `learner ${learner.id} for node ${record.node} ${state} and its admission is active; etcd has no room for another learner (3.4/3.5: one; 3.6+: --max-learners)`, RETRY_AFTER.learnerPending));
+        return stays(
+          refuse(
+            503,
+            "learner_pending",
+            `learner ${learner.id} for node ${record.node} ${state} and its admission is active; etcd has no room for another learner (3.4/3.5: one; 3.6+: --max-learners)`,
+            RETRY_AFTER.learnerPending,
+          ),
+        );
       }
       if (status.reason !== "completed") why = `its admission ${record.jti} for node ${record.node} is no longer active (${status.reason})`;
     }
@@ -517,17 +567,30 @@ export class Membership {
     // turn, so each promote attempt is made on a look at the broker under a second old: its
     // request's own when it went straight through, else the one taken as it queued, else a new one.
     const queued = await look;
-    const fromQueue = queued.status?.active ? recent({ status: queued.status, at: queued.at }) : queued.status && Date.now() - queued.at <= FIRST_LOOK_MS ? queued.status : null;
+    const fromQueue = queued.status?.active
+      ? recent({ status: queued.status, at: queued.at })
+      : queued.status && Date.now() - queued.at <= FIRST_LOOK_MS
+        ? queued.status
+        : null;
     const status = recent(firstLook) || fromQueue || (await this.#admissionStatus(input.token, input.jti));
     if (status === null) return brokerSilent(input, "promoted");
     if (!status.active) {
-      return refuse(410, status.reason === "revoked" ? "admission_revoked" : "admission_inactive", `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`);
+      return refuse(
+        410,
+        status.reason === "revoked" ? "admission_revoked" : "admission_inactive",
+        `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`,
+      );
     }
     const deadline = changeDeadline(status);
     if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "promoted", status.leaseRemainingMs);
     // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
     if (!member.started) {
-      return refuse(503, "learner_not_started", `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`, RETRY_AFTER.learnerNotStarted);
+      return refuse(
+        503,
+        "learner_not_started",
+        `learner ${member.id} for node ${input.node} has not started yet (start etcd with the initialCluster it was given)`,
+        RETRY_AFTER.learnerNotStarted,
+      );
     }
     const promoted = await this.#gateway.memberPromote(member.id, { deadline });
     if (!promoted.ok) {
@@ -592,5 +655,10 @@ function leaseEnding<T>(input: { node: string; jti: string }, what: "added" | "p
 
 /** Fail closed: without the broker's word that the admission is still active, etcd is not changed. */
 function brokerSilent<T>(input: { node: string; jti: string }, what: "added" | "promoted"): Outcome<T> {
-  return refuse(503, "broker_unavailable", `the broker cannot say now whether admission ${input.jti} of node ${input.node} is still active, so nothing is ${what}`, RETRY_AFTER.unavailable);
+  return refuse(
+    503,
+    "broker_unavailable",
+    `the broker cannot say now whether admission ${input.jti} of node ${input.node} is still active, so nothing is ${what}`,
+    RETRY_AFTER.unavailable,
+  );
 }

@@ -10,7 +10,21 @@ import type { AdmissionErrorCode } from "../../shared/verifier/errors.ts";
 
 /** The join API's codes: the request checks it shares with the broker, the verifier's, and etcd's. */
 export type JoinApiProblemCode =
-  | Extract<ProblemCode, "invalid_request" | "invalid_node" | "invalid_peer_url" | "malformed_json" | "unsupported_media_type" | "body_too_large" | "unauthorized" | "not_found" | "method_not_allowed" | "member_not_found" | "peer_url_conflict" | "internal_error">
+  | Extract<
+      ProblemCode,
+      | "invalid_request"
+      | "invalid_node"
+      | "invalid_peer_url"
+      | "malformed_json"
+      | "unsupported_media_type"
+      | "body_too_large"
+      | "unauthorized"
+      | "not_found"
+      | "method_not_allowed"
+      | "member_not_found"
+      | "peer_url_conflict"
+      | "internal_error"
+    >
   | AdmissionErrorCode
   | "learner_pending"
   | "learner_not_started"
@@ -72,7 +86,12 @@ export function fromEtcdError<T>(error: EtcdError): Outcome<T> {
   const detail = `etcd: ${error.message}`;
   switch (error.kind) {
     case "too_many_learners":
-      return refuse(503, "too_many_learners", `${detail} (etcd's learner limit is reached: one before etcd 3.6, --max-learners from 3.6; a pending learner must be promoted or removed first)`, RETRY_AFTER.tooManyLearners);
+      return refuse(
+        503,
+        "too_many_learners",
+        `${detail} (etcd's learner limit is reached: one before etcd 3.6, --max-learners from 3.6; a pending learner must be promoted or removed first)`,
+        RETRY_AFTER.tooManyLearners,
+      );
     case "unhealthy_cluster":
       return refuse(503, "etcd_unhealthy", `${detail} (the leader must reach every voter for 5 s before a membership change)`, RETRY_AFTER.unhealthy);
     case "not_enough_started":

@@ -103,7 +103,11 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
   const ca = options.pkiDir ? await readCertificateAuthority(options.pkiDir, (options.now ?? Date.now)()) : null;
   const ownClient = ca ? await ownClientCertificate(ca) : null;
   const given = options.etcdTls ? loggingHandshakes(tlsFetch(options.etcdTls), log) : undefined;
-  const fetchForEtcd = ownClient ? (options.etcdTls?.cert && given ? untilNamedRefused(given, ownClient.fetch, options.etcdTls.cert, log) : ownClient.fetch) : given;
+  const fetchForEtcd = ownClient
+    ? options.etcdTls?.cert && given
+      ? untilNamedRefused(given, ownClient.fetch, options.etcdTls.cert, log)
+      : ownClient.fetch
+    : given;
   const gateway = new EtcdGateway(options.etcd, {
     timeoutMs: options.etcdTimeoutMs,
     ...(fetchForEtcd ? { fetch: fetchForEtcd } : {}),
@@ -118,9 +122,15 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
   const trust = new ClusterTrust({ broker: options.broker, cluster: options.cluster });
   // The first node to join should not wait for the keys; not awaited, so a broker that is down
   // does not delay the start (the first token then fetches them, and reports what fails).
-  void trust.warmKeys().then((fetched) =>
-    log(fetched ? `fetched cluster ${options.cluster}'s public keys from the broker` : `could not fetch cluster ${options.cluster}'s public keys yet; the first admission token will`),
-  );
+  void trust
+    .warmKeys()
+    .then((fetched) =>
+      log(
+        fetched
+          ? `fetched cluster ${options.cluster}'s public keys from the broker`
+          : `could not fetch cluster ${options.cluster}'s public keys yet; the first admission token will`,
+      ),
+    );
   const fallback = options.revocationListMaxAgeSeconds ? { maxAgeSeconds: options.revocationListMaxAgeSeconds } : undefined;
   const membership = new Membership({
     gateway,
@@ -136,16 +146,28 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
     signer,
     ledger,
     log,
-    verify: { broker: options.broker, cluster: options.cluster, trust, clockToleranceSeconds: options.clockToleranceSeconds, revocationListFallback: fallback, now: options.now },
+    verify: {
+      broker: options.broker,
+      cluster: options.cluster,
+      trust,
+      clockToleranceSeconds: options.clockToleranceSeconds,
+      revocationListFallback: fallback,
+      now: options.now,
+    },
   });
 
   // etcd asked once at start: a certificate it refuses (--etcd-cert) or cannot be verified
   // (--etcd-cacert) is in the log now, not first in a joining node's 503.
-  void gateway.status().then((s) => log(s.ok ? `etcd answers at ${s.endpoint} (cluster ${memberIdHex(s.value.header.clusterId)})` : `etcd does not answer yet: ${s.error.message}`));
+  void gateway
+    .status()
+    .then((s) =>
+      log(s.ok ? `etcd answers at ${s.endpoint} (cluster ${memberIdHex(s.value.header.clusterId)})` : `etcd does not answer yet: ${s.error.message}`),
+    );
 
   let refresher: ReturnType<typeof setInterval> | null = null;
   if (fallback) {
-    const refresh = () => trust.refreshRevocations().catch((e: unknown) => log(`revocation list refresh failed: ${e instanceof Error ? e.message : String(e)}`));
+    const refresh = () =>
+      trust.refreshRevocations().catch((e: unknown) => log(`revocation list refresh failed: ${e instanceof Error ? e.message : String(e)}`));
     await refresh();
     refresher = setInterval(refresh, Math.max(1, fallback.maxAgeSeconds / 2) * 1000);
     refresher.unref();
@@ -157,10 +179,16 @@ export async function startJoinApi(options: JoinApiServerOptions): Promise<JoinA
       if (!signed.ok) return log(`cannot sign in to etcd as ${ROOT_USER}: ${signed.error.message}`);
       if (signed.value) return log(`signed in to etcd as ${ROOT_USER}`);
       if (!options.enableEtcdAuth) {
-        return log("etcd's auth is off: every certificate of this CA is a full etcd client there, a joiner's too (clusters bootstrapped by this release turn it on; --enable-etcd-auth turns it on here; see docs/operations.md)");
+        return log(
+          "etcd's auth is off: every certificate of this CA is a full etcd client there, a joiner's too (clusters bootstrapped by this release turn it on; --enable-etcd-auth turns it on here; see docs/operations.md)",
+        );
       }
       const on = await ensureEtcdAuth(gateway, rootPassword);
-      log(on.ok ? "turned etcd's auth on (--enable-etcd-auth): root (this join API) alone changes the membership; kube-apiserver reads and writes every key but /join-broker/; node certificates get nothing but the member list and status" : `could not turn etcd's auth on: ${on.error.message}`);
+      log(
+        on.ok
+          ? "turned etcd's auth on (--enable-etcd-auth): root (this join API) alone changes the membership; kube-apiserver reads and writes every key but /join-broker/; node certificates get nothing but the member list and status"
+          : `could not turn etcd's auth on: ${on.error.message}`,
+      );
     });
     ledger!.start();
   }
@@ -197,7 +225,9 @@ function untilNamedRefused(given: typeof fetch, own: typeof fetch, certFile: str
   return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
     const res = await current(input, init);
     if (current === own || res.status !== 400 || !(await res.clone().text()).includes("CommonName of client sending a request against gateway")) return res;
-    log(`etcd's auth is on and its JSON gateway refuses ${certFile}, which names a user (its common name): using a client certificate of this join API's own, without one, made from the CA in --pki-dir`);
+    log(
+      `etcd's auth is on and its JSON gateway refuses ${certFile}, which names a user (its common name): using a client certificate of this join API's own, without one, made from the CA in --pki-dir`,
+    );
     current = own;
     return own(input, init);
   }) as typeof fetch;

@@ -62,7 +62,9 @@ describe("the shared signer vectors", () => {
     if (c.kind === "client") expect(cert.subjectName.getField("OU")).toEqual([node]);
     expect(cert.serialNumber).toBe(checked.value.serials[c.kind]);
     expect(cert.getExtension(x509.BasicConstraintsExtension)).toMatchObject({ ca: false, critical: true });
-    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual(c.kind === "client" ? ["1.3.6.1.5.5.7.3.2"] : ["1.3.6.1.5.5.7.3.1", "1.3.6.1.5.5.7.3.2"]);
+    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual(
+      c.kind === "client" ? ["1.3.6.1.5.5.7.3.2"] : ["1.3.6.1.5.5.7.3.1", "1.3.6.1.5.5.7.3.2"],
+    );
     const rsa = (cert.publicKey.algorithm as { name: string }).name.startsWith("RSA");
     expect(cert.getExtension(x509.KeyUsagesExtension)?.usages).toBe(x509.KeyUsageFlags.digitalSignature | (rsa ? x509.KeyUsageFlags.keyEncipherment : 0));
     expect(cert.getExtension(x509.SubjectKeyIdentifierExtension)).toBeTruthy();

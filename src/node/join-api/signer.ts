@@ -83,9 +83,17 @@ export class CertificateSigner {
     // All at once: a node's etcd waits for every one of them.
     const [peerPem, serverPem, clientPem] = await Promise.all([
       issueCertificate(this.ca, checked.peer.publicKey, peer, days, checked.issuedAt, { kind: "peer", serial: checked.serials.peer, rsa: checked.peer.rsa }),
-      issueCertificate(this.ca, checked.server.publicKey, { node: server.node, hosts: serverHosts }, days, checked.issuedAt, { kind: "server", serial: checked.serials.server, rsa: checked.server.rsa }),
+      issueCertificate(this.ca, checked.server.publicKey, { node: server.node, hosts: serverHosts }, days, checked.issuedAt, {
+        kind: "server",
+        serial: checked.serials.server,
+        rsa: checked.server.rsa,
+      }),
       checked.client && checked.serials.client
-        ? issueCertificate(this.ca, checked.client.publicKey, { node: checked.node, hosts: [] }, days, checked.issuedAt, { kind: "client", serial: checked.serials.client, rsa: checked.client.rsa })
+        ? issueCertificate(this.ca, checked.client.publicKey, { node: checked.node, hosts: [] }, days, checked.issuedAt, {
+            kind: "client",
+            serial: checked.serials.client,
+            rsa: checked.client.rsa,
+          })
         : null,
     ]);
     return { ca: this.ca.certPem, peer: peerPem, server: serverPem, ...(clientPem ? { client: clientPem } : {}) };
@@ -108,5 +116,9 @@ export interface CheckedRequests {
 
 /** Refused before etcd is touched: requests sent where no CA is held. */
 export function noSigner<T>(): Outcome<T> {
-  return refuse(422, "certificates_unavailable", "this join API holds no etcd CA (start it with --pki-dir DIR holding ca.crt and ca.key), so it cannot sign the certificate requests sent with this add");
+  return refuse(
+    422,
+    "certificates_unavailable",
+    "this join API holds no etcd CA (start it with --pki-dir DIR holding ca.crt and ca.key), so it cannot sign the certificate requests sent with this add",
+  );
 }

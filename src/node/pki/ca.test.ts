@@ -95,8 +95,40 @@ describe("every kind of CA an operator has", () => {
   it("copies a subject key identifier that is not the SHA-1 of the CA's key (RFC 7093's truncated SHA-256, say) into the authority key identifier", async () => {
     const dir = tempDir();
     const ski = "5A:1C:3D:7E:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF";
-    writeFileSync(join(dir, "ca.cnf"), ["[req]", "distinguished_name = dn", "x509_extensions = ext", "[dn]", "[ext]", "basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign", `subjectKeyIdentifier = ${ski}`, ""].join("\n"));
-    openssl(dir, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/CN=etcd-ca", "-config", "ca.cnf");
+    writeFileSync(
+      join(dir, "ca.cnf"),
+      [
+        "[req]",
+        "distinguished_name = dn",
+        "x509_extensions = ext",
+        "[dn]",
+        "[ext]",
+        "basicConstraints = critical,CA:TRUE",
+        "keyUsage = critical,keyCertSign",
+        `subjectKeyIdentifier = ${ski}`,
+        "",
+      ].join("\n"),
+    );
+    openssl(
+      dir,
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "30",
+      "-subj",
+      "/CN=etcd-ca",
+      "-config",
+      "ca.cnf",
+    );
     const ca = await readCertificateAuthority(dir);
     expect(ca.subjectKeyId).toBe(ski.replace(/:/g, "").toLowerCase());
     const pem = await issueCertificate(ca, (await generateKeyPair()).keys.publicKey, identity.peer, 30);
@@ -160,9 +192,15 @@ describe("a CA that cannot sign what etcd accepts is refused, naming the file an
     makeOperatorCa("openssl-p256-pkcs8", dir);
     const { ca: certFile, caKey } = pkiFiles(dir);
     writeFileSync(caKey, "not a key\n");
-    expect(await refusal(dir)).toEqual({ code: "ca_unreadable", message: expect.stringMatching(new RegExp(`^${caKey} is not a PEM private key \\(PKCS#1, SEC1 or PKCS#8\\)`)) });
+    expect(await refusal(dir)).toEqual({
+      code: "ca_unreadable",
+      message: expect.stringMatching(new RegExp(`^${caKey} is not a PEM private key \\(PKCS#1, SEC1 or PKCS#8\\)`)),
+    });
     openssl(dir, "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes256", "-pass", "pass:secret", "-out", "ca.key");
-    expect(await refusal(dir)).toEqual({ code: "ca_unreadable", message: expect.stringContaining(`${caKey} is encrypted: the CA key must be readable without a passphrase`) });
+    expect(await refusal(dir)).toEqual({
+      code: "ca_unreadable",
+      message: expect.stringContaining(`${caKey} is encrypted: the CA key must be readable without a passphrase`),
+    });
     rmSync(caKey);
     expect(await refusal(dir)).toEqual({ code: "ca_incomplete", message: `${caKey} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key` });
     makeOperatorCa("openssl-p256-pkcs8", dir);
@@ -177,15 +215,26 @@ describe("a CA that cannot sign what etcd accepts is refused, naming the file an
     makeOperatorCa("openssl-rsa2048-pkcs1", other);
     writeFileSync(pkiFiles(dir).caKey, readFileSync(pkiFiles(other).caKey));
     const { ca, caKey } = pkiFiles(dir);
-    expect(await refusal(dir)).toEqual({ code: "ca_key_mismatch", message: `${caKey} is not the key of ${ca} (C=DE, O=Acme etcd, OU=ops, CN=etcd-ca): the certificate's public key is another one` });
+    expect(await refusal(dir)).toEqual({
+      code: "ca_key_mismatch",
+      message: `${caKey} is not the key of ${ca} (C=DE, O=Acme etcd, OU=ops, CN=etcd-ca): the certificate's public key is another one`,
+    });
   });
 
   it("a certificate that is no CA, or may not sign certificates, or only for TLS servers", async () => {
     const cases: [string[], string, RegExp][] = [
       [["subjectKeyIdentifier = hash"], "ca_not_a_ca", /is not a CA certificate \(no basic constraints extension\)/],
       [["basicConstraints = critical,CA:FALSE"], "ca_not_a_ca", /is not a CA certificate \(basic constraints CA:FALSE\)/],
-      [["basicConstraints = critical,CA:TRUE", "keyUsage = critical,digitalSignature,cRLSign"], "ca_cannot_sign", /may not sign certificates: its key usage \(digitalSignature, cRLSign\) lacks keyCertSign/],
-      [["basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign", "extendedKeyUsage = serverAuth"], "ca_cannot_sign", /limits what it signs to the extended key usage serverAuth: etcd uses each certificate as a TLS server and a TLS client/],
+      [
+        ["basicConstraints = critical,CA:TRUE", "keyUsage = critical,digitalSignature,cRLSign"],
+        "ca_cannot_sign",
+        /may not sign certificates: its key usage \(digitalSignature, cRLSign\) lacks keyCertSign/,
+      ],
+      [
+        ["basicConstraints = critical,CA:TRUE", "keyUsage = critical,keyCertSign", "extendedKeyUsage = serverAuth"],
+        "ca_cannot_sign",
+        /limits what it signs to the extended key usage serverAuth: etcd uses each certificate as a TLS server and a TLS client/,
+      ],
     ];
     for (const [extensions, code, message] of cases) {
       const dir = tempDir();
@@ -205,7 +254,10 @@ describe("a CA that cannot sign what etcd accepts is refused, naming the file an
     makeOperatorCa("openssl-p384-sec1", dir);
     const cert = new NodeCertificate(readFileSync(pkiFiles(dir).ca));
     const end = Date.parse(cert.validTo);
-    expect(await refusal(dir, end + 1_000)).toEqual({ code: "ca_not_valid_now", message: `${pkiFiles(dir).ca} (C=DE, O=Acme etcd, OU=ops, CN=etcd-ca) expired on ${new Date(end).toISOString()}` });
+    expect(await refusal(dir, end + 1_000)).toEqual({
+      code: "ca_not_valid_now",
+      message: `${pkiFiles(dir).ca} (C=DE, O=Acme etcd, OU=ops, CN=etcd-ca) expired on ${new Date(end).toISOString()}`,
+    });
     expect((await refusal(dir, Date.parse(cert.validFrom) - 60_000))?.message).toMatch(/is not valid before .* \(this machine's clock says /);
     expect(await refusal(dir, end - 60_000)).toBeNull();
   });

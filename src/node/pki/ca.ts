@@ -73,7 +73,13 @@ function signingFor(key: KeyObject): Signing | string {
     case "ec": {
       const curve = CURVES[details.namedCurve ?? ""];
       if (!curve) return `an ECDSA key on curve ${details.namedCurve ?? "?"}`;
-      return { key: `ECDSA ${curve.name}`, algorithm: curve.algorithm, importAlgorithm: { name: "ECDSA", namedCurve: curve.name }, signingAlgorithm: { name: "ECDSA", hash: curve.hash }, hash: curve.hash.replace("-", "").toLowerCase() };
+      return {
+        key: `ECDSA ${curve.name}`,
+        algorithm: curve.algorithm,
+        importAlgorithm: { name: "ECDSA", namedCurve: curve.name },
+        signingAlgorithm: { name: "ECDSA", hash: curve.hash },
+        hash: curve.hash.replace("-", "").toLowerCase(),
+      };
     }
     case "ed25519":
       return { key: "Ed25519", algorithm: "Ed25519", importAlgorithm: { name: "Ed25519" }, signingAlgorithm: { name: "Ed25519" }, hash: null };
@@ -147,7 +153,10 @@ export async function loadCertificateAuthority(certPem: string, keyPem: string, 
   }
   const basic = cert.getExtension(x509.BasicConstraintsExtension);
   if (!basic?.ca) {
-    throw new PkiError("ca_not_a_ca", `${named} is not a CA certificate (${basic ? "basic constraints CA:FALSE" : "no basic constraints extension"}): etcd would refuse every certificate signed with it`);
+    throw new PkiError(
+      "ca_not_a_ca",
+      `${named} is not a CA certificate (${basic ? "basic constraints CA:FALSE" : "no basic constraints extension"}): etcd would refuse every certificate signed with it`,
+    );
   }
   const usage = cert.getExtension(x509.KeyUsagesExtension);
   if (usage && !(usage.usages & x509.KeyUsageFlags.keyCertSign)) {
@@ -161,7 +170,11 @@ export async function loadCertificateAuthority(certPem: string, keyPem: string, 
       `${named} limits what it signs to the extended key usage ${ekus.map(ekuName).join(", ")}: etcd uses each certificate as a TLS server and a TLS client, so it needs serverAuth and clientAuth (or none)`,
     );
   }
-  if (now < cert.notBefore.getTime()) throw new PkiError("ca_not_valid_now", `${named} is not valid before ${cert.notBefore.toISOString()} (this machine's clock says ${new Date(now).toISOString()})`);
+  if (now < cert.notBefore.getTime())
+    throw new PkiError(
+      "ca_not_valid_now",
+      `${named} is not valid before ${cert.notBefore.toISOString()} (this machine's clock says ${new Date(now).toISOString()})`,
+    );
   if (now >= cert.notAfter.getTime()) throw new PkiError("ca_not_valid_now", `${named} expired on ${cert.notAfter.toISOString()}`);
   const pkcs8 = privateKey.export({ type: "pkcs8", format: "der" });
   const signingKey = await subtle.importKey("pkcs8", pkcs8, signing.importAlgorithm, false, ["sign"]);
@@ -175,6 +188,13 @@ function keyUsageNames(flags: number): string {
 }
 
 function ekuName(oid: string): string {
-  const known: Record<string, string> = { [EKU_SERVER_AUTH]: "serverAuth", [EKU_CLIENT_AUTH]: "clientAuth", "1.3.6.1.5.5.7.3.3": "codeSigning", "1.3.6.1.5.5.7.3.4": "emailProtection", "1.3.6.1.5.5.7.3.8": "timeStamping", "1.3.6.1.5.5.7.3.9": "OCSPSigning" };
+  const known: Record<string, string> = {
+    [EKU_SERVER_AUTH]: "serverAuth",
+    [EKU_CLIENT_AUTH]: "clientAuth",
+    "1.3.6.1.5.5.7.3.3": "codeSigning",
+    "1.3.6.1.5.5.7.3.4": "emailProtection",
+    "1.3.6.1.5.5.7.3.8": "timeStamping",
+    "1.3.6.1.5.5.7.3.9": "OCSPSigning",
+  };
   return known[oid] ?? oid;
 }

@@ -69,7 +69,13 @@ export function bitString(bytes: Uint8Array): Uint8Array {
  * A certificate's parts as stored: the TBS certificate and, in it, the issuer and subject names
  * (the TBS fields are [0] version, serial, signature algorithm, issuer, validity, subject, …).
  */
-export function certificateParts(der: Uint8Array): { tbs: Uint8Array; tbsFields: Uint8Array[]; signatureAlgorithm: Uint8Array; issuer: Uint8Array; subject: Uint8Array } {
+export function certificateParts(der: Uint8Array): {
+  tbs: Uint8Array;
+  tbsFields: Uint8Array[];
+  signatureAlgorithm: Uint8Array;
+  issuer: Uint8Array;
+  subject: Uint8Array;
+} {
   const [tbs, signatureAlgorithm] = children(der);
   if (!tbs || !signatureAlgorithm) throw new Error("DER: not a certificate");
   const tbsFields = children(tbs);

@@ -36,7 +36,11 @@ export function etcdRootPassword(caKeyPem: string): string {
  * own etcd calls: etcd's JSON gateway, with auth on, refuses a certificate that names a user
  * and takes the user from the password sign-in instead. Two days, renewed by the caller.
  */
-export async function anonymousClientCertificate(ca: CertificateAuthority, holder: string, now = Date.now()): Promise<{ cert: string; key: string; notAfter: number }> {
+export async function anonymousClientCertificate(
+  ca: CertificateAuthority,
+  holder: string,
+  now = Date.now(),
+): Promise<{ cert: string; key: string; notAfter: number }> {
   const pair = await generateKeyPair();
   const cert = await issueCertificate(ca, pair.keys.publicKey, { node: holder, hosts: [] }, 2, now, { kind: "anonymous" });
   return { cert, key: pair.keyPem, notAfter: Math.min(now + 2 * 86_400_000, ca.cert.notAfter.getTime()) };

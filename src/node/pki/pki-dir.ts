@@ -85,14 +85,20 @@ export async function readCertificateAuthority(dir: string, now = Date.now()): P
 }
 
 /** Loads the CA from `dir`; `create` makes one there when neither file exists. */
-export async function certificateAuthority(dir: string, options: { create?: { commonName: string } } = {}): Promise<{ ca: CertificateAuthority; created: boolean }> {
+export async function certificateAuthority(
+  dir: string,
+  options: { create?: { commonName: string } } = {},
+): Promise<{ ca: CertificateAuthority; created: boolean }> {
   const files = pkiFiles(dir);
   const haveCert = existsSync(files.ca);
   const haveKey = existsSync(files.caKey);
   if (haveCert && haveKey) return { ca: await readCertificateAuthority(dir), created: false };
   if (haveCert || haveKey || !options.create) {
     const missing = [haveCert ? null : files.ca, haveKey ? null : files.caKey].filter(Boolean).join(" and ");
-    throw new PkiError("ca_incomplete", `${missing} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key${haveCert && !haveKey ? " (a node that only trusts this CA cannot sign for itself)" : ""}`);
+    throw new PkiError(
+      "ca_incomplete",
+      `${missing} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key${haveCert && !haveKey ? " (a node that only trusts this CA cannot sign for itself)" : ""}`,
+    );
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const { ca, keyPem } = await createCertificateAuthority(options.create.commonName, CA_VALID_DAYS);
@@ -112,7 +118,12 @@ export async function haveUsableCertificates(dir: string, identity: NodeIdentity
   const kinds = (["peer", "server", "client"] as const).filter((k) => identity[k]);
   if (![files.ca, ...kinds.flatMap((k) => [certFile(files, k), keyFile(files, k)])].every((f) => existsSync(f))) return false;
   const caPem = readFileSync(files.ca, "utf8");
-  const revoked = existsSync(files.crl) ? await readRevocationList(new Uint8Array(readFileSync(files.crl)), caPem).then((l) => l.serials, () => []) : [];
+  const revoked = existsSync(files.crl)
+    ? await readRevocationList(new Uint8Array(readFileSync(files.crl)), caPem).then(
+        (l) => l.serials,
+        () => [],
+      )
+    : [];
   for (const kind of kinds) {
     const certPem = readFileSync(certFile(files, kind), "utf8");
     const keyPem = readFileSync(keyFile(files, kind), "utf8");
@@ -138,7 +149,9 @@ export async function issueOwnCertificates(dir: string, ca: CertificateAuthority
   const [peer, server, client] = await Promise.all([
     issueCertificate(ca, pending.keys.peer.keys.publicKey, identity.peer, NODE_CERT_VALID_DAYS, now, { kind: "peer" }),
     issueCertificate(ca, pending.keys.server.keys.publicKey, identity.server, NODE_CERT_VALID_DAYS, now, { kind: "server" }),
-    pending.keys.client ? issueCertificate(ca, pending.keys.client.keys.publicKey, { node: identity.peer.node, hosts: [] }, NODE_CERT_VALID_DAYS, now, { kind: "client" }) : null,
+    pending.keys.client
+      ? issueCertificate(ca, pending.keys.client.keys.publicKey, { node: identity.peer.node, hosts: [] }, NODE_CERT_VALID_DAYS, now, { kind: "client" })
+      : null,
   ]);
   const issued: IssuedCertificates = { ca: ca.certPem, peer, server, ...(client ? { client } : {}) };
   await pending.save(dir, issued);
@@ -173,7 +186,10 @@ export async function requestCertificates(identity: NodeIdentity): Promise<Pendi
     async save(dir, issued) {
       const files = pkiFiles(dir);
       if (existsSync(files.caKey) && existsSync(files.ca) && !holdsCertificate(files.ca, issued.ca)) {
-        throw new PkiError("certificate_mismatch", `the join API signed with another CA than the one in ${files.ca} (beside ${files.caKey}): each cluster has one etcd CA`);
+        throw new PkiError(
+          "certificate_mismatch",
+          `the join API signed with another CA than the one in ${files.ca} (beside ${files.caKey}): each cluster has one etcd CA`,
+        );
       }
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       // Keys before their certificates: a certificate is never on disk without its own key. The
@@ -209,7 +225,10 @@ function holdsCertificate(file: string, pem: string): boolean {
  * The files etcd is started with (etcdFlags' `tls`); the revocation list only when asked for
  * and there: etcd refuses every connection when the list it was told to read is missing.
  */
-export function etcdServingFiles(dir: string, options: { revocationList?: boolean } = {}): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string; crlFile?: string } {
+export function etcdServingFiles(
+  dir: string,
+  options: { revocationList?: boolean } = {},
+): { caFile: string; certFile: string; keyFile: string; peerCertFile: string; peerKeyFile: string; crlFile?: string } {
   const f = pkiFiles(dir);
   const files = { caFile: f.ca, certFile: f.serverCert, keyFile: f.serverKey, peerCertFile: f.peerCert, peerKeyFile: f.peerKey };
   return options.revocationList && existsSync(f.crl) ? { ...files, crlFile: f.crl } : files;

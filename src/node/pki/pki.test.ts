@@ -4,7 +4,17 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { allowedIdentity, requestedIdentity } from "./identity.ts";
 import { certificateAuthority, haveUsableCertificates, issueOwnCertificates, pkiFiles, requestCertificates } from "./pki-dir.ts";
-import { CertificateRequestError, certificateFacts, checkCertificateRequest, createCertificateAuthority, createCertificateRequest, generateKeyPair, issueCertificate, keyMatches, signedBy } from "./x509.ts";
+import {
+  CertificateRequestError,
+  certificateFacts,
+  checkCertificateRequest,
+  createCertificateAuthority,
+  createCertificateRequest,
+  generateKeyPair,
+  issueCertificate,
+  keyMatches,
+  signedBy,
+} from "./x509.ts";
 import { PkiError } from "./ca.ts";
 import { goVerify } from "../../../test/support/certcheck.ts";
 
@@ -25,18 +35,32 @@ const identity = requestedIdentity(NODE, PEER, "https://10.0.0.4:2379");
 describe("certificate requests", () => {
   it("yields the key and the hosts of a request within what is allowed", async () => {
     const pair = await generateKeyPair();
-    const checked = await checkCertificateRequest(await createCertificateRequest(pair, { node: NODE, hosts: ["10.0.0.4", "127.0.0.1"] }), "server", allowedIdentity(NODE, PEER).server);
+    const checked = await checkCertificateRequest(
+      await createCertificateRequest(pair, { node: NODE, hosts: ["10.0.0.4", "127.0.0.1"] }),
+      "server",
+      allowedIdentity(NODE, PEER).server,
+    );
     expect(checked.hosts).toEqual(["10.0.0.4", "127.0.0.1"]);
   });
 
   it("refuses another host, another common name, and a request whose signature does not hold", async () => {
     const pair = await generateKeyPair();
     const allowed = allowedIdentity(NODE, PEER);
-    const refusal = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => (e instanceof CertificateRequestError ? e.code : String(e)));
-    expect(await refusal(checkCertificateRequest(await createCertificateRequest(pair, { node: NODE, hosts: ["10.0.0.5"] }), "peer", allowed.peer))).toBe("csr_name_not_allowed");
+    const refusal = (p: Promise<unknown>) =>
+      p.then(
+        () => null,
+        (e: unknown) => (e instanceof CertificateRequestError ? e.code : String(e)),
+      );
+    expect(await refusal(checkCertificateRequest(await createCertificateRequest(pair, { node: NODE, hosts: ["10.0.0.5"] }), "peer", allowed.peer))).toBe(
+      "csr_name_not_allowed",
+    );
     // Loopback is allowed on the client port, never on the peer port.
-    expect(await refusal(checkCertificateRequest(await createCertificateRequest(pair, { node: NODE, hosts: ["127.0.0.1"] }), "peer", allowed.peer))).toBe("csr_name_not_allowed");
-    expect(await refusal(checkCertificateRequest(await createCertificateRequest(pair, { node: "ctrl-2", hosts: ["10.0.0.4"] }), "peer", allowed.peer))).toBe("csr_name_not_allowed");
+    expect(await refusal(checkCertificateRequest(await createCertificateRequest(pair, { node: NODE, hosts: ["127.0.0.1"] }), "peer", allowed.peer))).toBe(
+      "csr_name_not_allowed",
+    );
+    expect(await refusal(checkCertificateRequest(await createCertificateRequest(pair, { node: "ctrl-2", hosts: ["10.0.0.4"] }), "peer", allowed.peer))).toBe(
+      "csr_name_not_allowed",
+    );
     // One bit of the signature changed (its last byte): a well-formed request whose proof of possession fails.
     const pem = await createCertificateRequest(pair, { node: NODE, hosts: ["10.0.0.4"] });
     const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ""), "base64");
@@ -112,7 +136,10 @@ describe("a node's --pki-dir", () => {
 
 describe("names", () => {
   it("asks for the peer host on the peer port, the client and peer hosts on the client port", () => {
-    expect(requestedIdentity("n", "https://[fd00::4]:2380", "https://127.0.0.1:2379")).toEqual({ peer: { node: "n", hosts: ["fd00::4"] }, server: { node: "n", hosts: ["127.0.0.1", "fd00::4", "::1", "localhost"] } });
+    expect(requestedIdentity("n", "https://[fd00::4]:2380", "https://127.0.0.1:2379")).toEqual({
+      peer: { node: "n", hosts: ["fd00::4"] },
+      server: { node: "n", hosts: ["127.0.0.1", "fd00::4", "::1", "localhost"] },
+    });
     // What a node asks for is always within what its admission allows.
     const asked = requestedIdentity("n", "https://10.0.0.4:2380", "https://10.0.0.4:2379");
     expect(asked.server.hosts).toEqual(["10.0.0.4", "127.0.0.1", "::1", "localhost"]);

@@ -79,7 +79,11 @@ export async function generateKeyPair(): Promise<KeyPair> {
 }
 
 /** A new self-signed CA for one cluster's etcd (ECDSA P-256, made here). */
-export async function createCertificateAuthority(commonName: string, validDays: number, now = Date.now()): Promise<{ ca: CertificateAuthority; keyPem: string }> {
+export async function createCertificateAuthority(
+  commonName: string,
+  validDays: number,
+  now = Date.now(),
+): Promise<{ ca: CertificateAuthority; keyPem: string }> {
   const pair = await generateKeyPair();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -162,7 +166,12 @@ export async function checkCertificateRequest(pem: string, kind: CertificateKind
   for (const name of names) {
     const host = allowedName(name, allowed.hosts);
     if (host === null) {
-      const what = name.type === "ip" && isMappedIpv4(name.value) ? `${name.value} (an IPv4-mapped IPv6 address)` : name.type === "ip" || name.type === "dns" ? name.value : `${name.type} ${name.value}`;
+      const what =
+        name.type === "ip" && isMappedIpv4(name.value)
+          ? `${name.value} (an IPv4-mapped IPv6 address)`
+          : name.type === "ip" || name.type === "dns"
+            ? name.value
+            : `${name.type} ${name.value}`;
       throw new CertificateRequestError(
         "csr_name_not_allowed",
         `the ${kind} certificate request asks for ${what}; this admission allows ${allowed.hosts.length ? `only ${allowed.hosts.join(", ")}` : "no subject alternative name in it"}`,
@@ -405,7 +414,12 @@ const CRL_NUMBER = "2.5.29.20";
  * (x509.ParseRevocationList); 3.4 and 3.5 take DER or PEM. etcd reads the serials and nothing
  * else (not the signature, not the dates): the agent checks the signature before it writes one.
  */
-export async function createRevocationList(ca: CertificateAuthority, entries: readonly { serial: string; revokedAt: number }[], number: bigint, now = Date.now()): Promise<RevocationList> {
+export async function createRevocationList(
+  ca: CertificateAuthority,
+  entries: readonly { serial: string; revokedAt: number }[],
+  number: bigint,
+  now = Date.now(),
+): Promise<RevocationList> {
   const crl = await x509.X509CrlGenerator.create({
     issuer: ca.cert.subjectName.toString(),
     thisUpdate: new Date(now),
@@ -413,7 +427,10 @@ export async function createRevocationList(ca: CertificateAuthority, entries: re
     entries: entries.map((e) => ({ serialNumber: e.serial.toLowerCase(), revocationDate: new Date(e.revokedAt) })),
     signingKey: ca.signingKey,
     signingAlgorithm: ca.signing.signingAlgorithm,
-    extensions: [...(ca.subjectKeyId ? [new x509.AuthorityKeyIdentifierExtension(ca.subjectKeyId)] : []), new x509.Extension(CRL_NUMBER, false, derInteger(number))],
+    extensions: [
+      ...(ca.subjectKeyId ? [new x509.AuthorityKeyIdentifierExtension(ca.subjectKeyId)] : []),
+      new x509.Extension(CRL_NUMBER, false, derInteger(number)),
+    ],
   });
   return { der: crlWithIssuerOf(ca, new Uint8Array(crl.rawData)), number, serials: entries.map((e) => e.serial.toLowerCase()), thisUpdate: now };
 }
@@ -433,7 +450,8 @@ function crlWithIssuerOf(ca: CertificateAuthority, der: Uint8Array): Uint8Array 
 export async function readRevocationList(data: Uint8Array | string, caPem: string): Promise<RevocationList> {
   const crl = new x509.X509Crl(typeof data === "string" ? data : new Uint8Array(data));
   const ca = new x509.X509Certificate(caPem);
-  if (!(await crl.verify({ publicKey: await ca.publicKey.export(provider) }, provider))) throw new Error(`the revocation list is not signed by the CA ${ca.subject}`);
+  if (!(await crl.verify({ publicKey: await ca.publicKey.export(provider) }, provider)))
+    throw new Error(`the revocation list is not signed by the CA ${ca.subject}`);
   const numberExt = crl.getExtension(CRL_NUMBER);
   return {
     der: new Uint8Array(crl.rawData),

@@ -28,7 +28,9 @@ describe("the data directory", () => {
     const dir = fresh();
     writeFileSync(join(dir, VERSION_FILE), JSON.stringify({ format: DATA_FORMAT + 1, createdBy: "9.0.0", writtenBy: "9.0.0" }));
     expect(() => openDataDir(dir, "1.0.0")).toThrow(DataDirError);
-    expect(() => openDataDir(dir, "1.0.0")).toThrow(`written by join-broker 9.0.0 in data format ${DATA_FORMAT + 1}; this join-broker (1.0.0) reads format ${DATA_FORMAT}`);
+    expect(() => openDataDir(dir, "1.0.0")).toThrow(
+      `written by join-broker 9.0.0 in data format ${DATA_FORMAT + 1}; this join-broker (1.0.0) reads format ${DATA_FORMAT}`,
+    );
     expect(JSON.parse(readFileSync(join(dir, VERSION_FILE), "utf8")).format).toBe(DATA_FORMAT + 1);
   });
 

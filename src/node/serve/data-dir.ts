@@ -90,7 +90,8 @@ export function restoreDataDir(dir: string, from: string | null, now = new Date(
   try {
     const source = from === null ? null : layout(from);
     if (source) {
-      if (source.root === paths.root) throw new DataDirError("--from names the data directory itself; without --from the directory is marked restored in place");
+      if (source.root === paths.root)
+        throw new DataDirError("--from names the data directory itself; without --from the directory is marked restored in place");
       if (!existsSync(source.versionFile) || !existsSync(source.storage)) {
         throw new DataDirError(`${source.root} has no ${VERSION_FILE} and durable-objects/: it is not a copy of a join-broker data directory`);
       }
@@ -126,7 +127,9 @@ export class DataDirLocked extends DataDirError {
     readonly root: string,
     readonly holderPid: number | null,
   ) {
-    super(`another join-broker serve${holderPid ? ` (pid ${holderPid})` : ""} is using the data directory ${root}; if none is, remove ${join(root, LOCK_FILE)} and start again`);
+    super(
+      `another join-broker serve${holderPid ? ` (pid ${holderPid})` : ""} is using the data directory ${root}; if none is, remove ${join(root, LOCK_FILE)} and start again`,
+    );
   }
 }
 
@@ -168,7 +171,8 @@ export function openDataDir(dir: string, softwareVersion: string, now = new Date
     } catch (e) {
       throw new DataDirError(`cannot read ${paths.versionFile}: ${(e as Error).message}`);
     }
-    if (!Number.isInteger(record.format) || record.format < 1) throw new DataDirError(`${paths.versionFile} has no valid "format" (found ${JSON.stringify(record.format)})`);
+    if (!Number.isInteger(record.format) || record.format < 1)
+      throw new DataDirError(`${paths.versionFile} has no valid "format" (found ${JSON.stringify(record.format)})`);
     if (record.format > DATA_FORMAT) {
       throw new DataDirError(
         `${paths.root} was written by join-broker ${record.writtenBy ?? "?"} in data format ${record.format}; this join-broker (${softwareVersion}) reads format ${DATA_FORMAT} and older. Run that version or a newer one, or restore a backup made by this version.`,
@@ -176,7 +180,8 @@ export function openDataDir(dir: string, softwareVersion: string, now = new Date
     }
     for (let format = record.format; format < DATA_FORMAT; format++) {
       const step = MIGRATIONS.find((m) => m.from === format);
-      if (!step) throw new DataDirError(`${paths.root} is in data format ${format}, which this join-broker cannot migrate; upgrade through an intermediate version`);
+      if (!step)
+        throw new DataDirError(`${paths.root} is in data format ${format}, which this join-broker cannot migrate; upgrade through an intermediate version`);
       step.migrate(paths.root);
       migrated.push(format + 1);
     }
@@ -204,7 +209,8 @@ export function storedAdminToken(root: string): { token: string; file: string; c
   const file = join(root, "admin-token");
   if (existsSync(file)) {
     const token = readFileSync(file, "utf8").trim();
-    if (token.length < 16 || !isBearerToken(token)) throw new DataDirError(`${file} holds no admin token of at least 16 characters of ${BEARER_TOKEN_CHARACTERS}; delete it to have a new one made`);
+    if (token.length < 16 || !isBearerToken(token))
+      throw new DataDirError(`${file} holds no admin token of at least 16 characters of ${BEARER_TOKEN_CHARACTERS}; delete it to have a new one made`);
     return { token, file, created: false };
   }
   const token = randomBytes(32).toString("base64url");

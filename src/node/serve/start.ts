@@ -52,10 +52,15 @@ export async function startSelfHosted(options: ServeOptions, how: StartOptions):
   if (adminToken === undefined) {
     const stored = storedAdminToken(dir.root);
     adminToken = stored.token;
-    how.log(stored.created ? `made a random admin token in ${stored.file} (read it from there: ADMIN=$(cat ${stored.file}))` : `admin token from ${stored.file}`);
+    how.log(
+      stored.created ? `made a random admin token in ${stored.file} (read it from there: ADMIN=$(cat ${stored.file}))` : `admin token from ${stored.file}`,
+    );
   }
   const restore = readRestore(dir.root);
-  if (restore) how.log(`data directory restored at ${restore.at}: each cluster takes note once, and one that looks never bootstrapped waits for an admin before any bootstrap`);
+  if (restore)
+    how.log(
+      `data directory restored at ${restore.at}: each cluster takes note once, and one that looks never bootstrapped waits for an admin before any bootstrap`,
+    );
   const bundle = join(dir.run, "worker.js");
   await bundleWorker(bundle, how.entry ?? WORKER_ENTRY);
   writeFileSync(

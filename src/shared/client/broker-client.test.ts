@@ -10,12 +10,16 @@ const seen: { method: string; url: string; auth?: string; type?: string; body: s
 
 const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
   "GET /v1/admin/clusters/c1": (_q, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"cluster":"c1","paused":false}'),
-  "POST /v1/admin/clusters/c1/pause": (_q, res) => res.writeHead(404, { "content-type": "application/problem+json" }).end(
-    JSON.stringify({ type: "https://x/unknown-cluster", title: "Not Found", status: 404, detail: "cluster c1 does not exist", code: "unknown_cluster" }),
-  ),
-  "GET /v1/admin/clusters/c1/tickets": (_q, res) => res.writeHead(503, { "content-type": "application/problem+json", "retry-after": "7" }).end(
-    JSON.stringify({ type: "about:blank", title: "Service Unavailable", status: 503, detail: "retry", code: "unavailable" }),
-  ),
+  "POST /v1/admin/clusters/c1/pause": (_q, res) =>
+    res
+      .writeHead(404, { "content-type": "application/problem+json" })
+      .end(
+        JSON.stringify({ type: "https://x/unknown-cluster", title: "Not Found", status: 404, detail: "cluster c1 does not exist", code: "unknown_cluster" }),
+      ),
+  "GET /v1/admin/clusters/c1/tickets": (_q, res) =>
+    res
+      .writeHead(503, { "content-type": "application/problem+json", "retry-after": "7" })
+      .end(JSON.stringify({ type: "about:blank", title: "Service Unavailable", status: 503, detail: "retry", code: "unavailable" })),
   "GET /v1/admin/clusters/c1/enrollment-tokens": (_q, res) => res.writeHead(502, { "content-type": "text/html" }).end("<html>Bad gateway</html>"),
   "POST /v1/admin/clusters/c1/keys/rotate": (_q, res) => res.writeHead(302, { location: "https://elsewhere.example/" }).end(),
   "GET /v1/admin/clusters/c1/audit": () => {
@@ -54,32 +58,48 @@ describe("BrokerClient", () => {
     expect(reply.body).toEqual({ maxInFlight: 2 });
     expect(reply.text).toBe('{"maxInFlight":2}');
     const sent = seen.at(-1)!;
-    expect(sent).toMatchObject({ method: "PUT", url: "/v1/admin/clusters/c1/policy", auth: "Bearer adm-secret", type: "application/json", body: '{"maxInFlight":2}' });
+    expect(sent).toMatchObject({
+      method: "PUT",
+      url: "/v1/admin/clusters/c1/policy",
+      auth: "Bearer adm-secret",
+      type: "application/json",
+      body: '{"maxInFlight":2}',
+    });
   });
 
   it("turns a problem+json answer into a BrokerProblem with its code, status and Retry-After", async () => {
-    const unknown = await admin().pause().catch((e: unknown) => e);
+    const unknown = await admin()
+      .pause()
+      .catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(BrokerProblem);
     expect(unknown).toMatchObject({ status: 404, code: "unknown_cluster", refused: false, transient: false });
     expect((unknown as BrokerProblem).retryAfter).toBeUndefined(); // no Retry-After: no hint, not "0 s"
-    const busy = (await admin().tickets().catch((e: unknown) => e)) as BrokerProblem;
+    const busy = (await admin()
+      .tickets()
+      .catch((e: unknown) => e)) as BrokerProblem;
     expect(busy).toMatchObject({ status: 503, code: "unavailable", retryAfter: 7, transient: true });
   });
 
   it("describes an answer that is not a problem (a proxy's error page) with an http_<status> code", async () => {
-    const e = (await admin().listEnrollmentTokens().catch((x: unknown) => x)) as BrokerProblem;
+    const e = (await admin()
+      .listEnrollmentTokens()
+      .catch((x: unknown) => x)) as BrokerProblem;
     expect(e).toBeInstanceOf(BrokerProblem);
     expect(e.problem).toMatchObject({ code: "http_502", status: 502, detail: "<html>Bad gateway</html>" });
   });
 
   it("does not follow redirects with the admin token", async () => {
-    const e = await admin().rotateKeys().catch((x: unknown) => x);
+    const e = await admin()
+      .rotateKeys()
+      .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(BrokerUnreachable);
   });
 
   it("gives up after its deadline, and reports a closed port as unreachable", async () => {
     const started = Date.now();
-    const slow = (await admin(300).audit({}).catch((x: unknown) => x)) as Error;
+    const slow = (await admin(300)
+      .audit({})
+      .catch((x: unknown) => x)) as Error;
     expect(slow).toBeInstanceOf(BrokerUnreachable);
     expect(slow.message).toMatch(/no answer within/);
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -88,14 +108,19 @@ describe("BrokerClient", () => {
     await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
     const port = (probe.address() as { port: number }).port;
     await new Promise((r) => probe.close(r));
-    const closed = (await new BrokerClient({ baseUrl: `http://127.0.0.1:${port}` }).admin("c1").status().catch((x: unknown) => x)) as Error;
+    const closed = (await new BrokerClient({ baseUrl: `http://127.0.0.1:${port}` })
+      .admin("c1")
+      .status()
+      .catch((x: unknown) => x)) as Error;
     expect(closed).toBeInstanceOf(BrokerUnreachable);
     expect(closed.message).toContain("ECONNREFUSED");
   });
 
   it("aborts a long poll when the caller's signal fires", async () => {
     const stop = new AbortController();
-    const pending = admin().audit({ wait: 30 }, stop.signal).catch((x: unknown) => x);
+    const pending = admin()
+      .audit({ wait: 30 }, stop.signal)
+      .catch((x: unknown) => x);
     setTimeout(() => stop.abort(new Error("interrupted")), 100);
     expect(((await pending) as Error).message).toBe("interrupted");
   });

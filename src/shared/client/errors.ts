@@ -78,7 +78,14 @@ export function toProblem(status: number, text: string): ProblemBody {
   try {
     const body = JSON.parse(text) as Partial<ProblemBody>;
     if (body && typeof body === "object" && typeof body.code === "string") {
-      return { type: String(body.type ?? "about:blank"), title: String(body.title ?? ""), status: Number(body.status ?? status), detail: String(body.detail ?? ""), ...body, code: body.code };
+      return {
+        type: String(body.type ?? "about:blank"),
+        title: String(body.title ?? ""),
+        status: Number(body.status ?? status),
+        detail: String(body.detail ?? ""),
+        ...body,
+        code: body.code,
+      };
     }
   } catch {
     /* not JSON: described below */

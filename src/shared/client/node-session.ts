@@ -37,7 +37,10 @@ export class NodeSession {
    * GET …/tickets/{ticket}?wait=S: held by the broker while the ticket is queued (or, with an
    * ETag, while it is unchanged), up to S seconds.
    */
-  getTicket(ticket: string, options: { waitSeconds?: number; etag?: string | null; bearer?: string; signal?: AbortSignal } = {}): Promise<HttpResult<TicketView>> {
+  getTicket(
+    ticket: string,
+    options: { waitSeconds?: number; etag?: string | null; bearer?: string; signal?: AbortSignal } = {},
+  ): Promise<HttpResult<TicketView>> {
     const wait = Math.max(0, Math.min(30, Math.round(options.waitSeconds ?? 0)));
     const url = `${this.#base}/${encodeURIComponent(ticket)}${wait > 0 ? `?wait=${wait}` : ""}`;
     return requestJson<TicketView>(url, {
@@ -51,12 +54,25 @@ export class NodeSession {
 
   /** POST …/heartbeat with the admission token: extends the lease. */
   heartbeat(ticket: string, admission: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, { method: "POST", bearer: admission, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, {
+      method: "POST",
+      bearer: admission,
+      timeoutMs: this.timeoutMs,
+      signal,
+      fetch: this.fetch,
+    });
   }
 
   /** POST …/started {"memberID"}: the node's etcd member started (the start rule admits the next node). */
   memberStarted(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, {
+      method: "POST",
+      bearer: admission,
+      body: { memberID },
+      timeoutMs: this.timeoutMs,
+      signal,
+      fetch: this.fetch,
+    });
   }
 
   /**
@@ -64,16 +80,35 @@ export class NodeSession {
    * that it could not remove; the broker ends the ticket and pauses the cluster for an operator.
    */
   memberStuck(ticket: string, admission: string, memberID: string, detail: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/stuck`, { method: "POST", bearer: admission, body: { memberID, detail }, timeoutMs: this.timeoutMs, signal });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/stuck`, {
+      method: "POST",
+      bearer: admission,
+      body: { memberID, detail },
+      timeoutMs: this.timeoutMs,
+      signal,
+    });
   }
 
   /** POST …/complete {"memberID"}: the node is a started, promoted voter. */
   complete(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, { method: "POST", bearer: admission, body: { memberID }, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, {
+      method: "POST",
+      bearer: admission,
+      body: { memberID },
+      timeoutMs: this.timeoutMs,
+      signal,
+      fetch: this.fetch,
+    });
   }
 
   /** DELETE …/tickets/{ticket}: give up the place (or the slot). */
   abandon(ticket: string, bearer?: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}`, { method: "DELETE", bearer: bearer ?? this.enrollmentToken, timeoutMs: this.timeoutMs, signal, fetch: this.fetch });
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}`, {
+      method: "DELETE",
+      bearer: bearer ?? this.enrollmentToken,
+      timeoutMs: this.timeoutMs,
+      signal,
+      fetch: this.fetch,
+    });
   }
 }

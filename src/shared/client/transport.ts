@@ -69,7 +69,11 @@ export class Transport {
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
     const url = this.url(path, options.query);
-    const headers: Record<string, string> = { accept: options.text ? "text/plain, application/json" : "application/json", "user-agent": this.#userAgent, ...options.headers };
+    const headers: Record<string, string> = {
+      accept: options.text ? "text/plain, application/json" : "application/json",
+      "user-agent": this.#userAgent,
+      ...options.headers,
+    };
     if (this.#bearer) headers.authorization = `Bearer ${this.#bearer}`;
     let body: string | undefined;
     if (options.body !== undefined) {
@@ -113,7 +117,9 @@ export class Transport {
     try {
       parsed = JSON.parse(text) as T;
     } catch (e) {
-      throw new BrokerUnreachable(`the broker at ${this.baseUrl} answered ${method} ${path} with HTTP ${res.status} but not JSON: ${text.slice(0, 120)}`, { cause: e });
+      throw new BrokerUnreachable(`the broker at ${this.baseUrl} answered ${method} ${path} with HTTP ${res.status} but not JSON: ${text.slice(0, 120)}`, {
+        cause: e,
+      });
     }
     return { status: res.status, headers: res.headers, body: parsed, text };
   }

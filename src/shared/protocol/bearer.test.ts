@@ -8,6 +8,7 @@ describe("parseBearer", () => {
   });
 
   it("refuses anything else", () => {
-    for (const h of [undefined, null, "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer a b", "Bearer a=b", "Token abc"]) expect(parseBearer(h)).toBeNull();
+    for (const h of [undefined, null, "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer a b", "Bearer a=b", "Token abc"])
+      expect(parseBearer(h)).toBeNull();
   });
 });

@@ -29,7 +29,13 @@ export interface Success<T> {
 
 export type Outcome<T, Code extends string = ProblemCode> = Success<T> | Failure<Code>;
 
-export function fail<Code extends string = ProblemCode>(status: number, code: Code, detail: string, retryAfter?: number, extra?: Record<string, unknown>): Failure<Code> {
+export function fail<Code extends string = ProblemCode>(
+  status: number,
+  code: Code,
+  detail: string,
+  retryAfter?: number,
+  extra?: Record<string, unknown>,
+): Failure<Code> {
   return { ok: false, status, code, detail, ...(retryAfter !== undefined ? { retryAfter } : {}), ...(extra ? { extra } : {}) };
 }
 

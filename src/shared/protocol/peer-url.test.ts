@@ -76,7 +76,9 @@ describe("parsePeerUrl", () => {
     fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join(".")),
     fc.array(fc.nat(0xffff), { minLength: 8, maxLength: 8 }).map((g) => `[${g.map((n) => n.toString(16)).join(":")}]`),
   );
-  const url = fc.tuple(fc.constantFrom("http", "https", "HTTP", "Https"), host, fc.integer({ min: 1, max: 65535 }), fc.constantFrom("", "/")).map(([s, h, p, slash]) => `${s}://${h}:${p}${slash}`);
+  const url = fc
+    .tuple(fc.constantFrom("http", "https", "HTTP", "Https"), host, fc.integer({ min: 1, max: 65535 }), fc.constantFrom("", "/"))
+    .map(([s, h, p, slash]) => `${s}://${h}:${p}${slash}`);
 
   it("canonical form is a fixed point: parse(canonical) is canonical", () => {
     fc.assert(
@@ -96,12 +98,18 @@ describe("parsePeerUrl", () => {
 
   it("any string either fails or parses to a canonical form that is a fixed point", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), url.chain((u) => fc.nat(u.length).chain((i) => fc.string({ maxLength: 3 }).map((s) => u.slice(0, i) + s + u.slice(i))))), (s) => {
-        const r = parsePeerUrl(s);
-        if (!r.ok) return;
-        expect(parsePeerUrl(r.value.canonical)).toEqual(r);
-        expect(r.value.canonical).toMatch(/^https?:\/\/(\[[0-9a-f:]+\]|[a-z0-9.-]+):[1-9][0-9]*$/);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          url.chain((u) => fc.nat(u.length).chain((i) => fc.string({ maxLength: 3 }).map((s) => u.slice(0, i) + s + u.slice(i)))),
+        ),
+        (s) => {
+          const r = parsePeerUrl(s);
+          if (!r.ok) return;
+          expect(parsePeerUrl(r.value.canonical)).toEqual(r);
+          expect(r.value.canonical).toMatch(/^https?:\/\/(\[[0-9a-f:]+\]|[a-z0-9.-]+):[1-9][0-9]*$/);
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -39,7 +39,13 @@ export function parsePeerUrl(value: string): PeerUrlResult {
   if (value.includes("#")) return bad("must not have a fragment");
   const authorityStart = value.indexOf("://");
   if (authorityStart < 0) return bad("is not an absolute URL of the form scheme://host:port");
-  if (value.slice(authorityStart + 3).split("/")[0].includes("@")) return bad("must not carry userinfo");
+  if (
+    value
+      .slice(authorityStart + 3)
+      .split("/")[0]
+      .includes("@")
+  )
+    return bad("must not carry userinfo");
   const m = SHAPE.exec(value);
   if (!m) {
     const rest = value.slice(authorityStart + 3);
@@ -72,10 +78,15 @@ export function parseHost(raw: string): HostResult {
   // A name whose last label is a number is an IPv4 address to every URL parser: only the
   // four-decimal-octet spelling is accepted (not 0177.0.0.1, 2130706433, 0x7f.1 or 127.1).
   if (/^[0-9]+$/.test(last) || /^0x[0-9a-f]*$/.test(last)) {
-    return isDottedQuad(host) ? { ok: true, host, kind: "ipv4" } : { ok: false, problem: "must write an IPv4 address as four decimal numbers 0-255 without leading zeros" };
+    return isDottedQuad(host)
+      ? { ok: true, host, kind: "ipv4" }
+      : { ok: false, problem: "must write an IPv4 address as four decimal numbers 0-255 without leading zeros" };
   }
   if (host.length > 253 || !labels.every((l) => DNS_LABEL.test(l))) {
-    return { ok: false, problem: "must name a host: a DNS name (letters, digits, '-', labels of at most 63), a dotted-quad IPv4 address or a bracketed IPv6 address" };
+    return {
+      ok: false,
+      problem: "must name a host: a DNS name (letters, digits, '-', labels of at most 63), a dotted-quad IPv4 address or a bracketed IPv6 address",
+    };
   }
   return { ok: true, host, kind: "dns" };
 }

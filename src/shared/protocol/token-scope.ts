@@ -41,7 +41,10 @@ export function scopeProblem(scope: TokenScope, node: string, peerURL: string): 
 }
 
 export function globMatches(pattern: string, value: string): boolean {
-  const source = pattern.replace(/[.+^${}()|[\]\\-]/g, "\\$&").replaceAll("*", ".*").replaceAll("?", ".");
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\-]/g, "\\$&")
+    .replaceAll("*", ".*")
+    .replaceAll("?", ".");
   return new RegExp(`^${source}$`).test(value);
 }
 

@@ -161,7 +161,8 @@ export class ClusterTrust {
     }
     const revoked = new Map<string, { exp: number; reason?: string }>();
     for (const entry of body.revoked as { jti?: unknown; exp?: unknown; reason?: unknown }[]) {
-      if (typeof entry?.jti === "string") revoked.set(entry.jti, { exp: Number(entry.exp) || 0, reason: typeof entry.reason === "string" ? entry.reason : undefined });
+      if (typeof entry?.jti === "string")
+        revoked.set(entry.jti, { exp: Number(entry.exp) || 0, reason: typeof entry.reason === "string" ? entry.reason : undefined });
     }
     this.#revocations = { revoked, fetchedAt: now, etag: res.headers.get("etag") };
     return this.#revocations;

@@ -45,7 +45,18 @@ function trustFor(c: VectorCase): ClusterTrust {
 describe("the shared admission vectors", () => {
   it("cover every refusal code the vectors can reach offline, and some valid tokens", () => {
     const codes = new Set(vectors.cases.map((c) => (c.expect.ok ? "ok" : c.expect.code)));
-    for (const code of ["ok", "invalid_token", "unknown_key", "token_not_yet_valid", "wrong_node", "wrong_peer_url", "wrong_role", "token_expired", "admission_revoked", "admission_completed"]) {
+    for (const code of [
+      "ok",
+      "invalid_token",
+      "unknown_key",
+      "token_not_yet_valid",
+      "wrong_node",
+      "wrong_peer_url",
+      "wrong_role",
+      "token_expired",
+      "admission_revoked",
+      "admission_completed",
+    ]) {
       expect(codes).toContain(code);
     }
   });

@@ -15,7 +15,17 @@ let options: VerifyAdmissionOptions;
 
 function claims(over: Partial<AdmissionClaims> = {}, nowMs = Date.now()): AdmissionClaims {
   return {
-    ...admissionClaims({ issuer: "https://broker.example:8443", cluster: CLUSTER, node: "ctrl-2", ticket: "tkt_abc", peerURL: "https://10.0.0.2:2380", role: "join", jti: "adm_1", nowMs, ttlSeconds: 300 }),
+    ...admissionClaims({
+      issuer: "https://broker.example:8443",
+      cluster: CLUSTER,
+      node: "ctrl-2",
+      ticket: "tkt_abc",
+      peerURL: "https://10.0.0.2:2380",
+      role: "join",
+      jti: "adm_1",
+      nowMs,
+      ttlSeconds: 300,
+    }),
     ...over,
   };
 }
@@ -34,7 +44,14 @@ beforeAll(async () => {
   kid = material.kid;
   key = await importPrivateKey(material.privateJwk);
   jwks = { keys: [material.publicJwk] };
-  options = { broker: BROKER, cluster: CLUSTER, node: "ctrl-2", peerURL: "https://10.0.0.2:2380/", activeCheck: "none", trust: new ClusterTrust({ broker: BROKER, cluster: CLUSTER, jwks }) };
+  options = {
+    broker: BROKER,
+    cluster: CLUSTER,
+    node: "ctrl-2",
+    peerURL: "https://10.0.0.2:2380/",
+    activeCheck: "none",
+    trust: new ClusterTrust({ broker: BROKER, cluster: CLUSTER, jwks }),
+  };
 });
 
 describe("verifyAdmission with pinned keys", () => {
@@ -74,7 +91,11 @@ describe("verifyAdmission with pinned keys", () => {
       "a tampered payload",
       async () => {
         const [h, , s] = (await signAdmission(claims(), kid, key)).split(".");
-        return [h, base64url.encode(JSON.stringify(claims({ sub: "ctrl-2", peer_url: "https://10.0.0.2:2380", role: "join", exp: claims().exp + 3600 }))), s].join(".");
+        return [
+          h,
+          base64url.encode(JSON.stringify(claims({ sub: "ctrl-2", peer_url: "https://10.0.0.2:2380", role: "join", exp: claims().exp + 3600 }))),
+          s,
+        ].join(".");
       },
       401,
       "invalid_token",
@@ -132,7 +153,10 @@ describe("ClusterTrust.introspect", () => {
 
   it("counts the lease left on the broker's clock (its Date header), not on this machine's", async () => {
     // This machine's clock is wherever it is; the broker says it is 10:00:00 and the lease ends at 10:00:30.
-    const answer = await answering({ active: true, claims: { sub: "ctrl-2" }, leaseExpiresAt: "2026-12-03T10:00:30.000Z" }, { date: "Thu, 03 Dec 2026 10:00:00 GMT" }).introspect("t");
+    const answer = await answering(
+      { active: true, claims: { sub: "ctrl-2" }, leaseExpiresAt: "2026-12-03T10:00:30.000Z" },
+      { date: "Thu, 03 Dec 2026 10:00:00 GMT" },
+    ).introspect("t");
     // The header has whole seconds, so the broker may be at 10:00:00.999: 29 001 ms left at most.
     expect(answer).toEqual({ active: true, claims: { sub: "ctrl-2" }, leaseRemainingMs: 29_001 });
   });

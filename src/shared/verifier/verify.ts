@@ -60,8 +60,12 @@ export async function verifyAdmission(token: string, options: VerifyAdmissionOpt
 }
 
 /** Signature and claims only: no binding to a request, no activeness. */
-export async function verifyAdmissionClaims(token: string, options: Pick<VerifyAdmissionOptions, "broker" | "cluster" | "clockToleranceSeconds" | "trust" | "now">): Promise<AdmissionClaims> {
-  if (typeof token !== "string" || token.length === 0 || token.length > 8192) throw new InvalidAdmissionError("invalid_token", "no admission token, or an oversized one", "malformed");
+export async function verifyAdmissionClaims(
+  token: string,
+  options: Pick<VerifyAdmissionOptions, "broker" | "cluster" | "clockToleranceSeconds" | "trust" | "now">,
+): Promise<AdmissionClaims> {
+  if (typeof token !== "string" || token.length === 0 || token.length > 8192)
+    throw new InvalidAdmissionError("invalid_token", "no admission token, or an oversized one", "malformed");
   const trust = options.trust ?? sharedClusterTrust(options.broker, options.cluster);
   let payload: JWTPayload;
   const expected = { issuer: issuerFor(options.broker), audience: audienceFor(options.cluster) };
@@ -114,7 +118,11 @@ async function checkActive(
   const fallback = options.revocationListFallback;
   if (!fallback) throw new VerifierUnavailableError(`cannot ask the broker whether the admission is active: ${unreachable.message}`, "introspection");
   const listed = await revocationListStatus(trust, claims.jti, fallback.maxAgeSeconds, options.now?.() ?? Date.now());
-  if (!listed.ok) throw new VerifierUnavailableError(`the broker cannot be reached and the revocation list is ${listed.age} (limit ${fallback.maxAgeSeconds} s)`, "revocation_list_stale");
+  if (!listed.ok)
+    throw new VerifierUnavailableError(
+      `the broker cannot be reached and the revocation list is ${listed.age} (limit ${fallback.maxAgeSeconds} s)`,
+      "revocation_list_stale",
+    );
   if (!listed.active) throw inactive(listed.reason, claims.jti);
   return { by: "revocation-list" };
 }
@@ -136,7 +144,8 @@ export async function revocationListStatus(
   } catch {
     // Expected while the broker is away; the list we already hold may still be recent enough.
   }
-  if (!list || now - list.fetchedAt > maxAgeSeconds * 1000) return { ok: false, age: list ? `${Math.round((now - list.fetchedAt) / 1000)} s old` : "never fetched" };
+  if (!list || now - list.fetchedAt > maxAgeSeconds * 1000)
+    return { ok: false, age: list ? `${Math.round((now - list.fetchedAt) / 1000)} s old` : "never fetched" };
   const entry = list.revoked.get(jti);
   return entry ? { ok: true, active: false, reason: entry.reason ?? "revoked" } : { ok: true, active: true };
 }
@@ -168,10 +177,18 @@ function joseFailure(e: unknown, trust: ClusterTrust, expected: { issuer: string
     }
     // The usual cause is one broker reached by two names (localhost and 127.0.0.1): show both.
     if (e.claim === "iss") {
-      return new InvalidAdmissionError("invalid_token", `the admission token was issued by ${JSON.stringify(e.payload.iss)}, and this verifier expects ${JSON.stringify(expected.issuer)} (the broker URL it was given): use the same address for the broker everywhere`, e.claim);
+      return new InvalidAdmissionError(
+        "invalid_token",
+        `the admission token was issued by ${JSON.stringify(e.payload.iss)}, and this verifier expects ${JSON.stringify(expected.issuer)} (the broker URL it was given): use the same address for the broker everywhere`,
+        e.claim,
+      );
     }
     if (e.claim === "aud") {
-      return new InvalidAdmissionError("invalid_token", `the admission token is for audience ${JSON.stringify(e.payload.aud)}, and this verifier expects ${JSON.stringify(expected.audience)} (its cluster): check the cluster name`, e.claim);
+      return new InvalidAdmissionError(
+        "invalid_token",
+        `the admission token is for audience ${JSON.stringify(e.payload.aud)}, and this verifier expects ${JSON.stringify(expected.audience)} (its cluster): check the cluster name`,
+        e.claim,
+      );
     }
     return new InvalidAdmissionError("invalid_token", `the admission token's ${e.claim} is wrong: ${e.message}`, e.claim);
   }

@@ -70,7 +70,11 @@ export async function togglePause(button: HTMLButtonElement): Promise<void> {
   const ok = await confirmAction(
     paused
       ? { title: "Resume admissions?", text: "The next queued node is admitted at once if a slot is free.", ok: "Resume" }
-      : { title: "Pause admissions?", text: "Nodes keep their place in the queue, and admitted nodes keep their slot, but no further node is admitted until you resume.", ok: "Pause" },
+      : {
+          title: "Pause admissions?",
+          text: "Nodes keep their place in the queue, and admitted nodes keep their slot, but no further node is admitted until you resume.",
+          ok: "Pause",
+        },
   );
   if (ok === null) return;
   await act(button, () => api("POST", base() + (paused ? "/resume" : "/pause"), undefined));
@@ -94,7 +98,11 @@ export async function createToken(event: SubmitEvent): Promise<void> {
     hours: $<HTMLInputElement>("token-ttl").value,
     uses: $<HTMLInputElement>("token-uses").value,
   });
-  const ok = await confirmAction({ title: "Create an enrollment token?", text: "A new token for cluster " + state.cluster + ": " + summary + ". It is shown once.", ok: "Create token" });
+  const ok = await confirmAction({
+    title: "Create an enrollment token?",
+    text: "A new token for cluster " + state.cluster + ": " + summary + ". It is shown once.",
+    ok: "Create token",
+  });
   if (ok === null) return;
   const form = $<HTMLFormElement>("token-form");
   const button = (event.submitter as HTMLButtonElement | null) || form.querySelector("button")!;

@@ -15,7 +15,10 @@ describe("the console's API errors", () => {
       title: "Unknown cluster",
       detail: 'This broker has no cluster named "prod-eu". A cluster exists once it has an enrollment token or was adopted.',
     });
-    expect(explain(new ApiError(0, { code: "network", detail: "the broker did not answer" }), "c")).toEqual({ title: "Broker unreachable", detail: "the broker did not answer" });
+    expect(explain(new ApiError(0, { code: "network", detail: "the broker did not answer" }), "c")).toEqual({
+      title: "Broker unreachable",
+      detail: "the broker did not answer",
+    });
     expect(explain(new ApiError(400, { code: "bad_request", detail: "bad" }), "c")).toEqual({ title: "Request failed (400 bad_request)", detail: "bad" });
     expect(explain(new TypeError("boom"), "c")).toEqual({ title: "Unexpected error", detail: "boom" });
   });

@@ -49,10 +49,22 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
 /** What an operator should read for a failed call on `cluster`. */
 export function explain(e: unknown, cluster: string): { title: string; detail: string } {
   if (!(e instanceof ApiError)) return { title: "Unexpected error", detail: String((e as Error | null)?.message || e) };
-  if (e.status === 401) return { title: "Wrong admin token", detail: "The broker refused this admin token (401): " + e.message + ". Paste the ADMIN_TOKEN secret this broker was deployed with." };
-  if (e.status === 403) return { title: "Not allowed (403)", detail: "The broker refused this with a read-only credential: " + e.message + ". Sign in with the ADMIN_TOKEN to change anything." };
+  if (e.status === 401)
+    return {
+      title: "Wrong admin token",
+      detail: "The broker refused this admin token (401): " + e.message + ". Paste the ADMIN_TOKEN secret this broker was deployed with.",
+    };
+  if (e.status === 403)
+    return {
+      title: "Not allowed (403)",
+      detail: "The broker refused this with a read-only credential: " + e.message + ". Sign in with the ADMIN_TOKEN to change anything.",
+    };
   if (e.status === 429) return { title: "Too many failed attempts", detail: "This address made too many failed attempts; wait a minute before trying again." };
-  if (e.code === "unknown_cluster") return { title: "Unknown cluster", detail: 'This broker has no cluster named "' + cluster + '". A cluster exists once it has an enrollment token or was adopted.' };
+  if (e.code === "unknown_cluster")
+    return {
+      title: "Unknown cluster",
+      detail: 'This broker has no cluster named "' + cluster + '". A cluster exists once it has an enrollment token or was adopted.',
+    };
   if (e.status === 0) return { title: "Broker unreachable", detail: e.message };
   return { title: "Request failed (" + e.status + " " + e.code + ")", detail: e.message };
 }

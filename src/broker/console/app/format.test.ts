@@ -101,7 +101,10 @@ describe("clusterFromHash", () => {
 
 describe("tokenRequest", () => {
   it("24 h unless changed, unlimited uses unless given", () => {
-    expect(tokenRequest({ description: "", forever: false, hours: "", uses: "" })).toEqual({ body: { ttlSeconds: 86_400 }, summary: "valid for 24 h, unlimited uses" });
+    expect(tokenRequest({ description: "", forever: false, hours: "", uses: "" })).toEqual({
+      body: { ttlSeconds: 86_400 },
+      summary: "valid for 24 h, unlimited uses",
+    });
   });
 
   it("a token that never expires is asked for, and sends no ttlSeconds", () => {

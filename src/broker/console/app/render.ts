@@ -92,7 +92,9 @@ function renderSummary(): void {
   notice.replaceChildren(
     ...(needs
       ? [
-          h("strong", { text: "Paused: " + needs.node + " left etcd member " + BigInt(needs.memberID).toString(16) + " that it could not remove (" + needs.at + ")." }),
+          h("strong", {
+            text: "Paused: " + needs.node + " left etcd member " + BigInt(needs.memberID).toString(16) + " that it could not remove (" + needs.at + ").",
+          }),
           h("p", { text: needs.detail }),
           h("p", { text: "Remove the member, then resume admissions." }),
         ]
@@ -101,7 +103,10 @@ function renderSummary(): void {
   const live = state.tickets.filter(isLive);
   const waitingForBootstrap = !s.bootstrapped && !s.adopted && s.bootstrapNode;
   $("facts").replaceChildren(
-    fact("Bootstrap", s.adopted ? "adopted cluster" : s.bootstrapped ? "done by " + s.bootstrapNode : waitingForBootstrap ? "waiting for " + s.bootstrapNode : "not yet"),
+    fact(
+      "Bootstrap",
+      s.adopted ? "adopted cluster" : s.bootstrapped ? "done by " + s.bootstrapNode : waitingForBootstrap ? "waiting for " + s.bootstrapNode : "not yet",
+    ),
     fact("Queued", String(s.queue.queued)),
     fact("Admitted", s.queue.admitted + " of " + s.policy.maxInFlight),
     fact("Members", String(s.members.length)),
@@ -129,7 +134,14 @@ function renderQueue(): void {
 
 /** A row's write action: the one "Revoke" button, keyed so a redraw keeps its focus. */
 function revokeButton(key: string, label: string, act: (button: HTMLButtonElement) => void): HTMLButtonElement {
-  return h("button", { type: "button", class: "action write", "data-key": key, "aria-label": label, text: "Revoke", onclick: (e: Event) => act(e.currentTarget as HTMLButtonElement) });
+  return h("button", {
+    type: "button",
+    class: "action write",
+    "data-key": key,
+    "aria-label": label,
+    text: "Revoke",
+    onclick: (e: Event) => act(e.currentTarget as HTMLButtonElement),
+  });
 }
 
 function queueRow(t: AdminTicket, position: string): HTMLTableRowElement {
@@ -195,9 +207,7 @@ function renderTokens(): void {
       h(
         "td",
         {},
-        t.state === "active"
-          ? revokeButton("token:" + t.id, "Revoke enrollment token " + t.id, (button) => rowActions?.revokeToken(t, button))
-          : null,
+        t.state === "active" ? revokeButton("token:" + t.id, "Revoke enrollment token " + t.id, (button) => rowActions?.revokeToken(t, button)) : null,
       ),
     ),
   );
@@ -244,7 +254,13 @@ export function renderTimeline(): void {
   const right = 12;
   const height = top + tickets.length * row + axis;
   const x = (t: number) => label + ((t - start) / (end - start)) * (width - label - right);
-  const chart = svg("svg", { viewBox: "0 0 " + width + " " + height, width, height, role: "img", "aria-label": "Timeline of the last " + tickets.length + " tickets: queued, admitted, joined or ended" });
+  const chart = svg("svg", {
+    viewBox: "0 0 " + width + " " + height,
+    width,
+    height,
+    role: "img",
+    "aria-label": "Timeline of the last " + tickets.length + " tickets: queued, admitted, joined or ended",
+  });
   const ticks = niceTicks(start, end, Math.max(2, Math.floor((width - label) / 90)));
   const axisGroup = svg("g", { class: "axis" });
   // A label needs about 50 px: ticks whose label would be cut at either edge are left out.
@@ -260,11 +276,19 @@ export function renderTimeline(): void {
     const ended = ms(t.endedAt);
     const queuedUntil = admitted || ended || now;
     const g = svg("g", { class: "ticket", "data-node": t.node });
-    const summary = t.node + " (" + t.role + "): queued " + clock(created) + (admitted ? ", admitted " + clock(admitted) : "") + (ended ? ", " + t.state + " " + clock(ended) : ", " + t.state + " now");
+    const summary =
+      t.node +
+      " (" +
+      t.role +
+      "): queued " +
+      clock(created) +
+      (admitted ? ", admitted " + clock(admitted) : "") +
+      (ended ? ", " + t.state + " " + clock(ended) : ", " + t.state + " now");
     g.append(svg("title", { text: summary }));
     g.append(svg("text", { x: 4, y: y + row / 2 + 4, text: t.node.length > 18 ? t.node.slice(0, 17) + "…" : t.node }));
     g.append(svg("rect", { class: "bar-queued", x: x(created), y: y + 7, width: Math.max(1.5, x(queuedUntil) - x(created)), height: row - 14, rx: 2 }));
-    if (admitted) g.append(svg("rect", { class: "bar-admitted", x: x(admitted), y: y + 5, width: Math.max(2, x(ended || now) - x(admitted)), height: row - 10, rx: 2 }));
+    if (admitted)
+      g.append(svg("rect", { class: "bar-admitted", x: x(admitted), y: y + 5, width: Math.max(2, x(ended || now) - x(admitted)), height: row - 10, rx: 2 }));
     if (ended) g.append(svg("circle", { class: t.state === "joined" ? "end-joined" : "end-ended", cx: x(ended), cy: y + row / 2, r: 5 }));
     chart.append(g);
   });

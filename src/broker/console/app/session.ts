@@ -48,7 +48,7 @@ export function badLink(): void {
     connection('Malformed link (its "#cluster=" is not valid percent-encoding): still showing ' + state.cluster, "trouble");
     return;
   }
-  showProblem("Malformed link", "The \"#cluster=\" part of this address is not valid percent-encoding. Type the cluster's name below.");
+  showProblem("Malformed link", 'The "#cluster=" part of this address is not valid percent-encoding. Type the cluster\'s name below.');
 }
 
 export function signOut(message?: string): void {

@@ -2,7 +2,15 @@ import { describe, expect, it } from "vitest";
 import type { AdminTicket, AuditEntry } from "../../../shared/protocol/wire.ts";
 import { AUDIT_KEEP, begin, initialState, keepRecent, parseKnown, queueRows, remember, stop } from "./state.ts";
 
-const ticket = (ticketId: string, state: AdminTicket["state"]): AdminTicket => ({ ticket: ticketId, cluster: "c", node: ticketId, peerURL: "https://10.0.0.1:2380", state, role: "join", seq: 1 });
+const ticket = (ticketId: string, state: AdminTicket["state"]): AdminTicket => ({
+  ticket: ticketId,
+  cluster: "c",
+  node: ticketId,
+  peerURL: "https://10.0.0.1:2380",
+  state,
+  role: "join",
+  seq: 1,
+});
 const entry = (seq: number): AuditEntry => ({ seq, actor: "admin", action: "x", subject: "s", detail: {} });
 
 describe("the console's state", () => {
@@ -41,7 +49,12 @@ describe("the console's state", () => {
 
   it("remembers the cluster just opened first, once, at most 20", () => {
     expect(remember("b", ["a", "b", "c"])).toEqual(["b", "a", "c"]);
-    expect(remember("new", Array.from({ length: 25 }, (_, i) => `c${i}`))).toHaveLength(20);
+    expect(
+      remember(
+        "new",
+        Array.from({ length: 25 }, (_, i) => `c${i}`),
+      ),
+    ).toHaveLength(20);
   });
 
   it("reads remembered clusters from whatever was stored", () => {

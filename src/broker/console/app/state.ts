@@ -30,7 +30,20 @@ export interface ConsoleState {
 }
 
 export function initialState(token: string): ConsoleState {
-  return { token, cluster: "", generation: 0, abort: null, status: null, tickets: [], tokens: [], audit: [], next: 0, refreshing: false, dirty: false, readOnly: false };
+  return {
+    token,
+    cluster: "",
+    generation: 0,
+    abort: null,
+    status: null,
+    tickets: [],
+    tokens: [],
+    audit: [],
+    next: 0,
+    refreshing: false,
+    dirty: false,
+    readOnly: false,
+  };
 }
 
 /** The page's one state (the token is read from session storage at start). */
