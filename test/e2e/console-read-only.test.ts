@@ -53,7 +53,7 @@ describe("the console with a read-only credential", () => {
     await page.locator("input[type=password]").fill(created.body.token);
     await page.keyboard.press("Enter");
 
-    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ timeout: 10_000 });
+    await page.locator('#queue tr[data-node="ctrl-2"]').waitFor({ timeout: 60_000 });
     await page.locator("#read-only").waitFor({ state: "visible" });
     expect(await page.locator("#members tbody").textContent()).toContain("ctrl-1");
     expect(await page.locator("#audit li").count()).toBeGreaterThan(0);
@@ -75,7 +75,7 @@ describe("the console with a read-only credential", () => {
     await admin.goto(`${broker.url}/console#cluster=${cluster}`);
     await admin.locator("input[type=password]").fill(broker.adminToken);
     await admin.keyboard.press("Enter");
-    await admin.getByRole("button", { name: "Revoke the admission of ctrl-2" }).waitFor({ timeout: 10_000 });
+    await admin.getByRole("button", { name: "Revoke the admission of ctrl-2" }).waitFor({ timeout: 60_000 });
     expect(await admin.locator("#read-only").isVisible()).toBe(false);
     expect(await admin.locator("#pause").isVisible()).toBe(true);
   });

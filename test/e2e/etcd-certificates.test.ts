@@ -128,7 +128,7 @@ async function manualNode(name: string): Promise<ManualNode> {
 async function addWithCertificates(n: ManualNode): Promise<{ status: number; body: Record<string, any>; text: string }> {
   const pending = await requestCertificates(requestedIdentity(n.name, n.peerURL, n.clientURL));
   const r = await joinApi("/v1beta1/etcd/members", n.token, { node: n.name, peerAddress: n.peerURL, csrs: pending.requests });
-  if (r.status === 200 && r.body.certificates) pending.save(n.pkiDir, r.body.certificates);
+  if (r.status === 200 && r.body.certificates) await pending.save(n.pkiDir, r.body.certificates);
   return r;
 }
 
