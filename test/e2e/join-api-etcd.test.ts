@@ -23,7 +23,9 @@ let closeDead: () => Promise<void>;
 beforeAll(async () => {
   etcd = await startSingleNodeEtcd({ name: "gw-0" });
   ({ url: dead, close: closeDead } = await closedEndpoint());
-  gateway = new EtcdGateway([dead, etcd.first.clientURL], { timeoutMs: 5_000 });
+  // A hang guard, not a bound: a membership change is a raft write, and etcd's fsync waits behind a
+  // machine's disk (a cold npm test compiles Kubernetes and k0s beside this file).
+  gateway = new EtcdGateway([dead, etcd.first.clientURL], { timeoutMs: 30_000 });
 });
 
 afterAll(async () => {
@@ -436,7 +438,7 @@ describe("membership: held while etcd settles", () => {
 
   it("holds a promote until the learner is in sync, and an add until etcd accepts it again", async () => {
     cluster = await startSingleNodeEtcd({ name: "hold-0" });
-    const gw = new EtcdGateway(cluster.first.clientURL, { timeoutMs: 5_000 });
+    const gw = new EtcdGateway(cluster.first.clientURL, { timeoutMs: 30_000 });
     const admissionStatus = async () => ({ active: true }) as const;
     const answersAtOnce = new Membership({ gateway: gw, admissionStatus, holdMs: 0 });
     const holds = new Membership({ gateway: gw, admissionStatus, holdMs: 30_000 });
@@ -555,7 +557,7 @@ describe("gateway: a learner's endpoint among the endpoints", () => {
 
   it("asks the next endpoint when one is a learner's, which refuses the cluster API, and does not stay with it", async () => {
     cluster = await startSingleNodeEtcd({ name: "lrn-0" });
-    const voter = new EtcdGateway(cluster.first.clientURL, { timeoutMs: 5_000 });
+    const voter = new EtcdGateway(cluster.first.clientURL, { timeoutMs: 30_000 });
     const membership = new Membership({ gateway: voter, admissionStatus: async () => ({ active: true }) as const, holdMs: 0 });
     const learner = await memberAddress("lrn-1");
     const added = await membership.addLearner({ node: "lrn-1", peerURL: learner.peerURL, jti: "adm_l1", token: "t1" });
@@ -564,7 +566,7 @@ describe("gateway: a learner's endpoint among the endpoints", () => {
     // Its own endpoint first, as a join API handed every controller's client URL may have it
     // (campaign seed 57: the other voters cut off, the join API's gateway stayed with the
     // learner's endpoint and asked it to promote itself for ever).
-    const learnerFirst = new EtcdGateway([learner.clientURL, cluster.first.clientURL], { timeoutMs: 5_000 });
+    const learnerFirst = new EtcdGateway([learner.clientURL, cluster.first.clientURL], { timeoutMs: 30_000 });
     let promoted = await learnerFirst.memberPromote(added.value.memberID);
     for (let i = 0; !promoted.ok && promoted.error.kind === "learner_not_ready" && i < 100; i++) {
       await new Promise((ok) => setTimeout(ok, 200));
