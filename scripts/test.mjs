@@ -151,24 +151,25 @@ const builds = [
   // The single executable files (dist/release) for test/e2e/single-executable.test.ts and agent-units.
   { id: "package", title: "the single executable files (dist/release)", cmd: nodeCmd("scripts/package.mjs"), lane: "package" },
   // kubeadm and kube-apiserver (and the etcd that kubeadm deploys), for the kubeadm step. Cold,
-  // minutes of both cores: at the lowest CPU and I/O priority, taking what the tests leave idle.
+  // minutes of both cores: at the lowest CPU and I/O priority, taking what the tests leave idle,
+  // from the start in a lane of its own (behind the etcd builds it was the run's last step to end).
   {
     id: "kube",
     title: `Kubernetes ${kubePin().release}: kubeadm, kube-apiserver, etcd ${kubePin().etcd}`,
     cmd: nodeCmd("scripts/kube.mjs", "list"),
-    lane: "go",
+    lane: "kube",
     nice: 19,
     idleIo: true,
   },
   // k0s 1.28 and 1.36 from the source archives beside the repository (6 to 10 minutes each, cold),
-  // for the k0s step: after Kubernetes, the same way. `list` builds each release's patched
+  // for the k0s step: the same way, beside Kubernetes (the k0s step waits for both). `list` builds each release's patched
   // variants too (integrations/k0s/<version>/<variant>/: the `broker` variant's join API checks
   // the admission), a variant in about a minute once its release is built.
   {
     id: "k0s",
     title: `k0s ${K0S_VERSIONS.map((v) => k0sPin(v).release).join(", ")}, each also +broker (from source)`,
     cmd: nodeCmd("scripts/k0s.mjs", "list"),
-    lane: "go",
+    lane: "k0s",
     nice: 19,
     idleIo: true,
   },
