@@ -9,3 +9,18 @@ export function run(
   args: string[],
   options: { cwd: string; env: NodeJS.ProcessEnv; label: string; log: (line: string) => void; tag: string },
 ): Promise<void>;
+/** Builds something once per machine under `<cache>/<key>.lock` in a scratch directory; `built()` first, then `make(work)`, which resolves with the cached path. */
+export function buildOnce(options: {
+  cache: string;
+  key: string;
+  what: string;
+  locked?: string;
+  tag: string;
+  log: (line: string) => void;
+  built: () => string | null;
+  make: (work: string) => Promise<string>;
+}): Promise<string>;
+/** Writes a build's JSON record: `fields`, the Go version, when, and the seconds since `started`. */
+export function writeBuildRecord(file: string, go: string, started: number, fields: Record<string, unknown>): void;
+/** The environment of a Go build of a tool the tests run: GOWORK=off, no VCS stamp, no DWARF, GOGC=400 (unless set). */
+export function goBuildEnv(env?: NodeJS.ProcessEnv, extraFlags?: string[]): NodeJS.ProcessEnv;

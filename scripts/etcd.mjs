@@ -15,10 +15,10 @@
 // Progress goes to stderr, the answer to stdout; on failure the reason goes to stderr and the exit
 // code is 1.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { lock, projectCacheDir, run } from "./build-cache.mjs";
+import { buildOnce, goBuildEnv, projectCacheDir, run, writeBuildRecord } from "./build-cache.mjs";
 import { ensureTool, executable, findGo } from "./tools.mjs";
 
 const PINS = JSON.parse(readFileSync(new URL("./etcd-versions.json", import.meta.url), "utf8"));
@@ -171,61 +171,52 @@ async function buildFromModules(pin, log) {
   }
   const cache = etcdCacheDir();
   const final = join(cache, pin.release);
-  mkdirSync(cache, { recursive: true });
-  const unlock = await lock(join(cache, `${pin.release}.lock`), `etcd ${pin.release}`, log);
-  const work = join(cache, `.build-${pin.release}-${process.pid}`);
-  try {
-    const done = cachedEtcdPath(pin.minor);
-    if (done) return done; // another process built it while we waited
-    rmSync(work, { recursive: true, force: true });
-    const src = join(work, "src");
-    mkdirSync(join(src, "etcd"), { recursive: true });
-    mkdirSync(join(src, "etcdctl"), { recursive: true });
-    writeFileSync(join(src, "go.mod"), `module etcd-join-broker/etcd-build\n\ngo 1.23\n`);
-    writeFileSync(join(src, "etcd", "main.go"), ETCD_MAIN);
-    writeFileSync(join(src, "etcdctl", "main.go"), ETCDCTL_MAIN);
-    const env = {
-      ...process.env,
-      GOFLAGS: `${process.env.GOFLAGS ?? ""} -buildvcs=false`.trim(),
-      GOWORK: "off",
-    };
-    const v = `v${pin.release}`;
-    const started = Date.now();
-    log(`[etcd] building etcd ${pin.release} from its Go modules into ${final} (once per machine; a few minutes when Go's caches are cold)`);
-    await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], {
-      cwd: src,
-      env,
-      label: `fetching etcd ${pin.release}'s modules`,
-      log,
-      tag: "etcd",
-    });
-    const ldflags = `-X go.etcd.io/etcd/api/v3/version.GitSHA=module-${v}`;
-    await run(go, ["build", "-ldflags", ldflags, "-o", work + "/", "./etcd", "./etcdctl"], {
-      cwd: src,
-      env,
-      label: `compiling etcd ${pin.release}`,
-      log,
-      tag: "etcd",
-    });
-    const reported = binaryRelease(join(work, "etcd"));
-    if (reported !== pin.release) throw new Error(`the etcd just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
-    if (!executable(join(work, "etcdctl"))) throw new Error(`go build made no etcdctl for ${pin.release}`);
-    writeFileSync(
-      join(work, "build.json"),
-      `${JSON.stringify({ release: pin.release, go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(), builtAt: new Date().toISOString(), seconds: Math.round((Date.now() - started) / 100) / 10 }, null, 2)}\n`,
-    );
-    try {
-      renameSync(work, final);
-    } catch (e) {
-      // Someone built it without our lock (a stale lock taken over twice): theirs is as good as ours.
-      if (!cachedEtcdPath(pin.minor)) throw e;
-    }
-    log(`[etcd] built etcd ${pin.release} in ${Math.round((Date.now() - started) / 1000)} s`);
-    return join(final, "etcd");
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-    unlock();
-  }
+  return buildOnce({
+    cache,
+    key: pin.release,
+    what: `etcd ${pin.release}`,
+    tag: "etcd",
+    log,
+    built: () => cachedEtcdPath(pin.minor),
+    make: async (work) => {
+      const src = join(work, "src");
+      mkdirSync(join(src, "etcd"), { recursive: true });
+      mkdirSync(join(src, "etcdctl"), { recursive: true });
+      writeFileSync(join(src, "go.mod"), `module etcd-join-broker/etcd-build\n\ngo 1.23\n`);
+      writeFileSync(join(src, "etcd", "main.go"), ETCD_MAIN);
+      writeFileSync(join(src, "etcdctl", "main.go"), ETCDCTL_MAIN);
+      const env = goBuildEnv();
+      const v = `v${pin.release}`;
+      const started = Date.now();
+      log(`[etcd] building etcd ${pin.release} from its Go modules into ${final} (once per machine; a few minutes when Go's caches are cold)`);
+      await run(go, ["get", `go.etcd.io/etcd/server/v3/etcdmain@${v}`, `go.etcd.io/etcd/etcdctl/v3/ctlv3@${v}`], {
+        cwd: src,
+        env,
+        label: `fetching etcd ${pin.release}'s modules`,
+        log,
+        tag: "etcd",
+      });
+      const ldflags = `-X go.etcd.io/etcd/api/v3/version.GitSHA=module-${v}`;
+      await run(go, ["build", "-ldflags", ldflags, "-o", `${work}/`, "./etcd", "./etcdctl"], {
+        cwd: src,
+        env,
+        label: `compiling etcd ${pin.release}`,
+        log,
+        tag: "etcd",
+      });
+      const reported = binaryRelease(join(work, "etcd"));
+      if (reported !== pin.release) throw new Error(`the etcd just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
+      if (!executable(join(work, "etcdctl"))) throw new Error(`go build made no etcdctl for ${pin.release}`);
+      writeBuildRecord(join(work, "build.json"), go, started, { release: pin.release });
+      try {
+        renameSync(work, final);
+      } catch (e) {
+        // Someone built it without our lock (a stale lock taken over twice): theirs is as good as ours.
+        if (!cachedEtcdPath(pin.minor)) throw e;
+      }
+      return join(final, "etcd");
+    },
+  });
 }
 
 // --- command line --------------------------------------------------------------------------------

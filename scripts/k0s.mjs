@@ -24,10 +24,10 @@
 // integrations/go, so changing either builds anew. Only variants with such a directory exist.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { lock, projectCacheDir, run } from "./build-cache.mjs";
+import { buildOnce, goBuildEnv, projectCacheDir, run, writeBuildRecord } from "./build-cache.mjs";
 import { executable, findGo } from "./tools.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -276,15 +276,10 @@ async function build({ version, variant }, log) {
   const name = `k0s ${pin.release}${variant ? ` +${variant}` : ""}`;
   const cache = k0sCacheDir();
   const final = join(cache, key);
-  mkdirSync(cache, { recursive: true });
-  const unlock = await lock(join(cache, `${key}.lock`), name, log, "k0s");
-  const work = join(cache, `.build-${key}-${process.pid}`);
-  try {
-    const done = join(final, "k0s");
-    if (executable(done)) return done; // another process built it while we waited
-    // Under the lock nobody else builds this key: a scratch directory left is a killed build's.
-    for (const left of readdirSync(cache).filter((f) => f.startsWith(`.build-${key}-`))) rmSync(join(cache, left), { recursive: true, force: true });
-    mkdirSync(work, { recursive: true });
+  const done = join(final, "k0s");
+  return buildOnce({ cache, key, what: name, tag: "k0s", log, built: () => (executable(done) ? done : null), make: (work) => make(work) });
+
+  async function make(work) {
     const started = Date.now();
     log(
       `[k0s] building ${name} from its source archive into ${final} (once per machine; 6 to 10 minutes on 2 cores, and about 1 GB of modules, when Go's caches are cold)`,
@@ -296,13 +291,10 @@ async function build({ version, variant }, log) {
     if (top.length !== 1) throw new Error(`${archive} does not hold one k0s-<tag>/ folder (found: ${readdirSync(work).join(", ") || "nothing"})`);
     const src = join(work, top[0]);
     const buildDate = new Date(statSync(join(src, "main.go")).mtimeMs).toISOString().replace(/\.\d{3}Z$/, "Z"); // git archive: the commit's time
-    const env = {
-      ...process.env,
-      CGO_ENABLED: pin.cgo ? "1" : "0",
-      ...(pin.cgoCflags ? { CGO_CFLAGS: pin.cgoCflags } : {}),
-      GOWORK: "off",
-      GOFLAGS: `${process.env.GOFLAGS ?? ""}${pin.replace || variant ? " -mod=mod" : ""}`.trim(),
-    };
+    const env = goBuildEnv(
+      { ...process.env, CGO_ENABLED: pin.cgo ? "1" : "0", ...(pin.cgoCflags ? { CGO_CFLAGS: pin.cgoCflags } : {}) },
+      pin.replace || variant ? ["-mod=mod"] : [],
+    );
     const step = (args, label, cwd = src) => run(go, args, { cwd, env, label, log, tag: "k0s" });
     // Modules the proxy refuses at the version k0s's go.mod names (403), replaced by the next patch release.
     for (const [module, v] of Object.entries(pin.replace ?? {}))
@@ -330,28 +322,19 @@ async function build({ version, variant }, log) {
     }
     const variables = makeVariables(readFileSync(join(src, "embedded-bins", "Makefile.variables"), "utf8"));
     const ldflags = k0sLdflags(pin.release, variables, buildDate);
-    await step(["build", "-tags=osusergo", "-trimpath", "-buildvcs=false", `-ldflags=${ldflags}`, "-o", join(work, "k0s"), "main.go"], `compiling ${name}`);
+    await step(["build", "-tags=osusergo", "-trimpath", `-ldflags=${ldflags}`, "-o", join(work, "k0s"), "main.go"], `compiling ${name}`);
     const reported = reportedK0sVersion(join(work, "k0s"));
     if (reported !== pin.release) throw new Error(`the k0s just built says it is ${reported ?? "nothing (it does not run)"}, not ${pin.release}`);
-    const seconds = Math.round((Date.now() - started) / 100) / 10;
     mkdirSync(final, { recursive: true });
-    const info = {
+    writeBuildRecord(join(final, "k0s.build.json"), go, started, {
       release: pin.release,
       variant,
       patches: patches.map((p) => relative(ROOT, p)),
       commit: pin.commit,
       sha256: pin.sha256,
-      go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(),
-      builtAt: new Date().toISOString(),
-      seconds,
-    };
-    writeFileSync(join(final, "k0s.build.json"), `${JSON.stringify(info, null, 2)}\n`);
+    });
     renameSync(join(work, "k0s"), done);
-    log(`[k0s] built ${name} in ${Math.round(seconds)} s`);
     return done;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-    unlock();
   }
 }
 

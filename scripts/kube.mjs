@@ -16,10 +16,10 @@
 // release, each binary appearing by an atomic rename. Progress goes to stderr, the answer to
 // stdout; a failure's reason goes to stderr with exit code 1, a wrong command line exits 2.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { lock, projectCacheDir, run } from "./build-cache.mjs";
+import { buildOnce, goBuildEnv, projectCacheDir, run, writeBuildRecord } from "./build-cache.mjs";
 import { ensureEtcd, cachedEtcdPath, etcdPin, normalizeMinor } from "./etcd.mjs";
 import { executable, findGo } from "./tools.mjs";
 
@@ -180,51 +180,45 @@ async function buildFromModules(name, pin, log) {
     throw new Error(`Kubernetes ${pin.release} is built from its Go modules, and no 'go' was found (PATH, $GO, /usr/local/go/bin): install Go 1.26 or newer`);
   const cache = kubeCacheDir();
   const final = join(cache, pin.release);
-  mkdirSync(final, { recursive: true });
-  const unlock = await lock(join(cache, `${pin.release}.lock`), `Kubernetes ${pin.release}`, log, "kube");
-  const work = join(cache, `.build-${pin.release}-${process.pid}`);
-  try {
-    const done = cachedKubePath(name);
-    if (done) return done; // another process built it while we waited
-    // Under the lock nobody else builds this release: a scratch directory left is a killed build's.
-    for (const left of readdirSync(cache).filter((f) => f.startsWith(`.build-${pin.release}-`))) rmSync(join(cache, left), { recursive: true, force: true });
-    mkdirSync(work, { recursive: true });
-    const env = { ...process.env, CGO_ENABLED: "0", GOWORK: "off", GOFLAGS: `${process.env.GOFLAGS ?? ""} -buildvcs=false`.trim() };
-    const step = (args, label) => run(go, args, { cwd: work, env, label, log, tag: "kube" });
-    const started = Date.now();
-    log(
-      `[kube] building ${name} ${pin.release} from the Go module k8s.io/kubernetes into ${final} (once per machine; minutes, and about 300 MB of modules, when Go's caches are cold)`,
-    );
-    const info = JSON.parse(
-      execFileSync(go, ["mod", "download", "-json", `k8s.io/kubernetes@v${pin.release}`], {
-        cwd: work,
-        env,
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "inherit"],
-      }),
-    );
-    if (info.Error || !info.GoMod) throw new Error(`cannot download k8s.io/kubernetes v${pin.release}: ${info.Error ?? "no go.mod"}`);
-    writeFileSync(join(work, "go.mod"), wrapperGoMod(readFileSync(info.GoMod, "utf8"), pin));
-    writeFileSync(join(work, "tools.go"), TOOLS_GO);
-    await step(["mod", "tidy"], `resolving Kubernetes ${pin.release}'s modules`);
-    await step(
-      ["build", "-trimpath", "-ldflags", versionLdflags(pin.release), "-o", join(work, name), `k8s.io/kubernetes/cmd/${name}`],
-      `compiling ${name} ${pin.release}`,
-    );
-    const reported = reportedVersion(name, join(work, name));
-    if (reported !== `v${pin.release}`) throw new Error(`the ${name} just built says it is ${reported ?? "nothing (it does not run)"}, not v${pin.release}`);
-    const seconds = Math.round((Date.now() - started) / 100) / 10;
-    writeFileSync(
-      join(final, `${name}.build.json`),
-      `${JSON.stringify({ release: pin.release, go: execFileSync(go, ["env", "GOVERSION"], { encoding: "utf8" }).trim(), builtAt: new Date().toISOString(), seconds }, null, 2)}\n`,
-    );
-    renameSync(join(work, name), join(final, name));
-    log(`[kube] built ${name} ${pin.release} in ${Math.round(seconds)} s`);
-    return join(final, name);
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-    unlock();
-  }
+  return buildOnce({
+    cache,
+    key: pin.release,
+    what: `${name} ${pin.release}`,
+    locked: `Kubernetes ${pin.release}`,
+    tag: "kube",
+    log,
+    built: () => cachedKubePath(name),
+    make: async (work) => {
+      const env = goBuildEnv({ ...process.env, CGO_ENABLED: "0" });
+      const step = (args, label) => run(go, args, { cwd: work, env, label, log, tag: "kube" });
+      const started = Date.now();
+      log(
+        `[kube] building ${name} ${pin.release} from the Go module k8s.io/kubernetes into ${final} (once per machine; minutes, and about 300 MB of modules, when Go's caches are cold)`,
+      );
+      const info = JSON.parse(
+        execFileSync(go, ["mod", "download", "-json", `k8s.io/kubernetes@v${pin.release}`], {
+          cwd: work,
+          env,
+          encoding: "utf8",
+          stdio: ["ignore", "pipe", "inherit"],
+        }),
+      );
+      if (info.Error || !info.GoMod) throw new Error(`cannot download k8s.io/kubernetes v${pin.release}: ${info.Error ?? "no go.mod"}`);
+      writeFileSync(join(work, "go.mod"), wrapperGoMod(readFileSync(info.GoMod, "utf8"), pin));
+      writeFileSync(join(work, "tools.go"), TOOLS_GO);
+      await step(["mod", "tidy"], `resolving Kubernetes ${pin.release}'s modules`);
+      await step(
+        ["build", "-trimpath", "-ldflags", versionLdflags(pin.release), "-o", join(work, name), `k8s.io/kubernetes/cmd/${name}`],
+        `compiling ${name} ${pin.release}`,
+      );
+      const reported = reportedVersion(name, join(work, name));
+      if (reported !== `v${pin.release}`) throw new Error(`the ${name} just built says it is ${reported ?? "nothing (it does not run)"}, not v${pin.release}`);
+      mkdirSync(final, { recursive: true });
+      writeBuildRecord(join(final, `${name}.build.json`), go, started, { release: pin.release });
+      renameSync(join(work, name), join(final, name));
+      return join(final, name);
+    },
+  });
 }
 
 // --- command line --------------------------------------------------------------------------------
