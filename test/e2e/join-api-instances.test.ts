@@ -175,3 +175,53 @@ it(`the revocation sweep reads a promoted learner's record as its member's: kept
   const gone = await gateway.get(learnerRecordKey(x.peerURL));
   expect(gone.ok && gone.value).toBeNull();
 }, 120_000);
+
+it(`the revocation sweep deletes a record only as it read it: an add that rewrites the record meanwhile keeps it`, async () => {
+  const { peerURL } = await memberAddress("in-race");
+  const key = learnerRecordKey(peerURL);
+  const notAfter = Date.now() + 86_400_000;
+  // Written after its member's add, for a member etcd no longer lists: the sweep deletes it and revokes 0dd01.
+  const stale = {
+    node: "in-race",
+    peerURL,
+    jti: "adm_old",
+    token: "t_old",
+    memberID: "deadbeef",
+    certificates: [{ serial: "0dd01", notAfter, jti: "adm_old" }],
+  };
+  // The next add's record for that peer URL, under an admission the broker still holds.
+  const fresh = { node: "in-race", peerURL, jti: "adm_new", token: "t_new", certificates: [{ serial: "0dd02", notAfter, jti: "adm_new" }] };
+  expect((await gateway.put(key, JSON.stringify(stale))).ok).toBe(true);
+  const admissionStatus = async (token: string): Promise<AdmissionStatus> => (token === "t_new" ? { active: true } : { active: false, reason: "expired" });
+  const membership = new Membership({ gateway, admissionStatus, holdMs: 0 });
+  const { ca } = await certificateAuthority(mkdtempSync(join(tmpdir(), "join-broker-ledger-ca-")), { create: { commonName: "ledger race CA" } });
+  // The add writes between the sweep's read of the records and its write: the sweep reads the
+  // member list in between, so that is where this gateway lets the add in.
+  let raced = false;
+  const racing = {
+    range: (prefix: string) => gateway.range(prefix),
+    txn: (...args: Parameters<EtcdGateway["txn"]>) => gateway.txn(...args),
+    memberList: async () => {
+      if (!raced) {
+        raced = true;
+        expect((await gateway.put(key, JSON.stringify(fresh))).ok).toBe(true);
+      }
+      return gateway.memberList();
+    },
+  } as unknown as EtcdGateway;
+  const lines: string[] = [];
+  const ledger = new CertificateLedger({ gateway: racing, membership, ca, admissionStatus, log: (l) => lines.push(l) });
+  await ledger.sweep();
+  expect(raced).toBe(true);
+  const kept = await gateway.get(key);
+  expect(kept.ok && kept.value && JSON.parse(kept.value)).toMatchObject({ jti: "adm_new", certificates: [{ serial: "0dd02" }] });
+  expect(lines.join("\n")).toMatch(/a record changed while it was read/);
+  // The next sweep reads the add's record: its admission holds, so it stays, and nothing of it is revoked.
+  await ledger.sweep();
+  const still = await gateway.get(key);
+  expect(still.ok && still.value && JSON.parse(still.value)).toMatchObject({ jti: "adm_new" });
+  expect(ledger.current?.serials).not.toContain("0dd02");
+  const revokedFresh = await gateway.get(revokedKey("0dd02"));
+  expect(revokedFresh.ok && revokedFresh.value).toBeNull();
+  await gateway.delete(key);
+}, 60_000);

@@ -118,6 +118,12 @@ export interface KeyValue {
 /** One operation of a transaction: every one is applied, or none. */
 export type TxnOp = { put: { key: string; value: string } } | { delete: { key: string } };
 
+/** A key the transaction applies only if it still is as read: its mod revision then ("0": absent). */
+export interface TxnGuard {
+  key: string;
+  modRevision: string;
+}
+
 // etcd's auth answers (auth/store.go, rpctypes), compared like the version table's.
 const AUTH_MESSAGES: { text: string; kind: EtcdAuthRefusal }[] = [
   { text: "user name is empty", kind: "unauthenticated" },
@@ -305,12 +311,24 @@ export class EtcdGateway {
     );
   }
 
-  /** Applies every operation in one transaction (one raft entry); the revision after it. */
-  async txn(ops: readonly TxnOp[], options: CallBound = {}): Promise<EtcdResult<{ revision: string }>> {
+  /**
+   * Applies every operation in one transaction (one raft entry); the revision after it. With
+   * `unchanged`, only if each of those keys still has the mod revision it was read at: otherwise
+   * nothing is applied and `applied` is false.
+   */
+  async txn(ops: readonly TxnOp[], options: CallBound & { unchanged?: readonly TxnGuard[] } = {}): Promise<EtcdResult<{ revision: string; applied: boolean }>> {
     const success = ops.map((op) =>
       "put" in op ? { requestPut: { key: b64(op.put.key), value: b64(op.put.value) } } : { requestDeleteRange: { key: b64(op.delete.key) } },
     );
-    return this.#call("/v3/kv/txn", { success }, (body) => ({ revision: readHeader(body).revision }), undefined, options.deadline);
+    const compare = (options.unchanged ?? []).map((g) => ({ key: b64(g.key), target: "MOD", result: "EQUAL", mod_revision: g.modRevision }));
+    return this.#call(
+      "/v3/kv/txn",
+      compare.length ? { compare, success } : { success },
+      // etcd's JSON leaves a false `succeeded` out; with no comparison a transaction always applies.
+      (body) => ({ revision: readHeader(body).revision, applied: compare.length === 0 || body.succeeded === true }),
+      undefined,
+      options.deadline,
+    );
   }
 
   /** An auth call (`/v3/auth/…`) with this body; etcd's refusal or null. */

@@ -21,7 +21,7 @@
  * that names its certificates is the one the add writes anyway.
  * @module
  */
-import { memberByPeerUrl, type EtcdGateway, type TxnOp } from "../etcd/gateway.ts";
+import { memberByPeerUrl, type EtcdGateway, type KeyValue, type TxnGuard, type TxnOp } from "../etcd/gateway.ts";
 import { createRevocationList, type CertificateAuthority, type RevocationList } from "../pki/x509.ts";
 import {
   LEARNER_RECORD_PREFIX,
@@ -112,6 +112,13 @@ export class CertificateLedger {
     if (!list.ok) throw new Error(`etcd's member list: ${list.error.message}`);
     const members = list.value.members;
     const ops: TxnOp[] = [];
+    // Each record deleted is deleted only as it was read: an add that rewrote it meanwhile (its
+    // peer URL's new learner) wins, and the next sweep reads it again.
+    const unchanged: TxnGuard[] = [];
+    const drop = (kv: KeyValue) => {
+      ops.push({ delete: { key: kv.key } });
+      unchanged.push({ key: kv.key, modRevision: kv.modRevision });
+    };
     const revoked = new Map<string, RevokedEntry>();
     const reaps: { peerURL: string; node: string; why: string; entries: RevokedEntry[] }[] = [];
 
@@ -119,13 +126,14 @@ export class CertificateLedger {
       if (kv.key.startsWith(REVOKED_PREFIX)) {
         const entry = parseRevoked(kv.value);
         if (!entry) continue;
-        if (entry.notAfter < now) ops.push({ delete: { key: kv.key } });
+        if (entry.notAfter < now) drop(kv);
         else revoked.set(entry.serial, entry);
       } else if (kv.key.startsWith(MEMBER_RECORD_PREFIX)) {
         const record = parseMemberRecord(kv.value);
         if (!record || members.some((m) => m.id === record.memberID)) continue;
         const why = `its member ${record.memberID} is no longer in etcd's member list`;
-        ops.push({ delete: { key: kv.key } }, ...revocations(record.certificates, record, why, now));
+        drop(kv);
+        ops.push(...revocations(record.certificates, record, why, now));
         this.#log(`revoking node ${record.node}'s certificates (${record.certificates.map((c) => c.serial).join(", ")}): ${why}`);
       } else if (kv.key.startsWith(LEARNER_RECORD_PREFIX)) {
         const record = parse(kv.value);
@@ -140,7 +148,8 @@ export class CertificateLedger {
           // Written after its member's add, for that member, which etcd no longer lists: gone
           // (removed, promoted or not), whatever its admission says.
           const why = `its member ${record.memberID} is no longer in etcd's member list`;
-          ops.push({ delete: { key: kv.key } }, ...revocations(entries, record, why, now));
+          drop(kv);
+          ops.push(...revocations(entries, record, why, now));
           if (entries.length) this.#log(`revoking node ${record.node}'s certificates (${entries.map((c) => c.serial).join(", ")}): ${why}`);
           continue;
         }
@@ -151,7 +160,8 @@ export class CertificateLedger {
           reaps.push({ peerURL: record.peerURL, node: record.node, why, entries: entries.map((e) => entry(e, record, why, now)) });
         } else if (!member) {
           const why = `no member has its peer URL and its admission ${record.jti} ended (${status.reason})`;
-          ops.push({ delete: { key: kv.key } }, ...revocations(entries, record, why, now));
+          drop(kv);
+          ops.push(...revocations(entries, record, why, now));
           if (entries.length) this.#log(`revoking node ${record.node}'s certificates (${entries.map((c) => c.serial).join(", ")}): ${why}`);
         }
       }
@@ -159,8 +169,12 @@ export class CertificateLedger {
 
     let revision = BigInt(records.value.revision || "0");
     if (ops.length) {
-      const written = await gateway.txn(ops);
+      const written = await gateway.txn(ops, { unchanged });
       if (!written.ok) throw new Error(`writing the revocations: ${written.error.message}`);
+      if (!written.value.applied) {
+        this.#log("revocation sweep: a record changed while it was read (an add wrote it); the next sweep reads them again");
+        return;
+      }
       revision = BigInt(written.value.revision || "0");
       for (const op of ops) if ("put" in op && op.put.key.startsWith(REVOKED_PREFIX)) addEntry(revoked, parseRevoked(op.put.value));
     }
