@@ -225,3 +225,43 @@ it(`the revocation sweep deletes a record only as it read it: an add that rewrit
   expect(revokedFresh.ok && revokedFresh.value).toBeNull();
   await gateway.delete(key);
 }, 60_000);
+
+it(`an add whose learner record etcd does not write gives its node no certificates (503), and the node's next ask records the learner it finds`, async () => {
+  for (const m of (await members()).filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+  // etcd itself, except that its transactions (the record's one write) fail as an unreachable etcd's do.
+  let writes = "failing" as "failing" | "working";
+  const failing = new Proxy(gateway, {
+    get(target, prop) {
+      if (prop === "txn" && writes === "failing")
+        return async () => ({ ok: false, error: { kind: "unavailable", message: "connection refused", httpStatus: 0 } });
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const lines: string[] = [];
+  const membership = new Membership({ gateway: failing, admissionStatus: async () => ({ active: true }), holdMs: 0, log: (l) => lines.push(l) });
+  const node = await memberAddress("in-rec");
+  const ask = (serial: string) => ({
+    node: "in-rec",
+    peerURL: node.peerURL,
+    jti: "adm_rec",
+    token: "t_rec",
+    certificates: [{ serial, notAfter: Date.now() + 86_400_000, jti: "adm_rec" }],
+  });
+  const refused = await membership.addLearner(ask("5ec01"));
+  expect(refused.ok ? refused : { status: refused.status, code: refused.code }).toEqual({ status: 503, code: "etcd_unavailable" });
+  expect(lines.join("\n")).toMatch(/could not record learner \S+'s admission and certificates in etcd .*its node is asked to come back/);
+  // The learner is there, unrecorded: no certificate of it is known to etcd.
+  const learner = memberByPeerUrl(await members(), node.peerURL);
+  expect(learner?.isLearner).toBe(true);
+  const none = await gateway.get(learnerRecordKey(node.peerURL));
+  expect(none.ok && none.value).toBeNull();
+
+  writes = "working";
+  const again = await membership.addLearner(ask("5ec02"));
+  if (!again.ok) throw new Error(`${again.code} ${again.detail}`);
+  expect(again.value.memberID).toBe(learner?.id);
+  const record = await gateway.get(learnerRecordKey(node.peerURL));
+  expect(record.ok && record.value && JSON.parse(record.value)).toMatchObject({ memberID: learner?.id, certificates: [{ serial: "5ec02" }] });
+  expect((await gateway.memberRemove(learner!.id)).ok).toBe(true);
+}, 60_000);
