@@ -1,12 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer, type IncomingMessage } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway } from "./gateway.ts";
-import { tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
+import { nodeFetch, tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
 
 const TLS = resolve(import.meta.dirname, "../../../test/fixtures/tls");
 const file = (name: string) => join(TLS, name);
@@ -208,5 +209,45 @@ describe("tlsFetch with a server name", () => {
     expect((await ask("localhost")).ok).toBe(true);
     const wrong = await ask("etcd.example");
     expect(!wrong.ok && wrong.error.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
+  });
+});
+
+describe("nodeFetch", () => {
+  it("sends the headers given in each form fetch takes (a record, pairs, a Headers), whatever their case, and one Content-Length of the body", async () => {
+    // Plain HTTP on loopback that answers with the raw headers it got (names as sent, in order).
+    const seen: string[][] = [];
+    const plain = createHttpServer((req: IncomingMessage, res) => {
+      seen.push(req.rawHeaders);
+      req.resume();
+      req.on("end", () => res.end("{}"));
+    });
+    await new Promise<void>((ok) => plain.listen(0, "127.0.0.1", ok));
+    try {
+      const at = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/v3/kv/range`;
+      const fetch = nodeFetch();
+      const body = JSON.stringify({ key: "ä" });
+      const forms: RequestInit["headers"][] = [
+        { Authorization: "token-1", "Content-Type": "application/json", "CONTENT-LENGTH": "1" },
+        [
+          ["Authorization", "token-1"],
+          ["content-type", "application/json"],
+        ],
+        new Headers({ AUTHORIZATION: "token-1", "Content-Type": "application/json" }),
+      ];
+      for (const headers of forms) expect((await fetch(at, { method: "POST", headers, body })).status).toBe(200);
+      const received = seen.map((raw) => {
+        const pairs: [string, string][] = [];
+        for (let i = 0; i < raw.length; i += 2) pairs.push([raw[i].toLowerCase(), raw[i + 1]]);
+        return pairs.filter(([name]) => ["authorization", "content-type", "content-length"].includes(name)).sort();
+      });
+      const expected = [
+        ["authorization", "token-1"],
+        ["content-length", String(Buffer.byteLength(body))],
+        ["content-type", "application/json"],
+      ];
+      expect(received).toEqual([expected, expected, expected]);
+    } finally {
+      await new Promise<void>((ok) => plain.close(() => ok()));
+    }
   });
 });
