@@ -3,6 +3,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { abandon, admin, auditActions, bootstrapped, call, complete, enroll, heartbeat, peer, poll, sleep, ticket } from "./helpers.ts";
 import { advanceTo, pollsHeld } from "./object-seams.ts";
+import { WAIT_BUCKETS_SECONDS } from "../../src/broker/queue/metrics.ts";
 
 describe("join lifecycle", () => {
   it("admits the first node of a fresh cluster at once, as its bootstrap node", async () => {
@@ -184,6 +185,8 @@ describe("metrics", () => {
     expect(m(`join_broker_queue_length{${l}}`)).toBe(2);
     expect(m(`join_broker_in_flight{${l}}`)).toBe(1);
     expect(m(`join_broker_admissions_total{${l},role="join"}`)).toBe(1);
+    // b waits 20 s on the object's clock for the slot a's revocation frees: its wait lands between the 10 s and 30 s buckets.
+    await advanceTo("metrics-move", Date.now() + 20_000);
     await admin("POST", `metrics-move/admissions/${a.body.jti}/revoke`, { reason: "test" });
     m = await scrape("metrics-move");
     expect(m(`join_broker_revocations_total{${l}}`)).toBe(1);
@@ -191,6 +194,9 @@ describe("metrics", () => {
     expect(m(`join_broker_admissions_total{${l},role="join"}`)).toBe(2);
     expect(m(`join_broker_admission_wait_seconds_count{${l}}`)).toBe(3);
     expect(m(`join_broker_admission_wait_seconds_bucket{${l},le="+Inf"}`)).toBe(3);
+    // Every finite bucket, cumulative: the bootstrap and a admitted at once, b after its 20 s.
+    const buckets = Object.fromEntries(WAIT_BUCKETS_SECONDS.map((le) => [le, m(`join_broker_admission_wait_seconds_bucket{${l},le="${le}"}`)]));
+    expect(buckets).toEqual({ 0.1: 2, 0.5: 2, 1: 2, 5: 2, 10: 2, 30: 3, 60: 3, 120: 3, 300: 3, 600: 3, 1800: 3 });
     expect(m(`join_broker_members{${l}}`)).toBe(1);
   });
 });
