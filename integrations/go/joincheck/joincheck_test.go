@@ -2,7 +2,6 @@ package joincheck_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,66 +12,11 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/admission"
+	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/internal/vectorstest"
 	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/joincheck"
 )
 
-// The shared vectors (a real broker's tokens, keys and revocation list), checked offline: the
-// broker "cannot be reached", so activeness comes from the vectors' revocation list, at the
-// vectors' own time.
-type vectors struct {
-	Broker      string             `json:"broker"`
-	Cluster     string             `json:"cluster"`
-	JWKS        jose.JSONWebKeySet `json:"jwks"`
-	Revocations json.RawMessage    `json:"revocations"`
-	VerifyAt    int64              `json:"verifyAt"`
-	Cases       []struct {
-		Name    string `json:"name"`
-		Token   string `json:"token"`
-		Request struct {
-			Node    string `json:"node"`
-			PeerURL string `json:"peerURL"`
-		} `json:"request"`
-	} `json:"cases"`
-}
-
-func load(t *testing.T) *vectors {
-	t.Helper()
-	raw, err := os.ReadFile("../../vectors/admission-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v vectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	return &v
-}
-
-func (v *vectors) token(t *testing.T, name string) (token, node, peer string) {
-	t.Helper()
-	for _, c := range v.Cases {
-		if c.Name == name {
-			return c.Token, c.Request.Node, c.Request.PeerURL
-		}
-	}
-	t.Fatalf("no vector %q", name)
-	return "", "", ""
-}
-
-type offline struct{ revocations string }
-
-func (o offline) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(r.URL.Path, "/revocations") && o.revocations != "" {
-		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(o.revocations)), Header: http.Header{}, Request: r}, nil
-	}
-	return nil, errors.New("connection refused")
-}
-
-// checker is the Checker of the vectors' cluster; fallback 0 means introspection only (and the
-// broker never answers).
 // logs records what a Checker logged, "info: …" and "warn: …".
 type logs struct{ lines []string }
 
@@ -83,9 +27,11 @@ func (l *logs) Warnf(format string, args ...any) {
 	l.lines = append(l.lines, "warn: "+fmt.Sprintf(format, args...))
 }
 
-func checker(t *testing.T, v *vectors, fallback time.Duration, logged *logs) *joincheck.Checker {
+// checker is the Checker of the vectors' cluster; fallback 0 means introspection only (and the
+// broker never answers).
+func checker(t *testing.T, v *vectorstest.Vectors, fallback time.Duration, logged *logs) *joincheck.Checker {
 	t.Helper()
-	client := &http.Client{Transport: offline{string(v.Revocations)}}
+	client := &http.Client{Transport: vectorstest.Offline{Revocations: string(v.Revocations)}}
 	trust, err := admission.NewTrust(admission.TrustOptions{Broker: v.Broker, Cluster: v.Cluster, JWKS: &v.JWKS, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
@@ -148,12 +94,12 @@ func add(node, peer string) string {
 }
 
 func TestAddsOnlyTheAdmittedNodeAtItsPeerURL(t *testing.T) {
-	v := load(t)
+	v := vectorstest.Load(t)
 	api := &k0sAPI{check: checker(t, v, time.Minute, nil)}
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
-	revoked, rnode, rpeer := v.token(t, "revoked (on the revocation list)")
-	completed, cnode, cpeer := v.token(t, "completed (on the revocation list)")
-	boot, bnode, bpeer := v.token(t, "a bootstrap token at a join call")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
+	revoked, rnode, rpeer := v.Token(t, "revoked (on the revocation list)")
+	completed, cnode, cpeer := v.Token(t, "completed (on the revocation list)")
+	boot, bnode, bpeer := v.Token(t, "a bootstrap token at a join call")
 	for _, c := range []struct {
 		name, token, body string
 		status            int
@@ -182,14 +128,14 @@ func TestAddsOnlyTheAdmittedNodeAtItsPeerURL(t *testing.T) {
 }
 
 func TestTheRefusalSaysWhatToSend(t *testing.T) {
-	v := load(t)
+	v := vectorstest.Load(t)
 	api := &k0sAPI{check: checker(t, v, time.Minute, nil)}
 	got := call(t, api, http.MethodPost, "/v1beta1/etcd/members", "", add("ctrl-1", "https://10.0.0.11:2380"), "")
 	want := "admission_required: this join API gives an etcd member for ctrl-1 only to a node the join broker admitted: send its admission token (JOIN_BROKER_ADMISSION) in the Join-Broker-Admission header\n"
 	if got.status != 401 || got.body != want {
 		t.Fatalf("got %d %q", got.status, got.body)
 	}
-	token, _, peer := v.token(t, "a join token, bound to its node and peer")
+	token, _, peer := v.Token(t, "a join token, bound to its node and peer")
 	got = call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add("ctrl-9", peer), "")
 	if got.body != "wrong_node: the admission token is for node ctrl-1, not ctrl-9\n" {
 		t.Fatalf("got %q", got.body)
@@ -197,10 +143,10 @@ func TestTheRefusalSaysWhatToSend(t *testing.T) {
 }
 
 func TestItLogsRefusalsAsWarningsAndAdmissionsAsInformation(t *testing.T) {
-	v := load(t)
+	v := vectorstest.Load(t)
 	logged := &logs{}
 	api := &k0sAPI{check: checker(t, v, time.Minute, logged)}
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	call(t, api, http.MethodPost, "/v1beta1/etcd/members", "", add(node, peer), "")
 	call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add("ctrl-9", peer), "")
 	call(t, api, http.MethodGet, "/v1beta1/ca", "", "", "")
@@ -218,9 +164,9 @@ func TestItLogsRefusalsAsWarningsAndAdmissionsAsInformation(t *testing.T) {
 }
 
 func TestProblemJSONForAClientThatAsks(t *testing.T) {
-	v := load(t)
+	v := vectorstest.Load(t)
 	api := &k0sAPI{check: checker(t, v, time.Minute, nil)}
-	token, node, _ := v.token(t, "a join token, bound to its node and peer")
+	token, node, _ := v.Token(t, "a join token, bound to its node and peer")
 	got := call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add(node, "https://10.0.0.99:2380"), "application/json, application/problem+json")
 	var problem map[string]any
 	if err := json.Unmarshal([]byte(got.body), &problem); err != nil {
@@ -232,9 +178,9 @@ func TestProblemJSONForAClientThatAsks(t *testing.T) {
 }
 
 func TestNoBrokerIs503WithRetryAfterAndAddsNothing(t *testing.T) {
-	v := load(t)
+	v := vectorstest.Load(t)
 	api := &k0sAPI{check: checker(t, v, 0, nil)} // introspection required, and the broker does not answer
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	got := call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add(node, peer), "")
 	if got.status != 503 || got.retryAfter == "" || !strings.HasPrefix(got.body, "broker_unavailable: ") || len(api.added) != 0 {
 		t.Fatalf("got %+v, added %v", got, api.added)
@@ -242,13 +188,13 @@ func TestNoBrokerIs503WithRetryAfterAndAddsNothing(t *testing.T) {
 }
 
 func TestTheCAGoesOnlyToAHolderOfACurrentJoinAdmission(t *testing.T) {
-	v := load(t)
+	v := vectorstest.Load(t)
 	api := &k0sAPI{check: checker(t, v, time.Minute, nil)}
-	token, _, _ := v.token(t, "a join token, bound to its node and peer")
-	other, _, _ := v.token(t, "a token signed with the rotated (newer) key")
-	revoked, _, _ := v.token(t, "revoked (on the revocation list)")
-	boot, _, _ := v.token(t, "a bootstrap token at a join call")
-	forged, _, _ := v.token(t, "a tampered payload (another node)")
+	token, _, _ := v.Token(t, "a join token, bound to its node and peer")
+	other, _, _ := v.Token(t, "a token signed with the rotated (newer) key")
+	revoked, _, _ := v.Token(t, "revoked (on the revocation list)")
+	boot, _, _ := v.Token(t, "a bootstrap token at a join call")
+	forged, _, _ := v.Token(t, "a tampered payload (another node)")
 	for _, c := range []struct {
 		name, token string
 		status      int
@@ -343,8 +289,8 @@ func TestFromEnv(t *testing.T) {
 		t.Setenv(joincheck.EnvBroker, broker.URL)
 		t.Setenv(joincheck.EnvCluster, "prod-eu")
 		t.Setenv(joincheck.EnvCAFile, "")
-		v := load(t)
-		token, node, peer := v.token(t, "a join token, bound to its node and peer")
+		v := vectorstest.Load(t)
+		token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 		api := &k0sAPI{check: joincheck.FromEnv(&logs{})}
 		got := call(t, api, http.MethodPost, "/v1beta1/etcd/members", token, add(node, peer), "")
 		// A broker that does not know the cluster: the token is not one of its admissions.

@@ -4,18 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/admission"
+	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/internal/vectorstest"
 	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/joinhandler"
 )
 
@@ -38,42 +35,10 @@ func (r *recorder) AddLearner(_ context.Context, node, peerURL string) (joinhand
 	return joinhandler.Member{ID: 10501334649042878790, Learner: true, Started: r.started, InitialCluster: []string{"ctrl-0=https://10.0.0.10:2380", node + "=" + peerURL}}, nil
 }
 
-type vectors struct {
-	Broker      string             `json:"broker"`
-	Cluster     string             `json:"cluster"`
-	JWKS        jose.JSONWebKeySet `json:"jwks"`
-	Revocations json.RawMessage    `json:"revocations"`
-	VerifyAt    int64              `json:"verifyAt"`
-	Cases       []struct {
-		Name    string `json:"name"`
-		Token   string `json:"token"`
-		Request struct {
-			Node    string `json:"node"`
-			PeerURL string `json:"peerURL"`
-		} `json:"request"`
-	} `json:"cases"`
-}
-
-type offline struct{ revocations string }
-
-func (o offline) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(r.URL.Path, "/revocations") {
-		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(o.revocations)), Header: http.Header{}, Request: r}, nil
-	}
-	return nil, errors.New("connection refused")
-}
-
-func setup(t *testing.T, fallback time.Duration) (*vectors, *recorder, *httptest.Server) {
+func setup(t *testing.T, fallback time.Duration) (*vectorstest.Vectors, *recorder, *httptest.Server) {
 	t.Helper()
-	raw, err := os.ReadFile("../../vectors/admission-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v vectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	trust, err := admission.NewTrust(admission.TrustOptions{Broker: v.Broker, Cluster: v.Cluster, JWKS: &v.JWKS, HTTPClient: &http.Client{Transport: offline{string(v.Revocations)}}})
+	v := vectorstest.Load(t)
+	trust, err := admission.NewTrust(admission.TrustOptions{Broker: v.Broker, Cluster: v.Cluster, JWKS: &v.JWKS, HTTPClient: &http.Client{Transport: vectorstest.Offline{Revocations: string(v.Revocations)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,17 +49,7 @@ func setup(t *testing.T, fallback time.Duration) (*vectors, *recorder, *httptest
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &v, members, srv
-}
-
-func (v *vectors) token(t *testing.T, name string) (string, string, string) {
-	for _, c := range v.Cases {
-		if c.Name == name {
-			return c.Token, c.Request.Node, c.Request.PeerURL
-		}
-	}
-	t.Fatalf("no vector %q", name)
-	return "", "", ""
+	return v, members, srv
 }
 
 func post(t *testing.T, srv *httptest.Server, token, body string) (int, map[string]any, http.Header) {
@@ -114,7 +69,7 @@ func post(t *testing.T, srv *httptest.Server, token, body string) (int, map[stri
 
 func TestAddsTheAdmittedNodeAsALearner(t *testing.T) {
 	v, members, srv := setup(t, time.Minute)
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	status, body, _ := post(t, srv, token, `{"node":"`+node+`","peerAddress":"`+peer+`"}`)
 	if status != 200 || body["memberID"] != "10501334649042878790" || body["learner"] != true || body["started"] != false {
 		t.Fatalf("got %d %v", status, body)
@@ -126,9 +81,9 @@ func TestAddsTheAdmittedNodeAsALearner(t *testing.T) {
 
 func TestARefusedTokenNeverReachesEtcd(t *testing.T) {
 	v, members, srv := setup(t, time.Minute)
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
-	revoked, rnode, rpeer := v.token(t, "revoked (on the revocation list)")
-	boot, bnode, bpeer := v.token(t, "a bootstrap token at a join call")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
+	revoked, rnode, rpeer := v.Token(t, "revoked (on the revocation list)")
+	boot, bnode, bpeer := v.Token(t, "a bootstrap token at a join call")
 	for _, c := range []struct {
 		token, body, code string
 		status            int
@@ -151,7 +106,7 @@ func TestARefusedTokenNeverReachesEtcd(t *testing.T) {
 
 func TestNoBrokerMeans503WithRetryAfter(t *testing.T) {
 	v, members, srv := setup(t, 0) // no revocation list fallback: introspection is required
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	status, body, header := post(t, srv, token, `{"node":"`+node+`","peerAddress":"`+peer+`"}`)
 	if status != 503 || body["code"] != "broker_unavailable" || header.Get("Retry-After") == "" {
 		t.Fatalf("got %d %v %v", status, body, header)
@@ -164,7 +119,7 @@ func TestNoBrokerMeans503WithRetryAfter(t *testing.T) {
 func TestEtcdNotNowIs503NotA500(t *testing.T) {
 	v, members, srv := setup(t, time.Minute)
 	members.err = &joinhandler.NotNow{Code: "etcd_unhealthy", RetryAfter: time.Second, Err: errors.New("etcdserver: unhealthy cluster")}
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	status, body, header := post(t, srv, token, `{"node":"`+node+`","peerAddress":"`+peer+`"}`)
 	if status != 503 || body["code"] != "etcd_unhealthy" || header.Get("Retry-After") != "1" {
 		t.Fatalf("got %d %v %v", status, body, header)

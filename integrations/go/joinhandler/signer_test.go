@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/internal/vectorstest"
 	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/joinhandler"
 )
 
@@ -53,7 +54,7 @@ func withCSRs(node, peer, peerCSR, serverCSR string) string {
 	return string(b)
 }
 
-func signingServer(t *testing.T, signer joinhandler.Signer) (*vectors, *recorder, *httptest.Server) {
+func signingServer(t *testing.T, signer joinhandler.Signer) (*vectorstest.Vectors, *recorder, *httptest.Server) {
 	v, members, srv := setup(t, time.Minute)
 	h := srv.Config.Handler.(*joinhandler.Handler)
 	h.Signer = signer
@@ -63,7 +64,7 @@ func signingServer(t *testing.T, signer joinhandler.Signer) (*vectors, *recorder
 func TestSignsForTheAdmittedPeerHostOnly(t *testing.T) {
 	ca := testCA(t)
 	v, members, srv := signingServer(t, ca)
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	host := strings.Split(strings.TrimPrefix(peer, "https://"), ":")[0]
 
 	status, body, _ := post(t, srv, token, withCSRs(node, peer, csr(t, node, "10.9.9.9"), csr(t, node, host)))
@@ -96,7 +97,7 @@ func TestSignsForTheAdmittedPeerHostOnly(t *testing.T) {
 
 func TestRequestsWithoutASignerAreRefusedBeforeEtcd(t *testing.T) {
 	v, members, srv := setup(t, time.Minute)
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	status, body, _ := post(t, srv, token, withCSRs(node, peer, "x", "y"))
 	if status != 422 || body["code"] != "certificates_unavailable" || len(members.added) != 0 {
 		t.Fatalf("got %d %v, added %v", status, body, members.added)
@@ -107,7 +108,7 @@ func TestRequestsWithoutASignerAreRefusedBeforeEtcd(t *testing.T) {
 func TestNoCertificatesForAStartedMember(t *testing.T) {
 	ca := testCA(t)
 	v, members, srv := signingServer(t, ca)
-	token, node, peer := v.token(t, "a join token, bound to its node and peer")
+	token, node, peer := v.Token(t, "a join token, bound to its node and peer")
 	host := strings.Split(strings.TrimPrefix(peer, "https://"), ":")[0]
 	members.started = true
 	status, body, _ := post(t, srv, token, withCSRs(node, peer, csr(t, node, host), csr(t, node, host)))
@@ -119,7 +120,7 @@ func TestNoCertificatesForAStartedMember(t *testing.T) {
 // A reserved node name is refused before anything else (400 invalid_node).
 func TestReservedNodeNames(t *testing.T) {
 	v, members, srv := signingServer(t, testCA(t))
-	token, _, peer := v.token(t, "a join token, bound to its node and peer")
+	token, _, peer := v.Token(t, "a join token, bound to its node and peer")
 	for _, name := range []string{"root", "Root", "kube-apiserver"} {
 		status, body, _ := post(t, srv, token, withCSRs(name, peer, "x", "y"))
 		if status != 400 || body["code"] != "invalid_node" || len(members.added) != 0 {
