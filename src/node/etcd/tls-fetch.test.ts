@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { opensslP256Ca } from "../../../test/support/operator-cas.ts";
 import { EtcdGateway } from "./gateway.ts";
 import { tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
 
@@ -73,24 +74,7 @@ describe("tlsFetch", () => {
   it("words a certificate refused on either side with the file it came from, never as a bare code", async () => {
     // Another CA, made by openssl.
     const dir = mkdtempSync(join(tmpdir(), "jb-tls-other-"));
-    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-    openssl(
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "other-ca.key",
-      "-out",
-      "other-ca.crt",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=another CA",
-    );
+    opensslP256Ca(dir, { subject: "/CN=another CA", days: 2, cert: "other-ca.crt", key: "other-ca.key" });
     const host = new URL(url).host;
 
     // The endpoint refuses the client certificate: etcd (Go's crypto/tls) says so with an alert,
@@ -140,23 +124,7 @@ describe("tlsFetch with a server name", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "jb-tls-name-"));
     const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-    openssl(
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "ca.key",
-      "-out",
-      "ca.crt",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=etcd-ca",
-    );
+    opensslP256Ca(dir, { days: 2 });
     openssl(
       "req",
       "-new",
