@@ -25,6 +25,7 @@ import {
   startJoinApiProcess,
   type BrokerProcess,
   type JoinApiProcess,
+  type JoinArgs,
   type StackPki,
   type StartBrokerOptions,
 } from "./stack.ts";
@@ -298,7 +299,8 @@ export class ClusterHarness {
     return { broker: this.broker.url, cluster: this.cluster, token: this.token, node: node.name, peerURL: node.peerURL, stateDir: node.stateDir };
   }
 
-  agentArgs(node: NodeSpec): string[] {
+  /** The agent's flags for this node; `overrides` replaces some (another cluster, token, join API, timeout). */
+  agentArgs(node: NodeSpec, overrides: Partial<JoinArgs> = {}): string[] {
     return joinArgv({
       ...this.#agentIdentity(node),
       joinApi: this.joinApiUrl,
@@ -310,6 +312,7 @@ export class ClusterHarness {
       logFormat: "json",
       timeoutSeconds: 600,
       extra: this.options.agentArgs,
+      ...overrides,
     });
   }
 
