@@ -38,6 +38,7 @@ import { cachedK0sPath, k0sPin, type K0sVersion } from "../../scripts/k0s.mjs";
 import { cachedKubePath } from "../../scripts/kube.mjs";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
 import { joinArgv, ROOT } from "../support/stack.ts";
+import { P256_NEW_KEY } from "../support/operator-cas.ts";
 import { Lab } from "./lab.ts";
 
 const OUT = resolve(import.meta.dirname, "../../test-results/lab-k0s");
@@ -133,24 +134,7 @@ export function makeClusterPki(dir: string): void {
     );
   ca("ca", "kubernetes-ca");
   ca("etcd/ca", "etcd-ca");
-  openssl(
-    [
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "etcd-client.key",
-      "-out",
-      "etcd-client.csr",
-      "-subj",
-      "/CN=join-broker-agent",
-    ],
-    dir,
-  );
+  openssl(["req", "-new", ...P256_NEW_KEY, "-keyout", "etcd-client.key", "-out", "etcd-client.csr", "-subj", "/CN=join-broker-agent"], dir);
   writeFileSync(join(dir, "etcd-client.ext"), "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n");
   openssl(
     [

@@ -25,6 +25,9 @@ function openssl(dir: string, ...args: string[]): void {
   execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
 }
 
+/** openssl's flags for a new P-256 key, unencrypted (`req -x509` for a CA, `req -new` for a request). */
+export const P256_NEW_KEY: readonly string[] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+
 /**
  * `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes`: the CA one-liner most
  * guides give (a PKCS#8 key, openssl's default CA extensions, or those of `extra`'s -config),
@@ -32,25 +35,7 @@ function openssl(dir: string, ...args: string[]): void {
  */
 export function opensslP256Ca(dir: string, options: { subject?: string; days?: number; cert?: string; key?: string; extra?: string[] } = {}): void {
   const { subject = "/CN=etcd-ca", days = 30, cert = "ca.crt", key = "ca.key", extra = [] } = options;
-  openssl(
-    dir,
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    key,
-    "-out",
-    cert,
-    "-days",
-    String(days),
-    "-subj",
-    subject,
-    ...extra,
-  );
+  openssl(dir, "req", "-x509", ...P256_NEW_KEY, "-keyout", key, "-out", cert, "-days", String(days), "-subj", subject, ...extra);
 }
 
 /** `openssl req -x509` over an existing ca.key, with openssl's default CA extensions (basic constraints, key identifiers). */

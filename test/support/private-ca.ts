@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { opensslP256Ca } from "./operator-cas.ts";
+import { P256_NEW_KEY, opensslP256Ca } from "./operator-cas.ts";
 
 export interface PrivateCa {
   /** The CA's certificate (what clients trust). */
@@ -24,20 +24,7 @@ export function makePrivateCa(dir: string): PrivateCa {
     cert: "ca.pem",
     extra: ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
   });
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    f("server.key"),
-    "-out",
-    f("server.csr"),
-    "-subj",
-    "/CN=broker.test",
-  );
+  openssl("req", ...P256_NEW_KEY, "-keyout", f("server.key"), "-out", f("server.csr"), "-subj", "/CN=broker.test");
   writeFileSync(f("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n");
   openssl(
     "x509",

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { opensslP256Ca } from "../../../test/support/operator-cas.ts";
+import { P256_NEW_KEY, opensslP256Ca } from "../../../test/support/operator-cas.ts";
 import { EtcdGateway } from "./gateway.ts";
 import { tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
 
@@ -125,21 +125,7 @@ describe("tlsFetch with a server name", () => {
     dir = mkdtempSync(join(tmpdir(), "jb-tls-name-"));
     const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
     opensslP256Ca(dir, { days: 2 });
-    openssl(
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "server.key",
-      "-out",
-      "server.csr",
-      "-subj",
-      "/CN=etcd-server",
-    );
+    openssl("req", "-new", ...P256_NEW_KEY, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=etcd-server");
     writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
     openssl(
       "x509",
