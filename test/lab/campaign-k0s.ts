@@ -30,7 +30,7 @@ import { K0S_VERSIONS } from "../../scripts/k0s.mjs";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import { hex } from "../support/cluster.ts";
-import { faultSchedule, type Fault, type SeedResult, type Violation } from "./campaign.ts";
+import { faultSchedule, networkFault, type Fault, type SeedResult, type Violation } from "./campaign.ts";
 import { BrokeredK0sLab, K0S_HOSTS, k0sBinaries, type K0sBinaries } from "./k0s-lab.ts";
 
 export const K0S_BOUNDS = {
@@ -183,41 +183,28 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
       await sleep(f.atMs);
       h.timeline.add(`fault-${f.kind}`, f.host, { ...f });
       try {
-        switch (f.kind) {
-          case "partition": {
-            const id = lab.partition([f.host], f.from, { oneWay: f.oneWay });
-            await sleep(f.forMs);
-            lab.heal(id);
-            break;
+        if (!(await networkFault(lab, f)))
+          switch (f.kind) {
+            case "pause": {
+              const pids = hostPids(lab.host(f.host).ns);
+              paused.set(f.host, pids);
+              signalAll(pids, "SIGSTOP");
+              await sleep(f.forMs);
+              signalAll(pids, "SIGCONT");
+              paused.delete(f.host);
+              break;
+            }
+            case "kill": {
+              // The whole unit, as a machine that loses power; its unit starts it again 5 s later.
+              const run = h.current(f.host);
+              if (run && !run.exit) killedRuns.add(`${f.host}#${run.run}`);
+              signalAll(hostPids(lab.host(f.host).ns), "SIGKILL");
+              break;
+            }
+            case "skew":
+              lab.skew(f.host, f.seconds);
+              break;
           }
-          case "loss":
-            lab.loss(f.host, f.percent);
-            await sleep(f.forMs);
-            lab.loss(f.host, 0);
-            break;
-          case "flap":
-            await lab.flap(f.host, f.forMs);
-            break;
-          case "pause": {
-            const pids = hostPids(lab.host(f.host).ns);
-            paused.set(f.host, pids);
-            signalAll(pids, "SIGSTOP");
-            await sleep(f.forMs);
-            signalAll(pids, "SIGCONT");
-            paused.delete(f.host);
-            break;
-          }
-          case "kill": {
-            // The whole unit, as a machine that loses power; its unit starts it again 5 s later.
-            const run = h.current(f.host);
-            if (run && !run.exit) killedRuns.add(`${f.host}#${run.run}`);
-            signalAll(hostPids(lab.host(f.host).ns), "SIGKILL");
-            break;
-          }
-          case "skew":
-            lab.skew(f.host, f.seconds);
-            break;
-        }
       } catch (e) {
         h.timeline.add("fault-failed", f.host, { kind: f.kind, error: (e as Error).message });
       }

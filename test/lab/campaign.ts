@@ -142,6 +142,28 @@ export function faultSchedule(seed: number, nodes: string[], shape: ScheduleShap
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A fault of the network (a partition, packet loss, a link flap) for its time, then healed; false for a fault of another kind. */
+export async function networkFault(lab: Lab, f: Fault): Promise<boolean> {
+  switch (f.kind) {
+    case "partition": {
+      const id = lab.partition([f.host], f.from, { oneWay: f.oneWay });
+      await sleep(f.forMs);
+      lab.heal(id);
+      return true;
+    }
+    case "loss":
+      lab.loss(f.host, f.percent);
+      await sleep(f.forMs);
+      lab.loss(f.host, 0);
+      return true;
+    case "flap":
+      await lab.flap(f.host, f.forMs);
+      return true;
+    default:
+      return false;
+  }
+}
+
 /**
  * How the nodes join: through the join API (`--join-api`, the agent starts etcd), in gate mode
  * (`--exec`: an unmodified installer, kubeadm's etcd phase with etcdctl, adds the member and
@@ -216,21 +238,8 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       x.timeline.add(`fault-${f.kind}-end`, f.host);
     };
     const inflict = async (f: Fault, pid: number | undefined) => {
+      if (await networkFault(lab, f)) return;
       switch (f.kind) {
-        case "partition": {
-          const id = lab.partition([f.host], f.from, { oneWay: f.oneWay });
-          await sleep(f.forMs);
-          lab.heal(id);
-          break;
-        }
-        case "loss":
-          lab.loss(f.host, f.percent);
-          await sleep(f.forMs);
-          lab.loss(f.host, 0);
-          break;
-        case "flap":
-          await lab.flap(f.host, f.forMs);
-          break;
         case "pause":
           paused.add(pid!);
           lab.pause(pid!);
