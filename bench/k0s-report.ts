@@ -5,7 +5,7 @@
  */
 import type { K0sArm, K0sArmRun, K0sVersionSummary } from "./k0s-gate.ts";
 import type { Results } from "./report.ts";
-import { labSectionHead, n, nodeSpans, table, yes } from "./support/format.ts";
+import { labSectionHead, n, nodeSpans, passedRounds, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const K0S_TARGETS = {
@@ -52,10 +52,7 @@ export function k0sSummaryRows(r: Results): string[][] {
 
 /** Where an arm's time went, medians over its passed rounds. */
 function breakdown(runs: K0sArmRun[]) {
-  const ok = runs.filter((x) => x.ok);
-  const med = (f: (x: K0sArmRun) => number) => median(ok.map(f).filter((v) => !Number.isNaN(v)));
-  const boot = (x: K0sArmRun) => x.nodes.find((y) => y.role === "bootstrap");
-  const joiners = (x: K0sArmRun) => x.nodes.filter((y) => y.role === "join").sort((a, b) => a.startS - b.startS);
+  const { med, boot, joiners } = passedRounds(runs);
   return {
     /** The first command to the bootstrap node's k0s starting (gated: agents' start-up, the ticket). */
     firstStart: med((x) => boot(x)?.startS ?? NaN),

@@ -5,7 +5,7 @@
  */
 import type { KubeadmArm, KubeadmArmRun, KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { Results } from "./report.ts";
-import { labSectionHead, n, nodeSpans, table, yes } from "./support/format.ts";
+import { labSectionHead, n, nodeSpans, passedRounds, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const KUBEADM_TARGETS = {
@@ -102,10 +102,7 @@ export function kubeadmMissedNotes(r: Results): string[] {
 
 /** Where an arm's time went, medians over its passed rounds. */
 function breakdown(runs: KubeadmArmRun[]) {
-  const ok = runs.filter((x) => x.ok);
-  const med = (f: (x: KubeadmArmRun) => number) => median(ok.map(f).filter((v) => !Number.isNaN(v)));
-  const boot = (x: KubeadmArmRun) => x.nodes.find((y) => y.role === "bootstrap");
-  const joiners = (x: KubeadmArmRun) => x.nodes.filter((y) => y.role === "join").sort((a, b) => a.startS - b.startS);
+  const { med, boot, joiners } = passedRounds(runs);
   return {
     /** First command to the bootstrap's `kubeadm init` starting (gated: agents' start-up and the ticket). */
     firstStart: med((x) => boot(x)?.startS ?? NaN),

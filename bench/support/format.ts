@@ -2,6 +2,7 @@
  * Number and table formatting for BENCHMARKS.md, shared by the report's sections.
  * @module
  */
+import { median } from "./stats.ts";
 
 export const n = (v: number | undefined | null, digits = 1) =>
   v === undefined || v === null || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -68,4 +69,15 @@ export function nodeSpans<T extends { node: string; role: string; startS: number
       .map(span)
       .join("; "),
   ];
+}
+
+/** An arm's passed rounds, read for where their time went: a median over them, each round's bootstrap node, its joiners in the order they started. */
+export function passedRounds<R extends { ok: boolean; nodes: { role: string; startS: number }[] }>(runs: R[]) {
+  type Node = R["nodes"][number];
+  const ok = runs.filter((x) => x.ok);
+  return {
+    med: (f: (x: R) => number) => median(ok.map(f).filter((v) => !Number.isNaN(v))),
+    boot: (x: R) => x.nodes.find((y) => y.role === "bootstrap") as Node | undefined,
+    joiners: (x: R) => x.nodes.filter((y) => y.role === "join").sort((a, b) => a.startS - b.startS) as Node[],
+  };
 }
