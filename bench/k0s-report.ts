@@ -5,7 +5,7 @@
  */
 import type { K0sArm, K0sArmRun, K0sVersionSummary } from "./k0s-gate.ts";
 import type { Results } from "./report.ts";
-import { labSectionHead, n, nodeSpans, passedRounds, table, yes } from "./support/format.ts";
+import { labSectionHead, n, nodeSpans, passedRounds, ratioCells, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const K0S_TARGETS = {
@@ -151,10 +151,7 @@ ${table(
       return [
         v.release,
         LABEL[arm],
-        n(v.medians[arm], 2),
-        n(ratio, 2),
-        target === null ? "–" : `≤ ${target}`,
-        target === null || ratio === null ? "–" : yes(ratio <= target),
+        ...ratioCells(v.medians[arm], ratio, target),
         s2(b.firstStart),
         s2(b.bootstrap),
         s2(b.join),

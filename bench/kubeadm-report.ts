@@ -5,7 +5,7 @@
  */
 import type { KubeadmArm, KubeadmArmRun, KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { Results } from "./report.ts";
-import { labSectionHead, n, nodeSpans, passedRounds, table, yes } from "./support/format.ts";
+import { labSectionHead, n, nodeSpans, passedRounds, ratioCells, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const KUBEADM_TARGETS = {
@@ -223,10 +223,7 @@ ${table(
     const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === pipelinedArm(k) ? KUBEADM_TARGETS.startRuleRatio : null;
     return [
       label(k, arm),
-      n(m[arm], 2),
-      n(ratio, 2),
-      target === null ? "–" : `≤ ${target}`,
-      target === null || ratio === null ? "–" : yes(ratio <= target),
+      ...ratioCells(m[arm], ratio, target),
       s2(b.firstStart),
       s2(b.init),
       s2(b.join),

@@ -8,6 +8,16 @@ export const n = (v: number | undefined | null, digits = 1) =>
   v === undefined || v === null || Number.isNaN(v) ? "–" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 export const yes = (ok: boolean) => (ok ? "yes" : "**no**");
 
+/** A summary row's median, its ratio to the baseline, the target (≤) and whether it was met; "–" where there is no target. */
+export function ratioCells(median: number | null | undefined, ratio: number | null | undefined, target: number | null): string[] {
+  return [
+    n(median, 2),
+    n(ratio, 2),
+    target === null ? "–" : `≤ ${target}`,
+    target === null || ratio === null || ratio === undefined ? "–" : yes(ratio <= target),
+  ];
+}
+
 export function table(head: string[], rows: (string | number)[][]): string {
   const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
   return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
