@@ -9,7 +9,7 @@
  * from elsewhere on a shared machine falls on all of them alike.
  * @module
  */
-import type { BenchBroker } from "./support/broker.ts";
+import type { BrokerProcess } from "../test/support/stack.ts";
 import { createCluster, requestTicket, type BenchCluster } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, median, percentile, pool, round } from "./support/stats.ts";
@@ -83,7 +83,7 @@ function figuresOf(p: { latencies: number[]; ms: number; requests: number }): Ph
 /** Requests per chunk: the phases take turns chunk by chunk, so that all meet the same load on a shared machine. */
 const CHUNK = 250;
 
-export async function brokerThroughput(broker: BenchBroker, options: { runs: number; requests: number; concurrency: number }): Promise<ThroughputResult> {
+export async function brokerThroughput(broker: BrokerProcess, options: { runs: number; requests: number; concurrency: number }): Promise<ThroughputResult> {
   const http = new HttpClient(broker.url);
   const runs: ThroughputRun[] = [];
   const pooled = { ceiling: [] as number[], tickets: [] as number[], ticketsAllLogged: [] as number[] };

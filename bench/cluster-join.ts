@@ -19,19 +19,16 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { catchUpFacts } from "../src/node/etcd/etcd-log.ts";
-import { EtcdGateway } from "../src/node/etcd/gateway.ts";
-import { tlsFetch, type TlsFiles } from "../src/node/etcd/tls-fetch.ts";
-import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles } from "../src/node/pki/pki-dir.ts";
-import type { BenchBroker } from "./support/broker.ts";
-import { HttpClient } from "./support/http.ts";
+import { certificateAuthority } from "../src/node/pki/pki-dir.ts";
+import { ClusterHarness, type AgentEvent, type AgentRun } from "../test/support/cluster.ts";
+import type { BrokerProcess } from "../test/support/stack.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { freePorts } from "../scripts/ports.mjs";
 import { log, median, round } from "./support/stats.ts";
 
-const BIN = join(ROOT, "bin/join-broker");
 const SERIAL = join(ROOT, "bench/serial-join.ts");
 const TIMEOUT_MS = 240_000;
 
@@ -136,18 +133,10 @@ function etcdFacts(raftIndex: number, logFiles: readonly string[]): EtcdFacts {
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
-/** Reads the agents' JSON progress lines (one array of stderr lines per agent). */
-function brokeredBreakdown(startedWall: number, stderrs: string[][]): BrokeredBreakdown {
-  const agents = stderrs.map((lines) => {
-    const events: { step: string; at: number; msg: string }[] = [];
-    for (const line of lines) {
-      try {
-        const e = JSON.parse(line) as { step?: unknown; time?: unknown; msg?: unknown };
-        if (typeof e.step === "string" && typeof e.time === "string") events.push({ step: e.step, at: Date.parse(e.time), msg: String(e.msg ?? "") });
-      } catch {
-        /* not a progress line */
-      }
-    }
+/** Reads the agents' progress events (one list per agent). */
+function brokeredBreakdown(startedWall: number, progress: AgentEvent[][]): BrokeredBreakdown {
+  const agents = progress.map((list) => {
+    const events = list.map((e) => ({ step: e.step, at: Date.parse(e.time), msg: e.msg }));
     const at = (step: string, from = 0) => events.find((e) => e.step === step && e.at >= from)?.at ?? NaN;
     return { events, at };
   });
@@ -250,18 +239,9 @@ async function operatorCa(dir: string): Promise<string> {
   return caDir;
 }
 
-/** A client certificate signed by the CA in `caDir`, for a program that asks etcd (the join API, this bench). */
-async function clientCertificate(caDir: string, dir: string, name: string): Promise<TlsFiles> {
-  const { ca } = await certificateAuthority(caDir);
-  const clientDir = join(dir, `pki-${name}`);
-  await issueOwnCertificates(clientDir, ca, { peer: { node: name, hosts: ["127.0.0.1"] }, server: { node: name, hosts: ["127.0.0.1"] } });
-  return ownClientFiles(clientDir);
-}
-
-const gatewayOptions = (client: TlsFiles | null) => (client ? { fetch: tlsFetch(client) } : {});
-
-/** Every process group this module started and has not yet stopped, for `killJoinProcesses`. */
+/** Every process group this module started and has not yet stopped, and every stack, for `killJoinProcesses`. */
 const live = new Set<ChildProcess>();
+const stacks = new Set<ClusterHarness>();
 
 /** Spawns in a process group of its own (so its etcd children can be stopped with it), and tracks it. */
 function spawnTracked(command: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}): ChildProcess {
@@ -271,9 +251,10 @@ function spawnTracked(command: string, args: string[], options: { env?: NodeJS.P
   return proc;
 }
 
-/** SIGKILL to every process group still running (on an interrupted run). */
-export function killJoinProcesses(): void {
+/** SIGKILL to every process group still running, and every stack's processes stopped (on an interrupted run). */
+export async function killJoinProcesses(): Promise<void> {
   for (const proc of live) killGroup(proc, "SIGKILL");
+  await Promise.all([...stacks].map((h) => h.cleanup()));
 }
 
 function killGroup(proc: ChildProcess, signal: NodeJS.Signals): void {
@@ -353,9 +334,9 @@ function whenPrinted(proc: ChildProcess, output: Watched, pattern: RegExp, what:
  * With BENCH_JOIN_TRACE=DIR: one file per brokered run, every agent's progress events as
  * milliseconds since the run's start, to see where a run's time went.
  */
-function writeTrace(dir: string, cluster: string, startedWall: number, nodes: NodeAddress[], stderrs: string[][], joinApiStderr: string[]): void {
+function writeTrace(dir: string, cluster: string, startedWall: number, nodes: { name: string }[], progress: AgentEvent[][], joinApiLines: string[]): void {
   const lines: string[] = [];
-  for (const line of joinApiStderr) {
+  for (const line of joinApiLines) {
     try {
       const e = JSON.parse(line) as { time?: unknown; msg?: unknown };
       if (typeof e.time === "string") lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} join-api ${String(e.msg ?? "")}`);
@@ -363,23 +344,15 @@ function writeTrace(dir: string, cluster: string, startedWall: number, nodes: No
       /* not a log line */
     }
   }
-  stderrs.forEach((agentLines, i) => {
-    for (const line of agentLines) {
-      try {
-        const e = JSON.parse(line) as { step?: unknown; time?: unknown; msg?: unknown };
-        if (typeof e.step === "string" && typeof e.time === "string")
-          lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} ${nodes[i]!.name} ${e.step}: ${String(e.msg ?? "")}`);
-      } catch {
-        /* not a progress line */
-      }
-    }
+  progress.forEach((events, i) => {
+    for (const e of events) lines.push(`${String(Date.parse(e.time) - startedWall).padStart(6)} ${nodes[i]!.name} ${e.step}: ${e.msg}`);
   });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${cluster}.txt`), `${lines.sort((a, b) => parseInt(a, 10) - parseInt(b, 10)).join("\n")}\n`);
 }
 
 async function brokered(
-  broker: BenchBroker,
+  broker: BrokerProcess,
   etcdBin: string,
   n: number,
   run: number,
@@ -387,87 +360,31 @@ async function brokered(
   maxInFlight: number,
   tls: boolean,
 ): Promise<{ seconds: number; check: JoinRun["brokered"]; breakdown: BrokeredBreakdown }> {
-  const dir = mkdtempSync(join(scratchDir(), `join-${n}-${run}-`));
   const cluster = `join-${tag}-m${maxInFlight}-n${n}-r${run}${tls ? "" : "-http"}`;
-  const nodes = await addresses(n + 1, tls);
-  const http = new HttpClient(broker.url);
-  const procs: ChildProcess[] = [];
+  // The stack as the tests start it: the operator's CA in every node's --pki-dir (whichever node
+  // bootstraps signs its own) and the join API's, the join API, one agent per node (their flags:
+  // test/support/stack.ts); the broker is the shared one. The agents read maxInFlight from their
+  // admitted tickets and start etcd with as many learner slots.
+  const h = await ClusterHarness.start({
+    scenario: cluster,
+    seed: run,
+    cluster,
+    nodes: Array.from({ length: n + 1 }, (_, i) => `ctrl-${i}`),
+    etcdBin,
+    etcdTls: tls,
+    sharedBroker: broker,
+    ...(maxInFlight !== 1 ? { policy: { maxInFlight } } : {}),
+    joinApiArgs: ["--log-format", "json"],
+    parentDir: scratchDir(),
+    keepDir: !!process.env.BENCH_KEEP,
+  });
+  stacks.add(h);
   try {
-    // The operator's CA in every node's --pki-dir (whichever node bootstraps signs its own) and the join API's.
-    const caDir = tls ? await operatorCa(dir) : null;
-    const pkiDir = (name: string) => join(dir, name, "pki");
-    if (caDir) {
-      for (const node of nodes) {
-        mkdirSync(pkiDir(node.name), { recursive: true, mode: 0o700 });
-        copyFileSync(pkiFiles(caDir).ca, pkiFiles(pkiDir(node.name)).ca);
-        copyFileSync(pkiFiles(caDir).caKey, pkiFiles(pkiDir(node.name)).caKey);
-      }
-    }
-    const apiClient = caDir ? await clientCertificate(caDir, dir, "join-api") : null;
-    const benchClient = caDir ? await clientCertificate(caDir, dir, "bench") : null;
-    const apiTls = caDir && apiClient ? ["--pki-dir", caDir, "--etcd-cacert", apiClient.ca!, "--etcd-cert", apiClient.cert!, "--etcd-key", apiClient.key!] : [];
-    const created = await http.expect([201], "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {
-      bearer: broker.adminToken,
-      body: { description: "bench join" },
-    });
-    const token = (created.body as { token: string }).token;
-    // The agents read it from their admitted tickets and start etcd with as many learner slots.
-    if (maxInFlight !== 1) await http.expect([200], "PUT", `/v1/admin/clusters/${cluster}/policy`, { bearer: broker.adminToken, body: { maxInFlight } });
-    const api = spawnTracked(process.execPath, [
-      BIN,
-      "controller",
-      "--etcd",
-      nodes.map((x) => x.clientURL).join(","),
-      "--broker",
-      broker.url,
-      "--cluster",
-      cluster,
-      "--listen",
-      "127.0.0.1:0",
-      "--log-format",
-      "json",
-      ...apiTls,
-    ]);
-    procs.push(api);
-    const apiOutput = watch(api);
-    await whenPrinted(api, apiOutput, /join API listening on (http:\/\/\S+)/, "join API");
-    const joinApi = /join API listening on (http:\/\/\S+)/.exec(apiOutput.stdout)![1]!;
-
     const started = performance.now();
     const startedWall = Date.now();
-    const agents = nodes.map((node) => {
-      const proc = spawnTracked(process.execPath, [
-        BIN,
-        "join",
-        "--broker",
-        broker.url,
-        "--cluster",
-        cluster,
-        "--token",
-        token,
-        "--node",
-        node.name,
-        "--peer-url",
-        node.peerURL,
-        "--join-api",
-        joinApi,
-        "--state-dir",
-        join(dir, node.name),
-        "--etcd-bin",
-        etcdBin,
-        "--data-dir",
-        join(dir, node.name, "etcd"),
-        "--client-url",
-        node.clientURL,
-        ...(caDir ? ["--pki-dir", pkiDir(node.name)] : []),
-        "--log-format",
-        "json",
-        "--timeout",
-        String(TIMEOUT_MS / 1000),
-      ]);
-      procs.push(proc);
-      const output = watch(proc);
-      return { output, joined: whenPrinted(proc, output, /^joined cluster \S+ as (bootstrap|join)$/m, `agent ${node.name}`) };
+    const agents = h.nodes.map((node) => {
+      const agent = h.startAgent(node.name);
+      return { agent, joined: whenJoined(agent) };
     });
     const times = await Promise.all(agents.map((a) => a.joined));
     const seconds = (Math.max(...times) - started) / 1000;
@@ -476,12 +393,12 @@ async function brokered(
       voters: 0,
       members: 0,
       clusterIds: 0,
-      bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.output.stdout)).length,
+      bootstraps: agents.filter((a) => /as bootstrap$/m.test(a.agent.stdout)).length,
     };
     const ids = new Set<string>();
     let raftIndex = 0;
-    for (const node of nodes) {
-      const gateway = new EtcdGateway(node.clientURL, { timeoutMs: 5_000, ...gatewayOptions(benchClient) });
+    for (const node of h.nodes) {
+      const gateway = h.etcd(node.clientURL);
       const list = await gateway.memberList();
       if (!list.ok) continue;
       ids.add(list.value.header.clusterId);
@@ -493,30 +410,36 @@ async function brokered(
     check.clusterIds = ids.size;
     check.etcd = etcdFacts(
       raftIndex,
-      nodes.map((node) => join(dir, node.name, "etcd.log")),
+      h.nodes.map((node) => join(node.stateDir, "etcd.log")),
     );
-    if (process.env.BENCH_JOIN_TRACE)
-      writeTrace(
-        process.env.BENCH_JOIN_TRACE,
-        cluster,
-        startedWall,
-        nodes,
-        agents.map((a) => a.output.stderr),
-        apiOutput.stderr,
-      );
-    return {
-      seconds,
-      check,
-      breakdown: brokeredBreakdown(
-        startedWall,
-        agents.map((a) => a.output.stderr),
-      ),
-    };
+    const events = agents.map((a) => a.agent.events);
+    if (process.env.BENCH_JOIN_TRACE) writeTrace(process.env.BENCH_JOIN_TRACE, cluster, startedWall, h.nodes, events, h.joinApi.output().split("\n"));
+    return { seconds, check, breakdown: brokeredBreakdown(startedWall, events) };
   } finally {
-    http.close();
-    await stopAll(procs, dir);
-    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+    stacks.delete(h);
+    await h.cleanup();
   }
+}
+
+/** Resolves with the time (performance.now) at which the agent prints `joined cluster … as …`. */
+function whenJoined(agent: AgentRun): Promise<number> {
+  const joined = /^joined cluster \S+ as (bootstrap|join)$/m;
+  const tail = () => `${agent.stdout.slice(-1000)}\n${agent.otherOutput.slice(-15).join("\n")}`;
+  return new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`agent ${agent.node.name}: not joined within ${TIMEOUT_MS / 1000} s\n${tail()}`)), TIMEOUT_MS);
+    // The harness reads stdout first (its listener is older): agent.stdout holds this chunk already.
+    const onData = () => {
+      if (!joined.test(agent.stdout)) return;
+      clearTimeout(timer);
+      agent.proc.stdout!.off("data", onData);
+      ok(performance.now());
+    };
+    agent.proc.stdout!.on("data", onData);
+    void agent.exited.then((x) => {
+      clearTimeout(timer);
+      if (!joined.test(agent.stdout)) fail(new Error(`agent ${agent.node.name} exited (${x.code ?? x.signal}) before it joined\n${tail()}`));
+    });
+  });
 }
 
 async function serial(
@@ -566,7 +489,7 @@ async function serial(
 }
 
 export async function clusterJoin(
-  broker: BenchBroker,
+  broker: BrokerProcess,
   settings: JoinSettings,
   etcdPath: (version: string) => Promise<{ bin: string; release: string }>,
 ): Promise<JoinResult> {

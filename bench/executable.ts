@@ -16,10 +16,10 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { buildRelease, nodeBinary } from "../scripts/package.mjs";
+import { BIN, joinArgv } from "../test/support/stack.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log, median, round } from "./support/stats.ts";
 
-const BIN = join(ROOT, "bin/join-broker");
 const AGENTS = 7;
 const TIMEOUT_MS = 60_000;
 
@@ -77,27 +77,17 @@ async function startGroup(form: Form, file: string, dir: string): Promise<number
   try {
     const spawnedAt: number[] = [];
     for (let i = 0; i < AGENTS; i++) {
-      const args = [
-        "join",
-        "--broker",
-        stand.urls[i]!,
-        "--cluster",
-        "bench-startup",
-        "--token",
-        "bench-enrollment-token-0123456789",
-        "--node",
-        `startup-${i}`,
-        "--peer-url",
-        `http://127.0.0.1:${20_000 + i}`,
-        "--join-api",
-        "http://127.0.0.1:9",
-        "--state-dir",
-        join(dir, `${form}-${i}`),
-        "--etcd-bin",
-        "/bin/true",
-        "--log-format",
-        "json",
-      ];
+      const args = joinArgv({
+        broker: stand.urls[i]!,
+        cluster: "bench-startup",
+        token: "bench-enrollment-token-0123456789",
+        node: `startup-${i}`,
+        peerURL: `http://127.0.0.1:${20_000 + i}`,
+        joinApi: "http://127.0.0.1:9",
+        stateDir: join(dir, `${form}-${i}`),
+        etcdBin: "/bin/true",
+        logFormat: "json",
+      });
       const [command, argv] = form === "executable" ? [file, args] : [process.execPath, [BIN, ...args]];
       spawnedAt.push(performance.now());
       procs.push(spawn(command, argv, { cwd: dir, stdio: ["ignore", "ignore", "ignore"], detached: true }));

@@ -8,15 +8,15 @@
  * said it was ready and a second has passed; the median of the runs.
  * @module
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { processMemory, processTree } from "./support/broker.ts";
+import { processMemory, processTree } from "../test/support/processes.ts";
+import { spawnUntilReady } from "../test/support/ready-process.ts";
+import { BIN, brokerClient, enrollCluster, joinArgv, startBroker, startJoinApiProcess, type BrokerProcess } from "../test/support/stack.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log, median, round } from "./support/stats.ts";
 
-const BIN = join(ROOT, "bin/join-broker");
-const ADMIN = "bench-footprint-admin-token-0123456789";
 const READY_TIMEOUT_MS = 120_000;
 
 export interface FootprintSettings {
@@ -36,29 +36,8 @@ export function treeRssMiB(pid: number): number {
 }
 
 /** Starts `join-broker …args` and resolves once a line of its output matches `ready`. */
-function startUntil(args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<{ proc: ChildProcess; match: RegExpMatchArray }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(
-      () => reject(new Error(`join-broker ${args[0]} was not ready in ${READY_TIMEOUT_MS / 1000} s:\n${out.slice(-2000)}`)),
-      READY_TIMEOUT_MS,
-    );
-    const take = (d: Buffer) => {
-      out += d;
-      const match = out.match(ready);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ proc, match });
-      }
-    };
-    proc.stdout!.on("data", take);
-    proc.stderr!.on("data", take);
-    proc.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`join-broker ${args[0]} exited ${code}:\n${out.slice(-2000)}`));
-    });
-  });
+function startUntil(args: string[], ready: RegExp): Promise<{ proc: ChildProcess }> {
+  return spawnUntilReady(process.execPath, [BIN, ...args], { what: `join-broker ${args[0]}`, ready, cwd: ROOT, detached: true, timeoutMs: READY_TIMEOUT_MS });
 }
 
 function stop(proc: ChildProcess | undefined): Promise<void> {
@@ -74,77 +53,57 @@ function stop(proc: ChildProcess | undefined): Promise<void> {
   });
 }
 
-async function call(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
 const settle = () => new Promise((r) => setTimeout(r, 1_000));
 
 async function oneRun(settings: FootprintSettings): Promise<FootprintResult["runs"][number]> {
   const dir = mkdtempSync(join(scratchDir(), "footprint-"));
   const procs: ChildProcess[] = [];
+  let serve: BrokerProcess | undefined;
   try {
-    const serve = await startUntil(["serve", "--listen", "127.0.0.1:0", "--data-dir", join(dir, "data")], /listening on (\S+)/, {
-      JOIN_BROKER_ADMIN_TOKEN: ADMIN,
-    });
-    procs.push(serve.proc);
-    const url = serve.match[1]!;
+    // As the tests start it (test/support/stack.ts), logging at serve's own default level.
+    serve = await startBroker({ runtime: "serve", persistDir: join(dir, "data"), args: ["--log-level", "info"] });
+    const url = serve.url;
     const tokens: string[] = [];
     let serveIdleMiB = 0;
     for (let i = 0; i < settings.clusters; i++) {
-      const { token } = await call(url, "POST", `/v1/admin/clusters/fp-${i}/enrollment-tokens`, ADMIN, {});
+      const token = await enrollCluster(serve, `fp-${i}`);
       tokens.push(token);
       if (i === 0) {
         await settle();
-        serveIdleMiB = treeRssMiB(serve.proc.pid!);
+        serveIdleMiB = treeRssMiB(serve.pid()!);
       }
-      await call(url, "POST", `/v1/clusters/fp-${i}/tickets`, token, { node: "boot", peerURL: "https://10.0.0.1:2380" });
-      if (i > 0) await call(url, "POST", `/v1/clusters/fp-${i}/tickets`, token, { node: "waiting", peerURL: "https://10.0.0.2:2380" });
+      const node = brokerClient(serve, { bearer: token }).cluster(`fp-${i}`);
+      await node.requestTicket("boot", "https://10.0.0.1:2380");
+      if (i > 0) await node.requestTicket("waiting", "https://10.0.0.2:2380");
     }
     await settle();
-    const serveLoadedMiB = treeRssMiB(serve.proc.pid!);
+    const serveLoadedMiB = treeRssMiB(serve.pid()!);
 
     // An agent queued behind cluster fp-0's bootstrap node, holding its long polls.
     const agent = await startUntil(
-      [
-        "join",
-        "--broker",
-        url,
-        "--cluster",
-        "fp-0",
-        "--token",
-        tokens[0]!,
-        "--node",
-        "agent-1",
-        "--peer-url",
-        "https://10.0.0.3:2380",
-        "--join-api",
-        "http://127.0.0.1:9",
-        "--state-dir",
-        join(dir, "agent"),
-      ],
+      joinArgv({
+        broker: url,
+        cluster: "fp-0",
+        token: tokens[0]!,
+        node: "agent-1",
+        peerURL: "https://10.0.0.3:2380",
+        joinApi: "http://127.0.0.1:9",
+        stateDir: join(dir, "agent"),
+      }),
       / queued: /,
     );
     procs.push(agent.proc);
     await settle();
     const agentMiB = treeRssMiB(agent.proc.pid!);
 
-    const joinApi = await startUntil(
-      ["controller", "--etcd", "http://127.0.0.1:9", "--broker", url, "--cluster", "fp-0", "--listen", "127.0.0.1:0"],
-      /join API listening on/,
-    );
+    const joinApi = await startJoinApiProcess({ broker: url, cluster: "fp-0", etcd: ["http://127.0.0.1:9"] });
     procs.push(joinApi.proc);
     await settle();
     const joinApiMiB = treeRssMiB(joinApi.proc.pid!);
     return { serveIdleMiB: round(serveIdleMiB, 1), serveLoadedMiB: round(serveLoadedMiB, 1), agentMiB: round(agentMiB, 1), joinApiMiB: round(joinApiMiB, 1) };
   } finally {
     for (const p of procs.reverse()) await stop(p);
+    await serve?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

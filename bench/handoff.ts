@@ -7,7 +7,7 @@
  * made (ticket request, polls, complete).
  * @module
  */
-import type { BenchBroker } from "./support/broker.ts";
+import type { BrokerProcess } from "../test/support/stack.ts";
 import { completeTicket, createCluster, requestTicket, type BenchCluster } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, median, percentile, pool, round, sleep } from "./support/stats.ts";
@@ -51,7 +51,7 @@ interface NodeState {
   admittedAt: number;
 }
 
-export async function handoff(broker: BenchBroker, options: { runs: number; nodes: number }): Promise<HandoffResult> {
+export async function handoff(broker: BrokerProcess, options: { runs: number; nodes: number }): Promise<HandoffResult> {
   const runs: HandoffRun[] = [];
   const pooled: number[] = [];
   for (let run = 0; run < options.runs; run++) {
@@ -80,7 +80,7 @@ export async function handoff(broker: BenchBroker, options: { runs: number; node
   };
 }
 
-async function oneRun(http: HttpClient, broker: BenchBroker, run: number, count: number): Promise<{ run: HandoffRun; samples: number[] }> {
+async function oneRun(http: HttpClient, broker: BrokerProcess, run: number, count: number): Promise<{ run: HandoffRun; samples: number[] }> {
   const cluster: BenchCluster = await createCluster(http, broker.adminToken, `handoff-${run}`);
   // The bootstrap node holds the slot while the others queue behind it.
   const boot = (await requestTicket(http, cluster, "boot")).body as { ticket: string; admission: string };

@@ -5,7 +5,7 @@
  */
 import type { K0sArm, K0sArmRun, K0sVersionSummary } from "./k0s-gate.ts";
 import type { Results } from "./report.ts";
-import { n, table, yes } from "./support/format.ts";
+import { labSectionHead, n, nodeSpans, passedRounds, ratioCells, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const K0S_TARGETS = {
@@ -52,10 +52,7 @@ export function k0sSummaryRows(r: Results): string[][] {
 
 /** Where an arm's time went, medians over its passed rounds. */
 function breakdown(runs: K0sArmRun[]) {
-  const ok = runs.filter((x) => x.ok);
-  const med = (f: (x: K0sArmRun) => number) => median(ok.map(f).filter((v) => !Number.isNaN(v)));
-  const boot = (x: K0sArmRun) => x.nodes.find((y) => y.role === "bootstrap");
-  const joiners = (x: K0sArmRun) => x.nodes.filter((y) => y.role === "join").sort((a, b) => a.startS - b.startS);
+  const { med, boot, joiners } = passedRounds(runs);
   return {
     /** The first command to the bootstrap node's k0s starting (gated: agents' start-up, the ticket). */
     firstStart: med((x) => boot(x)?.startS ?? NaN),
@@ -84,13 +81,15 @@ function breakdown(runs: K0sArmRun[]) {
 export function k0sSection(r: Results): string {
   const title = "## 9. k0s through the gate";
   const k = r.k0s;
-  if (r.errors.k0s) return `${title}\n\n**Not measured** — the benchmark failed: \`${r.errors.k0s.split("\n")[0]}\`\n`;
-  if (!k)
-    return `${title}\n\n${r.skipped?.k0s ? `Skipped: ${r.skipped.k0s}.` : "Not measured yet: `flock /tmp/jb-lab.lock npm run bench -- --only k0s --merge` (as root, with the k0s builds)."}\n`;
-  const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("k0s"));
-  const by = run
-    ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only k0s --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
-    : "";
+  const head = labSectionHead(
+    r,
+    "k0s",
+    title,
+    !!k,
+    "Not measured yet: `flock /tmp/jb-lab.lock npm run bench -- --only k0s --merge` (as root, with the k0s builds).",
+  );
+  if ("text" in head || !k) return "text" in head ? head.text : "";
+  const { by } = head;
   const s2 = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : n(v, 1));
   const arms = (["serial", "gate", "gate-checked"] as K0sArm[]).filter((a) => k.runs.some((x) => x.arm === a));
   return `${title}
@@ -124,15 +123,7 @@ ${table(
     LABEL[x.arm],
     x.ok ? n(x.seconds, 2) : "failed",
     x.ok ? "passed" : `**failed**: ${(x.failure ?? "").split("\n")[0]}`,
-    x.nodes
-      .filter((y) => y.role === "bootstrap")
-      .map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.voterS)}`)
-      .join(""),
-    x.nodes
-      .filter((y) => y.role !== "bootstrap")
-      .sort((a, b) => a.startS - b.startS)
-      .map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.voterS)}`)
-      .join("; "),
+    ...nodeSpans(x.nodes, (y) => y.voterS),
   ]),
 )}
 
@@ -160,10 +151,7 @@ ${table(
       return [
         v.release,
         LABEL[arm],
-        n(v.medians[arm], 2),
-        n(ratio, 2),
-        target === null ? "–" : `≤ ${target}`,
-        target === null || ratio === null ? "–" : yes(ratio <= target),
+        ...ratioCells(v.medians[arm], ratio, target),
         s2(b.firstStart),
         s2(b.bootstrap),
         s2(b.join),

@@ -5,7 +5,7 @@
  */
 import type { KubeadmArm, KubeadmArmRun, KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { Results } from "./report.ts";
-import { n, table, yes } from "./support/format.ts";
+import { labSectionHead, n, nodeSpans, passedRounds, ratioCells, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const KUBEADM_TARGETS = {
@@ -102,10 +102,7 @@ export function kubeadmMissedNotes(r: Results): string[] {
 
 /** Where an arm's time went, medians over its passed rounds. */
 function breakdown(runs: KubeadmArmRun[]) {
-  const ok = runs.filter((x) => x.ok);
-  const med = (f: (x: KubeadmArmRun) => number) => median(ok.map(f).filter((v) => !Number.isNaN(v)));
-  const boot = (x: KubeadmArmRun) => x.nodes.find((y) => y.role === "bootstrap");
-  const joiners = (x: KubeadmArmRun) => x.nodes.filter((y) => y.role === "join").sort((a, b) => a.startS - b.startS);
+  const { med, boot, joiners } = passedRounds(runs);
   return {
     /** First command to the bootstrap's `kubeadm init` starting (gated: agents' start-up and the ticket). */
     firstStart: med((x) => boot(x)?.startS ?? NaN),
@@ -140,13 +137,9 @@ function breakdown(runs: KubeadmArmRun[]) {
 export function kubeadmSection(r: Results): string {
   const title = "## 8. kubeadm through the gate";
   const k = r.kubeadm;
-  if (r.errors.kubeadm) return `${title}\n\n**Not measured** — the benchmark failed: \`${r.errors.kubeadm.split("\n")[0]}\`\n`;
-  if (!k)
-    return `${title}\n\n${r.skipped?.kubeadm ? `Skipped: ${r.skipped.kubeadm}.` : "Not measured yet: `npm run bench -- --only kubeadm --merge` (as root, with the Kubernetes builds)."}\n`;
-  const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("kubeadm"));
-  const by = run
-    ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only kubeadm --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
-    : "";
+  const head = labSectionHead(r, "kubeadm", title, !!k, "Not measured yet: `npm run bench -- --only kubeadm --merge` (as root, with the Kubernetes builds).");
+  if ("text" in head || !k) return "text" in head ? head.text : "";
+  const { by } = head;
   const m = k.summary.medians;
   const arms = (["serial", "serialized", "start-rule", "prepared", "pipelined"] as KubeadmArm[]).filter((a) => k.runs.some((x) => x.arm === a));
   const parts = arms.map((a) => ({ arm: a, b: breakdown(k.runs.filter((x) => x.arm === a)) }));
@@ -192,15 +185,11 @@ ${table(
     x.ok ? n(x.seconds, 2) : "failed",
     x.ok ? "passed" : `**failed**: ${(x.failure ?? "").split("\n")[0]}`,
     x.nodes.filter((y) => y.role === "join" && (y.etcdServeS ?? 0) > 5).length,
-    x.nodes
-      .filter((y) => y.role === "bootstrap")
-      .map((y) => `${y.node} ${s2(y.startS)} → ${s2(y.kubeadmExitS)}`)
-      .join(""),
-    x.nodes
-      .filter((y) => y.role !== "bootstrap")
-      .sort((a, b) => a.startS - b.startS)
-      .map((y) => `${y.node} ${y.prepareExitS !== undefined ? `(prepared by ${s2(y.prepareExitS)}) ` : ""}${s2(y.startS)} → ${s2(y.kubeadmExitS)}`)
-      .join("; "),
+    ...nodeSpans(
+      x.nodes,
+      (y) => y.kubeadmExitS,
+      (y) => (y.prepareExitS !== undefined ? `(prepared by ${s2(y.prepareExitS)}) ` : ""),
+    ),
   ]),
 )}
 
@@ -234,10 +223,7 @@ ${table(
     const target = arm === "serialized" ? KUBEADM_TARGETS.serializedRatio : arm === pipelinedArm(k) ? KUBEADM_TARGETS.startRuleRatio : null;
     return [
       label(k, arm),
-      n(m[arm], 2),
-      n(ratio, 2),
-      target === null ? "–" : `≤ ${target}`,
-      target === null || ratio === null ? "–" : yes(ratio <= target),
+      ...ratioCells(m[arm], ratio, target),
       s2(b.firstStart),
       s2(b.init),
       s2(b.join),

@@ -14,7 +14,7 @@
  * @module
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -29,8 +29,7 @@ import { destroyKubeadmLabs, KUBEADM_ARMS, kubeadmGate, type KubeadmArm, type Ku
 import { destroyK0sLabs, K0S_ARMS, k0sGate, type K0sArm, type K0sBenchSettings } from "./k0s-gate.ts";
 import { queueScale } from "./queue-scale.ts";
 import { TARGETS, renderReport, type Results } from "./report.ts";
-import { startBenchBroker, type BenchBroker } from "./support/broker.ts";
-import { startBenchServe } from "./support/serve-broker.ts";
+import { startBroker, type BrokerProcess, type BrokerRuntime } from "../test/support/stack.ts";
 import { ROOT, scratchDir } from "./support/paths.ts";
 import { log } from "./support/stats.ts";
 import { verifier } from "./verifier.ts";
@@ -227,20 +226,27 @@ export async function main(argv: string[]): Promise<number> {
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
 
-  const brokers = new Set<BenchBroker>();
-  const start = async (label: string) => {
-    const b = await startBenchBroker(label);
-    brokers.add(b);
-    return b;
+  // The bench Worker (bench/worker) as the tests start the broker, its state in bench/out.
+  const brokers = new Set<BrokerProcess>();
+  const start = async (label: string, runtime: BrokerRuntime = "wrangler") => {
+    const persistDir = mkdtempSync(join(scratchDir(), `state-${label}-`));
+    try {
+      const b = await startBroker({ runtime, worker: "bench", persistDir });
+      brokers.add(b);
+      return b;
+    } catch (e) {
+      rmSync(persistDir, { recursive: true, force: true });
+      throw e;
+    }
   };
-  const stop = async (b: BenchBroker) => {
+  const stop = async (b: BrokerProcess) => {
     brokers.delete(b);
     await b.stop();
+    rmSync(b.persistDir, { recursive: true, force: true });
   };
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping`);
-    killJoinProcesses();
-    void Promise.all([...brokers].map((b) => b.stop()).concat(destroyKubeadmLabs(), destroyK0sLabs())).finally(() => process.exit(130));
+    void Promise.all([...brokers].map((b) => b.stop()).concat(killJoinProcesses(), destroyKubeadmLabs(), destroyK0sLabs())).finally(() => process.exit(130));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
@@ -283,8 +289,7 @@ export async function main(argv: string[]): Promise<number> {
     // Throughput and hand-off again, on join-broker serve's runtime (workerd from npm, the serve
     // configuration, no wrangler in front), with its own no-op ceiling.
     await attempt("serve", async () => {
-      const own = await startBenchServe("serve");
-      brokers.add(own);
+      const own = await start("serve", "serve");
       try {
         results.serve = { broker: await brokerThroughput(own, settings.broker), handoff: await handoff(own, settings.handoff) };
         // wrangler dev's figures of this same run travel with them, for the side-by-side table.

@@ -11,8 +11,11 @@
  * and the size of its files under the persist directory.
  * @module
  */
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { DEFAULT_RETENTION } from "../src/broker/queue/policy.ts";
-import { durableObjectFiles, processMemory, type BenchBroker } from "./support/broker.ts";
+import { processMemory } from "../test/support/processes.ts";
+import type { BrokerProcess } from "../test/support/stack.ts";
 import { allAudit, allTickets, completeTicket, createCluster, peerUrlOf, requestTicket, type BenchCluster } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, pool, round } from "./support/stats.ts";
@@ -86,7 +89,7 @@ async function passRetention(http: HttpClient, cluster: string): Promise<number>
   return performance.now() - began;
 }
 
-async function snapshot(http: HttpClient, broker: BenchBroker, cluster: string): Promise<ScaleSnapshot> {
+async function snapshot(http: HttpClient, broker: BrokerProcess, cluster: string): Promise<ScaleSnapshot> {
   const pid = broker.workerdPid();
   const memory = pid ? processMemory(pid) : null;
   const stats = (await http.expect([200], "GET", `/bench/clusters/${cluster}/stats`)).body as { databaseSize: number };
@@ -98,7 +101,7 @@ async function snapshot(http: HttpClient, broker: BenchBroker, cluster: string):
   };
 }
 
-export async function queueScale(broker: BenchBroker, options: { tickets: number; concurrency: number }): Promise<ScaleResult> {
+export async function queueScale(broker: BrokerProcess, options: { tickets: number; concurrency: number }): Promise<ScaleResult> {
   const http = new HttpClient(broker.url);
   try {
     const cluster: BenchCluster = await createCluster(http, broker.adminToken, "scale");
@@ -251,4 +254,19 @@ function tenthRate(start: number, times: number[], which: "first" | "last"): num
   const from = which === "first" ? start : times[times.length - tenth - 1]!;
   const to = which === "first" ? times[tenth - 1]! : times[times.length - 1]!;
   return round(tenth / ((to - from) / 1000), 1);
+}
+
+/** The SQLite files of the Durable Objects of class `JoinQueue` under the persist directory, with their sizes. */
+function durableObjectFiles(persistDir: string): { path: string; bytes: number }[] {
+  const out: { path: string; bytes: number }[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (/\.sqlite(-wal|-shm)?$/.test(entry.name) && path.includes("JoinQueue"))
+        out.push({ path: path.slice(persistDir.length + 1), bytes: statSync(path).size });
+    }
+  };
+  walk(persistDir);
+  return out;
 }

@@ -13,7 +13,7 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
 import { ClusterTrust, verifyAdmission } from "../src/shared/verifier/index.ts";
-import type { BenchBroker } from "./support/broker.ts";
+import type { BrokerProcess } from "../test/support/stack.ts";
 import { completeTicket, createCluster, peerUrlOf, requestTicket } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, median, round } from "./support/stats.ts";
@@ -68,7 +68,7 @@ async function interleaved<K extends string>(seconds: number, candidates: Record
 
 const SLICE_MS = 50;
 
-export async function verifier(broker: BenchBroker, options: { runs: number; seconds: number }): Promise<VerifierResult> {
+export async function verifier(broker: BrokerProcess, options: { runs: number; seconds: number }): Promise<VerifierResult> {
   const http = new HttpClient(broker.url);
   let token: string;
   let jwks: JSONWebKeySet;

@@ -10,9 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts } from "../../scripts/ports.mjs";
-import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
-
-const BIN = join(ROOT, "bin/join-broker");
+import { BIN, brokerClient, enrollCluster, joinArgv, ROOT, startBroker, type BrokerProcess } from "../support/stack.ts";
 
 /** Runs the agent with stderr on a pipe; each line carries the agent's own timestamp. */
 function run(args: string[]): Promise<{ code: number | null; lines: { text: string }[] }> {
@@ -37,25 +35,18 @@ describe("agent output without a terminal", () => {
   it("logs an unreachable broker at once, with the error, then again at most every 10 s", async () => {
     const [closed] = await freePorts(1);
     const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
-    const r = await run([
-      "join",
-      "--broker",
-      `http://127.0.0.1:${closed}`,
-      "--cluster",
-      "prod",
-      "--token",
-      "jbe_x",
-      "--node",
-      "ctrl-1",
-      "--peer-url",
-      "https://10.0.0.11:2380",
-      "--join-api",
-      "http://127.0.0.1:9443",
-      "--state-dir",
-      state,
-      "--timeout",
-      "14",
-    ]);
+    const r = await run(
+      joinArgv({
+        broker: `http://127.0.0.1:${closed}`,
+        cluster: "prod",
+        token: "jbe_x",
+        node: "ctrl-1",
+        peerURL: "https://10.0.0.11:2380",
+        joinApi: "http://127.0.0.1:9443",
+        stateDir: state,
+        timeoutSeconds: 14,
+      }),
+    );
     expect(r.code).toBe(4);
     const failures = r.lines.filter((l) => / ctrl-1 retry: .*broker unreachable/.test(l.text));
     expect(failures.length).toBeGreaterThanOrEqual(1);
@@ -79,30 +70,23 @@ describe("agent output across a broker outage", () => {
     const broker = await startBroker();
     try {
       const cluster = "outage";
-      const token = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
+      const token = await enrollCluster(broker, cluster);
       await broker.stop();
       const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
       const child = spawn(
         process.execPath,
         [
           BIN,
-          "join",
-          "--broker",
-          broker.url,
-          "--cluster",
-          cluster,
-          "--token",
-          token,
-          "--node",
-          "ctrl-1",
-          "--peer-url",
-          "https://10.0.0.11:2380",
-          "--join-api",
-          "http://127.0.0.1:9443",
-          "--state-dir",
-          state,
-          "--timeout",
-          "170",
+          ...joinArgv({
+            broker: broker.url,
+            cluster,
+            token,
+            node: "ctrl-1",
+            peerURL: "https://10.0.0.11:2380",
+            joinApi: "http://127.0.0.1:9443",
+            stateDir: state,
+            timeoutSeconds: 170,
+          }),
         ],
         { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
       );
@@ -140,34 +124,24 @@ describe("agent output while queued", () => {
 
   it("Ctrl-C on a queued node says it stopped, and nothing about an etcd it never started", async () => {
     const cluster = "ctrl-c";
-    const token = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
+    const token = await enrollCluster(broker, cluster);
     // ctrl-1 holds the bootstrap ticket and never finishes: ctrl-2 waits behind it.
-    const boot = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ node: "ctrl-1", peerURL: "https://10.0.0.11:2380" }),
-    });
+    const boot = await brokerClient(broker, { bearer: token }).cluster(cluster).requestTicket("ctrl-1", "https://10.0.0.11:2380");
     expect(boot.status).toBe(201);
     const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
     const child = spawn(
       process.execPath,
       [
         BIN,
-        "join",
-        "--broker",
-        broker.url,
-        "--cluster",
-        cluster,
-        "--token",
-        token,
-        "--node",
-        "ctrl-2",
-        "--peer-url",
-        "https://10.0.0.12:2380",
-        "--join-api",
-        "http://127.0.0.1:9443",
-        "--state-dir",
-        state,
+        ...joinArgv({
+          broker: broker.url,
+          cluster,
+          token,
+          node: "ctrl-2",
+          peerURL: "https://10.0.0.12:2380",
+          joinApi: "http://127.0.0.1:9443",
+          stateDir: state,
+        }),
       ],
       { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
     );

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEtcd } from "../../src/node/etcd/etcd-process.ts";
 import { freePorts } from "../../scripts/ports.mjs";
-import { adminCall, ROOT } from "../support/broker.ts";
+import { ROOT } from "../support/broker.ts";
+import { enrollCluster } from "../support/stack.ts";
 import { ClusterHarness, hex } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed } from "../support/seeded.ts";
@@ -216,8 +217,8 @@ describe("against a broker, a join API and real etcd", () => {
     });
     await foreign.stop();
     const cluster = "agent-stray";
-    const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
-    const args = h.agentArgs(node).map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : a));
+    const token = await enrollCluster(h.broker, cluster);
+    const args = h.agentArgs(node, { cluster, token });
     const run = h.startAgent("stray-0", { args });
     expect((await run.exited).code).toBe(3);
     expect(run.events.find((e) => e.step === "admitted")?.role).toBe("bootstrap");
@@ -225,8 +226,8 @@ describe("against a broker, a join API and real etcd", () => {
     expect(refused).toContain("already holds etcd data");
     // Its turn is given up at once, not held until its lease ends.
     expect(refused).toMatch(/left the queue \(ticket tkt_\S+ abandoned\)/);
-    const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
-    expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["stray-0", "abandoned"]]);
+    const tickets = await h.client.admin(cluster).tickets();
+    expect(tickets.body.tickets.map((t) => [t.node, t.state])).toEqual([["stray-0", "abandoned"]]);
     expect(run.events.some((e) => e.step === "etcd-start")).toBe(false);
     expect((await h.etcd(node.clientURL, 500).status(node.clientURL)).ok).toBe(false);
   });
@@ -235,31 +236,26 @@ describe("against a broker, a join API and real etcd", () => {
     // A paused cluster admits nobody: the node waits in the queue until its deadline (long enough
     // for a slow machine to start the agent and take the ticket before it).
     const cluster = "agent-late";
-    const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
-    expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/pause`)).status).toBe(200);
-    const args = h
-      .agentArgs(h.node("late-0"))
-      .map((a, i, all) => (all[i - 1] === "--cluster" ? cluster : all[i - 1] === "--token" ? token.body.token : all[i - 1] === "--timeout" ? "10" : a));
+    const token = await enrollCluster(h.broker, cluster);
+    expect((await h.client.admin(cluster).pause()).body.paused).toBe(true);
+    const args = h.agentArgs(h.node("late-0"), { cluster, token, timeoutSeconds: 10 });
     const run = h.startAgent("late-0", { args });
     expect((await run.exited).code).toBe(4);
     expect(run.events.some((e) => e.step === "queued")).toBe(true);
     const gaveUp = run.events.find((e) => e.step === "gave-up")!;
     expect(gaveUp.msg).toContain("--timeout 10 s");
     expect(gaveUp.msg).toContain("abandoned");
-    const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`);
-    expect(tickets.body.tickets.map((t: { node: string; state: string }) => [t.node, t.state])).toEqual([["late-0", "abandoned"]]);
+    const tickets = await h.client.admin(cluster).tickets();
+    expect(tickets.body.tickets.map((t) => [t.node, t.state])).toEqual([["late-0", "abandoned"]]);
   });
 
   it("gives its slot back when the join API stays out of reach for --join-api-patience, and queues again", async () => {
     // An adopted cluster: every node joins, and nojoin-0 is admitted at once.
     const cluster = "agent-nojoin";
-    expect(
-      (await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/adopt`, { members: [{ node: "elsewhere", peerURL: "https://10.9.9.9:2380" }] })).status,
-    ).toBe(200);
-    const token = await adminCall(h.broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
+    await h.client.admin(cluster).adopt([{ node: "elsewhere", peerURL: "https://10.9.9.9:2380" }]);
+    const token = await enrollCluster(h.broker, cluster);
     const [closed] = await freePorts(1);
-    const swap: Record<string, string> = { "--cluster": cluster, "--token": token.body.token, "--join-api": `http://127.0.0.1:${closed}` };
-    const args = [...h.agentArgs(h.node("nojoin-0")).map((a, i, all) => swap[all[i - 1]] ?? a), "--join-api-patience", "2"];
+    const args = [...h.agentArgs(h.node("nojoin-0"), { cluster, token, joinApi: `http://127.0.0.1:${closed}` }), "--join-api-patience", "2"];
     const run = h.startAgent("nojoin-0", { args });
     // Given back: the first ticket is abandoned, and the node asks for a new place in the queue.
     await expect.poll(() => run.events.filter((e) => e.step === "ticket").length, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
@@ -269,7 +265,7 @@ describe("against a broker, a join API and real etcd", () => {
         `the join API http://127\\.0\\.0\\.1:${closed} could not be reached for 2 s \\(--join-api-patience; last: .*\\); left the queue \\(ticket tkt_\\S+ abandoned\\); asking for a ticket again`,
       ),
     );
-    const tickets = (await adminCall(h.broker, "GET", `/v1/admin/clusters/${cluster}/tickets`)).body.tickets as { ticket: string; state: string }[];
+    const { tickets } = (await h.client.admin(cluster).tickets()).body;
     expect(tickets[0].state).toBe("abandoned");
     expect(tickets.length).toBeGreaterThanOrEqual(2);
     run.proc.kill("SIGTERM");
@@ -277,7 +273,7 @@ describe("against a broker, a join API and real etcd", () => {
   });
 
   it("names a wrong --cluster as a cluster the broker does not have, not as a bad token (exit 3)", async () => {
-    const args = h.agentArgs(h.node("typo-0")).map((a, i, all) => (all[i - 1] === "--cluster" ? "agent-typo" : a));
+    const args = h.agentArgs(h.node("typo-0"), { cluster: "agent-typo" });
     const run = h.startAgent("typo-0", { args });
     expect((await run.exited).code).toBe(3);
     const refused = run.events.find((e) => e.step === "refused")!;

@@ -20,6 +20,7 @@ import { cachedKubePath } from "../../scripts/kube.mjs";
 import { ClusterHarness } from "../support/cluster.ts";
 import { ensureTool, freePorts } from "../support/etcd.ts";
 import { e2eSeed } from "../support/seeded.ts";
+import { P256_NEW_KEY } from "../support/operator-cas.ts";
 
 const apiserver = cachedKubePath("kube-apiserver");
 const skip = apiserver ? null : "kube-apiserver is not built (node scripts/kube.mjs list)";
@@ -116,37 +117,8 @@ it.skipIf(skip)(
     const dir = mkdtempSync(join(tmpdir(), "join-broker-apiserver-"));
     const openssl = await ensureTool("openssl");
     const o = (args: string[]) => run(openssl, args).then((r) => expect(r.ok, r.out).toBe(true));
-    await o([
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      join(dir, "kube-ca.key"),
-      "-out",
-      join(dir, "kube-ca.crt"),
-      "-subj",
-      "/CN=kube CA",
-      "-days",
-      "1",
-    ]);
-    await o([
-      "req",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      join(dir, "admin.key"),
-      "-out",
-      join(dir, "admin.csr"),
-      "-subj",
-      "/O=system:masters/CN=admin",
-    ]);
+    await o(["req", "-x509", ...P256_NEW_KEY, "-keyout", join(dir, "kube-ca.key"), "-out", join(dir, "kube-ca.crt"), "-subj", "/CN=kube CA", "-days", "1"]);
+    await o(["req", ...P256_NEW_KEY, "-keyout", join(dir, "admin.key"), "-out", join(dir, "admin.csr"), "-subj", "/O=system:masters/CN=admin"]);
     writeFileSync(join(dir, "admin.ext"), "extendedKeyUsage=clientAuth\n");
     await o([
       "x509",

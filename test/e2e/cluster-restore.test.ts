@@ -8,7 +8,7 @@ import { cpSync, existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
-import { adminCall, ROOT } from "../support/broker.ts";
+import { ROOT } from "../support/broker.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
@@ -51,9 +51,7 @@ describe("a broker restored from a backup older than its cluster", () => {
     const wal = join(h.node("ctrl-2").dataDir, "member", "wal");
     expect(existsSync(wal) && readdirSync(wal).length > 0, "ctrl-2 started no etcd").toBe(false);
 
-    const adopted = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/adopt`, {
-      members: ["ctrl-0", "ctrl-1"].map((name) => ({ node: name, peerURL: h.node(name).peerURL })),
-    });
+    const adopted = await h.client.admin(h.cluster).adopt(["ctrl-0", "ctrl-1"].map((name) => ({ node: name, peerURL: h.node(name).peerURL })));
     expect(adopted.status, JSON.stringify(adopted.body)).toBe(200);
     await h.waitFor("ctrl-2 joined", () => h.joined("ctrl-2"), 180_000);
     expect(late.stdout).toMatch(/as join$/m);

@@ -14,7 +14,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed, seededRandom } from "../support/seeded.ts";
@@ -48,9 +47,7 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
     h.timeline.add("admin-revoke", node, { jti });
     revocations.push(
       (async () => {
-        const res = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${jti}/revoke`, {
-          reason: `scenario 3: ${node} must not join`,
-        });
+        const res = await h.client.admin(h.cluster).revokeAdmission(jti, `scenario 3: ${node} must not join`);
         expect(res.status, JSON.stringify(res.body)).toBe(200);
         h.proxy!.release();
       })(),
@@ -115,7 +112,7 @@ it("a node whose admission is revoked mid-join never becomes a member, and the c
       .sort(),
   ).toEqual(REVOKED);
   expect(audit.filter((a) => a.action === "ticket.joined" && REVOKED.includes(a.detail.node as string))).toEqual([]);
-  const revokedTickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets?state=revoked`);
+  const revokedTickets = await h.client.admin(h.cluster).tickets({ state: "revoked" });
   expect(revokedTickets.body.tickets.map((t: { node: string }) => t.node).sort()).toEqual(REVOKED);
 
   // Started again, a revoked agent stays refused: it does not quietly take a new place in the queue.

@@ -5,7 +5,6 @@
  * the end is one cluster of five voters, every admission audited, exactly one bootstrap.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed } from "../support/seeded.ts";
@@ -37,7 +36,7 @@ it("SIGKILL of workerd mid-queue, then of serve and workerd, and the queue still
       workerdKilled = true;
       work.push(
         (async () => {
-          queuedWhenKilled = (await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`)).body.queue.queued;
+          queuedWhenKilled = (await h.client.admin(h.cluster).status()).body.queue.queued;
           h.timeline.add("workerd-kill");
           await h.broker.kill("workerd");
           h.timeline.add("workerd-restarted");

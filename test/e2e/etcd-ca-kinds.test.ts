@@ -7,7 +7,6 @@
  * crypto/x509 (certcheck), as etcd and Kubernetes judge it, and etcd's own acceptance is the
  * cluster forming. kubeadm's own CA directory: kubeadm-ca.test.ts.
  */
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +15,7 @@ import { pkiFiles } from "../../src/node/pki/pki-dir.ts";
 import { goVerify } from "../support/certcheck.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
-import { OPERATOR_CA_KINDS, makeOperatorCa } from "../support/operator-cas.ts";
+import { OPERATOR_CA_KINDS, makeOperatorCa, opensslP256Ca } from "../support/operator-cas.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 /**
@@ -103,29 +102,7 @@ describe("a bootstrap node whose own certificates etcd refuses", () => {
         "",
       ].join("\n"),
     );
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "30",
-        "-subj",
-        "/O=Acme etcd/CN=etcd-ca",
-        "-config",
-        "ca.cnf",
-      ],
-      { cwd: caDir, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    opensslP256Ca(caDir, { subject: "/O=Acme etcd/CN=etcd-ca", extra: ["-config", "ca.cnf"] });
     const h = await ClusterHarness.start({
       scenario: "ca-constrained",
       seed,

@@ -7,7 +7,6 @@
  */
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
@@ -51,10 +50,10 @@ it("a joiner whose etcd cannot bind its port gives up with etcd's error, and its
   expect(run.events.some((e) => e.step === "etcd-start")).toBe(true);
 
   // Right as it exits, not when the lease ends: the slot is free.
-  const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets`);
+  const tickets = await h.client.admin(h.cluster).tickets();
   const mine = (tickets.body.tickets as { node: string; state: string }[]).filter((t) => t.node === "ctrl-1");
   expect(mine.map((t) => t.state)).toEqual(["abandoned"]);
-  const status = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`);
+  const status = await h.client.admin(h.cluster).status();
   expect(status.body.inFlight, JSON.stringify(status.body)).toEqual([]);
 
   squatter.close();

@@ -14,7 +14,6 @@ import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness, hex, type AgentRun } from "../support/cluster.ts";
 import { freePort, TEST_TIMING } from "../support/etcd.ts";
 import { e2eSeed } from "../support/seeded.ts";
@@ -58,7 +57,7 @@ async function strayEtcdOn(node: string): Promise<{ etcd: EtcdProcess; memberID:
 }
 
 async function ticketOf(node: string): Promise<{ state: string; role: string }> {
-  const res = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets`);
+  const res = await h.client.admin(h.cluster).tickets();
   const mine = (res.body.tickets as { node: string; state: string; role: string; createdAt: string }[]).filter((t) => t.node === node);
   return mine[mine.length - 1]!;
 }
@@ -107,7 +106,7 @@ it("a reinstalled voter (empty data dir, forgotten by the broker, still in etcd)
   const old = before[0]!.members.find((m) => m.name === "ctrl-1")!;
   expect(await h.stop("ctrl-1")).toMatchObject({ code: 0 });
   rmSync(h.node("ctrl-1").stateDir, { recursive: true, force: true });
-  const forgot = await adminCall(h.broker, "DELETE", `/v1/admin/clusters/${h.cluster}/members/ctrl-1`);
+  const forgot = await h.client.admin(h.cluster).forgetMember("ctrl-1");
   expect(forgot.status, JSON.stringify(forgot.body)).toBe(200);
 
   const run = h.startAgent("ctrl-1");

@@ -335,8 +335,7 @@ describe("a joiner whose certificates the cluster refuses", () => {
       port: 0,
     });
     try {
-      const args = h.agentArgs(node);
-      args[args.indexOf("--join-api") + 1] = wrongApi.url;
+      const args = h.agentArgs(node, { joinApi: wrongApi.url });
       const run = h.startAgent("ctrl-2", { args });
       await h.waitFor("ctrl-2 to start etcd", () => run.events.some((e) => e.step === "etcd-start"), 120_000);
       const started = Date.now();

@@ -16,7 +16,6 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { installerCommand, NonVoterWatch } from "../support/gate.ts";
-import { adminCall } from "../support/broker.ts";
 import { e2eSeed } from "../support/seeded.ts";
 
 const NODES = ["ctrl-0", "ctrl-1", "ctrl-2"];
@@ -167,13 +166,7 @@ it("an agent that cannot confirm its learner gone keeps the admission until an a
   const learner = view!.members.find((m) => m.peerURLs.includes(node.peerURL));
   expect(learner?.isLearner, "the failed installer's learner is still there").toBe(true);
 
-  expect(
-    (
-      await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admitted.detail.jti}/revoke`, {
-        reason: "the learner is removed by hand",
-      })
-    ).status,
-  ).toBe(200);
+  expect((await h.client.admin(h.cluster).revokeAdmission(String(admitted.detail.jti), "the learner is removed by hand")).status).toBe(200);
   expect((await run.exited).code, h.describeAgents()).not.toBe(0);
   expect(run.events.find((e) => /could not remove this node's non-voting member/.test(e.msg))?.msg).toMatch(
     /the admission ended before etcd confirmed it gone/,

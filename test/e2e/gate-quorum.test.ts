@@ -17,7 +17,6 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { ClusterHarness } from "../support/cluster.ts";
-import { adminCall } from "../support/broker.ts";
 import { installerCommand } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
@@ -97,7 +96,7 @@ it("a voter added to a one-member cluster whose etcd never runs: the agent runs 
     ["r0", false],
     ["r2", false],
   ]);
-  const status = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`);
+  const status = await h.client.admin(h.cluster).status();
   expect(status.body).toMatchObject({ paused: false, needsOperator: null });
 }, 300_000);
 
@@ -130,11 +129,11 @@ it("without the rescue, the agent gives the member to an operator after --remova
   expect(existsSync(cleaned), "--cleanup ran").toBe(true);
 
   // The broker: paused and needing an operator, shown in its status and metrics; s2 not admitted.
-  const status = (await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`)).body;
+  const status = (await h.client.admin(h.cluster).status()).body;
   expect(status).toMatchObject({ paused: true, needsOperator: { node: "s1", memberID } });
-  expect(status.needsOperator.detail).toContain(`member remove ${memberIdHex(memberID)}`);
-  const metrics = await fetch(`${h.broker.localUrl}/v1/admin/clusters/${h.cluster}/metrics`, { headers: { authorization: `Bearer ${h.broker.adminToken}` } });
-  expect(await metrics.text()).toContain(`join_broker_needs_operator{cluster="${h.cluster}"} 1`);
+  expect(status.needsOperator?.detail).toContain(`member remove ${memberIdHex(memberID)}`);
+  const metrics = await h.client.admin(h.cluster).metrics();
+  expect(metrics.body).toContain(`join_broker_needs_operator{cluster="${h.cluster}"} 1`);
   await h.waitFor(
     "s2 to be told admissions are paused",
     () => h.current("s2")!.events.some((e) => e.step === "queued" && /admissions are paused/.test(e.msg)),

@@ -3,12 +3,10 @@
  * (wrangler dev) and a real etcd cluster on loopback ports (the version under test: test/support/etcd.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { join } from "node:path";
 import { SignJWT, UnsecuredJWT, base64url, decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../src/node/etcd/gateway.ts";
-import { ROOT, adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
-import { spawnUntilReady } from "../support/ready-process.ts";
+import { BIN, ROOT, brokerClient, startBroker, startJoinApiProcess, type BrokerProcess } from "../support/stack.ts";
 import { closedEndpoint, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 import { memberIdHex } from "../../src/shared/protocol/member-id.ts";
 
@@ -30,13 +28,8 @@ interface Admission {
 }
 
 async function admit(address: MemberAddress): Promise<Admission> {
-  const res = await fetch(`${broker.url}/v1/clusters/${CLUSTER}/tickets`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${enrollment}`, "content-type": "application/json" },
-    body: JSON.stringify({ node: address.name, peerURL: address.peerURL }),
-  });
-  const body = (await res.json()) as { state: string; role: string; ticket: string; admission: string };
-  if (body.state !== "admitted" || body.role !== "join") throw new Error(`expected an admitted join ticket, got ${res.status} ${JSON.stringify(body)}`);
+  const { body } = await brokerClient(broker, { bearer: enrollment }).cluster(CLUSTER).requestTicket(address.name, address.peerURL);
+  if (body.state !== "admitted" || body.role !== "join" || !body.admission) throw new Error(`expected an admitted join ticket, got ${JSON.stringify(body)}`);
   return { node: address.name, peerURL: address.peerURL, ticket: body.ticket, token: body.admission, jti: String(decodeJwt(body.admission).jti) };
 }
 
@@ -75,24 +68,8 @@ async function until200(attempt: () => ReturnType<typeof call>, budgetMs = 60_00
 }
 
 async function startController(etcdEndpoints: string): Promise<typeof joinApi> {
-  const args = [
-    join(ROOT, "bin/join-broker"),
-    "controller",
-    "--etcd",
-    etcdEndpoints,
-    "--broker",
-    broker.url,
-    "--cluster",
-    CLUSTER,
-    "--listen",
-    "127.0.0.1:0",
-    "--etcd-timeout",
-    "5",
-    "--hold",
-    "1",
-  ];
-  const started = await spawnUntilReady(process.execPath, args, { what: "the join API", ready: /join API listening on (http:\/\/\S+)/, cwd: ROOT });
-  return { url: started.match[1]!, child: started.proc, output: started.output };
+  const started = await startJoinApiProcess({ broker: broker.url, cluster: CLUSTER, etcd: [etcdEndpoints], args: ["--etcd-timeout", "5", "--hold", "1"] });
+  return { url: started.url, child: started.proc, output: started.output };
 }
 
 beforeAll(async () => {
@@ -100,15 +77,12 @@ beforeAll(async () => {
   // A dead endpoint first: every call must fail over to the live one.
   dead = await closedEndpoint();
   gateway = new EtcdGateway([etcd.first.clientURL]);
-  const created = await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/enrollment-tokens`, {});
-  expect(created.status).toBe(201);
-  enrollment = created.body.token;
+  const admin = brokerClient(broker).admin(CLUSTER);
+  enrollment = (await admin.createEnrollmentToken()).body.token;
   // The etcd cluster exists already: tell the broker, so it never hands out a bootstrap ticket.
-  expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/adopt`, { members: [{ node: "ctrl-0", peerURL: etcd.first.peerURL }] })).status).toBe(
-    200,
-  );
+  await admin.adopt([{ node: "ctrl-0", peerURL: etcd.first.peerURL }]);
   // Two in flight so that a second node holds a live admission while the first one's learner is pending.
-  expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 2, leaseSeconds: 900 })).status).toBe(200);
+  await admin.setPolicy({ maxInFlight: 2, leaseSeconds: 900 });
   joinApi = await startController(`${dead.url},${etcd.first.clientURL}`);
 });
 
@@ -149,7 +123,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     };
     const now = Math.floor(Date.now() / 1000);
     const none = new UnsecuredJWT({ ...claims, iat: now, nbf: now, exp: now + 600 }).encode();
-    const jwks = (await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/jwks.json`)).json()) as { keys: { kid: string; x: string }[] };
+    const jwks = (await brokerClient(broker).cluster(CLUSTER).jwks()).body as { keys: { kid: string; x: string }[] };
     const hs256 = await new SignJWT({ ...claims, iat: now, nbf: now, exp: now + 600 })
       .setProtectedHeader({ alg: "HS256", kid: jwks.keys[0]!.kid, typ: "admission+jwt" })
       .sign(base64url.decode(jwks.keys[0]!.x));
@@ -248,7 +222,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
   });
 
   it("adds nothing for a revoked token", async () => {
-    const revoked = await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/admissions/${a2.jti}/revoke`, { reason: "test" });
+    const revoked = await brokerClient(broker).admin(CLUSTER).revokeAdmission(a2.jti, "test");
     expect(revoked.status).toBe(200);
     const before = await members();
     const r = await addMember(a2);
@@ -258,11 +232,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
 
   it("removes an unstarted learner whose admission ended before adding the next node", async () => {
     // ctrl-1 reports completion, which frees its slot at the broker.
-    const done = await fetch(`${broker.url}/v1/clusters/${CLUSTER}/tickets/${a1.ticket}/complete`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${a1.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ memberID: learnerID }),
-    });
+    const done = await brokerClient(broker, { bearer: a1.token }).cluster(CLUSTER).complete(a1.ticket, learnerID);
     expect(done.status).toBe(200);
     // A completed token may still ask about its (voter) member, and may not add anything else.
     expect((await promote(a1)).status).toBe(200);
@@ -280,7 +250,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     expect([blocked.status, blocked.body.code]).toEqual([503, "learner_not_started"]);
 
     // ctrl-3 never starts; an admin revokes it. The next add reaps its learner first.
-    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/admissions/${a3.jti}/revoke`, { reason: "never started" })).status).toBe(200);
+    expect((await brokerClient(broker).admin(CLUSTER).revokeAdmission(a3.jti, "never started")).status).toBe(200);
     const added4 = await until200(() => addMember(a4));
     const after = await members();
     expect(after.find((m) => m.id === learner3)).toBeUndefined();
@@ -313,7 +283,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
 
     // Its admission ends (revoked here; an expired lease is the same): the running learner no
     // longer blocks the cluster's joins. It never counted toward quorum, so removing it is safe.
-    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/admissions/${a4.jti}/revoke`, { reason: "stalled learner" })).status).toBe(200);
+    expect((await brokerClient(broker).admin(CLUSTER).revokeAdmission(a4.jti, "stalled learner")).status).toBe(200);
     const added5 = await until200(() => addMember(a5), 30_000);
     const afterReap = await members();
     expect(afterReap.find((m) => m.id === learner4)).toBeUndefined();
@@ -323,11 +293,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
     // ctrl-5 starts and reports completion without being promoted: its learner stays, because a
     // completed admission means its node counts it as a voter (its promotion may be under way).
     await etcd.startMember(ctrl5, added5.reply.body.initialCluster);
-    const done = await fetch(`${broker.url}/v1/clusters/${CLUSTER}/tickets/${a5.ticket}/complete`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${a5.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ memberID: added5.reply.body.memberID }),
-    });
+    const done = await brokerClient(broker, { bearer: a5.token }).cluster(CLUSTER).complete(a5.ticket, added5.reply.body.memberID);
     expect(done.status).toBe(200);
     const ctrl6 = await memberAddress("ctrl-6");
     const a6 = await admit(ctrl6);
@@ -359,7 +325,7 @@ describe(`join API against etcd ${process.env.E2E_ETCD_VERSION ?? "3.4"}`, () =>
 describe("join-broker controller command line", () => {
   const cli = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((ok) => {
-      const child = spawn(process.execPath, [join(ROOT, "bin/join-broker"), "controller", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [BIN, "controller", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));

@@ -7,7 +7,6 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Lab, labSkipReason } from "../lab/lab.ts";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 
@@ -29,9 +28,7 @@ afterAll(async () => {
 });
 
 const tickets = async (node: string) =>
-  ((await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets`)).body.tickets as { node: string; state: string }[])
-    .filter((t) => t.node === node)
-    .map((t) => t.state);
+  ((await h.client.admin(h.cluster).tickets()).body.tickets as { node: string; state: string }[]).filter((t) => t.node === node).map((t) => t.state);
 
 // Waits for the cut node's lease to end (the point of it), the next node's join, and the cut
 // node's own join once healed (etcd's 5 s window each).
@@ -42,7 +39,7 @@ it.skipIf(skip)(
     h.startSampling();
     h.startAgent("ctrl-0");
     await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 90_000);
-    expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/pause`)).status).toBe(200);
+    expect((await h.client.admin(h.cluster).pause()).status).toBe(200);
 
     h.startAgent("ctrl-1");
     await h.waitForStep("ctrl-1", "queued");
@@ -50,7 +47,7 @@ it.skipIf(skip)(
     h.timeline.add("partition", "ctrl-1", { from: ["broker"] });
     h.startAgent("ctrl-2");
     await h.waitForStep("ctrl-2", "queued");
-    expect((await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/resume`)).status).toBe(200);
+    expect((await h.client.admin(h.cluster).resume()).status).toBe(200);
 
     // ctrl-1 is admitted where it cannot hear it; its lease (10 s) ends and ctrl-2 joins meanwhile.
     await h.waitFor("ctrl-2 to join while ctrl-1 is cut", () => h.joined("ctrl-2"), 120_000);

@@ -9,7 +9,6 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { Lab, labSkipReason } from "../lab/lab.ts";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness, type HarnessOptions } from "../support/cluster.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 
@@ -142,7 +141,7 @@ it.skipIf(skip)(
     const last = run.events[run.events.length - 1]!;
     expect(last.step).toBe("refused");
     expect(last.msg).toMatch(/abandoned/);
-    const status = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}`);
+    const status = await h.client.admin(h.cluster).status();
     expect(status.body.inFlight, JSON.stringify(status.body)).toEqual([]);
     const [view] = await h.finalViews(["ctrl-0"]);
     expect(view!.members.map((m) => m.name).sort()).toEqual(["ctrl-0", "ctrl-1"]);

@@ -26,7 +26,6 @@ import { K0S_VERSIONS } from "../../scripts/k0s.mjs";
 import { hostJoinToken, joinTokenBearer, k0sApiCall } from "../lab/k0s-api.ts";
 import { BrokeredK0sLab, disabledComponents, eventually, k0sBinaries, startedVoters, type K0sBinaries, type MemberList } from "../lab/k0s-lab.ts";
 import { labSkipReason } from "../lab/lab.ts";
-import { adminCall } from "../support/broker.ts";
 
 const labSkip = await labSkipReason();
 const found = Object.fromEntries(K0S_VERSIONS.map((v) => [v, k0sBinaries(v, "broker")] as const));
@@ -182,9 +181,7 @@ for (const version of K0S_VERSIONS) {
           writeFileSync(join(k.out, `rogue-other-admission-${outsider}.log`), withOther.output());
 
           // 6. Revoked, the other node's admission is refused even for its own node and peer URL.
-          const revoked = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${jti(other)}/revoke`, {
-            reason: "test: a stolen admission",
-          });
+          const revoked = await h.client.admin(h.cluster).revokeAdmission(jti(other), "test: a stolen admission");
           expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
           const gone = await add({ node: OTHER.node, peerAddress: OTHER.peerURL }, other);
           expect(gone.status, gone.text).toBe(410);

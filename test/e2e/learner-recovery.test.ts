@@ -19,7 +19,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness, type AgentEvent, type AgentRun } from "../support/cluster.ts";
 import { expectEveryAdmissionAudited, expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed, seededRandom } from "../support/seeded.ts";
@@ -73,7 +72,7 @@ it("nodes whose running learners were removed after their leases expired join ag
   h.startAgent("ctrl-0");
   await h.waitFor("ctrl-0 to bootstrap", () => h.joined("ctrl-0"), 90_000);
   // Short leases from here on: a node that stops heartbeating loses its admission within seconds.
-  const policy = await adminCall(h.broker, "PUT", `/v1/admin/clusters/${h.cluster}/policy`, { leaseSeconds: 3 });
+  const policy = await h.client.admin(h.cluster).setPolicy({ leaseSeconds: 3 });
   expect(policy.status, JSON.stringify(policy.body)).toBe(200);
   const gateway = h.etcd(h.node("ctrl-0").clientURL);
   const member = async (node: string) => {
@@ -114,7 +113,7 @@ it("nodes whose running learners were removed after their leases expired join ag
   await h.waitFor(
     "ctrl-3's lease to expire",
     async () => {
-      const tickets = await adminCall(h.broker, "GET", `/v1/admin/clusters/${h.cluster}/tickets?state=expired`);
+      const tickets = await h.client.admin(h.cluster).tickets({ state: "expired" });
       return tickets.body.tickets.some((t: { node: string }) => t.node === "ctrl-3");
     },
     30_000,

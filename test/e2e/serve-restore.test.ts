@@ -8,9 +8,8 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
-
-const BIN = join(ROOT, "bin/join-broker");
+import { adminCall } from "../support/broker.ts";
+import { BIN, joinArgv, ROOT, startBroker, type BrokerProcess } from "../support/stack.ts";
 
 async function ask(broker: BrokerProcess, cluster: string, token: string, node: string, n: number) {
   const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
@@ -125,25 +124,17 @@ describe("serve restore", () => {
       process.execPath,
       [
         BIN,
-        "join",
-        "--broker",
-        broker.url,
-        "--cluster",
-        "pitr",
-        "--token",
-        token,
-        "--node",
-        "p0",
-        "--peer-url",
-        "https://10.0.0.30:2380",
-        "--join-api",
-        "http://127.0.0.1:9",
-        "--state-dir",
-        state,
-        "--timeout",
-        "8",
-        "--log-format",
-        "json",
+        ...joinArgv({
+          broker: broker.url,
+          cluster: "pitr",
+          token,
+          node: "p0",
+          peerURL: "https://10.0.0.30:2380",
+          joinApi: "http://127.0.0.1:9",
+          stateDir: state,
+          timeoutSeconds: 8,
+          logFormat: "json",
+        }),
       ],
       { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
     );

@@ -30,8 +30,7 @@ import { K0S_VERSIONS } from "../../scripts/k0s.mjs";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import { hex } from "../support/cluster.ts";
-import { between, pick, seededRandom } from "../support/seeded.ts";
-import type { Fault, SeedResult, Violation } from "./campaign.ts";
+import { faultSchedule, networkFault, type Fault, type SeedResult, type Violation } from "./campaign.ts";
 import { BrokeredK0sLab, K0S_HOSTS, k0sBinaries, type K0sBinaries } from "./k0s-lab.ts";
 
 export const K0S_BOUNDS = {
@@ -61,54 +60,9 @@ export type K0sChoice = "1.28" | "1.36" | "both";
 /** The k0s version a seed runs: with `both`, odd seeds 1.28, even seeds 1.36. */
 export const k0sVersionOf = (seed: number, choice: K0sChoice): "1.28" | "1.36" => (choice === "both" ? (seed % 2 === 1 ? "1.28" : "1.36") : choice);
 
-/** The seed's fault schedule over the k0s hosts (plus `broker` and `lb`). */
+/** The seed's fault schedule over the k0s hosts (plus `broker` and `lb`): a kill is every process of the host, its unit restarts it. */
 export function k0sSchedule(seed: number, nodes: string[]): Fault[] {
-  const random = seededRandom(seed);
-  const count = between(random, 2, 5);
-  const faults: Fault[] = [];
-  for (let i = 0; i < count; i++) {
-    const atMs = between(random, 0, K0S_BOUNDS.faultWindowMs);
-    const kind = pick(random, ["partition", "partition", "loss", "flap", "pause", "kill", "skew"] as const);
-    const node = pick(random, nodes);
-    switch (kind) {
-      case "partition": {
-        const host = random() < 0.2 ? pick(random, K0S_OTHER_HOSTS) : node;
-        const candidates = [...nodes, ...K0S_OTHER_HOSTS].filter((h) => h !== host);
-        const from = candidates.filter(() => random() < 0.5);
-        faults.push({
-          kind,
-          atMs,
-          forMs: between(random, 2_000, K0S_BOUNDS.maxPartitionMs),
-          host,
-          from: from.length ? from : [pick(random, candidates)],
-          oneWay: random() < 0.3,
-        });
-        break;
-      }
-      case "loss":
-        faults.push({
-          kind,
-          atMs,
-          forMs: between(random, 2_000, K0S_BOUNDS.maxPartitionMs),
-          host: random() < 0.2 ? pick(random, K0S_OTHER_HOSTS) : node,
-          percent: between(random, 10, 50),
-        });
-        break;
-      case "flap":
-        faults.push({ kind, atMs, forMs: between(random, 1_000, K0S_BOUNDS.maxFlapMs), host: node });
-        break;
-      case "pause":
-        faults.push({ kind, atMs, forMs: between(random, 1_000, K0S_BOUNDS.maxPauseMs), host: node });
-        break;
-      case "kill":
-        faults.push({ kind, atMs, forMs: 0, host: node });
-        break;
-      case "skew":
-        faults.push({ kind, atMs, forMs: 0, host: node, seconds: between(random, -K0S_BOUNDS.maxAgentSkewSeconds, K0S_BOUNDS.maxAgentSkewSeconds) });
-        break;
-    }
-  }
-  return faults.sort((a, b) => a.atMs - b.atMs);
+  return faultSchedule(seed, nodes, { bounds: K0S_BOUNDS, otherHosts: K0S_OTHER_HOSTS, killDownMs: null, joinApiSkewSeconds: null });
 }
 
 /** The binaries a seed needs, or why they are missing, for each version `choice` covers. */
@@ -229,41 +183,28 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
       await sleep(f.atMs);
       h.timeline.add(`fault-${f.kind}`, f.host, { ...f });
       try {
-        switch (f.kind) {
-          case "partition": {
-            const id = lab.partition([f.host], f.from, { oneWay: f.oneWay });
-            await sleep(f.forMs);
-            lab.heal(id);
-            break;
+        if (!(await networkFault(lab, f)))
+          switch (f.kind) {
+            case "pause": {
+              const pids = hostPids(lab.host(f.host).ns);
+              paused.set(f.host, pids);
+              signalAll(pids, "SIGSTOP");
+              await sleep(f.forMs);
+              signalAll(pids, "SIGCONT");
+              paused.delete(f.host);
+              break;
+            }
+            case "kill": {
+              // The whole unit, as a machine that loses power; its unit starts it again 5 s later.
+              const run = h.current(f.host);
+              if (run && !run.exit) killedRuns.add(`${f.host}#${run.run}`);
+              signalAll(hostPids(lab.host(f.host).ns), "SIGKILL");
+              break;
+            }
+            case "skew":
+              lab.skew(f.host, f.seconds);
+              break;
           }
-          case "loss":
-            lab.loss(f.host, f.percent);
-            await sleep(f.forMs);
-            lab.loss(f.host, 0);
-            break;
-          case "flap":
-            await lab.flap(f.host, f.forMs);
-            break;
-          case "pause": {
-            const pids = hostPids(lab.host(f.host).ns);
-            paused.set(f.host, pids);
-            signalAll(pids, "SIGSTOP");
-            await sleep(f.forMs);
-            signalAll(pids, "SIGCONT");
-            paused.delete(f.host);
-            break;
-          }
-          case "kill": {
-            // The whole unit, as a machine that loses power; its unit starts it again 5 s later.
-            const run = h.current(f.host);
-            if (run && !run.exit) killedRuns.add(`${f.host}#${run.run}`);
-            signalAll(hostPids(lab.host(f.host).ns), "SIGKILL");
-            break;
-          }
-          case "skew":
-            lab.skew(f.host, f.seconds);
-            break;
-        }
       } catch (e) {
         h.timeline.add("fault-failed", f.host, { kind: f.kind, error: (e as Error).message });
       }

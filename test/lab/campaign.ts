@@ -62,25 +62,49 @@ export interface SeedResult {
 
 export const nodeNames = (joiners: number) => Array.from({ length: joiners + 1 }, (_, i) => `ctrl-${i}`);
 
+/** What a campaign's fault schedule draws from: its bounds, the hosts beside the nodes, how its kills and skews land. */
+export interface ScheduleShape {
+  bounds: { faultWindowMs: number; maxPartitionMs: number; maxFlapMs: number; maxPauseMs: number; maxAgentSkewSeconds: number };
+  /** Hosts that are not nodes and may be partitioned (or lose packets) too. */
+  otherHosts: readonly string[];
+  /** How long a killed node stays down, drawn in this range; null: its own supervisor restarts it (forMs 0). */
+  killDownMs: readonly [number, number] | null;
+  /** The join API host's skew bound: 30% of skews land on it. null: skews land on nodes only. */
+  joinApiSkewSeconds: number | null;
+}
+
+/** The join-API and gate campaign's shape: the hosts `broker` and `join-api`, kills restarted by the campaign. */
+export const CAMPAIGN_SHAPE: ScheduleShape = {
+  bounds: BOUNDS,
+  otherHosts: ["broker", "join-api"],
+  killDownMs: [500, 3_000],
+  joinApiSkewSeconds: BOUNDS.maxJoinApiSkewSeconds,
+};
+
 /** The seed's fault schedule over these nodes (plus the hosts `broker` and `join-api`). */
 export function schedule(seed: number, nodes: string[]): Fault[] {
+  return faultSchedule(seed, nodes, CAMPAIGN_SHAPE);
+}
+
+/** A seed's faults over these nodes and the shape's other hosts: the same seed and shape, the same schedule. */
+export function faultSchedule(seed: number, nodes: string[], shape: ScheduleShape): Fault[] {
+  const { bounds, otherHosts } = shape;
   const random = seededRandom(seed);
-  const others = ["broker", "join-api"];
   const count = between(random, 2, 5);
   const faults: Fault[] = [];
   for (let i = 0; i < count; i++) {
-    const atMs = between(random, 0, BOUNDS.faultWindowMs);
+    const atMs = between(random, 0, bounds.faultWindowMs);
     const kind = pick(random, ["partition", "partition", "loss", "flap", "pause", "kill", "skew"] as const);
     const node = pick(random, nodes);
     switch (kind) {
       case "partition": {
-        const host = random() < 0.2 ? pick(random, others) : node;
-        const candidates = [...nodes, ...others].filter((h) => h !== host);
+        const host = random() < 0.2 ? pick(random, otherHosts) : node;
+        const candidates = [...nodes, ...otherHosts].filter((h) => h !== host);
         const from = candidates.filter(() => random() < 0.5);
         faults.push({
           kind,
           atMs,
-          forMs: between(random, 2_000, BOUNDS.maxPartitionMs),
+          forMs: between(random, 2_000, bounds.maxPartitionMs),
           host,
           from: from.length ? from : [pick(random, candidates)],
           oneWay: random() < 0.3,
@@ -91,23 +115,23 @@ export function schedule(seed: number, nodes: string[]): Fault[] {
         faults.push({
           kind,
           atMs,
-          forMs: between(random, 2_000, BOUNDS.maxPartitionMs),
-          host: random() < 0.2 ? pick(random, others) : node,
+          forMs: between(random, 2_000, bounds.maxPartitionMs),
+          host: random() < 0.2 ? pick(random, otherHosts) : node,
           percent: between(random, 10, 50),
         });
         break;
       case "flap":
-        faults.push({ kind, atMs, forMs: between(random, 1_000, BOUNDS.maxFlapMs), host: node });
+        faults.push({ kind, atMs, forMs: between(random, 1_000, bounds.maxFlapMs), host: node });
         break;
       case "pause":
-        faults.push({ kind, atMs, forMs: between(random, 1_000, BOUNDS.maxPauseMs), host: node });
+        faults.push({ kind, atMs, forMs: between(random, 1_000, bounds.maxPauseMs), host: node });
         break;
       case "kill":
-        faults.push({ kind, atMs, forMs: between(random, 500, 3_000), host: node });
+        faults.push({ kind, atMs, forMs: shape.killDownMs ? between(random, shape.killDownMs[0], shape.killDownMs[1]) : 0, host: node });
         break;
       case "skew": {
-        const onJoinApi = random() < 0.3;
-        const max = onJoinApi ? BOUNDS.maxJoinApiSkewSeconds : BOUNDS.maxAgentSkewSeconds;
+        const onJoinApi = shape.joinApiSkewSeconds !== null && random() < 0.3;
+        const max = onJoinApi ? shape.joinApiSkewSeconds! : bounds.maxAgentSkewSeconds;
         faults.push({ kind, atMs, forMs: 0, host: onJoinApi ? "join-api" : node, seconds: between(random, -max, max) });
         break;
       }
@@ -117,6 +141,28 @@ export function schedule(seed: number, nodes: string[]): Fault[] {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A fault of the network (a partition, packet loss, a link flap) for its time, then healed; false for a fault of another kind. */
+export async function networkFault(lab: Lab, f: Fault): Promise<boolean> {
+  switch (f.kind) {
+    case "partition": {
+      const id = lab.partition([f.host], f.from, { oneWay: f.oneWay });
+      await sleep(f.forMs);
+      lab.heal(id);
+      return true;
+    }
+    case "loss":
+      lab.loss(f.host, f.percent);
+      await sleep(f.forMs);
+      lab.loss(f.host, 0);
+      return true;
+    case "flap":
+      await lab.flap(f.host, f.forMs);
+      return true;
+    default:
+      return false;
+  }
+}
 
 /**
  * How the nodes join: through the join API (`--join-api`, the agent starts etcd), in gate mode
@@ -192,21 +238,8 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       x.timeline.add(`fault-${f.kind}-end`, f.host);
     };
     const inflict = async (f: Fault, pid: number | undefined) => {
+      if (await networkFault(lab, f)) return;
       switch (f.kind) {
-        case "partition": {
-          const id = lab.partition([f.host], f.from, { oneWay: f.oneWay });
-          await sleep(f.forMs);
-          lab.heal(id);
-          break;
-        }
-        case "loss":
-          lab.loss(f.host, f.percent);
-          await sleep(f.forMs);
-          lab.loss(f.host, 0);
-          break;
-        case "flap":
-          await lab.flap(f.host, f.forMs);
-          break;
         case "pause":
           paused.add(pid!);
           lab.pause(pid!);

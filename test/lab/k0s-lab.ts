@@ -36,8 +36,9 @@ import { stringify } from "yaml";
 import { cachedEtcdPath } from "../../scripts/etcd.mjs";
 import { cachedK0sPath, k0sPin, type K0sVersion } from "../../scripts/k0s.mjs";
 import { cachedKubePath } from "../../scripts/kube.mjs";
-import { adminCall, ROOT } from "../support/broker.ts";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
+import { joinArgv, ROOT } from "../support/stack.ts";
+import { P256_NEW_KEY } from "../support/operator-cas.ts";
 import { Lab } from "./lab.ts";
 
 const OUT = resolve(import.meta.dirname, "../../test-results/lab-k0s");
@@ -133,24 +134,7 @@ export function makeClusterPki(dir: string): void {
     );
   ca("ca", "kubernetes-ca");
   ca("etcd/ca", "etcd-ca");
-  openssl(
-    [
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "etcd-client.key",
-      "-out",
-      "etcd-client.csr",
-      "-subj",
-      "/CN=join-broker-agent",
-    ],
-    dir,
-  );
+  openssl(["req", "-new", ...P256_NEW_KEY, "-keyout", "etcd-client.key", "-out", "etcd-client.csr", "-subj", "/CN=join-broker-agent"], dir);
   writeFileSync(join(dir, "etcd-client.ext"), "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n");
   openssl(
     [
@@ -569,28 +553,12 @@ export function recipeArgs(
   recipe: K0sRecipe,
   own: { broker: string; cluster: string; token: string; node: string; peerURL: string; etcd: string[]; stateDir: string },
 ): string[] {
-  const args = [
-    "join",
-    "--broker",
-    own.broker,
-    "--cluster",
-    own.cluster,
-    "--token",
-    own.token,
-    "--node",
-    own.node,
-    "--peer-url",
-    own.peerURL,
-    "--etcd",
-    own.etcd.join(","),
-    "--state-dir",
-    own.stateDir,
-  ];
+  const flags: string[] = [];
   for (const [name, value] of recipe.flags) {
     if (IDENTITY_FLAGS.includes(name)) continue;
-    args.push(`--${name}`, ...(value === true ? [] : [value]));
+    flags.push(`--${name}`, ...(value === true ? [] : [value]));
   }
-  return [...args, "--log-format", "json"];
+  return joinArgv({ ...own, extra: [...flags, "--log-format", "json"] });
 }
 
 // --- through the broker ---------------------------------------------------------------------------
@@ -885,7 +853,7 @@ export async function seedThroughBroker(
         })),
       ]),
     );
-    const status = (await adminCall(b.h.broker, "GET", `/v1/admin/clusters/${b.h.cluster}`)).body as Record<string, unknown>;
+    const status = (await b.h.client.admin(b.h.cluster).status()).body as unknown as Record<string, unknown>;
     const audit = (await b.h.audit()).map((a) => ({ action: a.action, detail: a.detail }));
     log(`done in ${report.seconds} s`);
     for (const line of describeReport(report)) log(line);

@@ -7,8 +7,8 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { ROOT } from "../support/broker.ts";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
+import { joinArgv, ROOT } from "../support/stack.ts";
 import { kubeRequest, type KubeCredentials } from "./kube-client.ts";
 import {
   clusterCa,
@@ -217,35 +217,23 @@ export class BrokeredKubeLab {
   /** The agent's flags: the recipe (or `exec`) as --exec, etcd's client certificate in the host's own /etc/kubernetes (docs/installers.md). */
   agentArgs(node: string, exec = KUBEADM_RECIPE): string[] {
     const { h, lab } = this;
-    return [
-      "join",
-      "--broker",
-      h.broker.url,
-      "--cluster",
-      h.cluster,
-      "--token",
-      h.token,
-      "--node",
+    return joinArgv({
+      broker: h.broker.url,
+      cluster: h.cluster,
+      token: h.token,
       node,
-      "--peer-url",
-      `https://${lab.host(node).ip}:2380`,
-      "--state-dir",
-      h.node(node).stateDir,
-      "--etcd",
-      NODES.map((n) => `https://${lab.host(n).ip}:2379`).join(","),
-      "--etcd-cacert",
-      "/etc/kubernetes/pki/etcd/ca.crt",
-      "--etcd-cert",
-      "/etc/kubernetes/pki/apiserver-etcd-client.crt",
-      "--etcd-key",
-      "/etc/kubernetes/pki/apiserver-etcd-client.key",
-      "--exec",
+      peerURL: `https://${lab.host(node).ip}:2380`,
+      stateDir: h.node(node).stateDir,
+      etcd: NODES.map((n) => `https://${lab.host(n).ip}:2379`),
+      etcdClient: {
+        ca: "/etc/kubernetes/pki/etcd/ca.crt",
+        cert: "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+        key: "/etc/kubernetes/pki/apiserver-etcd-client.key",
+      },
       exec,
-      "--log-format",
-      "json",
-      "--timeout",
-      "600",
-    ];
+      logFormat: "json",
+      timeoutSeconds: 600,
+    });
   }
 
   /** Starts (or restarts) the node's agent on its host (network and mount namespace), keeping all it prints. */

@@ -2,14 +2,19 @@
  * Starts the broker as a real `wrangler dev` process on a free loopback port, with its Durable
  * Object state persisted in a directory of its own, so a test can kill and restart it. With
  * `runtime: "serve"` (or JOIN_BROKER_E2E_RUNTIME=serve) it is `join-broker serve` instead: the
- * same Worker on the workerd npm binary, its state in a data directory.
+ * same Worker on the workerd npm binary, its state in a data directory. `worker: "bench"` runs
+ * the benchmarks' Worker (bench/worker: the broker plus calls production does not need) the same
+ * two ways. test/support/stack.ts gathers this with the rest of the stack.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
+import { Writable } from "node:stream";
+import type { Supervisor } from "../../src/node/serve/supervisor.ts";
 import type { Lab } from "../lab/lab.ts";
 import { freePorts } from "../../scripts/ports.mjs";
+import { commandLine, descendants } from "./processes.ts";
 import { spawnUntilReady } from "./ready-process.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -38,7 +43,18 @@ export interface BrokerProcess {
   output(): string;
   /** `serve` only: SIGKILL the workerd process alone (serve restarts it) or serve alone (workerd is orphaned). */
   kill(target: "workerd" | "serve"): Promise<void>;
+  /**
+   * The workerd process that runs the Worker and its Durable Objects (for its memory). wrangler dev
+   * runs two: a proxy in front (it owns the "Ready on" port) and the runtime behind it, the one
+   * started with an inspector address.
+   */
+  workerdPid(): number | null;
+  /** The process the broker was started as (wrangler, or serve's supervisor; this process for the in-process bench serve). */
+  pid(): number | null;
 }
+
+/** Which Worker runs: the broker, or the benchmarks' (bench/worker/entry.ts: the broker plus no-op, clock and stats calls). */
+export type BrokerWorker = "broker" | "bench";
 
 export interface StartBrokerOptions {
   persistDir?: string;
@@ -52,6 +68,12 @@ export interface StartBrokerOptions {
   args?: string[];
   /** `serve` only: run on this lab host (test/lab/lab.ts), listening on the host's own address. */
   labHost?: { lab: Lab; host: string };
+  /**
+   * Default "broker". "bench": under wrangler, bench/wrangler.bench.toml; under serve, the bench
+   * Worker wrapped as serve wraps the broker, started by serve's own start-up code in this process
+   * (the CLI bundles the broker only); no kill(target) then.
+   */
+  worker?: BrokerWorker;
 }
 
 export async function startBroker(options: StartBrokerOptions = {}): Promise<BrokerProcess> {
@@ -65,6 +87,8 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   // kernel chose could meanwhile be handed to another listen(0).
   let port = options.port ?? (options.labHost ? 8787 : (await freePorts(1))[0]!);
   let child: ChildProcess | null = null;
+  let supervisor: Supervisor | null = null;
+  const worker = options.worker ?? "broker";
   let log = "";
   let lastGroup = 0;
   /** Process groups of earlier serve runs: a serve killed alone leaves its workerd in its group. */
@@ -80,7 +104,7 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     groups.clear();
   };
 
-  const launch = () => (runtime === "serve" ? launchServe() : launchWrangler());
+  const launch = () => (runtime === "wrangler" ? launchWrangler() : worker === "bench" ? launchServeInProcess() : launchServe());
 
   /** Its own output decides when it is ready: each start waits for its own line, not an earlier run's. */
   const append = (chunk: string) => {
@@ -116,9 +140,33 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     return started.match[1]!;
   };
 
+  /** The bench Worker the way `join-broker serve` runs the broker: its own start-up code, another entry. */
+  const launchServeInProcess = async () => {
+    const { startSelfHosted } = await import("../../src/node/serve/start.ts");
+    const sink = () =>
+      new Writable({
+        write(chunk, _encoding, done) {
+          append(chunk.toString());
+          done();
+        },
+      });
+    const version = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+    supervisor = await startSelfHosted(
+      { host: "127.0.0.1", port, dataDir: persistDir, adminToken: ADMIN_TOKEN },
+      {
+        softwareVersion: version,
+        entry: join(ROOT, "bench/worker/serve-entry.ts"),
+        log: (line) => append(`${line}\n`),
+        output: { stdout: sink(), stderr: sink() },
+      },
+    );
+    return supervisor.url;
+  };
+
   const launchWrangler = async () => {
     const args = [
       "dev",
+      ...(worker === "bench" ? ["--config", join(ROOT, "bench/wrangler.bench.toml")] : []),
       "--ip",
       "127.0.0.1",
       "--port",
@@ -137,7 +185,16 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
       what: "wrangler dev",
       ready: /Ready on (http:\/\/127\.0\.0\.1:(\d+))/,
       cwd: ROOT,
-      env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1", FORCE_COLOR: "0" },
+      env: {
+        ...process.env,
+        // wrangler needs a newer Node than the system's may be: the project's own comes first, as under npm.
+        PATH: `${join(ROOT, "node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`,
+        CLOUDFLARE_CF_FETCH_ENABLED: "false",
+        WRANGLER_SEND_METRICS: "false",
+        CI: "true",
+        NO_COLOR: "1",
+        FORCE_COLOR: "0",
+      },
       detached: true,
       onOutput: append,
       onSpawn: (proc) => (child = proc),
@@ -162,6 +219,11 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   };
 
   const stop = async (hard = false, reapOrphans = true) => {
+    if (supervisor) {
+      await (supervisor as Supervisor).stop();
+      supervisor = null;
+      return;
+    }
     const proc = child as ChildProcess | null;
     if (!proc || proc.exitCode !== null) {
       // A serve killed alone leaves its workerd behind, in serve's process group (a restart
@@ -181,7 +243,7 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
   };
 
   const kill = async (target: "workerd" | "serve") => {
-    if (runtime !== "serve") throw new Error("kill(target) needs runtime serve");
+    if (runtime !== "serve" || worker !== "broker") throw new Error("kill(target) needs join-broker serve");
     const proc = child as ChildProcess | null;
     if (!proc) throw new Error("the broker is not running");
     if (target === "serve") {
@@ -199,7 +261,20 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     if (!/workerd restarted/.test(log.slice(before))) throw new Error(`serve did not restart workerd:\n${log}`);
   };
 
+  const workerdPid = (): number | null => {
+    if (supervisor) return (supervisor as Supervisor).pid ?? null;
+    if (runtime === "serve") {
+      const file = join(persistDir, "run", "workerd.pid");
+      return existsSync(file) ? Number(readFileSync(file, "utf8")) || null : null;
+    }
+    const proc = child as ChildProcess | null;
+    if (!proc?.pid) return null;
+    const candidates = descendants(proc.pid, "workerd");
+    return candidates.find((pid) => commandLine(pid).includes("--inspector-addr")) ?? candidates[0] ?? null;
+  };
+
   if (options.labHost && runtime !== "serve") throw new Error("a broker on a lab host runs under join-broker serve");
+  if (options.labHost && worker !== "broker") throw new Error("a broker on a lab host runs the broker's Worker");
   const url = await launch();
   const localUrl = options.labHost ? await options.labHost.lab.reach(url) : url;
   await waitHealthy(localUrl);
@@ -208,6 +283,8 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     localUrl,
     runtime,
     kill,
+    workerdPid,
+    pid: () => (supervisor ? process.pid : ((child as ChildProcess | null)?.pid ?? null)),
     adminToken: ADMIN_TOKEN,
     persistDir,
     stop,

@@ -7,24 +7,34 @@
  * timeline, and reads the final membership from every node.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EtcdGateway, type EtcdMember } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch, type TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
-import { certificateAuthority, pkiFiles } from "../../src/node/pki/pki-dir.ts";
-import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../../src/node/pki/etcd-identities.ts";
-import { goVerify } from "./certcheck.ts";
-import { adminCall, ROOT, startBroker, type BrokerProcess, type StartBrokerOptions } from "./broker.ts";
+import type { AuditEntry, BrokerClient } from "../../src/shared/client/index.ts";
 import type { Lab } from "../lab/lab.ts";
-import { spawnUntilReady } from "./ready-process.ts";
+import {
+  BIN,
+  ROOT,
+  brokerClient,
+  enrollCluster,
+  joinArgv,
+  preparePki,
+  startBroker,
+  startJoinApiProcess,
+  type BrokerProcess,
+  type JoinApiProcess,
+  type JoinArgs,
+  type StackPki,
+  type StartBrokerOptions,
+} from "./stack.ts";
 import { etcdBinary, etcdBinaryFor, freePorts, MULTI_LEARNER_VERSION } from "./etcd.ts";
 import { e2eSeed } from "./seeded.ts";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.ts";
 import { InvariantViolation, RunInvariants, type NodeSample } from "./invariants.ts";
 import { Timeline } from "./timeline.ts";
 
-const BIN = join(ROOT, "bin/join-broker");
 /** Per etcd version when one is chosen ($E2E_ETCD_VERSION), so that the runs of one `npm test` keep their timelines apart. */
 export const RESULTS_DIR = join(ROOT, "test-results", "e2e", ...(process.env.E2E_ETCD_VERSION ? [`etcd-${process.env.E2E_ETCD_VERSION}`] : []));
 
@@ -78,6 +88,14 @@ export interface HarnessOptions {
   agentArgs?: string[];
   /** How the broker runs (`runtime`: wrangler dev or join-broker serve; TLS for serve). */
   broker?: Omit<StartBrokerOptions, "persistDir">;
+  /** A broker already running (the benchmarks' shared one): the harness neither starts nor stops it. */
+  sharedBroker?: BrokerProcess;
+  /** More `join-broker controller` flags (e.g. `--log-format json`). */
+  joinApiArgs?: string[];
+  /** Where the run's directory is made (default: the system's temp dir). */
+  parentDir?: string;
+  /** Keep the run's directory (etcd logs and flags) after cleanup; default: $KEEP_E2E_DIR set. */
+  keepDir?: boolean;
   /** A private CA's PEM file, given as --ca-file to every agent and the join API. */
   caFile?: string;
   /** Called with one line for every notable moment (the demo prints them). */
@@ -129,6 +147,10 @@ export interface FinalView {
 
 export class ClusterHarness {
   readonly timeline: Timeline;
+  /** The harness's own etcd client credentials (TLS runs), for sampling and for tests. */
+  readonly etcdClientTls: TlsFiles | null;
+  /** The typed broker client, as the admin. */
+  readonly client: BrokerClient;
   readonly runs = new Map<string, AgentRun[]>();
   readonly #listeners: ((run: AgentRun, e: AgentEvent) => void)[] = [];
   /** Every process group this harness started, so cleanup reaches etcd processes orphaned by a killed agent. */
@@ -146,11 +168,13 @@ export class ClusterHarness {
     readonly nodes: NodeSpec[],
     readonly broker: BrokerProcess,
     readonly token: string,
-    readonly joinApi: { url: string; proc: ChildProcess; output: () => string },
+    readonly joinApi: JoinApiProcess,
     readonly proxy: FaultProxy | null,
-    /** The harness's own etcd client credentials (TLS runs), for sampling and for tests. */
-    readonly etcdClientTls: TlsFiles | null,
+    /** The operator's CA and the harness's own etcd client credentials (TLS runs). */
+    readonly pki: StackPki | null,
   ) {
+    this.etcdClientTls = pki?.client ?? null;
+    this.client = brokerClient(broker);
     this.timeline = new Timeline(options.scenario, options.seed);
     // The broker's default maxInFlight is 1; a scenario's policy may raise it.
     this.#invariants = new RunInvariants(options.policy?.maxInFlight ?? 1);
@@ -164,7 +188,7 @@ export class ClusterHarness {
         .replace(/[^a-z0-9-]/g, "-")
         .slice(0, 40);
     const etcdBin = options.etcdBin ?? (await etcdBinary());
-    const dir = mkdtempSync(join(tmpdir(), `join-broker-${options.scenario}-`));
+    const dir = mkdtempSync(join(options.parentDir ?? tmpdir(), `join-broker-${options.scenario}-`));
     const lab = options.lab;
     const ports = lab ? [] : await freePorts(options.nodes.length * 2);
     const tls = options.etcdTls !== false;
@@ -189,37 +213,33 @@ export class ClusterHarness {
       lab.addHost("broker");
       lab.addHost("join-api");
     }
-    const pki = tls ? await preparePki(dir, nodes, options.operatorCa) : null;
-    let broker: BrokerProcess | null = null;
-    let joinApi: { url: string; proc: ChildProcess; output: () => string } | null = null;
+    const operatorCa = options.operatorCa;
+    const pki = tls ? await preparePki({ dir, nodePkiDirs: nodes.filter((n) => !operatorCa?.nodePkiDirs?.[n.name]).map((n) => n.pkiDir), operatorCa }) : null;
+    let broker: BrokerProcess | null = options.sharedBroker ?? null;
+    let joinApi: JoinApiProcess | null = null;
     let proxy: FaultProxy | null = null;
     try {
-      broker = await startBroker({
+      broker ??= await startBroker({
         persistDir: join(dir, "broker-state"),
         ...options.broker,
         ...(lab ? { runtime: "serve", labHost: { lab, host: "broker" } } : {}),
       });
-      const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, { description: `${options.scenario} nodes` });
-      if (created.status !== 201) throw new Error(`creating the enrollment token failed: ${created.status} ${JSON.stringify(created.body)}`);
-      if (options.policy) {
-        const set = await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, options.policy);
-        if (set.status !== 200) throw new Error(`setting the policy failed: ${set.status} ${JSON.stringify(set.body)}`);
-      }
-      joinApi = await startJoinApiProcess(
-        broker.url,
+      const token = await enrollCluster(broker, cluster, { description: `${options.scenario} nodes`, policy: options.policy });
+      joinApi = await startJoinApiProcess({
+        broker: broker.url,
         cluster,
-        nodes.map((n) => n.clientURL),
-        [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? [])],
+        etcd: nodes.map((n) => n.clientURL),
+        args: [...(options.caFile ? ["--ca-file", options.caFile] : []), ...(pki?.joinApiArgs ?? []), ...(options.joinApiArgs ?? [])],
         lab,
-      );
+      });
       if (options.faultProxy) proxy = await startFaultProxy(joinApi.url, options.random ?? Math.random);
-      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, created.body.token as string, joinApi, proxy, pki?.client ?? null);
+      const h = new ClusterHarness(options, dir, cluster, etcdBin, nodes, broker, token, joinApi, proxy, pki);
       if (joinApi.proc.pid) h.#groups.add(joinApi.proc.pid);
       return h;
     } catch (e) {
       if (joinApi?.proc.pid) killGroup(joinApi.proc.pid, "SIGKILL");
       await proxy?.close();
-      await broker?.stop(true);
+      if (!options.sharedBroker) await broker?.stop(true);
       rmSync(dir, { recursive: true, force: true });
       throw e;
     }
@@ -227,7 +247,7 @@ export class ClusterHarness {
 
   /** The operator's etcd CA (ca.crt, ca.key) that the join API signs with, on TLS runs. */
   get pkiCaDir(): string | null {
-    return this.etcdClientTls ? (this.options.operatorCa?.dir ?? join(this.dir, "pki-ca")) : null;
+    return this.pki?.caDir ?? null;
   }
 
   /**
@@ -239,17 +259,14 @@ export class ClusterHarness {
     // A node's own client URL is reached through its forward when the run is in a lab.
     const local = (url: string) => this.nodes.find((n) => n.clientURL === url)?.localClientURL ?? url;
     endpoints = typeof endpoints === "string" ? local(endpoints) : endpoints.map(local);
-    if (!this.etcdClientTls) return new EtcdGateway(endpoints, { timeoutMs });
-    this.#rootPassword ??= etcdRootPassword(readFileSync(join(this.pkiCaDir!, "ca.key"), "utf8"));
+    if (!this.pki) return new EtcdGateway(endpoints, { timeoutMs });
     return new EtcdGateway(endpoints, {
       timeoutMs,
-      fetch: tlsFetch(this.etcdClientTls),
-      credentials: { user: ROOT_USER, password: this.#rootPassword },
+      fetch: tlsFetch(this.pki.client),
+      credentials: { user: this.pki.rootUser, password: this.pki.rootPassword() },
       session: this.#etcdSession,
     });
   }
-
-  #rootPassword: string | null = null;
   readonly #etcdSession: { token: string | null } = { token: null };
 
   /** The URL agents use for the join API (through the fault proxy, when there is one). */
@@ -278,31 +295,25 @@ export class ClusterHarness {
   }
 
   /** Who the agent is and where it asks: the flags every agent of this harness starts with. */
-  #agentIdentity(node: NodeSpec): string[] {
-    return ["join", "--broker", this.broker.url, "--cluster", this.cluster, "--token", this.token, "--node", node.name, "--peer-url", node.peerURL];
+  #agentIdentity(node: NodeSpec) {
+    return { broker: this.broker.url, cluster: this.cluster, token: this.token, node: node.name, peerURL: node.peerURL, stateDir: node.stateDir };
   }
 
-  agentArgs(node: NodeSpec): string[] {
-    return [
+  /** The agent's flags for this node; `overrides` replaces some (another cluster, token, join API, timeout). */
+  agentArgs(node: NodeSpec, overrides: Partial<JoinArgs> = {}): string[] {
+    return joinArgv({
       ...this.#agentIdentity(node),
-      "--join-api",
-      this.joinApiUrl,
-      "--state-dir",
-      node.stateDir,
-      "--etcd-bin",
-      this.etcdBin,
-      "--data-dir",
-      node.dataDir,
-      "--client-url",
-      node.clientURL,
-      ...(this.etcdClientTls ? ["--pki-dir", node.pkiDir] : []),
-      "--log-format",
-      "json",
-      "--timeout",
-      "600",
-      ...(this.options.caFile ? ["--ca-file", this.options.caFile] : []),
-      ...(this.options.agentArgs ?? []),
-    ];
+      joinApi: this.joinApiUrl,
+      etcdBin: this.etcdBin,
+      dataDir: node.dataDir,
+      clientURL: node.clientURL,
+      pkiDir: this.pki ? node.pkiDir : undefined,
+      caFile: this.options.caFile,
+      logFormat: "json",
+      timeoutSeconds: 600,
+      extra: this.options.agentArgs,
+      ...overrides,
+    });
   }
 
   /**
@@ -310,23 +321,16 @@ export class ClusterHarness {
    * it is a voter. No join API, no --etcd-bin: COMMAND adds the member and runs etcd.
    */
   gateAgentArgs(node: NodeSpec, exec: string, extra: string[] = []): string[] {
-    return [
+    return joinArgv({
       ...this.#agentIdentity(node),
-      "--state-dir",
-      node.stateDir,
-      "--client-url",
-      node.clientURL,
-      "--etcd",
-      this.nodes.map((n) => n.clientURL).join(","),
-      ...(this.etcdClientTls ? ["--etcd-cacert", this.etcdClientTls.ca!, "--etcd-cert", this.etcdClientTls.cert!, "--etcd-key", this.etcdClientTls.key!] : []),
-      "--exec",
+      clientURL: node.clientURL,
+      etcd: this.nodes.map((n) => n.clientURL),
+      etcdClient: this.etcdClientTls ?? undefined,
       exec,
-      "--log-format",
-      "json",
-      "--timeout",
-      "600",
-      ...extra,
-    ];
+      logFormat: "json",
+      timeoutSeconds: 600,
+      extra,
+    });
   }
 
   /** Starts (or restarts) a node's agent as its own process group; `args` replaces the usual flags. */
@@ -527,16 +531,18 @@ export class ClusterHarness {
     return views;
   }
 
-  /** The broker's whole audit log. */
-  async audit(): Promise<{ seq: number; time: string; actor: string; action: string; subject: string; detail: Record<string, unknown> }[]> {
-    const out = [];
+  /** The broker's whole audit log (every entry with its time: the broker always writes it). */
+  async audit(): Promise<(AuditEntry & { time: string })[]> {
+    const out: (AuditEntry & { time: string })[] = [];
     let after = 0;
     for (let page = 0; page < 100; page++) {
-      const res = await adminCall(this.broker, "GET", `/v1/admin/clusters/${this.cluster}/audit?after=${after}&limit=1000`);
-      if (res.status !== 200) throw new Error(`audit: ${res.status} ${JSON.stringify(res.body)}`);
-      out.push(...res.body.entries);
-      if (res.body.entries.length < 1000) break;
-      after = res.body.next;
+      const { body } = await this.client.admin(this.cluster).audit({ after, limit: 1000 });
+      for (const e of body.entries) {
+        if (e.time === undefined) throw new Error(`audit entry ${e.seq} has no time`);
+        out.push({ ...e, time: e.time });
+      }
+      if (body.entries.length < 1000) break;
+      after = body.next;
     }
     return out;
   }
@@ -628,8 +634,8 @@ export class ClusterHarness {
       }
     }
     await this.proxy?.close();
-    await this.broker.stop(true);
-    if (process.env.KEEP_E2E_DIR) console.log(`[${this.options.scenario}] kept ${this.dir}`);
+    if (!this.options.sharedBroker) await this.broker.stop(true);
+    if (this.options.keepDir ?? !!process.env.KEEP_E2E_DIR) console.log(`[${this.options.scenario}] kept ${this.dir}`);
     else rmSync(this.dir, { recursive: true, force: true });
   }
 }
@@ -692,66 +698,6 @@ function processesUnder(dir: string): number[] {
     }
   }
   return found;
-}
-
-/**
- * An operator's etcd CA (made here, or `operatorCa`'s), put in every node's --pki-dir (whichever
- * node the broker lets bootstrap finds the pair) and the join API's (which makes its own etcd
- * client certificate from it, unless `operatorCa` names one); a client certificate without a
- * common name for the harness, which signs in as root, as the join API does, once the bootstrap
- * node has turned etcd's auth on.
- */
-async function preparePki(dir: string, nodes: NodeSpec[], operatorCa?: HarnessOptions["operatorCa"]): Promise<{ joinApiArgs: string[]; client: TlsFiles }> {
-  const caDir = operatorCa?.dir ?? join(dir, "pki-ca");
-  const { ca } = await certificateAuthority(caDir, operatorCa ? {} : { create: { commonName: "e2e etcd CA" } });
-  const files = pkiFiles(caDir);
-  for (const n of nodes) {
-    if (operatorCa?.nodePkiDirs?.[n.name]) continue;
-    mkdirSync(n.pkiDir, { recursive: true, mode: 0o700 });
-    copyFileSync(files.ca, join(n.pkiDir, "ca.crt"));
-    copyFileSync(files.caKey, join(n.pkiDir, "ca.key"));
-  }
-  const clientDir = join(dir, "pki-e2e-harness");
-  mkdirSync(clientDir, { recursive: true, mode: 0o700 });
-  const own = await anonymousClientCertificate(ca, "e2e-harness", Date.now());
-  const harness = { ca: join(clientDir, "ca.crt"), cert: join(clientDir, "client.crt"), key: join(clientDir, "client.key") };
-  writeFileSync(harness.ca, ca.certPem);
-  writeFileSync(harness.cert, own.cert);
-  writeFileSync(harness.key, own.key, { mode: 0o600 });
-  // In the tests, what the harness signed is judged as etcd will judge it (Go's crypto/x509)
-  // before etcd does (the demo and the benchmarks, which use this harness too, need no Go).
-  if (process.env.VITEST && !operatorCa?.refused) {
-    const verdict = goVerify(files.ca, [harness.cert], { usage: "client" });
-    if (!verdict.ok) throw new Error(`Go's crypto/x509 refuses the certificates the harness signed with ${files.ca}: ${verdict.output}`);
-  }
-  const joinApi = operatorCa?.joinApiClient;
-  return {
-    joinApiArgs: ["--pki-dir", caDir, ...(joinApi ? ["--etcd-cacert", joinApi.ca!, "--etcd-cert", joinApi.cert!, "--etcd-key", joinApi.key!] : [])],
-    client: harness,
-  };
-}
-
-async function startJoinApiProcess(
-  broker: string,
-  cluster: string,
-  etcd: string[],
-  extraArgs: string[] = [],
-  lab?: Lab,
-): Promise<{ url: string; proc: ChildProcess; output: () => string }> {
-  const listen = lab ? `${lab.host("join-api").ip}:8080` : "127.0.0.1:0";
-  const started = await spawnUntilReady(
-    process.execPath,
-    [BIN, "controller", "--etcd", etcd.join(","), "--broker", broker, "--cluster", cluster, "--listen", listen, ...extraArgs],
-    {
-      what: "the join API",
-      ready: /join API listening on (http:\/\/\S+)/,
-      spawner: lab ? (command, args, spawnOptions) => lab.spawn("join-api", command, args, spawnOptions) : undefined,
-      cwd: ROOT,
-      detached: true,
-      env: { ...process.env, ...(lab ? lab.clockEnv("join-api") : {}) },
-    },
-  );
-  return { url: started.match[1]!, proc: started.proc, output: started.output };
 }
 
 /**

@@ -25,6 +25,19 @@ function openssl(dir: string, ...args: string[]): void {
   execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
 }
 
+/** openssl's flags for a new P-256 key, unencrypted (`req -x509` for a CA, `req -new` for a request). */
+export const P256_NEW_KEY: readonly string[] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+
+/**
+ * `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes`: the CA one-liner most
+ * guides give (a PKCS#8 key, openssl's default CA extensions, or those of `extra`'s -config),
+ * writing `cert` and `key` (default ca.crt, ca.key) in `dir`.
+ */
+export function opensslP256Ca(dir: string, options: { subject?: string; days?: number; cert?: string; key?: string; extra?: string[] } = {}): void {
+  const { subject = "/CN=etcd-ca", days = 30, cert = "ca.crt", key = "ca.key", extra = [] } = options;
+  openssl(dir, "req", "-x509", ...P256_NEW_KEY, "-keyout", key, "-out", cert, "-days", String(days), "-subj", subject, ...extra);
+}
+
 /** `openssl req -x509` over an existing ca.key, with openssl's default CA extensions (basic constraints, key identifiers). */
 function selfSign(dir: string, subject: string, extra: string[] = []): void {
   openssl(dir, "req", "-x509", "-key", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", subject, ...extra);
@@ -61,25 +74,7 @@ export const OPERATOR_CA_KINDS: readonly OperatorCaKind[] = [
     name: "openssl-p256-pkcs8",
     description: "openssl req -x509 -newkey ec P-256 (PKCS#8 key, UTF8String CN): the one-liner most guides give",
     keyLabel: "PRIVATE KEY",
-    make: (dir) =>
-      openssl(
-        dir,
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "30",
-        "-subj",
-        "/CN=etcd-ca",
-      ),
+    make: (dir) => opensslP256Ca(dir),
   },
   {
     name: "openssl-rsa2048-pkcs1",

@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { P256_NEW_KEY, opensslP256Ca } from "./operator-cas.ts";
 
 export interface PrivateCa {
   /** The CA's certificate (what clients trust). */
@@ -17,41 +18,13 @@ export interface PrivateCa {
 export function makePrivateCa(dir: string): PrivateCa {
   const f = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    f("ca.key"),
-    "-out",
-    f("ca.pem"),
-    "-days",
-    "2",
-    "-subj",
-    "/CN=join-broker test CA",
-    "-addext",
-    "basicConstraints=critical,CA:TRUE",
-    "-addext",
-    "keyUsage=critical,keyCertSign,cRLSign",
-  );
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    f("server.key"),
-    "-out",
-    f("server.csr"),
-    "-subj",
-    "/CN=broker.test",
-  );
+  opensslP256Ca(dir, {
+    subject: "/CN=join-broker test CA",
+    days: 2,
+    cert: "ca.pem",
+    extra: ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+  });
+  openssl("req", ...P256_NEW_KEY, "-keyout", f("server.key"), "-out", f("server.csr"), "-subj", "/CN=broker.test");
   writeFileSync(f("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n");
   openssl(
     "x509",

@@ -1,7 +1,8 @@
 /**
  * The built CLI (scripts/build-cli.mjs) and how bin/join-broker chooses between it and the
  * TypeScript sources (bin/built-cli.mjs): a build runs the same commands as the sources, and a
- * build whose sources changed, went missing or that is incomplete is never run.
+ * build whose sources changed, went missing or that is incomplete is never run. What the npm
+ * package holds: the sources the command runs from, and none of the tests.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -75,5 +76,17 @@ describe("choosing the build or the sources", () => {
     const fresh = freshBuild(ROOT);
     expect(explain("explain")).toBe(`join-broker: running ${fresh.entry ? "the built CLI" : "the TypeScript sources"} (${fresh.why})`);
     expect(explain("source,explain")).toBe("join-broker: running the TypeScript sources (JOIN_BROKER_LAUNCH=source)");
+  });
+});
+
+describe("the npm package", () => {
+  it("lists the sources the command runs from and no test, test kit, test support or benchmark (npm pack --dry-run)", () => {
+    // --ignore-scripts: the list is package.json's `files` and .npmignore, not what `prepare` builds.
+    const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const files = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    expect(files).toEqual(
+      expect.arrayContaining(["bin/join-broker", "src/node/cli/main.ts", "src/broker/index.ts", "src/shared/protocol/wire.ts", "README.md"]),
+    );
+    expect(files.filter((f) => /\.test\.ts$|-test-kit\.ts$|^test\/|^bench\/|worker-configuration\.d\.ts$/.test(f))).toEqual([]);
   });
 });

@@ -6,6 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { BOUNDS, nodeNames, schedule, type SeedResult } from "../lab/campaign.ts";
 import { faultMix, reliabilityMarkdown, svgTimeline } from "../lab/campaign-report.ts";
+import { k0sSchedule } from "../lab/campaign-k0s.ts";
+import { K0S_HOSTS } from "../lab/k0s-lab.ts";
 
 const nodes = nodeNames(3);
 
@@ -13,6 +15,22 @@ describe("campaign schedules", () => {
   it("the same seed gives the same schedule; another seed another one", () => {
     expect(schedule(42, nodes)).toEqual(schedule(42, nodes));
     expect(schedule(42, nodes)).not.toEqual(schedule(43, nodes));
+  });
+
+  it("a seed replays the schedule it was recorded with, in both campaigns (one schedule function, each campaign's shape)", () => {
+    // Seed 3: a kill the join-API campaign lifts after 529 ms, and that k0s's unit restarts by itself (forMs 0).
+    expect(schedule(3, nodes)).toEqual([
+      { kind: "flap", atMs: 1546, forMs: 6341, host: "ctrl-0" },
+      { kind: "flap", atMs: 19247, forMs: 2843, host: "ctrl-0" },
+      { kind: "kill", atMs: 21057, forMs: 529, host: "ctrl-2" },
+      { kind: "partition", atMs: 22104, forMs: 10029, host: "ctrl-0", from: ["ctrl-1", "broker"], oneWay: false },
+    ]);
+    expect(k0sSchedule(3, K0S_HOSTS)).toEqual([
+      { kind: "flap", atMs: 5799, forMs: 6341, host: "k0s-1" },
+      { kind: "flap", atMs: 72177, forMs: 2843, host: "k0s-1" },
+      { kind: "kill", atMs: 78964, forMs: 0, host: "k0s-3" },
+      { kind: "partition", atMs: 82891, forMs: 10029, host: "k0s-1", from: ["k0s-2", "broker"], oneWay: false },
+    ]);
   });
 
   it("every fault stays inside the documented bounds", () => {
@@ -32,6 +50,7 @@ describe("campaign schedules", () => {
           expect(f.from).not.toContain(f.host);
         }
         if (f.kind === "pause" || f.kind === "kill" || f.kind === "flap") expect(nodes).toContain(f.host);
+        if (f.kind === "kill") expect([f.forMs >= 500, f.forMs <= 3_000]).toEqual([true, true]);
       }
       expect(faults.map((f) => f.atMs)).toEqual([...faults.map((f) => f.atMs)].sort((a, b) => a - b));
     }

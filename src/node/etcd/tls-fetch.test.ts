@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { P256_NEW_KEY, opensslP256Ca } from "../../../test/support/operator-cas.ts";
 import { EtcdGateway } from "./gateway.ts";
 import { nodeFetch, tlsFetch, tlsHandshakeError } from "./tls-fetch.ts";
 
@@ -74,24 +75,7 @@ describe("tlsFetch", () => {
   it("words a certificate refused on either side with the file it came from, never as a bare code", async () => {
     // Another CA, made by openssl.
     const dir = mkdtempSync(join(tmpdir(), "jb-tls-other-"));
-    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-    openssl(
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "other-ca.key",
-      "-out",
-      "other-ca.crt",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=another CA",
-    );
+    opensslP256Ca(dir, { subject: "/CN=another CA", days: 2, cert: "other-ca.crt", key: "other-ca.key" });
     const host = new URL(url).host;
 
     // The endpoint refuses the client certificate: etcd (Go's crypto/tls) says so with an alert,
@@ -141,38 +125,8 @@ describe("tlsFetch with a server name", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "jb-tls-name-"));
     const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-    openssl(
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "ca.key",
-      "-out",
-      "ca.crt",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=etcd-ca",
-    );
-    openssl(
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "server.key",
-      "-out",
-      "server.csr",
-      "-subj",
-      "/CN=etcd-server",
-    );
+    opensslP256Ca(dir, { days: 2 });
+    openssl("req", "-new", ...P256_NEW_KEY, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=etcd-server");
     writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
     openssl(
       "x509",

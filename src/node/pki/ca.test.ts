@@ -13,7 +13,7 @@ import "reflect-metadata"; // before @peculiar/x509, as its dependency injection
 import * as x509 from "@peculiar/x509";
 import { afterEach, describe, expect, it } from "vitest";
 import { goVerify } from "../../../test/support/certcheck.ts";
-import { OPERATOR_CA_KINDS, makeOperatorCa } from "../../../test/support/operator-cas.ts";
+import { OPERATOR_CA_KINDS, makeOperatorCa, opensslP256Ca } from "../../../test/support/operator-cas.ts";
 import { PkiError, loadCertificateAuthority } from "./ca.ts";
 import { certificateParts } from "./der.ts";
 import { requestedIdentity } from "./identity.ts";
@@ -109,26 +109,7 @@ describe("every kind of CA an operator has", () => {
         "",
       ].join("\n"),
     );
-    openssl(
-      dir,
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "ca.key",
-      "-out",
-      "ca.crt",
-      "-days",
-      "30",
-      "-subj",
-      "/CN=etcd-ca",
-      "-config",
-      "ca.cnf",
-    );
+    opensslP256Ca(dir, { extra: ["-config", "ca.cnf"] });
     const ca = await readCertificateAuthority(dir);
     expect(ca.subjectKeyId).toBe(ski.replace(/:/g, "").toLowerCase());
     const pem = await issueCertificate(ca, (await generateKeyPair()).keys.publicKey, identity.peer, 30);
