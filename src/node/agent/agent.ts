@@ -25,7 +25,8 @@
  */
 import { NodeSession } from "../../shared/client/node-session.ts";
 import { nodeFetch } from "../etcd/tls-fetch.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { AdmittedTicket, TicketView } from "../../shared/protocol/wire.ts";
+import type { Admission } from "./admission.ts";
 import { UsageError } from "../exit-codes.ts";
 import { withDeadline, type AgentContext } from "./agent-context.ts";
 import { bootstrap, checkNoClusterYet } from "./bootstrap-step.ts";
@@ -124,69 +125,72 @@ async function run(ctx: AgentContext): Promise<number> {
 /** Ticket, queue, admission; back to the queue whenever the admission ends before the join did. */
 async function join(ctx: AgentContext, signal: AbortSignal): Promise<JoinedMarker> {
   const { broker, files } = ctx;
-  let view = (await broker.resumeTicket(files.ticket, signal)) ?? (await broker.requestTicket(signal));
   const pause = new Backoff(1_000, 15_000, ctx.random);
+  let next = async () => (await broker.resumeTicket(files.ticket, signal)) ?? (await broker.requestTicket(signal));
   for (;;) {
-    files.save({ ticket: view.ticket, role: view.role });
-    if (view.state === "queued" || view.state === "admitted") await ctx.etcd.resumeOwn(view.role);
-    if (view.state === "queued") view = await broker.waitInQueue(view, signal);
-    switch (view.state) {
-      case "admitted":
-        try {
-          return await admitted(ctx, view, signal);
-        } catch (e) {
-          if (!(e instanceof LeaseLost)) throw e;
-          ctx.reporter.event("lease", `${e.message}; asking for a ticket again`, { state: e.state });
-        }
-        break;
-      case "joined":
-        return await alreadyJoined(ctx, view, signal);
-      case "revoked":
-        throw new AdmissionRevoked(
-          `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
-        );
-      default:
-        ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, {
-          state: view.state,
-        });
+    try {
+      const joined = await turn(ctx, await next(), signal);
+      if (joined) return joined;
+    } catch (e) {
+      if (!(e instanceof LeaseLost)) throw e;
+      ctx.reporter.event("lease", `${e.message}; asking for a ticket again`, { state: e.state });
     }
     await sleep(pause.next(), signal);
-    view = await broker.requestTicket(signal);
+    next = () => broker.requestTicket(signal);
+  }
+}
+
+/** One ticket's way: its turn in the queue, then its admission; null when it ended without either (a new ticket is asked for). */
+async function turn(ctx: AgentContext, first: TicketView, signal: AbortSignal): Promise<JoinedMarker | null> {
+  let view = first;
+  ctx.files.save({ ticket: view.ticket, role: view.role });
+  if (view.state === "queued" || view.state === "admitted") await ctx.etcd.resumeOwn(view.role);
+  if (view.state === "queued") view = await ctx.broker.waitInQueue(view, signal);
+  switch (view.state) {
+    case "admitted":
+      return await admitted(ctx, view, signal);
+    case "joined":
+      return await alreadyJoined(ctx, view, signal);
+    case "revoked":
+      throw new AdmissionRevoked(
+        `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
+      );
+    default:
+      ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, {
+        state: view.state,
+      });
+      return null;
   }
 }
 
 /** Admitted: under a heartbeating lease, the role's steps (or the installer's, in gate mode). */
-async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
+async function admitted(ctx: AgentContext, ticket: AdmittedTicket, outer: AbortSignal): Promise<JoinedMarker> {
   const r = ctx.reporter;
-  const admission = view.admission;
-  if (!admission) throw new LeaseLost("admitted", "the broker sent an admitted ticket without its admission token");
-  r.event("admitted", `admitted as ${view.role}; lease until ${view.leaseExpiresAt ?? "?"}`, {
-    ticket: view.ticket,
-    role: view.role,
-    jti: view.jti,
-    leaseExpiresAt: view.leaseExpiresAt,
+  r.event("admitted", `admitted as ${ticket.role}; lease until ${ticket.leaseExpiresAt}`, {
+    ticket: ticket.ticket,
+    role: ticket.role,
+    jti: ticket.jti,
+    leaseExpiresAt: ticket.leaseExpiresAt,
   });
-  const lease = new LeaseKeeper(ctx.session, view.ticket, admission, view.leaseExpiresAt, ctx.random, {
+  const lease = new LeaseKeeper(ctx.session, ticket.ticket, ticket.admission, ticket.leaseExpiresAt, ctx.random, {
     onTrouble: (m) => r.failure("broker", m),
     onHeartbeat: () => r.reachable("broker"),
   });
   lease.start();
-  const signal = AbortSignal.any([outer, lease.signal]);
+  const admission: Admission = { ticket, signal: AbortSignal.any([outer, lease.signal]) };
   try {
-    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys, ctx.crl);
-    if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
+    if (ticket.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys, ctx.crl);
+    if (ticket.role === "bootstrap") await checkNoClusterYet(ctx, admission.signal);
     if (ctx.gate) {
       const voter = await ctx.gate.admitted(
-        view,
         admission,
-        signal,
-        (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal),
-        (memberID, detail) => ctx.broker.reportStuck(view, admission, memberID, detail),
+        (memberID) => ctx.broker.reportStarted(admission, memberID),
+        (memberID, detail) => ctx.broker.reportStuck(admission, memberID, detail),
       );
-      await ctx.broker.complete(view, admission, voter.memberID, signal);
-      return ctx.files.writeMarker(view, voter.memberID, voter.clusterID);
+      await ctx.broker.complete(admission, voter.memberID);
+      return ctx.files.writeMarker(ticket, voter.memberID, voter.clusterID);
     }
-    return view.role === "bootstrap" ? await bootstrap(ctx, view, admission, signal) : await joinAsLearner(ctx, view, admission, signal);
+    return ticket.role === "bootstrap" ? await bootstrap(ctx, admission) : await joinAsLearner(ctx, admission);
   } finally {
     await lease.stop();
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { Admission } from "./admission.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import { EtcdGrpcReads } from "../etcd/grpc-reads.ts";
 import { ownClientFiles } from "../pki/pki-dir.ts";
@@ -18,7 +18,8 @@ import { secureBootstrapEtcd } from "./secure-etcd.ts";
 import { sleep } from "./retry.ts";
 import type { JoinedMarker } from "./state-files.ts";
 
-export async function bootstrap(ctx: AgentContext, view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
+export async function bootstrap(ctx: AgentContext, admission: Admission): Promise<JoinedMarker> {
+  const { ticket: view, signal } = admission;
   const { node, peerURL } = ctx.options;
   ctx.reporter.event("bootstrap", "this node holds the cluster's bootstrap ticket: starting a new etcd cluster", { ticket: view.ticket });
   ctx.files.checkDataIsOurs("bootstrap");
@@ -30,7 +31,7 @@ export async function bootstrap(ctx: AgentContext, view: TicketView, admission: 
     memberID: status.header.memberId,
   });
   await secureBootstrapEtcd(ctx.options, ctx.reporter, status.header.memberId, signal);
-  await ctx.broker.complete(view, admission, status.header.memberId, signal);
+  await ctx.broker.complete(admission, status.header.memberId);
   return ctx.files.writeMarker(view, status.header.memberId, status.header.clusterId);
 }
 

@@ -8,13 +8,24 @@
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { QueuedTicket, TicketView } from "../../shared/protocol/wire.ts";
+import type { Admission } from "./admission.ts";
 import { UsageError } from "../exit-codes.ts";
 import { GaveUp, Refusal } from "./errors.ts";
 import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost, abortFor } from "./lease.ts";
 import { reportQueued, type Reporter } from "./progress.ts";
 import { Backoff, ServerFailures, retrying, sleep, type Random } from "./retry.ts";
+
+/**
+ * A view as the agent takes it from the wire. The contract gives an admitted ticket its
+ * admission token, and the types count on it: one without is no admission to join with.
+ */
+function checked(view: TicketView): TicketView {
+  if (view.state === "admitted" && typeof view.admission !== "string")
+    throw new LeaseLost("admitted", "the broker sent an admitted ticket without its admission token");
+  return view;
+}
 
 const LONG_POLL_MIN_SECONDS = 2;
 const LONG_POLL_DEFAULT_SECONDS = 10;
@@ -23,7 +34,7 @@ const LONG_POLL_MAX_SECONDS = 30;
 const MIN_HELD_MS = 100;
 
 /** First in the queue: the next admission is this node's (whatever it waits for: a slot, the bootstrap, a resume). */
-function nextInLine(view: TicketView): boolean {
+function nextInLine(view: QueuedTicket): boolean {
   return view.position === 1;
 }
 
@@ -49,7 +60,7 @@ export class BrokerSteps {
     if (!ticket) return null;
     const res = await this.retry("reading the ticket", () => this.#broker.getTicket(ticket, { signal }), signal);
     if (!res.body) return null;
-    const view = res.body;
+    const view = checked(res.body);
     const live = view.state === "queued" || view.state === "admitted";
     if (!live && !(view.state === "revoked" && !this.#o.retryRevoked)) return null;
     this.#r.event("ticket", `resuming ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
@@ -65,7 +76,7 @@ export class BrokerSteps {
       signal,
     );
     if (res.body && res.status >= 200 && res.status < 300) {
-      const view = res.body;
+      const view = checked(res.body);
       this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });
       return view;
     }
@@ -104,7 +115,7 @@ export class BrokerSteps {
       if (res.body) {
         this.#r.reachable("broker");
         backoff.reset();
-        view = res.body;
+        view = checked(res.body);
         // A poll that came back early (the ticket changed but is still queued) must not bring the
         // next request forward: requests stay at least Retry-After apart, plus jitter. Except next
         // in line: its next change is its own admission, which a poll held at the broker hears at
@@ -132,10 +143,10 @@ export class BrokerSteps {
    * request, not retried here: the caller asks again on its next poll, and until then the next
    * node only waits longer.
    */
-  async reportStarted(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<boolean> {
+  async reportStarted({ ticket, signal }: Admission, memberID: string): Promise<boolean> {
     let res: Awaited<ReturnType<NodeSession["memberStarted"]>>;
     try {
-      res = await this.#broker.memberStarted(view.ticket, admission, memberID, signal);
+      res = await this.#broker.memberStarted(ticket.ticket, ticket.admission, memberID, signal);
     } catch (e) {
       // A broker out of reach (a connection it closed, say) is asked again at the next poll: the
       // join goes on meanwhile, only the next node waits longer. The admission's end is not.
@@ -156,10 +167,10 @@ export class BrokerSteps {
    * (it could not remove it): the broker ends the ticket and pauses the cluster for an operator.
    * A few tries, 30 s at most (the agent is on its way out); true when the broker took note.
    */
-  async reportStuck(view: TicketView, admission: string, memberID: string, detail: string): Promise<boolean> {
+  async reportStuck({ ticket }: Admission, memberID: string, detail: string): Promise<boolean> {
     const until = AbortSignal.timeout(30_000);
     for (let attempt = 0; !until.aborted; attempt++) {
-      const res = await this.#broker.memberStuck(view.ticket, admission, memberID, detail, until).catch(() => null);
+      const res = await this.#broker.memberStuck(ticket.ticket, ticket.admission, memberID, detail, until).catch(() => null);
       if (res?.status === 200) {
         this.#r.event("stuck", `told the broker that member ${memberIdHex(memberID)} is left in etcd for an operator: it paused the cluster`, { memberID });
         return true;
@@ -173,9 +184,9 @@ export class BrokerSteps {
     return false;
   }
 
-  async complete(view: TicketView, admission: string, memberID: string, signal: AbortSignal): Promise<void> {
+  async complete({ ticket: view, signal }: Admission, memberID: string): Promise<void> {
     this.#r.event("complete", `reporting member ${memberIdHex(memberID)} to the broker`, { memberID });
-    const res = await this.retry("completing", () => this.#broker.complete(view.ticket, admission, memberID, signal), signal);
+    const res = await this.retry("completing", () => this.#broker.complete(view.ticket, view.admission, memberID, signal), signal);
     if (res.status === 200) return;
     if (res.status === 410 || (res.status === 409 && res.problem?.code === "not_admitted")) {
       const now = await this.retry("reading the ticket", () => this.#broker.getTicket(view.ticket, { signal }), signal);

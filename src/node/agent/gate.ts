@@ -41,7 +41,7 @@ import { join } from "node:path";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { Admission } from "./admission.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { QuorumRescue, rescueFilesMissing } from "./quorum-rescue.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
@@ -169,9 +169,7 @@ export class Gate {
    * resolves once etcd does. COMMAND keeps running after that if it does not exit by itself.
    */
   async admitted(
-    view: TicketView,
-    admission: string,
-    signal: AbortSignal,
+    { ticket: view, signal }: Admission,
     reportStarted: (memberID: string) => Promise<boolean> = async () => true,
     reportStuck: ReportStuck = async () => false,
   ): Promise<Voter> {
@@ -187,7 +185,7 @@ export class Gate {
         });
         return already;
       }
-      const command = this.#start({ role: view.role, admission, ticket: view.ticket });
+      const command = this.#start({ role: view.role, admission: view.admission, ticket: view.ticket });
       let exitedOkAt: number | null = null;
       let lastNote = performance.now();
       for (;;) {

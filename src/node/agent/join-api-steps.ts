@@ -7,7 +7,7 @@
  */
 import { describeAnswer, type HttpResult } from "../../shared/client/exchange.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { Admission } from "./admission.ts";
 import type { BrokerSteps } from "./broker-steps.ts";
 import { JoinApiOutOfReach, Refusal } from "./errors.ts";
 import type { JoinApiClient, MemberAdded, MemberPromoted } from "./join-api-client.ts";
@@ -51,18 +51,19 @@ export class JoinApiSteps {
     this.#keys = keys;
   }
 
-  async addMember(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
+  async addMember(admission: Admission): Promise<MemberAdded> {
     try {
-      return await this.#addMemberOnce(view, admission, signal);
+      return await this.#addMemberOnce(admission);
     } catch (e) {
       if (!(e instanceof JoinApiOutOfReach)) throw e;
       // Nothing was added: give the turn to the next node rather than hold it while this one cannot be helped.
-      const left = await this.#brokerSteps.leave(view.ticket);
+      const left = await this.#brokerSteps.leave(admission.ticket.ticket);
       throw new LeaseLost("join_api_unreachable", `${e.message}${left || "; giving the slot back"}`);
     }
   }
 
-  async #addMemberOnce(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberAdded> {
+  async #addMemberOnce(admission: Admission): Promise<MemberAdded> {
+    const { ticket, signal } = admission;
     let rejected = 0;
     let unreachableSince: number | null = null;
     const patienceMs = this.#o.joinApiPatienceSeconds * 1000;
@@ -79,7 +80,7 @@ export class JoinApiSteps {
     // a node that stops before then makes fresh ones when it asks again.
     const pending = await certificatesToRequest(this.#o, this.#keys);
     return retrying<MemberAdded>({ ...retry, onUnreachable }, async () => {
-      const res = await this.#client.addMember(admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
+      const res = await this.#client.addMember(ticket.admission, this.#o.node, this.#o.peerURL, signal, pending?.requests);
       this.#r.reachable("join-api");
       unreachableSince = null;
       const body = res.body;
@@ -88,7 +89,7 @@ export class JoinApiSteps {
         return { done: body };
       }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
-        rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
+        rejected = await this.#joinApiRejected(admission, res, rejected);
       } else if (res.status === 400 || res.status === 409 || res.status === 422) {
         throw new Refusal(`the join API refused to add ${this.#o.node}: ${describeAnswer(res)}`);
       } else {
@@ -98,11 +99,12 @@ export class JoinApiSteps {
     });
   }
 
-  async promote(view: TicketView, admission: string, signal: AbortSignal): Promise<MemberPromoted> {
+  async promote(admission: Admission): Promise<MemberPromoted> {
+    const { ticket, signal } = admission;
     let rejected = 0;
     return retrying<MemberPromoted>(this.#joinApiRetry(5_000, signal), async () => {
       await this.#etcd.check();
-      const res = await this.#client.promote(admission, this.#o.node, signal);
+      const res = await this.#client.promote(ticket.admission, this.#o.node, signal);
       this.#r.reachable("join-api");
       if (res.status === 200 && res.body) {
         if (res.body.learner === false) this.#etcd.markVoter();
@@ -113,7 +115,7 @@ export class JoinApiSteps {
         throw new LeaseLost("member_removed", `this node's learner is no longer an etcd member (${describeAnswer(res)}); joining again`);
       }
       if (res.status === 401 || res.status === 403 || res.status === 410) {
-        rejected = await this.#joinApiRejected(view, admission, res, rejected, signal);
+        rejected = await this.#joinApiRejected(admission, res, rejected);
       } else if (res.status === 400 || res.status === 409 || res.status === 422) {
         throw new Refusal(`the join API refused to promote ${this.#o.node}: ${describeAnswer(res)}`);
       } else {
@@ -136,10 +138,10 @@ export class JoinApiSteps {
    * stops this attempt; one the broker still calls active is retried a few times (the join API
    * may not have the newest signing key yet) before it counts as a refusal.
    */
-  async #joinApiRejected(view: TicketView, admission: string, answer: HttpResult<unknown>, rejected: number, signal: AbortSignal): Promise<number> {
-    const res = await this.#brokerSteps.retry("checking the admission", () => this.#broker.getTicket(view.ticket, { signal }), signal);
+  async #joinApiRejected({ ticket, signal }: Admission, answer: HttpResult<unknown>, rejected: number): Promise<number> {
+    const res = await this.#brokerSteps.retry("checking the admission", () => this.#broker.getTicket(ticket.ticket, { signal }), signal);
     const current = res.body;
-    if (current?.state !== "admitted" || current.admission !== admission) {
+    if (current?.state !== "admitted" || current.admission !== ticket.admission) {
       const controller = new AbortController();
       abortFor(controller, current, describeAnswer(answer));
       if (controller.signal.aborted) throw controller.signal.reason;

@@ -5,7 +5,7 @@
  * @module
  */
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { Admission } from "./admission.ts";
 import type { AgentContext } from "./agent-context.ts";
 import { afterAdd } from "./data-dir-rules.ts";
 import { Refusal } from "./errors.ts";
@@ -13,13 +13,14 @@ import type { ExpectedEtcd } from "./etcd-identity.ts";
 import { learnerLimit } from "./local-etcd.ts";
 import type { JoinedMarker } from "./state-files.ts";
 
-export async function joinAsLearner(ctx: AgentContext, view: TicketView, admission: string, signal: AbortSignal): Promise<JoinedMarker> {
+export async function joinAsLearner(ctx: AgentContext, admission: Admission): Promise<JoinedMarker> {
+  const { ticket: view, signal } = admission;
   const { reporter: r, files, etcd } = ctx;
   files.checkDataIsOurs("join");
   // The newest revocation list first: certificates of a member that was removed are not used again.
   await ctx.crl?.refresh(signal);
   r.event("member-add", `asking the join API (${ctx.options.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
-  let added = await ctx.joinApi.addMember(view, admission, signal);
+  let added = await ctx.joinApi.addMember(admission);
   r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
     memberID: added.memberID,
     memberIDHex: memberIdHex(added.memberID),
@@ -44,7 +45,7 @@ export async function joinAsLearner(ctx: AgentContext, view: TicketView, admissi
     );
     if (!reuse) {
       r.event("member-add", `asking the join API again, with new keys: the certificates this node held were the removed member's`, { ticket: view.ticket });
-      added = await ctx.joinApi.addMember(view, admission, signal);
+      added = await ctx.joinApi.addMember(admission);
     }
   }
   etcd.record({
@@ -68,10 +69,10 @@ export async function joinAsLearner(ctx: AgentContext, view: TicketView, admissi
   });
   if (status.isLearner) {
     r.event("promote", "asking the join API to promote this learner to a voter", { memberID: status.header.memberId });
-    await ctx.joinApi.promote(view, admission, signal);
+    await ctx.joinApi.promote(admission);
     status = await etcd.wait("voter", signal, own);
   }
   r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
-  await ctx.broker.complete(view, admission, status.header.memberId, signal);
+  await ctx.broker.complete(admission, status.header.memberId);
   return files.writeMarker(view, status.header.memberId, status.header.clusterId);
 }

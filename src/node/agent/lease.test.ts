@@ -5,16 +5,17 @@ import type { TicketView } from "../../shared/protocol/wire.ts";
 import type { HttpResult } from "../../shared/client/exchange.ts";
 import { AdmissionRevoked, LeaseKeeper, LeaseLost, abortFor, type LeaseClock } from "./lease.ts";
 
-const view = (state: TicketView["state"], reason?: string): TicketView => ({
-  ticket: "tkt_a",
-  cluster: "c",
-  node: "n",
-  peerURL: "http://127.0.0.1:2380",
-  state,
-  role: "join",
-  createdAt: "2026-01-01T00:00:00Z",
-  reason,
-});
+const view = (state: TicketView["state"], reason?: string): TicketView =>
+  ({
+    ticket: "tkt_a",
+    cluster: "c",
+    node: "n",
+    peerURL: "http://127.0.0.1:2380",
+    state,
+    role: "join",
+    createdAt: "2026-01-01T00:00:00Z",
+    reason,
+  }) as TicketView;
 
 function reasonFor(v: TicketView | null): unknown {
   const c = new AbortController();

@@ -105,10 +105,11 @@ export class LeaseKeeper {
       }
       if (result.status === 200 && result.body) {
         failures = 0;
-        const next = result.body.leaseExpiresAt ? Date.parse(result.body.leaseExpiresAt) : NaN;
+        const leaseExpiresAt = result.body.state === "admitted" ? result.body.leaseExpiresAt : undefined;
+        const next = leaseExpiresAt ? Date.parse(leaseExpiresAt) : NaN;
         // The lease's length as the broker counts it, from now: immune to a skewed local clock.
         if (!Number.isNaN(next)) this.#leaseExpiresAt = this.clock.now() + (next - (result.date ?? this.clock.now()));
-        this.hooks.onHeartbeat?.(result.body.leaseExpiresAt ?? "");
+        this.hooks.onHeartbeat?.(leaseExpiresAt ?? "");
         continue;
       }
       if (result.status === 410 || result.status === 409 || result.status === 403 || result.status === 401) {

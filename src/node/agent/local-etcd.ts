@@ -14,7 +14,7 @@ import { TlsHandshakeError, tlsFetch } from "../etcd/tls-fetch.ts";
 import { grpcReads, type EtcdReads } from "../etcd/grpc-reads.ts";
 import { maxLearnersArgs, type EtcdTraits } from "../etcd/versions.ts";
 import { etcdServingFiles, ownClientFiles, pkiFiles, setOwnCertificatesAside } from "../pki/pki-dir.ts";
-import type { Role, TicketView } from "../../shared/protocol/wire.ts";
+import type { AdmittedTicket, Role } from "../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "./data-dir-rules.ts";
 import { decideDataDir } from "./data-dir-rules.ts";
@@ -32,8 +32,8 @@ import { hasEtcdData, type EtcdOwnership, type StateDir } from "./state-files.ts
 const WAIT_POLL_MS = 25;
 
 /** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
-export function learnerLimit(view: TicketView): { maxLearners?: number } {
-  return view.maxInFlight !== undefined && view.maxInFlight > 1 ? { maxLearners: view.maxInFlight } : {};
+export function learnerLimit(ticket: AdmittedTicket): { maxLearners?: number } {
+  return ticket.maxInFlight > 1 ? { maxLearners: ticket.maxInFlight } : {};
 }
 
 /** What the agent lends its etcd: its record of it, and its words for a refused data dir. */
