@@ -44,7 +44,17 @@ export class BrokerSteps {
   readonly #r: Reporter;
   readonly #random: Random;
 
-  constructor(broker: NodeSession, options: AgentOptions, reporter: Reporter, random: Random) {
+  /**
+   * @param exclusiveUntilStarted asks the broker to admit nobody beside this node until its member
+   *   started (gate mode: the installer adds its own member).
+   */
+  constructor(
+    broker: NodeSession,
+    options: AgentOptions,
+    reporter: Reporter,
+    random: Random,
+    readonly exclusiveUntilStarted = false,
+  ) {
     this.#broker = broker;
     this.#o = options;
     this.#r = reporter;
@@ -69,12 +79,8 @@ export class BrokerSteps {
 
   async requestTicket(signal: AbortSignal): Promise<TicketView> {
     const { node, peerURL } = this.#o;
-    // Gate mode: the installer adds its own member, so the broker admits nobody beside it until it started.
-    const res = await this.retry(
-      "requesting a ticket",
-      () => this.#broker.requestTicket(node, peerURL, signal, { exclusiveUntilStarted: !!this.#o.exec }),
-      signal,
-    );
+    const exclusiveUntilStarted = this.exclusiveUntilStarted;
+    const res = await this.retry("requesting a ticket", () => this.#broker.requestTicket(node, peerURL, signal, { exclusiveUntilStarted }), signal);
     if (res.body && res.status >= 200 && res.status < 300) {
       const view = checked(res.body);
       this.#r.event("ticket", `ticket ${view.ticket}: ${view.state} (${view.role})`, { ticket: view.ticket, state: view.state, role: view.role });

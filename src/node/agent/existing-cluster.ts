@@ -12,7 +12,12 @@
  * @module
  */
 import { EtcdGateway, type EtcdErrorKind, type EtcdMember } from "../etcd/gateway.ts";
-import type { EtcdReads } from "../etcd/grpc-reads.ts";
+import { EtcdGrpcReads, type EtcdReads } from "../etcd/grpc-reads.ts";
+import { tlsFetch } from "../etcd/tls-fetch.ts";
+import { ownClientFiles } from "../pki/pki-dir.ts";
+import type { AgentContext } from "./agent-context.ts";
+import { ClusterExists } from "./errors.ts";
+import { sleep } from "./retry.ts";
 
 const AUTH_REFUSALS: ReadonlySet<EtcdErrorKind> = new Set(["unauthenticated", "permission_denied", "client_certificate_named"]);
 import { canonicalPeerUrl } from "../../shared/protocol/identifiers.ts";
@@ -95,4 +100,26 @@ export function noClusterNote(answers: readonly ControllerAnswer[]): string {
     `no etcd cluster at the other controllers${asked ? ` (${asked} answered)` : ""}` +
     `${missed.length ? `; not reached: ${missed.map((a) => `${a.endpoint} (${a.error})`).join(", ")}, which proves nothing, so bootstrapping all the same` : ""}`
   );
+}
+
+/**
+ * Before acting on a bootstrap ticket: no etcd cluster may already run at the other
+ * controllers (`--etcd`). One that answers is refused (the broker's state was rolled back,
+ * say); endpoints that cannot be reached are asked twice, then the bootstrap goes ahead.
+ */
+export async function checkNoClusterYet(ctx: AgentContext, signal: AbortSignal): Promise<void> {
+  const o = ctx.options;
+  if (o.controllers.length === 0) return;
+  const files = o.etcdTls ?? (o.pkiDir ? ownClientFiles(o.pkiDir) : null);
+  // With --pki-dir, as the node asks its own etcd: over gRPC with its peer certificate.
+  const ask =
+    o.pkiDir && !o.etcdTls ? { reads: (endpoint: string) => new EtcdGrpcReads(endpoint, ownClientFiles(o.pkiDir!)) } : files ? { fetch: tlsFetch(files) } : {};
+  let answers = await askControllers(o.controllers, o.clientURL, ask);
+  if (answers.some((a) => !a.reached)) {
+    await sleep(2_000, signal);
+    answers = await askControllers(o.controllers, o.clientURL, ask);
+  }
+  const found = existingCluster(answers, o.peerURL);
+  if (found) throw new ClusterExists(clusterExistsMessage(found, o));
+  ctx.reporter.event("bootstrap", noClusterNote(answers), { asked: answers.length, unreachable: answers.filter((a) => !a.reached).length });
 }

@@ -42,6 +42,7 @@ import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../etcd/gateway.ts";
 import { tlsFetch } from "../etcd/tls-fetch.ts";
 import type { Admission } from "./admission.ts";
+import type { Voter } from "./member-runner.ts";
 import { GaveUp, Refusal, Stopped } from "./errors.ts";
 import { QuorumRescue, rescueFilesMissing } from "./quorum-rescue.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
@@ -49,12 +50,6 @@ import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
 import { sleep, untilAborted } from "./retry.ts";
 import type { StateDir } from "./state-files.ts";
-
-/** This node's member as etcd lists it, with the cluster it belongs to (IDs decimal, as the gateway spells them). */
-export interface Voter {
-  memberID: string;
-  clusterID: string;
-}
 
 /** How often etcd is asked while COMMAND runs. */
 const POLL_MS = 500;

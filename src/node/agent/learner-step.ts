@@ -6,14 +6,14 @@
  */
 import { memberIdHex } from "../../shared/protocol/member-id.ts";
 import type { Admission } from "./admission.ts";
-import type { AgentContext } from "./agent-context.ts";
+import type { OwnEtcdContext } from "./own-etcd-context.ts";
+import type { Voter } from "./member-runner.ts";
 import { afterAdd } from "./data-dir-rules.ts";
 import { Refusal } from "./errors.ts";
 import type { ExpectedEtcd } from "./etcd-identity.ts";
 import { learnerLimit } from "./local-etcd.ts";
-import type { JoinedMarker } from "./state-files.ts";
 
-export async function joinAsLearner(ctx: AgentContext, admission: Admission): Promise<JoinedMarker> {
+export async function joinAsLearner(ctx: OwnEtcdContext, admission: Admission): Promise<Voter> {
   const { ticket: view, signal } = admission;
   const { reporter: r, files, etcd } = ctx;
   files.checkDataIsOurs("join");
@@ -73,6 +73,5 @@ export async function joinAsLearner(ctx: AgentContext, admission: Admission): Pr
     status = await etcd.wait("voter", signal, own);
   }
   r.event("promoted", `a voter: member ${memberIdHex(status.header.memberId)}`, { memberID: status.header.memberId });
-  await ctx.broker.complete(admission, status.header.memberId);
-  return files.writeMarker(view, status.header.memberId, status.header.clusterId);
+  return { memberID: status.header.memberId, clusterID: status.header.clusterId };
 }
