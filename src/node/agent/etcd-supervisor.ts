@@ -16,8 +16,9 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync } from "node:fs";
-import { argvOf, isAlive, type StateDir } from "./state-files.ts";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync } from "node:fs";
+import { isAlive, processArgv, processIds } from "../proc.ts";
+import type { StateDir } from "./state-files.ts";
 import { sleep } from "./retry.ts";
 import { GaveUp } from "./errors.ts";
 import { etcdError } from "../etcd/etcd-log.ts";
@@ -194,7 +195,7 @@ export class EtcdSupervisor {
     const marker = `--data-dir=${this.dataDir}`;
     const pids = new Set<number>();
     const fromFile = this.dir.readPid(this.dir.etcdPidPath);
-    if (fromFile !== null && isAlive(fromFile) && argvOf(fromFile).includes(marker)) pids.add(fromFile);
+    if (fromFile !== null && isAlive(fromFile) && processArgv(fromFile)?.includes(marker)) pids.add(fromFile);
     for (const pid of processesWithArgument(marker)) pids.add(pid);
     pids.delete(process.pid);
     if (this.#child?.pid) pids.delete(this.#child.pid);
@@ -344,19 +345,7 @@ async function terminate(pid: number): Promise<void> {
 
 /** Live processes with this exact argument (Linux /proc; nothing elsewhere). */
 function processesWithArgument(argument: string): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return [];
-  }
-  const found: number[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    if (isAlive(pid) && argvOf(pid).includes(argument)) found.push(pid);
-  }
-  return found;
+  return processIds().filter((pid) => isAlive(pid) && processArgv(pid)?.includes(argument));
 }
 
 function rotateLog(path: string): void {

@@ -9,8 +9,9 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, readdirSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { processIds, processStat } from "../proc.ts";
 import { sleep } from "./retry.ts";
 import { writeFileAtomic } from "../atomic-file.ts";
 import type { StateDir } from "./state-files.ts";
@@ -153,39 +154,12 @@ async function stopGroup(pgid: number, graceMs: number): Promise<void> {
 
 /** Live (not zombie) processes of this process group, from /proc. */
 function groupMembers(pgid: number): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readStat(Number(entry));
-    if (stat && stat[2] !== "Z" && Number(stat[4]) === pgid) out.push(Number(entry));
-  }
-  return out;
+  return processIds().filter((pid) => {
+    const stat = processStat(pid);
+    return stat && stat[2] !== "Z" && Number(stat[4]) === pgid;
+  });
 }
 
 function startTimeOf(pid: number): string | null {
-  return readStat(pid)?.[21] ?? null;
-}
-
-/** /proc/PID/stat split into fields (the command name, which may hold spaces, kept as one). */
-function readStat(pid: number): string[] | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const close = text.lastIndexOf(")");
-    return [
-      text.slice(0, text.indexOf(" ")),
-      text.slice(text.indexOf("(") + 1, close),
-      ...text
-        .slice(close + 2)
-        .trim()
-        .split(/\s+/),
-    ];
-  } catch {
-    return null;
-  }
+  return processStat(pid)?.[21] ?? null;
 }

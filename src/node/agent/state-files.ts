@@ -173,20 +173,6 @@ export function hasEtcdData(dataDir: string): boolean {
   }
 }
 
-/** The process's arguments ([] when unknown or not on Linux). */
-export function argvOf(pid: number): string[] {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
-  } catch {
-    return [];
-  }
-}
-
-/** The process's arguments joined by spaces ("" when unknown). */
-export function commandLineOf(pid: number): string {
-  return argvOf(pid).join(" ");
-}
-
 function readJson<T>(path: string): T | null {
   if (!existsSync(path)) return null;
   const text = readFileSync(path, "utf8");
