@@ -175,7 +175,8 @@ export class BrokerSteps {
    */
   async reportStuck({ ticket }: Admission, memberID: string, detail: string): Promise<boolean> {
     const until = AbortSignal.timeout(30_000);
-    for (let attempt = 0; !until.aborted; attempt++) {
+    const backoff = new Backoff(1_000, 5_000, this.#random);
+    while (!until.aborted) {
       const res = await this.#broker.memberStuck(ticket.ticket, ticket.admission, memberID, detail, until).catch(() => null);
       if (res?.status === 200) {
         this.#r.event("stuck", `told the broker that member ${memberIdHex(memberID)} is left in etcd for an operator: it paused the cluster`, { memberID });
@@ -185,7 +186,7 @@ export class BrokerSteps {
         this.#r.failure("broker", `reporting member ${memberIdHex(memberID)} left for an operator: ${describeAnswer(res)}`);
         return false;
       }
-      await sleep(Math.min(1_000 * 2 ** attempt, 5_000), until).catch(() => undefined);
+      await sleep(backoff.next(), until).catch(() => undefined);
     }
     return false;
   }

@@ -48,7 +48,7 @@ import { QuorumRescue, rescueFilesMissing } from "./quorum-rescue.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
 import type { AgentOptions } from "./agent-options.ts";
 import type { Reporter } from "./progress.ts";
-import { sleep, untilAborted } from "./retry.ts";
+import { Backoff, PeriodicNote, sleep, untilAborted } from "./retry.ts";
 import type { StateDir } from "./state-files.ts";
 
 /** How often etcd is asked while COMMAND runs. */
@@ -182,7 +182,7 @@ export class Gate {
       }
       const command = this.#start({ role: view.role, admission: view.admission, ticket: view.ticket });
       let exitedOkAt: number | null = null;
-      let lastNote = performance.now();
+      const note = new PeriodicNote();
       for (;;) {
         const voter = await this.findVoter();
         if (voter) return voter;
@@ -204,8 +204,7 @@ export class Gate {
             );
           }
         }
-        if (performance.now() - lastNote > 10_000) {
-          lastNote = performance.now();
+        if (note.due()) {
           this.#r.retry(`waiting for etcd to list ${this.#o.peerURL} as a started voter (${this.#seen || "not a member yet"})`);
         }
         await Promise.race([sleep(POLL_MS, signal), command.exited]);
@@ -298,7 +297,9 @@ export class Gate {
    */
   async removeOwnNonVoter(heldUntil?: AbortSignal, reportStuck?: ReportStuck): Promise<"absent" | "removed" | "voter" | "unknown"> {
     const deadline = performance.now() + this.#o.removalTimeoutSeconds * 1000;
-    let lastNote = performance.now();
+    const note = new PeriodicNote();
+    // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
+    const backoff = new Backoff(500, 5_000);
     let last: Extract<Removal, { problem: string }> | null = null;
     let rescueTried = false;
     try {
@@ -309,17 +310,13 @@ export class Gate {
         // Once per attempt to give the admission up: an etcd that cannot run now will not later.
         if (heldUntil && removal.own && !removal.own.isLearner && !removal.own.started && !rescueTried) rescueTried = await this.#startRescue(removal.own);
         if (heldUntil && performance.now() >= deadline) await this.#stuck(removal, reportStuck);
-        if (heldUntil && performance.now() - lastNote > 10_000) {
-          lastNote = performance.now();
+        if (heldUntil && note.due()) {
           this.#r.event(
             "retry",
             `still holding this node's admission: its non-voting member must be gone from etcd before the next node goes (${removal.problem}); giving it up to an operator in ${Math.max(0, Math.round((deadline - performance.now()) / 1000))} s`,
           );
         } else this.#r.retry(removal.problem);
-        // Held, it backs off to 5 s between tries; otherwise the few tries come half a second apart.
-        await sleep(heldUntil ? Math.min(500 * 2 ** Math.min(attempt, 4), 5_000, Math.max(0, deadline - performance.now())) : 500, heldUntil).catch(
-          () => undefined,
-        );
+        await sleep(heldUntil ? Math.min(backoff.next(), Math.max(0, deadline - performance.now())) : 500, heldUntil).catch(() => undefined);
       }
     } finally {
       await this.#stopRescue();

@@ -24,7 +24,7 @@ import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
 import type { AgentOptions } from "./agent-options.ts";
 import { LeaseLost } from "./lease.ts";
 import type { Reporter } from "./progress.ts";
-import { sleep } from "./retry.ts";
+import { PeriodicNote, sleep } from "./retry.ts";
 import { TlsWatch } from "./tls-watch.ts";
 import { hasEtcdData, type EtcdOwnership, type StateDir } from "./state-files.ts";
 
@@ -290,7 +290,7 @@ export class LocalEtcd {
    */
   async wait(want: "serving" | "voter" | "healthy", signal: AbortSignal, expected?: ExpectedEtcd): Promise<EtcdStatus> {
     const began = performance.now();
-    let lastNote = began;
+    const note = new PeriodicNote();
     let last = "";
     for (;;) {
       await this.check();
@@ -310,8 +310,7 @@ export class LocalEtcd {
       } else {
         last = s.error.message;
       }
-      if (performance.now() - lastNote > 10_000) {
-        lastNote = performance.now();
+      if (note.due()) {
         this.#r.retry(`waiting for etcd at ${this.#o.clientURL} to be ${want} (${Math.round((performance.now() - began) / 1000)} s): ${last}`);
       }
       // Its own etcd, on this machine: asked often, so that what follows (the promote, the report)

@@ -38,6 +38,24 @@ export function untilAborted(signal: AbortSignal): Promise<"stop"> {
   });
 }
 
+/**
+ * A long wait's progress note, said at most every `everyMs` (10 s): no minute of waiting is
+ * silent, and no poll is noisy.
+ */
+export class PeriodicNote {
+  #last = performance.now();
+
+  constructor(readonly everyMs = 10_000) {}
+
+  /** Whether a note is due now; when it is, the next one is due `everyMs` later. */
+  due(): boolean {
+    const now = performance.now();
+    if (now - this.#last <= this.everyMs) return false;
+    this.#last = now;
+    return true;
+  }
+}
+
 /** Milliseconds to wait for a `Retry-After` of `seconds`: at least that, plus up to a quarter more. */
 export function retryAfterDelay(seconds: number, random: Random = Math.random): number {
   const base = Math.max(0, seconds) * 1000;
