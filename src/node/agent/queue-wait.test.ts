@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { runAgent } from "./agent.ts";
-import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
+import { collectProgress, testAgentOptions } from "./core/agent-test-kit.ts";
 
 /** What the scripted broker does with the n-th long poll: hold it, then answer with this view. */
 interface PollAnswer {
