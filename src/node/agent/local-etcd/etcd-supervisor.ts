@@ -16,15 +16,15 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync } from "node:fs";
-import { isAlive, processArgv, processIds } from "../../proc.ts";
+import { closeSync, fstatSync, mkdirSync, openSync } from "node:fs";
+import { isAlive, processArgv } from "../../proc.ts";
+import { processesWithArgument, stopChild, terminate } from "../../etcd/etcd-process.ts";
 import type { StateDir } from "../files/state-files.ts";
-import { sleep } from "../core/retry.ts";
 import { GaveUp } from "../core/errors.ts";
 import { etcdError } from "../../etcd/etcd-log.ts";
+import { readLogFrom, readLogSince, readLogTail, rotateLog } from "./etcd-log-file.ts";
 import { ETCD_MINORS, detectEtcdVersion, etcdTraits, refusedFlag, type EtcdMinor, type EtcdTraits } from "../../etcd/versions.ts";
 
-const MAX_LOG_BYTES = 64 * 1024 * 1024;
 /** More unexpected exits than this within RESTART_WINDOW_MS and the supervisor gives up. */
 const MAX_RESTARTS = 5;
 const RESTART_WINDOW_MS = 120_000;
@@ -55,8 +55,6 @@ export function healedByNetwork(reason: string | null): boolean {
 export function exitReason(log: string): { reason: string | null; healed: boolean } {
   return { reason: etcdError(log), healed: healedByNetwork(etcdError(log, Infinity)) };
 }
-/** How much of the log written since the last start is read when etcd exits (for those words, and its error). */
-const SCAN_BYTES = 256 * 1024;
 
 export interface SupervisorHooks {
   /** etcd exited without being asked to. */
@@ -170,13 +168,7 @@ export class EtcdSupervisor {
     this.#stopping = true;
     if (this.#restartTimer) clearTimeout(this.#restartTimer);
     const child = this.#child;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-      await exited;
-      clearTimeout(timer);
-    }
+    if (child && this.running) await stopChild(child, new Promise((r) => child.once("exit", r)), graceMs);
     this.dir.removeFile(this.dir.etcdPidPath);
   }
 
@@ -215,40 +207,12 @@ export class EtcdSupervisor {
    * ends: for reading it as it grows. A log rotated meanwhile is read from its start.
    */
   logFrom(offset: number): { text: string; end: number } {
-    const path = this.dir.etcdLogPath;
-    if (!existsSync(path)) return { text: "", end: 0 };
-    const fd = openSync(path, "r");
-    try {
-      const size = fstatSync(fd).size;
-      const from = size < offset ? 0 : Math.max(offset, size - SCAN_BYTES);
-      if (size <= from) return { text: "", end: size };
-      const buf = Buffer.alloc(size - from);
-      readSync(fd, buf, 0, buf.length, from);
-      // Up to the last complete line: the rest is read next time.
-      const text = buf.toString("utf8");
-      const lastNewline = text.lastIndexOf("\n");
-      return lastNewline < 0
-        ? { text: "", end: from }
-        : { text: text.slice(0, lastNewline + 1), end: from + Buffer.byteLength(text.slice(0, lastNewline + 1)) };
-    } finally {
-      closeSync(fd);
-    }
+    return readLogFrom(this.dir.etcdLogPath, offset);
   }
 
   /** The last `bytes` of etcd's log. */
   logTail(bytes = 4096): string {
-    const path = this.dir.etcdLogPath;
-    if (!existsSync(path)) return "";
-    const fd = openSync(path, "r");
-    try {
-      const size = fstatSync(fd).size;
-      const length = Math.min(bytes, size);
-      const buf = Buffer.alloc(length);
-      readSync(fd, buf, 0, length, size - length);
-      return buf.toString("utf8");
-    } finally {
-      closeSync(fd);
-    }
+    return readLogTail(this.dir.etcdLogPath, bytes);
   }
 
   #spawn(): void {
@@ -309,49 +273,6 @@ export class EtcdSupervisor {
 
   /** What the etcd that just exited logged (up to the last 256 KiB of it). */
   #sinceStart(): string {
-    const path = this.dir.etcdLogPath;
-    if (!existsSync(path)) return "";
-    const fd = openSync(path, "r");
-    try {
-      const size = fstatSync(fd).size;
-      const from = Math.max(this.#logStart, size - SCAN_BYTES);
-      if (size <= from) return "";
-      const buf = Buffer.alloc(size - from);
-      readSync(fd, buf, 0, buf.length, from);
-      return buf.toString("utf8");
-    } finally {
-      closeSync(fd);
-    }
-  }
-}
-
-/** SIGTERM, wait up to 10 s, then SIGKILL. */
-async function terminate(pid: number): Promise<void> {
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return;
-  }
-  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
-  if (isAlive(pid)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      /* gone meanwhile */
-    }
-    for (let i = 0; i < 50 && isAlive(pid); i++) await sleep(100);
-  }
-}
-
-/** Live processes with this exact argument (Linux /proc; nothing elsewhere). */
-function processesWithArgument(argument: string): number[] {
-  return processIds().filter((pid) => isAlive(pid) && processArgv(pid)?.includes(argument));
-}
-
-function rotateLog(path: string): void {
-  try {
-    if (statSync(path).size > MAX_LOG_BYTES) renameSync(path, `${path}.1`);
-  } catch {
-    /* no log yet */
+    return readLogSince(this.dir.etcdLogPath, this.#logStart);
   }
 }

@@ -9,12 +9,11 @@
 import { existsSync, renameSync } from "node:fs";
 import { writeFileAtomic } from "../../atomic-file.ts";
 import { EtcdGateway, type EtcdMember, type EtcdStatus } from "../../etcd/gateway.ts";
-import { etcdFlags } from "../../etcd/etcd-process.ts";
-import { TlsHandshakeError, tlsFetch } from "../../etcd/tls-fetch.ts";
+import { tlsFetch } from "../../etcd/tls-fetch.ts";
 import { grpcReads, type EtcdReads } from "../../etcd/grpc-reads.ts";
-import { maxLearnersArgs, type EtcdTraits } from "../../etcd/versions.ts";
-import { etcdServingFiles, ownClientFiles, pkiFiles, setOwnCertificatesAside } from "../../pki/pki-dir.ts";
-import type { AdmittedTicket, Role } from "../../../shared/protocol/wire.ts";
+import type { EtcdTraits } from "../../etcd/versions.ts";
+import { ownClientFiles, pkiFiles, setOwnCertificatesAside } from "../../pki/pki-dir.ts";
+import type { Role } from "../../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "../files/data-dir-rules.ts";
 import { decideDataDir } from "../files/data-dir-rules.ts";
@@ -22,6 +21,7 @@ import { GaveUp, Refusal } from "../core/errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
 import type { AgentOptions } from "../core/agent-options.ts";
+import { learnerArgs, ownEtcdFlags } from "./own-etcd-flags.ts";
 import { LeaseLost } from "../core/lease.ts";
 import type { Reporter } from "../core/progress.ts";
 import { PeriodicNote, sleep } from "../core/retry.ts";
@@ -30,11 +30,6 @@ import { hasEtcdData, type EtcdOwnership, type StateDir } from "../files/state-f
 
 /** How often `wait` asks the local etcd. */
 const WAIT_POLL_MS = 25;
-
-/** The learner limit the broker asks for, as recorded with the etcd it starts (nothing for the default 1). */
-export function learnerLimit(ticket: AdmittedTicket): { maxLearners?: number } {
-  return ticket.maxInFlight > 1 ? { maxLearners: ticket.maxInFlight } : {};
-}
 
 /** What the agent lends its etcd: its record of it, and its words for a refused data dir. */
 export interface LocalEtcdHost {
@@ -49,13 +44,6 @@ export interface LocalEtcdHost {
   /** Right before etcd starts: the revocation list file it will read is there. */
   beforeStart?(): Promise<void>;
 }
-
-/**
- * With --pki-dir (etcd's auth on): etcd compacts its own history every 5 minutes, what
- * kube-apiserver does by default, because from etcd 3.5.35 and 3.6.16 on only root may compact
- * and kube-apiserver's user is not root. An --etcd-arg given later wins.
- */
-const SELF_COMPACTION = ["--auto-compaction-mode=periodic", "--auto-compaction-retention=5m"];
 
 export class LocalEtcd {
   /**
@@ -92,7 +80,7 @@ export class LocalEtcd {
     this.#tls = options.pkiDir ? new TlsWatch(pkiFiles(options.pkiDir), reporter, this.supervisor, options.clientURL) : null;
     if (options.pkiDir) {
       const files = ownClientFiles(options.pkiDir);
-      const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: this.#watched(tlsFetch(files)) });
+      const health = new EtcdGateway(options.clientURL, { timeoutMs: 3_000, fetch: this.#tls!.watched(tlsFetch(files)) });
       this.gateway = grpcReads(options.clientURL, files, (endpoint) => health.health(endpoint), {
         timeoutMs: 3_000,
         onHandshakeError: (e) => this.#tls?.refusedOwn(e),
@@ -100,18 +88,6 @@ export class LocalEtcd {
     } else {
       this.gateway = new EtcdGateway(options.clientURL, { timeoutMs: 3_000 });
     }
-  }
-
-  /** This node's requests to its etcd, each certificate refusal told to the TLS watch. */
-  #watched(inner: typeof fetch): typeof fetch {
-    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
-      try {
-        return await inner(input, init);
-      } catch (e) {
-        if (e instanceof TlsHandshakeError) this.#tls?.refusedOwn(e);
-        throw e;
-      }
-    }) as typeof fetch;
   }
 
   /** Another etcd answered on the client URL: its word says nothing about this node's etcd. */
@@ -208,21 +184,17 @@ export class LocalEtcd {
   }
 
   #args(): string[] {
-    const owned = this.#host.owned()!;
-    const o = this.#o;
-    return etcdFlags({
-      name: o.node,
-      dataDir: o.dataDir,
-      clientURL: o.clientURL,
-      peerURL: o.peerURL,
-      listenPeerURL: o.listenPeerURL,
-      initialCluster: owned.initialCluster,
-      initialClusterState: owned.initialClusterState,
-      initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
-      ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir, { revocationList: true }) } : {}),
-      // Ours first: a --max-learners among --etcd-arg comes later and wins.
-      extraArgs: [...this.#learnerArgs(owned.maxLearners ?? 1), ...(o.pkiDir ? SELF_COMPACTION : []), ...o.etcdArgs],
-    });
+    const learners = this.#host.owned()!.maxLearners ?? 1;
+    const known = learnerArgs(learners, this.#traits, !!this.supervisor);
+    if (known.refused && !this.#learnerLimitNoted) {
+      this.#learnerLimitNoted = true;
+      this.#r.event(
+        "etcd-start",
+        `the cluster admits ${learners} nodes at once, but ${known.refused}; etcd will hold one learner at a time and the others wait`,
+        { maxInFlight: learners },
+      );
+    }
+    return ownEtcdFlags(this.#o, this.#host.owned()!, known.args);
   }
 
   /** Asks the etcd binary its version once, for its flag names (failures surface when etcd is started). */
@@ -232,29 +204,6 @@ export class LocalEtcd {
       this.#traits = (await this.supervisor.version()).traits;
     } catch {
       // EtcdSupervisor.start reports a binary that cannot run or is not a supported etcd.
-    }
-  }
-
-  /**
-   * `--max-learners` (by this version's name) so that etcd allows as many learners as the broker
-   * admits nodes at once. Nothing for 1 (etcd's default). Without --etcd-bin the version is not
-   * known: a limit above 1 needs etcd 3.6 or later, so 3.6's name is printed.
-   */
-  #learnerArgs(learners: number): string[] {
-    if (learners <= 1) return [];
-    if (!this.#traits) return this.supervisor ? [] : [`--max-learners=${learners}`];
-    try {
-      return maxLearnersArgs(this.#traits, learners);
-    } catch (e) {
-      if (!this.#learnerLimitNoted) {
-        this.#learnerLimitNoted = true;
-        this.#r.event(
-          "etcd-start",
-          `the cluster admits ${learners} nodes at once, but ${(e as Error).message}; etcd will hold one learner at a time and the others wait`,
-          { maxInFlight: learners },
-        );
-      }
-      return [];
     }
   }
 

@@ -9,7 +9,7 @@
  * @module
  */
 import { etcdTlsRejections, type EtcdTlsRejection } from "../../etcd/etcd-log.ts";
-import type { TlsHandshakeError } from "../../etcd/tls-fetch.ts";
+import { TlsHandshakeError } from "../../etcd/tls-fetch.ts";
 import type { PkiFiles } from "../../pki/pki-dir.ts";
 import { Refusal } from "../core/errors.ts";
 import type { Reporter } from "../core/progress.ts";
@@ -54,6 +54,18 @@ export class TlsWatch {
   refusedOwn(e: TlsHandshakeError): void {
     const line = `this node's own request to its etcd at ${this.clientURL} failed the TLS handshake: ${e.message}`;
     this.#note(`own:${e.code}`, line, e.expiry, { side: e.side, code: e.code });
+  }
+
+  /** `inner` for this node's requests to its etcd, each certificate refusal told to this watch. */
+  watched(inner: typeof fetch): typeof fetch {
+    return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      try {
+        return await inner(input, init);
+      } catch (e) {
+        if (e instanceof TlsHandshakeError) this.refusedOwn(e);
+        throw e;
+      }
+    }) as typeof fetch;
   }
 
   /** Reads what etcd logged since the last look, reports what is new; throws a Refusal once this start cannot succeed. */

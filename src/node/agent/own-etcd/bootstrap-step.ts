@@ -7,7 +7,7 @@
  */
 import { memberIdHex } from "../../../shared/protocol/member-id.ts";
 import type { Admission } from "../steps/admission.ts";
-import { learnerLimit } from "../local-etcd/local-etcd.ts";
+import { learnerLimit } from "../local-etcd/own-etcd-flags.ts";
 import { secureBootstrapEtcd } from "../local-etcd/secure-etcd.ts";
 import type { Voter } from "../steps/member-runner.ts";
 import type { OwnEtcdContext } from "./own-etcd-context.ts";

@@ -11,7 +11,7 @@ import type { Voter } from "../steps/member-runner.ts";
 import { afterAdd } from "../files/data-dir-rules.ts";
 import { Refusal } from "../core/errors.ts";
 import type { ExpectedEtcd } from "../local-etcd/etcd-identity.ts";
-import { learnerLimit } from "../local-etcd/local-etcd.ts";
+import { learnerLimit } from "../local-etcd/own-etcd-flags.ts";
 
 export async function joinAsLearner(ctx: OwnEtcdContext, admission: Admission): Promise<Voter> {
   const { ticket: view, signal } = admission;
