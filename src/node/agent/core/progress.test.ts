@@ -1,6 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createReporter, formatDuration, reportQueued } from "./progress.ts";
+import { createReporter, formatDuration } from "./progress.ts";
+import { reportQueued } from "./queue-report.ts";
 
 function sink(tty = false) {
   const chunks: string[] = [];

@@ -9,39 +9,9 @@
  */
 import type { LogFormat } from "./agent-options.ts";
 
-/** The protocol steps, in order. Stable names: scripts and tests match on them. */
-export type Step =
-  | "start"
-  | "ticket"
-  | "queued"
-  | "admitted"
-  | "bootstrap"
-  | "member-add"
-  | "member-added"
-  | "pki"
-  | "etcd-start"
-  | "exec"
-  | "exec-exit"
-  | "etcd-ready"
-  | "member-started"
-  | "etcd-exit"
-  | "etcd-tls"
-  | "cleanup"
-  | "rescue"
-  | "stuck"
-  | "promote"
-  | "promoted"
-  | "complete"
-  | "joined"
-  | "running"
-  | "retry"
-  | "reachable"
-  | "broker-error"
-  | "lease"
-  | "refused"
-  | "gave-up"
-  | "stopping"
-  | "error";
+import type { Step } from "./progress-steps.ts";
+
+export type { Step };
 
 /** The services whose failures the agent reports. */
 export type Service = "broker" | "join-api";
@@ -295,34 +265,6 @@ class TerminalReporter implements FormatReporter {
   #clear(): void {
     this.stream.write("\r\x1b[2K");
   }
-}
-
-/** What a queued ticket view says about the wait (the broker's fields; see TicketView). */
-export interface QueuedView {
-  ticket: string;
-  position?: number;
-  estimatedWaitSeconds?: number;
-  waitingFor?: "paused" | "bootstrap";
-  bootstrapNode?: string;
-}
-
-/** The "queued" event: the position, and what the queue waits for when it is not just turns. */
-export function reportQueued(r: Reporter, view: QueuedView): void {
-  const where = `position ${view.position ?? "?"} in the queue`;
-  const message =
-    view.waitingFor === "paused"
-      ? `${where}; admissions are paused by an admin`
-      : view.waitingFor === "bootstrap"
-        ? `${where}; waiting for the bootstrap node${view.bootstrapNode ? ` ${view.bootstrapNode}` : ""} to start the cluster`
-        : where;
-  r.event("queued", message, {
-    ticket: view.ticket,
-    position: view.position,
-    // An estimate made from typical admissions means nothing while the queue is blocked.
-    estimatedWaitSeconds: view.waitingFor ? undefined : view.estimatedWaitSeconds,
-    waitingFor: view.waitingFor,
-    bootstrapNode: view.bootstrapNode,
-  });
 }
 
 export function formatDuration(ms: number): string {

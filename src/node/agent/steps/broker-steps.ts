@@ -14,7 +14,8 @@ import { UsageError } from "../../exit-codes.ts";
 import { GaveUp, Refusal } from "../core/errors.ts";
 import type { AgentOptions } from "../core/agent-options.ts";
 import { LeaseLost, abortFor } from "../core/lease.ts";
-import { reportQueued, type Reporter } from "../core/progress.ts";
+import type { Reporter } from "../core/progress.ts";
+import { reportQueued } from "../core/queue-report.ts";
 import { Backoff, ServerFailures, retrying, sleep, type Random } from "../core/retry.ts";
 
 /**
