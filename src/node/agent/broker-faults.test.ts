@@ -127,15 +127,7 @@ describe("the agent and a broker that answers 429", () => {
 });
 
 describe("reporting a member started to a broker out of reach", () => {
-  const ticket = {
-    ticket: "tkt_1",
-    cluster: "c1",
-    node: "n1",
-    peerURL: "https://127.0.0.1:2380",
-    state: "admitted",
-    role: "join",
-    admission: "adm",
-  } as AdmittedTicket;
+  const ticket = { ticket: "tkt_1", state: "admitted", role: "join", admission: "adm" } as AdmittedTicket;
   const steps = (session: Partial<NodeSession>) => {
     const { reporter, lines } = collectProgress();
     return { steps: new BrokerSteps(session as NodeSession, testAgentOptions(mkdtempSync(join(tmpdir(), "agent-started-"))), reporter, () => 0), lines };

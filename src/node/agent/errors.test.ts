@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
 import { GaveUp, Refusal, Stopped } from "./core/errors.ts";
-import { CommandFailed } from "./gate/gate.ts";
-import { SplitBrain } from "./gate/own-member.ts";
+import { CommandFailed, SplitBrain } from "./gate/gate-errors.ts";
 import { AdmissionRevoked, LeaseLost } from "./core/lease.ts";
 
 describe("the agent's errors", () => {

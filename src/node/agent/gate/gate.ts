@@ -26,33 +26,30 @@
  */
 import { memberIdHex } from "../../../shared/protocol/member-id.ts";
 import type { AgentOptions } from "../core/agent-options.ts";
-import { GaveUp, Stopped } from "../core/errors.ts";
+import { Stopped } from "../core/errors.ts";
 import type { Reporter } from "../core/progress.ts";
 import { PeriodicNote, sleep, untilAborted } from "../core/retry.ts";
 import type { StateDir } from "../files/state-files.ts";
 import type { Admission } from "../steps/admission.ts";
 import type { Voter } from "../steps/member-runner.ts";
 import { ExecCommand, describeExit, stopLeftoverCommand } from "./exec-command.ts";
+import { CommandFailed } from "./gate-errors.ts";
 import { MemberRemoval, type ReportStuck } from "./member-removal.ts";
 import { OwnMember } from "./own-member.ts";
 
-/** How often etcd is asked while COMMAND runs. */
-const POLL_MS = 500;
-/** An installer that exited 0 gets this long for etcd to list its member as a started voter. */
-const EXITED_OK_GRACE_MS = 60_000;
-/** How often a start report the broker did not take is sent again. */
-const REPORT_RETRY_MS = 5_000;
-/** How long a signal's grace lasts before COMMAND's group gets SIGKILL. */
-const STOP_GRACE_MS = 30_000;
-
-/** How long the clean-up command may take before it is given up on. */
-const CLEANUP_TIMEOUT_MS = 60_000;
-
-/** COMMAND exited before the node was a voter: the agent leaves the queue and exits 4. */
-export class CommandFailed extends GaveUp {
-  override readonly name = "CommandFailed";
-  override readonly code = "ERR_GATE_COMMAND_FAILED";
-}
+/** Gate mode's waits, in milliseconds. */
+const WAIT_MS = {
+  /** How often etcd is asked while COMMAND runs. */
+  poll: 500,
+  /** An installer that exited 0 gets this long for etcd to list its member as a started voter. */
+  exitedOkGrace: 60_000,
+  /** How often a start report the broker did not take is sent again. */
+  reportRetry: 5_000,
+  /** How long a signal's grace lasts before COMMAND's group gets SIGKILL. */
+  stopGrace: 30_000,
+  /** How long the clean-up command may take before it is given up on. */
+  cleanup: 60_000,
+} as const;
 
 export class Gate {
   readonly #o: AgentOptions;
@@ -134,7 +131,7 @@ export class Gate {
         // A refused report is asked again, but not at every poll.
         if (this.#member.started && !reported && performance.now() >= nextReport) {
           reported = await reportStarted(this.#member.started);
-          nextReport = performance.now() + REPORT_RETRY_MS;
+          nextReport = performance.now() + WAIT_MS.reportRetry;
         }
         const exit = command.exit;
         if (exit && (exit.code !== 0 || exit.signal)) {
@@ -142,16 +139,16 @@ export class Gate {
         }
         if (exit) {
           exitedOkAt ??= performance.now();
-          if (performance.now() - exitedOkAt > EXITED_OK_GRACE_MS) {
+          if (performance.now() - exitedOkAt > WAIT_MS.exitedOkGrace) {
             throw new CommandFailed(
-              `${this.#label} exited with status 0, but etcd (${this.#member.etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${EXITED_OK_GRACE_MS / 1000} s later`,
+              `${this.#label} exited with status 0, but etcd (${this.#member.etcd.endpoints.join(", ")}) lists no started voter with peer URL ${this.#o.peerURL} ${WAIT_MS.exitedOkGrace / 1000} s later`,
             );
           }
         }
         if (note.due()) {
           this.#r.retry(`waiting for etcd to list ${this.#o.peerURL} as a started voter (${this.#member.seen || "not a member yet"})`);
         }
-        await Promise.race([sleep(POLL_MS, signal), command.exited]);
+        await Promise.race([sleep(WAIT_MS.poll, signal), command.exited]);
       }
     } catch (e) {
       await this.#giveUpAdmission(e, signal, reportStuck);
@@ -170,13 +167,13 @@ export class Gate {
       // Stopped by a signal: the same signal for COMMAND. The ticket stays; run again to resume.
       if (command?.running) {
         this.#r.event("stopping", `passing ${e.signal} on to ${this.#label}`);
-        await command.stop(e.signal, STOP_GRACE_MS);
+        await command.stop(e.signal, WAIT_MS.stopGrace);
       }
       return;
     }
     if (command?.running) this.#r.event("exec-exit", `stopping ${this.#label}: ${e instanceof Error ? e.message : String(e)}`);
     // Also what a failed COMMAND left in its process group: none of it is to be trusted now.
-    await command?.stop("SIGTERM", STOP_GRACE_MS);
+    await command?.stop("SIGTERM", WAIT_MS.stopGrace);
     const why = `${this.#label} ${describeExit(command?.exit ?? { code: null, signal: "SIGTERM" })} before this node was a voter`;
     let removal: Awaited<ReturnType<MemberRemoval["removeOwnNonVoter"]>>;
     try {
@@ -210,7 +207,7 @@ export class Gate {
     const timer = new AbortController();
     const exit = await Promise.race([
       cleanup.exited,
-      sleep(CLEANUP_TIMEOUT_MS, timer.signal).then(
+      sleep(WAIT_MS.cleanup, timer.signal).then(
         () => null,
         () => null,
       ),
@@ -220,7 +217,7 @@ export class Gate {
       await cleanup.stop("SIGTERM", 5_000);
       this.#r.event(
         "error",
-        `the clean-up command did not finish within ${CLEANUP_TIMEOUT_MS / 1000} s: stopped it; the installer's next run may find what it left`,
+        `the clean-up command did not finish within ${WAIT_MS.cleanup / 1000} s: stopped it; the installer's next run may find what it left`,
       );
     } else if (exit.code !== 0 || exit.signal)
       this.#r.event("error", `the clean-up command ${describeExit(exit)}; the installer's next run may find what it left`);
@@ -278,7 +275,7 @@ export class Gate {
     if (outcome === "stop") {
       const signal = stop.reason instanceof Stopped ? stop.reason.signal : "SIGTERM";
       this.#r.event("stopping", `passing ${signal} on to ${this.#label}`);
-      await command.stop(signal, STOP_GRACE_MS);
+      await command.stop(signal, WAIT_MS.stopGrace);
       return { code: "ok" };
     }
     if (outcome.code === 0 && !outcome.signal) return { code: "ok" };
@@ -292,6 +289,6 @@ export class Gate {
 
   /** Stops COMMAND if it runs (an unexpected failure of the agent). */
   async stopCommand(): Promise<void> {
-    if (this.#running?.running) await this.#running.stop("SIGTERM", STOP_GRACE_MS);
+    if (this.#running?.running) await this.#running.stop("SIGTERM", WAIT_MS.stopGrace);
   }
 }

@@ -17,24 +17,15 @@ import { join } from "node:path";
 import { memberIdHex } from "../../../shared/protocol/member-id.ts";
 import type { EtcdMember } from "../../etcd/gateway.ts";
 import type { AgentOptions } from "../core/agent-options.ts";
-import { GaveUp } from "../core/errors.ts";
 import type { Reporter } from "../core/progress.ts";
 import { Backoff, PeriodicNote, sleep } from "../core/retry.ts";
 import type { StateDir } from "../files/state-files.ts";
+import { MemberStuck } from "./gate-errors.ts";
 import type { OwnMember } from "./own-member.ts";
 import { QuorumRescue, rescueFilesMissing } from "./quorum-rescue.ts";
 
 /** Removal attempts when no admission is held (on start): the next node's turn is not this node's to hold. */
 const REMOVAL_ATTEMPTS = 20;
-
-/**
- * The agent gave up its turn leaving a member in etcd that it could not remove within
- * --removal-timeout: the cluster needs an operator (exit 4).
- */
-export class MemberStuck extends GaveUp {
-  override readonly name = "MemberStuck";
-  override readonly code = "ERR_MEMBER_STUCK";
-}
 
 /** What a removal found: the member gone (or never there), or a started voter (never removed). */
 type Removal = { done: "absent" | "removed" | "voter" } | { problem: string; own: EtcdMember | null };

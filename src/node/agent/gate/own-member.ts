@@ -13,19 +13,13 @@ import { memberIdHex } from "../../../shared/protocol/member-id.ts";
 import { EtcdGateway, memberByPeerUrl, type EtcdMember } from "../../etcd/gateway.ts";
 import { tlsFetch } from "../../etcd/tls-fetch.ts";
 import type { AgentOptions } from "../core/agent-options.ts";
-import { Refusal } from "../core/errors.ts";
 import type { Reporter } from "../core/progress.ts";
 import type { StateDir } from "../files/state-files.ts";
 import type { Voter } from "../steps/member-runner.ts";
+import { SplitBrain } from "./gate-errors.ts";
 
 /** Where the agent keeps its copy of etcd's client certificate, in its state dir. */
 export const KEPT_ETCD_CLIENT_DIR = "etcd-client";
-
-/** A node told to join is a voter of another cluster than the one it was to join: exit 3. */
-export class SplitBrain extends Refusal {
-  override readonly name = "SplitBrain";
-  override readonly code = "ERR_SPLIT_BRAIN";
-}
 
 export class OwnMember {
   readonly #o: AgentOptions;
