@@ -2,22 +2,22 @@
  * The node agent: the join as a short list of steps, each safe to crash at. Run the same
  * command again and it resumes from what the broker, etcd and the state dir say.
  *
- *   marker? ──yes──▶ (start etcd on its data) ▶ joined                          joined-steps.ts
+ *   marker? ──yes──▶ (start etcd on its data) ▶ joined                          steps/joined-steps.ts
  *     │no
- *   ticket (idempotent POST) ▶ queued (long polls) ▶ admitted                   broker-steps.ts
- *     admitted ─┬─ role bootstrap ▶ etcd `new` ▶ healthy ──────────────┐        bootstrap-step.ts
- *               ├─ role join ▶ learner add ▶ etcd `existing` ▶ promote ┤        learner-step.ts
- *               └─ gate mode ▶ the installer ▶ etcd lists a voter ─────┤        installer-runner.ts, gate.ts
+ *   ticket (idempotent POST) ▶ queued (long polls) ▶ admitted                   steps/broker-steps.ts
+ *     admitted ─┬─ role bootstrap ▶ etcd `new` ▶ healthy ──────────────┐        own-etcd/bootstrap-step.ts
+ *               ├─ role join ▶ learner add ▶ etcd `existing` ▶ promote ┤        own-etcd/learner-step.ts
+ *               └─ gate mode ▶ the installer ▶ etcd lists a voter ─────┤        gate/installer-runner.ts
  *     complete ◀───────────────────────────────────────────────────────┘
- *     ▶ marker ▶ joined (supervise etcd)                                        joined-steps.ts
- *   anything else ▶ an exit code, the turn given up                             ending.ts
+ *     ▶ marker ▶ joined (supervise etcd, or the installer's command)            steps/joined-steps.ts
+ *   anything else ▶ an exit code, the turn given up                             steps/ending.ts
  *
- * Which of the two makes the node a member is the mode's `MemberRunner` (member-runner.ts): the
- * agent's own etcd (own-etcd-runner.ts) or, in gate mode, an installer (installer-runner.ts).
+ * Which of the two makes the node a member is the mode's `MemberRunner` (steps/member-runner.ts):
+ * the agent's own etcd (own-etcd/) or, in gate mode, an installer (gate/).
  *
  * The broker alone decides between bootstrap and join; local files never do. etcd is started
  * with `--initial-cluster-state new` only for the broker's bootstrap ticket, and a data dir this
- * agent did not fill for this cluster is never started (data-dir-rules.ts). While admitted, a
+ * agent did not fill for this cluster is never started (files/data-dir-rules.ts). While admitted, a
  * lease keeper heartbeats; if the broker ends the admission the current step stops: a
  * revocation refuses (exit 3), an expiry goes back to the queue.
  *

@@ -3,7 +3,7 @@
  * of what it did to the data dir, the "joined" marker) and what the broker or etcd says, whether
  * etcd starts a `new` cluster, starts on `existing` data (or as a new member of an existing
  * cluster), moves a removed learner's data aside, or refuses. No I/O here: the agent gathers the
- * facts (src/node/agent/agent.ts) and every rule is unit-tested (data-dir-rules.test.ts).
+ * facts (node-files.ts) and every rule is unit-tested (data-dir-rules.test.ts).
  * @module
  */
 import type { Role } from "../../../shared/protocol/wire.ts";
