@@ -76,6 +76,52 @@ module.exports = {
       from: { path: "^src/", pathNot: "^src/broker/console/app/|\\.test\\.ts$" },
       to: { path: "^src/broker/console/app/" },
     },
+    // The agent's rooms (src/node/agent), from the bottom up: core/ (options, errors, progress,
+    // retry, lease) ← files/ (state files, data-dir rules) ← local-etcd/ (this node's etcd) and
+    // steps/ (the steps both modes share, the MemberRunner seam) ← own-etcd/ and gate/ (one
+    // runner each) ← agent.ts, which picks the mode. Tests may reach across.
+    {
+      name: "agent-core-below-all",
+      severity: "error",
+      comment: "The agent's core (options, errors, progress, retry, lease) imports no other room of the agent.",
+      from: { path: "^src/node/agent/core/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/agent/", pathNot: "^src/node/agent/core/" },
+    },
+    {
+      name: "agent-files-on-core-only",
+      severity: "error",
+      comment: "The agent's files (state, data-dir rules, marker) build on its core alone.",
+      from: { path: "^src/node/agent/files/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/agent/", pathNot: "^src/node/agent/(core|files)/" },
+    },
+    {
+      name: "agent-local-etcd-knows-no-steps",
+      severity: "error",
+      comment: "Running this node's etcd knows nothing of the steps or the modes that use it.",
+      from: { path: "^src/node/agent/local-etcd/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/agent/", pathNot: "^src/node/agent/(core|files|local-etcd)/" },
+    },
+    {
+      name: "agent-steps-mode-free",
+      severity: "error",
+      comment: "The steps both modes share reach a mode only through the MemberRunner seam: they import neither runner nor the etcd one of them runs.",
+      from: { path: "^src/node/agent/steps/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/agent/", pathNot: "^src/node/agent/(core|files|steps)/" },
+    },
+    {
+      name: "agent-own-etcd-not-gate",
+      severity: "error",
+      comment: "Own etcd and gate mode are two implementations of one seam: neither imports the other.",
+      from: { path: "^src/node/agent/own-etcd/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/agent/gate/" },
+    },
+    {
+      name: "agent-gate-not-own-etcd",
+      severity: "error",
+      comment: "Gate mode imports neither the own-etcd runner nor local-etcd/: the installer adds the member and runs etcd.",
+      from: { path: "^src/node/agent/gate/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^src/node/agent/(own-etcd|local-etcd)/" },
+    },
     {
       name: "not-to-unresolvable",
       severity: "error",

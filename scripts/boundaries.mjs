@@ -3,8 +3,9 @@
 // each runtime's code type-checked on its own with only that runtime's types, then
 // dependency-cruiser's rules (.dependency-cruiser.cjs): no cycles of files or of folders, neither
 // side imports the other, the shared contract imports neither, and on the node side only the CLI
-// (src/node/cli) knows the command line. The checks run as many at once as there are cores, each
-// one's output printed whole when it ends; exits non-zero when any failed.
+// (src/node/cli) knows the command line, and the agent's rooms (src/node/agent/*) import only
+// the rooms below them. The checks run as many at once as there are cores, each one's output
+// printed whole when it ends; exits non-zero when any failed.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";

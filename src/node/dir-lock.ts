@@ -6,6 +6,9 @@
  * @module
  */
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { bootId, isAlive } from "./proc.ts";
+
+export { bootId, isAlive };
 
 /** What the lock file says about its holder. */
 export interface LockHolder {
@@ -102,29 +105,5 @@ function ageMs(path: string): number {
     return Date.now() - statSync(path).mtimeMs;
   } catch {
     return Infinity;
-  }
-}
-
-/** The kernel's boot id (Linux), or "" where there is none. */
-export function bootId(): string {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-  } catch {
-    return "";
-  }
-}
-
-/** Whether the process exists and is not a zombie (an exited child nobody reaped yet). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true; // no /proc: trust kill(0)
   }
 }

@@ -14,9 +14,9 @@ import { EtcdGateway, classifyEtcdError } from "../../src/node/etcd/gateway.ts";
 import { startEtcd, type EtcdProcess } from "../../src/node/etcd/etcd-process.ts";
 import { maxLearnersArgs, refusedFlag, type EtcdMinor, type EtcdRefusal, type EtcdTraits } from "../../src/node/etcd/versions.ts";
 import { fromEtcdError } from "../../src/node/join-api/outcome.ts";
-import { EtcdSupervisor } from "../../src/node/agent/etcd-supervisor.ts";
-import { GaveUp } from "../../src/node/agent/errors.ts";
-import { StateDir } from "../../src/node/agent/state-files.ts";
+import { EtcdSupervisor } from "../../src/node/agent/local-etcd/etcd-supervisor.ts";
+import { GaveUp } from "../../src/node/agent/core/errors.ts";
+import { StateDir } from "../../src/node/agent/files/state-files.ts";
 import { etcdPin } from "../../scripts/etcd.mjs";
 import { TEST_TIMING, etcdUnderTest, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
 

@@ -32,20 +32,29 @@ function ticketIdentity(cluster: string, t: TicketRow): TicketIdentity {
 export function ticketView(
   cluster: string,
   t: TicketRow,
-  extras: { queued?: QueuedExtras; admission?: { token: string; expiresAt: number }; maxInFlight?: number },
+  extras: { queued?: QueuedExtras; admission?: { token: string; expiresAt: number }; maxInFlight: number },
 ): TicketView {
-  const view: TicketView = { ...ticketIdentity(cluster, t), createdAt: iso(t.created_at)! };
-  if (t.state === "queued" && extras.queued) Object.assign(view, extras.queued);
-  if (t.state === "admitted" && extras.admission) {
-    view.admission = extras.admission.token;
-    view.jti = t.jti ?? undefined;
-    view.leaseExpiresAt = iso(t.lease_expires_at);
-    view.admissionExpiresAt = iso(extras.admission.expiresAt * 1000);
-    if (extras.maxInFlight !== undefined) view.maxInFlight = extras.maxInFlight;
-  }
+  const base = { ...ticketIdentity(cluster, t), createdAt: iso(t.created_at)! };
+  let view: TicketView;
+  if (t.state === "queued") view = { ...base, state: t.state, ...extras.queued };
+  else if (t.state === "admitted") {
+    // Admitting writes the ticket's jti and its active admission in one command, and an active
+    // admission is never swept: an admitted row without them is a broken store.
+    const a = extras.admission;
+    if (!a || !t.jti) throw new Error(`ticket ${t.id} is admitted without its admission`);
+    view = {
+      ...base,
+      state: t.state,
+      admission: a.token,
+      jti: t.jti,
+      leaseExpiresAt: iso(t.lease_expires_at)!,
+      admissionExpiresAt: iso(a.expiresAt * 1000)!,
+      maxInFlight: extras.maxInFlight,
+    };
+  } else view = { ...base, state: t.state };
   if (t.member_id) view.memberID = t.member_id;
   if (t.exclusive_until_started === 1) view.exclusiveUntilStarted = true;
-  if (t.state === "admitted" && t.member_started_at !== null) view.memberStartedAt = iso(t.member_started_at);
+  if (view.state === "admitted" && t.member_started_at !== null) view.memberStartedAt = iso(t.member_started_at);
   if (t.end_reason) view.reason = t.end_reason;
   return view;
 }

@@ -2,19 +2,22 @@
  * The node agent: the join as a short list of steps, each safe to crash at. Run the same
  * command again and it resumes from what the broker, etcd and the state dir say.
  *
- *   marker? ──yes──▶ (start etcd on its data) ▶ joined                          joined-steps.ts
+ *   marker? ──yes──▶ (start etcd on its data) ▶ joined                          steps/joined-steps.ts
  *     │no
- *   ticket (idempotent POST) ▶ queued (long polls) ▶ admitted                   broker-steps.ts
- *     admitted ─┬─ role bootstrap ▶ etcd `new` ▶ healthy ──────────────┐        bootstrap-step.ts
- *               ├─ role join ▶ learner add ▶ etcd `existing` ▶ promote ┤        learner-step.ts
- *               └─ gate mode ▶ the installer ▶ etcd lists a voter ─────┤        gate.ts
+ *   ticket (idempotent POST) ▶ queued (long polls) ▶ admitted                   steps/broker-steps.ts
+ *     admitted ─┬─ role bootstrap ▶ etcd `new` ▶ healthy ──────────────┐        own-etcd/bootstrap-step.ts
+ *               ├─ role join ▶ learner add ▶ etcd `existing` ▶ promote ┤        own-etcd/learner-step.ts
+ *               └─ gate mode ▶ the installer ▶ etcd lists a voter ─────┤        gate/installer-runner.ts
  *     complete ◀───────────────────────────────────────────────────────┘
- *     ▶ marker ▶ joined (supervise etcd)                                        joined-steps.ts
- *   anything else ▶ an exit code, the turn given up                             ending.ts
+ *     ▶ marker ▶ joined (supervise etcd, or the installer's command)            steps/joined-steps.ts
+ *   anything else ▶ an exit code, the turn given up                             steps/ending.ts
+ *
+ * Which of the two makes the node a member is the mode's `MemberRunner` (steps/member-runner.ts):
+ * the agent's own etcd (own-etcd/) or, in gate mode, an installer (gate/).
  *
  * The broker alone decides between bootstrap and join; local files never do. etcd is started
  * with `--initial-cluster-state new` only for the broker's bootstrap ticket, and a data dir this
- * agent did not fill for this cluster is never started (data-dir-rules.ts). While admitted, a
+ * agent did not fill for this cluster is never started (files/data-dir-rules.ts). While admitted, a
  * lease keeper heartbeats; if the broker ends the admission the current step stops: a
  * revocation refuses (exit 3), an expiry goes back to the queue.
  *
@@ -24,27 +27,23 @@
  * @module
  */
 import { NodeSession } from "../../shared/client/node-session.ts";
+import type { AdmittedTicket, TicketView } from "../../shared/protocol/wire.ts";
 import { nodeFetch } from "../etcd/tls-fetch.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
 import { UsageError } from "../exit-codes.ts";
-import { withDeadline, type AgentContext } from "./agent-context.ts";
-import { bootstrap, checkNoClusterYet } from "./bootstrap-step.ts";
-import { BrokerSteps } from "./broker-steps.ts";
-import { endRun } from "./ending.ts";
-import { Gate } from "./gate.ts";
-import { JoinApiClient } from "./join-api-client.ts";
-import { JoinApiSteps } from "./join-api-steps.ts";
-import type { AgentOptions } from "./agent-options.ts";
-import { alreadyJoined, resumeJoined, serveJoined } from "./joined-steps.ts";
-import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./lease.ts";
-import { joinAsLearner } from "./learner-step.ts";
-import { LocalEtcd } from "./local-etcd.ts";
-import { RevocationListKeeper } from "./revocation-list.ts";
-import { NodeFiles } from "./node-files.ts";
-import { bootstrapCertificates, checkOperatorCa, NodeKeys } from "./node-certificates.ts";
-import type { Reporter } from "./progress.ts";
-import { Backoff, sleep, type Random } from "./retry.ts";
-import { StateDir, type JoinedMarker } from "./state-files.ts";
+import type { Admission } from "./steps/admission.ts";
+import { withDeadline, type AgentContext } from "./steps/agent-context.ts";
+import type { AgentOptions } from "./core/agent-options.ts";
+import { BrokerSteps } from "./steps/broker-steps.ts";
+import { endRun } from "./steps/ending.ts";
+import { installerMode } from "./gate/installer-runner.ts";
+import { alreadyJoined, resumeJoined, serveJoined } from "./steps/joined-steps.ts";
+import { AdmissionRevoked, LeaseKeeper, LeaseLost } from "./core/lease.ts";
+import type { MemberRunner } from "./steps/member-runner.ts";
+import { NodeFiles } from "./files/node-files.ts";
+import { ownEtcdMode } from "./own-etcd/own-etcd-runner.ts";
+import type { Reporter } from "./core/progress.ts";
+import { Backoff, sleep, type Random } from "./core/retry.ts";
+import { StateDir, type JoinedMarker } from "./files/state-files.ts";
 
 export interface AgentDeps {
   reporter: Reporter;
@@ -63,130 +62,108 @@ export async function runAgent(options: AgentOptions, deps: AgentDeps): Promise<
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const ctx = agentContext(options, deps, dir);
+  // The one place the mode is decided: an installer's (--exec) or the agent's own etcd.
+  const mode = options.exec ? installerMode : ownEtcdMode;
+  const ctx = agentContext(options, deps, dir, mode.exclusiveUntilStarted);
+  const runner = mode.runner(ctx);
   try {
-    return await run(ctx);
+    return await run(ctx, runner);
   } finally {
-    ctx.crl?.stop();
+    runner.close();
     dir.unlock();
     deps.reporter.close();
   }
 }
 
 /** The parts of one run, made once, that every step works with. */
-function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir): AgentContext {
+function agentContext(options: AgentOptions, deps: AgentDeps, dir: StateDir, exclusiveUntilStarted: boolean): AgentContext {
   const { reporter, print } = deps;
   const random = deps.random ?? Math.random;
   // Its own fetch over node:http, and the node session alone rather than the whole broker client
   // (its input schemas): a process that starts on every controller at once loads neither undici
   // nor zod (--cluster is checked with the command line).
-  const fetch = nodeFetch();
-  const session = new NodeSession(options.brokerUrl, options.cluster, options.token, undefined, fetch);
+  const session = new NodeSession(options.brokerUrl, options.cluster, options.token, undefined, nodeFetch());
   const files = new NodeFiles(options, dir);
-  const broker = new BrokerSteps(session, options, reporter, random);
-  const crl = options.pkiDir && !options.exec ? new RevocationListKeeper(options.pkiDir, options.joinApiUrl, reporter) : null;
-  const etcd = new LocalEtcd(options, reporter, dir, {
-    owned: () => files.owned,
-    saveOwned: (owned) => files.save({ etcd: owned }),
-    disk: () => files.disk(),
-    refusal: (rule, role, why) => files.refusal(rule, role, why),
-    print,
-    // From etcd's first start on, the list it reads is kept current while the agent runs.
-    started: () => crl?.start(),
-    beforeStart: async () => crl?.ensurePlaceholder(),
-  });
-  const keys = new NodeKeys(options);
-  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl, undefined, fetch), broker, session, etcd, options, reporter, random, keys);
-  const gate = options.exec ? new Gate(options, reporter, dir) : null;
-  return { options, reporter, files, etcd, session, broker, joinApi, keys, gate, random, crl, stop: deps.stop, print };
+  const broker = new BrokerSteps(session, options, reporter, random, exclusiveUntilStarted);
+  return { options, reporter, files, session, broker, random, stop: deps.stop, print };
 }
 
-async function run(ctx: AgentContext): Promise<number> {
+async function run(ctx: AgentContext, runner: MemberRunner): Promise<number> {
   try {
-    await ctx.gate?.prepare();
+    await runner.prepare();
     ctx.files.load();
-    // Ask etcd its version (a process start) while the broker is asked for the ticket, not after.
-    void ctx.etcd.know();
     const marker = ctx.files.dir.readMarker();
-    if (marker) return await resumeJoined(ctx, marker);
+    if (marker) return await resumeJoined(ctx, runner, marker);
     const o = ctx.options;
-    // Either role needs fresh etcd keys on TLS: made while the broker is asked and the queue waited in.
-    if (o.pkiDir && !ctx.gate) ctx.keys.prepare();
     ctx.reporter.event("start", `joining cluster ${o.cluster} through ${o.brokerUrl} as ${o.node} (${o.peerURL})`, { cluster: o.cluster, peerURL: o.peerURL });
-    await checkOperatorCa(o, ctx.reporter);
-    const joined = await withDeadline(ctx, (signal) => join(ctx, signal));
-    return await serveJoined(ctx, joined);
+    await runner.beforeQueue();
+    const joined = await withDeadline(ctx, (signal) => join(ctx, runner, signal));
+    return await serveJoined(ctx, runner, joined);
   } catch (e) {
-    return await endRun(ctx, e);
+    return await endRun(ctx, runner, e);
   }
 }
 
 /** Ticket, queue, admission; back to the queue whenever the admission ends before the join did. */
-async function join(ctx: AgentContext, signal: AbortSignal): Promise<JoinedMarker> {
+async function join(ctx: AgentContext, runner: MemberRunner, signal: AbortSignal): Promise<JoinedMarker> {
   const { broker, files } = ctx;
-  let view = (await broker.resumeTicket(files.ticket, signal)) ?? (await broker.requestTicket(signal));
   const pause = new Backoff(1_000, 15_000, ctx.random);
+  let next = async () => (await broker.resumeTicket(files.ticket, signal)) ?? (await broker.requestTicket(signal));
   for (;;) {
-    files.save({ ticket: view.ticket, role: view.role });
-    if (view.state === "queued" || view.state === "admitted") await ctx.etcd.resumeOwn(view.role);
-    if (view.state === "queued") view = await broker.waitInQueue(view, signal);
-    switch (view.state) {
-      case "admitted":
-        try {
-          return await admitted(ctx, view, signal);
-        } catch (e) {
-          if (!(e instanceof LeaseLost)) throw e;
-          ctx.reporter.event("lease", `${e.message}; asking for a ticket again`, { state: e.state });
-        }
-        break;
-      case "joined":
-        return await alreadyJoined(ctx, view, signal);
-      case "revoked":
-        throw new AdmissionRevoked(
-          `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
-        );
-      default:
-        ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, {
-          state: view.state,
-        });
+    try {
+      const joined = await turn(ctx, runner, await next(), signal);
+      if (joined) return joined;
+    } catch (e) {
+      if (!(e instanceof LeaseLost)) throw e;
+      ctx.reporter.event("lease", `${e.message}; asking for a ticket again`, { state: e.state });
     }
     await sleep(pause.next(), signal);
-    view = await broker.requestTicket(signal);
+    next = () => broker.requestTicket(signal);
   }
 }
 
-/** Admitted: under a heartbeating lease, the role's steps (or the installer's, in gate mode). */
-async function admitted(ctx: AgentContext, view: TicketView, outer: AbortSignal): Promise<JoinedMarker> {
+/** One ticket's way: its turn in the queue, then its admission; null when it ended without either (a new ticket is asked for). */
+async function turn(ctx: AgentContext, runner: MemberRunner, first: TicketView, signal: AbortSignal): Promise<JoinedMarker | null> {
+  let view = first;
+  ctx.files.save({ ticket: view.ticket, role: view.role });
+  if (view.state === "queued" || view.state === "admitted") await runner.resume(view.role);
+  if (view.state === "queued") view = await ctx.broker.waitInQueue(view, signal);
+  switch (view.state) {
+    case "admitted":
+      return await admitted(ctx, runner, view, signal);
+    case "joined":
+      return await alreadyJoined(ctx, runner, view, signal);
+    case "revoked":
+      throw new AdmissionRevoked(
+        `an admin revoked this node's admission${view.reason ? ` (${view.reason})` : ""}; to ask for a new place in the queue, run again with --retry-revoked`,
+      );
+    default:
+      ctx.reporter.event("ticket", `ticket ${view.ticket} ${view.state}${view.reason ? ` (${view.reason})` : ""}; asking for a new one`, {
+        state: view.state,
+      });
+      return null;
+  }
+}
+
+/** Admitted: under a heartbeating lease, the runner makes the node a voter; the broker hears it, and the marker is written. */
+async function admitted(ctx: AgentContext, runner: MemberRunner, ticket: AdmittedTicket, outer: AbortSignal): Promise<JoinedMarker> {
   const r = ctx.reporter;
-  const admission = view.admission;
-  if (!admission) throw new LeaseLost("admitted", "the broker sent an admitted ticket without its admission token");
-  r.event("admitted", `admitted as ${view.role}; lease until ${view.leaseExpiresAt ?? "?"}`, {
-    ticket: view.ticket,
-    role: view.role,
-    jti: view.jti,
-    leaseExpiresAt: view.leaseExpiresAt,
+  r.event("admitted", `admitted as ${ticket.role}; lease until ${ticket.leaseExpiresAt}`, {
+    ticket: ticket.ticket,
+    role: ticket.role,
+    jti: ticket.jti,
+    leaseExpiresAt: ticket.leaseExpiresAt,
   });
-  const lease = new LeaseKeeper(ctx.session, view.ticket, admission, view.leaseExpiresAt, ctx.random, {
+  const lease = new LeaseKeeper(ctx.session, ticket.ticket, ticket.admission, ticket.leaseExpiresAt, ctx.random, {
     onTrouble: (m) => r.failure("broker", m),
     onHeartbeat: () => r.reachable("broker"),
   });
   lease.start();
-  const signal = AbortSignal.any([outer, lease.signal]);
+  const admission: Admission = { ticket, signal: AbortSignal.any([outer, lease.signal]) };
   try {
-    if (view.role === "bootstrap" && !ctx.gate) await bootstrapCertificates(ctx.options, r, ctx.keys, ctx.crl);
-    if (view.role === "bootstrap") await checkNoClusterYet(ctx, signal);
-    if (ctx.gate) {
-      const voter = await ctx.gate.admitted(
-        view,
-        admission,
-        signal,
-        (memberID) => ctx.broker.reportStarted(view, admission, memberID, signal),
-        (memberID, detail) => ctx.broker.reportStuck(view, admission, memberID, detail),
-      );
-      await ctx.broker.complete(view, admission, voter.memberID, signal);
-      return ctx.files.writeMarker(view, voter.memberID, voter.clusterID);
-    }
-    return view.role === "bootstrap" ? await bootstrap(ctx, view, admission, signal) : await joinAsLearner(ctx, view, admission, signal);
+    const voter = await runner.admitted(admission);
+    await ctx.broker.complete(admission, voter.memberID);
+    return ctx.files.writeMarker(ticket, voter.memberID, voter.clusterID);
   } finally {
     await lease.stop();
   }

@@ -9,12 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAgent } from "./agent.ts";
-import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
-import { ServerFailures } from "./retry.ts";
-import { BrokerSteps } from "./broker-steps.ts";
+import { collectProgress, testAgentOptions } from "./core/agent-test-kit.ts";
+import { ServerFailures } from "./core/retry.ts";
+import { BrokerSteps } from "./steps/broker-steps.ts";
 import { TransportError } from "../../shared/client/exchange.ts";
 import type { NodeSession } from "../../shared/client/node-session.ts";
-import type { TicketView } from "../../shared/protocol/wire.ts";
+import type { AdmittedTicket } from "../../shared/protocol/wire.ts";
 
 /** Runs the agent (in this process) against the broker at `url`; its JSON progress lines, and its exit code. */
 async function agentAgainst(url: string, dir: string, stop: AbortSignal, random: () => number): Promise<{ code: number; lines: string[] }> {
@@ -127,7 +127,7 @@ describe("the agent and a broker that answers 429", () => {
 });
 
 describe("reporting a member started to a broker out of reach", () => {
-  const view = { ticket: "tkt_1", cluster: "c1", node: "n1", peerURL: "https://127.0.0.1:2380", state: "admitted", role: "join" } as TicketView;
+  const ticket = { ticket: "tkt_1", state: "admitted", role: "join", admission: "adm" } as AdmittedTicket;
   const steps = (session: Partial<NodeSession>) => {
     const { reporter, lines } = collectProgress();
     return { steps: new BrokerSteps(session as NodeSession, testAgentOptions(mkdtempSync(join(tmpdir(), "agent-started-"))), reporter, () => 0), lines };
@@ -137,7 +137,7 @@ describe("reporting a member started to a broker out of reach", () => {
     const { steps: s, lines } = steps({
       memberStarted: async () => Promise.reject(new TransportError("http://broker/started", "UND_ERR_SOCKET: other side closed")),
     });
-    await expect(s.reportStarted(view, "adm", "42", new AbortController().signal)).resolves.toBe(false);
+    await expect(s.reportStarted({ ticket, signal: new AbortController().signal }, "42")).resolves.toBe(false);
     expect(lines.map((l) => JSON.parse(l).msg).join("\n")).toMatch(/reporting member 2a started: .*other side closed/);
   });
 
@@ -145,6 +145,6 @@ describe("reporting a member started to a broker out of reach", () => {
     const lost = new AbortController();
     lost.abort(new Error("lease lost"));
     const { steps: s } = steps({ memberStarted: async () => Promise.reject(new Error("aborted")) });
-    await expect(s.reportStarted(view, "adm", "42", lost.signal)).rejects.toThrow(/aborted/);
+    await expect(s.reportStarted({ ticket, signal: lost.signal }, "42")).rejects.toThrow(/aborted/);
   });
 });

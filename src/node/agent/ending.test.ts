@@ -11,18 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BrokerClient } from "../../shared/client/broker-client.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { PkiError } from "../pki/x509.ts";
-import type { AgentContext } from "./agent-context.ts";
-import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
-import { BrokerSteps } from "./broker-steps.ts";
-import { endRun } from "./ending.ts";
-import { GaveUp, Refusal, Stopped } from "./errors.ts";
-import { JoinApiClient } from "./join-api-client.ts";
-import { JoinApiSteps } from "./join-api-steps.ts";
-import { AdmissionRevoked } from "./lease.ts";
-import { LocalEtcd } from "./local-etcd.ts";
-import { NodeKeys } from "./node-certificates.ts";
-import { NodeFiles } from "./node-files.ts";
-import { StateDir } from "./state-files.ts";
+import type { AgentContext } from "./steps/agent-context.ts";
+import { collectProgress, testAgentOptions } from "./core/agent-test-kit.ts";
+import { BrokerSteps } from "./steps/broker-steps.ts";
+import { endRun } from "./steps/ending.ts";
+import { GaveUp, Refusal, Stopped } from "./core/errors.ts";
+import { AdmissionRevoked } from "./core/lease.ts";
+import type { MemberRunner } from "./steps/member-runner.ts";
+import { ownEtcdMode } from "./own-etcd/own-etcd-runner.ts";
+import { NodeFiles } from "./files/node-files.ts";
+import { StateDir } from "./files/state-files.ts";
 
 let server: Server;
 let url = "";
@@ -42,7 +40,7 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 /** A run's parts with no etcd of its own (no --etcd-bin), holding `ticket`; what it reported, as JSON lines. */
-function context(ticket: string | undefined): { ctx: AgentContext; events: () => { step: string; msg: string }[] } {
+function context(ticket: string | undefined): { ctx: AgentContext; runner: MemberRunner; events: () => { step: string; msg: string }[] } {
   const options = testAgentOptions(mkdtempSync(join(tmpdir(), "agent-ending-")), { broker: url });
   const { reporter, events } = collectProgress();
   const dir = new StateDir(options.stateDir);
@@ -51,76 +49,55 @@ function context(ticket: string | undefined): { ctx: AgentContext; events: () =>
   if (ticket) files.save({ ticket });
   const session = new BrokerClient({ baseUrl: url }).nodeSession("c1", options.token);
   const broker = new BrokerSteps(session, options, reporter, () => 0.5);
-  const etcd = new LocalEtcd(options, reporter, dir, {
-    owned: () => files.owned,
-    saveOwned: () => {},
-    disk: () => files.disk(),
-    refusal: (rule) => rule,
-    print: () => {},
-  });
-  const keys = new NodeKeys(options);
-  const joinApi = new JoinApiSteps(new JoinApiClient(options.joinApiUrl), broker, session, etcd, options, reporter, () => 0.5, keys);
-  const ctx: AgentContext = {
-    options,
-    reporter,
-    files,
-    etcd,
-    session,
-    broker,
-    joinApi,
-    keys,
-    gate: null,
-    random: () => 0.5,
-    crl: null,
-    stop: new AbortController().signal,
-    print: () => {},
-  };
-  return { ctx, events };
+  const ctx: AgentContext = { options, reporter, files, session, broker, random: () => 0.5, stop: new AbortController().signal, print: () => {} };
+  // Its own etcd, with no --etcd-bin: nothing of its own runs.
+  const runner = ownEtcdMode.runner(ctx);
+  return { ctx, runner, events };
 }
 
 describe("how a run that did not join ends", () => {
   it("a refusal exits 3 and gives the turn up at once", async () => {
-    const { ctx, events } = context("tkt_refused");
-    expect(await endRun(ctx, new Refusal("data that is not ours"))).toBe(EXIT.refused);
+    const { ctx, runner, events } = context("tkt_refused");
+    expect(await endRun(ctx, runner, new Refusal("data that is not ours"))).toBe(EXIT.refused);
     expect(abandoned).toContain("tkt_refused");
     expect(events().at(-1)).toMatchObject({ step: "refused", msg: "data that is not ours; left the queue (ticket tkt_refused abandoned)" });
   });
 
   it("a revoked admission exits 3 with nothing left to give up", async () => {
-    const { ctx } = context("tkt_revoked");
-    expect(await endRun(ctx, new AdmissionRevoked("an admin revoked this node's admission"))).toBe(EXIT.refused);
+    const { ctx, runner } = context("tkt_revoked");
+    expect(await endRun(ctx, runner, new AdmissionRevoked("an admin revoked this node's admission"))).toBe(EXIT.refused);
     expect(abandoned).not.toContain("tkt_revoked");
   });
 
   it("a CA problem is the operator's to fix: a refusal naming --pki-dir", async () => {
-    const { ctx, events } = context(undefined);
-    expect(await endRun(ctx, new PkiError("ca_incomplete", "ca.key without ca.crt"))).toBe(EXIT.refused);
+    const { ctx, runner, events } = context(undefined);
+    expect(await endRun(ctx, runner, new PkiError("ca_incomplete", "ca.key without ca.crt"))).toBe(EXIT.refused);
     expect(events().at(-1)).toMatchObject({ step: "refused", msg: "ca.key without ca.crt (--pki-dir)" });
   });
 
   it("giving up exits 4 and leaves the queue", async () => {
-    const { ctx, events } = context("tkt_gave_up");
-    expect(await endRun(ctx, new GaveUp("not joined within --timeout 5 s"))).toBe(EXIT.gaveUp);
+    const { ctx, runner, events } = context("tkt_gave_up");
+    expect(await endRun(ctx, runner, new GaveUp("not joined within --timeout 5 s"))).toBe(EXIT.gaveUp);
     expect(abandoned).toContain("tkt_gave_up");
     expect(events().at(-1)?.step).toBe("gave-up");
   });
 
   it("a signal keeps the ticket, so that the same command resumes", async () => {
-    const { ctx, events } = context("tkt_stopped");
-    expect(await endRun(ctx, new Stopped("SIGTERM"))).toBe(143);
+    const { ctx, runner, events } = context("tkt_stopped");
+    expect(await endRun(ctx, runner, new Stopped("SIGTERM"))).toBe(143);
     expect(abandoned).not.toContain("tkt_stopped");
     expect(events().at(-1)).toMatchObject({ step: "stopping", msg: "stopped by SIGTERM. Run the same command again to resume." });
   });
 
   it("bad usage found after the broker answered gives the turn up and is thrown on for the command line", async () => {
-    const { ctx } = context("tkt_usage");
-    await expect(endRun(ctx, new UsageError("--peer-url does not match"))).rejects.toThrow(UsageError);
+    const { ctx, runner } = context("tkt_usage");
+    await expect(endRun(ctx, runner, new UsageError("--peer-url does not match"))).rejects.toThrow(UsageError);
     expect(abandoned).toContain("tkt_usage");
   });
 
   it("anything unexpected exits 1 with its message, and keeps the ticket", async () => {
-    const { ctx, events } = context("tkt_bug");
-    expect(await endRun(ctx, new TypeError("x is undefined"))).toBe(EXIT.failure);
+    const { ctx, runner, events } = context("tkt_bug");
+    expect(await endRun(ctx, runner, new TypeError("x is undefined"))).toBe(EXIT.failure);
     expect(abandoned).not.toContain("tkt_bug");
     expect(events().at(-1)).toMatchObject({ step: "error", msg: "x is undefined" });
   });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../exit-codes.ts";
-import { GaveUp, Refusal, Stopped } from "./errors.ts";
-import { CommandFailed, SplitBrain } from "./gate.ts";
-import { AdmissionRevoked, LeaseLost } from "./lease.ts";
+import { GaveUp, Refusal, Stopped } from "./core/errors.ts";
+import { CommandFailed, SplitBrain } from "./gate/gate-errors.ts";
+import { AdmissionRevoked, LeaseLost } from "./core/lease.ts";
 
 describe("the agent's errors", () => {
   it("each has its own name and a stable code, so that logs and callers can tell them apart", () => {

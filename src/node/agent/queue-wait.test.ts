@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TicketView } from "../../shared/protocol/wire.ts";
 import { runAgent } from "./agent.ts";
-import { collectProgress, testAgentOptions } from "./agent-test-kit.ts";
+import { collectProgress, testAgentOptions } from "./core/agent-test-kit.ts";
 
 /** What the scripted broker does with the n-th long poll: hold it, then answer with this view. */
 interface PollAnswer {
@@ -49,7 +49,11 @@ afterEach(async () => {
 });
 
 /** Runs the agent against a broker that queues the ticket, then answers each poll as scripted; the last answer ends the run (revoked: exit 3). */
-async function runQueued(first: Partial<TicketView>, polls: PollAnswer[], onPoll?: (n: number) => void): Promise<{ code: number; arrivals: Arrival[] }> {
+async function runQueued(
+  first: Partial<TicketView>,
+  polls: PollAnswer[],
+  onPoll?: (n: number) => void,
+): Promise<{ code: number; arrivals: Arrival[]; posts: number; events: { step: string; msg: string }[] }> {
   const arrivals: Arrival[] = [];
   let poll = 0;
   server = createServer((req: IncomingMessage, res) => {
@@ -73,13 +77,14 @@ async function runQueued(first: Partial<TicketView>, polls: PollAnswer[], onPoll
   await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), "agent-queue-"));
+  const progress = collectProgress();
   const code = await runAgent(testAgentOptions(dir, { broker: url, peerURL: BASE.peerURL }), {
-    reporter: collectProgress().reporter,
+    reporter: progress.reporter,
     print: () => {},
     stop: new AbortController().signal,
     random: () => 0,
   });
-  return { code, arrivals: arrivals.filter((a) => a.method === "GET") };
+  return { code, arrivals: arrivals.filter((a) => a.method === "GET"), posts: arrivals.filter((a) => a.method === "POST").length, events: progress.events() };
 }
 
 /** Milliseconds between poll i's answer and poll i + 1's arrival. */
@@ -134,5 +139,18 @@ describe("the agent's long polls while queued", () => {
     expect(code).toBe(3);
     expect(arrivals).toHaveLength(2);
     expect(gapAfter(arrivals, 0)).toBeGreaterThanOrEqual(1_500);
+  }, 20_000);
+});
+
+describe("a ticket view from the wire", () => {
+  it("that says admitted without its admission token is no admission: the agent asks for a new ticket, as when a lease is lost", async () => {
+    const { code, posts, events } = await runQueued({ position: 1, retryAfter: 1 }, [
+      { holdMs: 0, view: { state: "admitted" } },
+      { holdMs: 0, view: { state: "revoked", reason: "test over" } },
+    ]);
+    expect(code).toBe(3);
+    expect(posts).toBe(2);
+    expect(events.find((e) => e.step === "lease")?.msg).toBe("the broker sent an admitted ticket without its admission token; asking for a ticket again");
+    expect(events.some((e) => e.step === "admitted")).toBe(false);
   }, 20_000);
 });

@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { AgentOptions } from "../agent/agent-options.ts";
-import { testAgentOptions } from "../agent/agent-test-kit.ts";
+import type { AgentOptions } from "../agent/core/agent-options.ts";
+import { testAgentOptions } from "../agent/core/agent-test-kit.ts";
 import { refusalOf } from "./cli-test-kit.ts";
 import { parseJoin } from "./join.ts";
 

@@ -6,8 +6,7 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { Option, type Command } from "commander";
-import type { AgentOptions } from "../agent/agent-options.ts";
-import type { RescueFiles } from "../agent/quorum-rescue.ts";
+import type { AgentOptions, RescueFiles } from "../agent/core/agent-options.ts";
 import { UsageError } from "../exit-codes.ts";
 import { caFileOption, withCaFile } from "./ca-file.ts";
 import { conflicting, parseOnly, requireAll, secretRequirement, typed, unset, type CliCommand } from "./command.ts";
@@ -344,8 +343,8 @@ export function parseJoin(argv: string[], env: NodeJS.ProcessEnv = process.env):
 async function runJoin(options: AgentOptions): Promise<number> {
   const [{ runAgent }, { Stopped }, { createReporter }] = await Promise.all([
     import("../agent/agent.ts"),
-    import("../agent/errors.ts"),
-    import("../agent/progress.ts"),
+    import("../agent/core/errors.ts"),
+    import("../agent/core/progress.ts"),
   ]);
   const reporter = createReporter({ format: options.logFormat, node: options.node, verbose: options.verbose });
   const stop = stopOnSignals((signal) => new Stopped(signal));

@@ -1,11 +1,16 @@
 /**
- * Runs a real etcd process: the exact flags (a pure function, so a node agent can print them
- * for another supervisor), start, wait until it serves, and stop (SIGTERM, then SIGKILL).
+ * etcd's processes, in one place: the exact flags (a pure function, so a node agent can print
+ * them for another supervisor), starting one and waiting until it serves (tests, the bench, a
+ * quorum rescue), and stopping one, whether this process started it (SIGTERM, then SIGKILL) or
+ * an earlier run left it (found by its arguments in /proc). The agent's supervisor
+ * (src/node/agent/local-etcd/etcd-supervisor.ts) restarts its etcd through the same helpers.
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { finished } from "node:stream";
+import { setTimeout as delay } from "node:timers/promises";
+import { isAlive, processArgv, processIds } from "../proc.ts";
 import { EtcdGateway } from "./gateway.ts";
 import { tlsFetch } from "./tls-fetch.ts";
 import { grpcReads, type EtcdReads } from "./grpc-reads.ts";
@@ -181,18 +186,7 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
     throw new EtcdStartError(`etcd ${options.name} was not ${what} within ${timeoutMs} ms (${last})`, tail());
   };
 
-  const stop = async (graceMs = 5_000) => {
-    if (!running()) {
-      await exited;
-      return;
-    }
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => {
-      if (running()) child.kill("SIGKILL");
-    }, graceMs);
-    await exited;
-    clearTimeout(timer);
-  };
+  const stop = (graceMs = 5_000) => stopChild(child, exited, graceMs);
 
   const proc: EtcdProcess = {
     pid: child.pid!,
@@ -217,4 +211,46 @@ export async function startEtcd(options: StartEtcdOptions): Promise<EtcdProcess>
     }
   }
   return proc;
+}
+
+/** Whether a child process has neither exited nor been killed. */
+function alive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Stops a child this process started: SIGTERM, then SIGKILL after `graceMs`; resolves once `exited` does. */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  if (!alive(child)) {
+    await exited;
+    return;
+  }
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => {
+    if (alive(child)) child.kill("SIGKILL");
+  }, graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Stops a process this one did not start (an etcd left running): SIGTERM, up to 10 s, then SIGKILL. */
+export async function terminate(pid: number): Promise<void> {
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100 && isAlive(pid); i++) await delay(100);
+  if (isAlive(pid)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone meanwhile */
+    }
+    for (let i = 0; i < 50 && isAlive(pid); i++) await delay(100);
+  }
+}
+
+/** Live processes with this exact argument, e.g. an etcd's `--data-dir=…` (Linux /proc; nothing elsewhere). */
+export function processesWithArgument(argument: string): number[] {
+  return processIds().filter((pid) => isAlive(pid) && processArgv(pid)?.includes(argument));
 }

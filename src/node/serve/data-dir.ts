@@ -19,6 +19,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { join, resolve } from "node:path";
 import { BEARER_TOKEN_CHARACTERS, isBearerToken } from "../../shared/protocol/bearer.ts";
 import { DirLock } from "../dir-lock.ts";
+import { processArgv } from "../proc.ts";
 
 /** The layout this code reads and writes. Raise it with a migration below when the layout changes. */
 export const DATA_FORMAT = 1;
@@ -225,11 +226,7 @@ export function processMatches(pid: number, needle: string): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(needle);
-  } catch {
-    return true;
-  }
+  return processArgv(pid)?.join(" ").includes(needle) ?? true;
 }
 
 /** The pid recorded in `file`, or null. */

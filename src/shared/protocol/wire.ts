@@ -37,28 +37,48 @@ export interface TicketIdentity {
   role: Role;
 }
 
-export interface TicketView extends TicketIdentity {
-  position?: number;
-  retryAfter?: number;
-  estimatedWaitSeconds?: number;
-  /** queued only: what the queue waits for besides this ticket's turn (contract v1.1 addition). */
-  waitingFor?: "paused" | "bootstrap";
-  /** queued behind a bootstrap: the node that holds the bootstrap ticket. */
-  bootstrapNode?: string;
-  admission?: string;
-  jti?: string;
-  leaseExpiresAt?: string;
-  admissionExpiresAt?: string;
-  /** Admitted only: the cluster's policy, so the agent starts etcd with as many learner slots (--max-learners). */
-  maxInFlight?: number;
+/** What every ticket view carries, whatever its state. */
+interface TicketViewBase extends TicketIdentity {
   memberID?: string;
   /** The ticket is under the start rule (addition; gate mode asks for it). */
   exclusiveUntilStarted?: boolean;
-  /** Admitted only: when the node reported its etcd member started (addition). */
-  memberStartedAt?: string;
   reason?: string;
   createdAt: string;
 }
+
+/** A ticket waiting its turn: where it stands, and when to ask again. */
+export interface QueuedTicket extends TicketViewBase {
+  state: "queued";
+  position?: number;
+  retryAfter?: number;
+  estimatedWaitSeconds?: number;
+  /** What the queue waits for besides this ticket's turn (contract v1.1 addition). */
+  waitingFor?: "paused" | "bootstrap";
+  /** Queued behind a bootstrap: the node that holds the bootstrap ticket. */
+  bootstrapNode?: string;
+}
+
+/** A ticket holding a slot: always with the admission token that proves it, its lease and the cluster's slots. */
+export interface AdmittedTicket extends TicketViewBase {
+  state: "admitted";
+  /** The admission token (JWT): the bearer for heartbeat, complete and the join API. */
+  admission: string;
+  jti: string;
+  leaseExpiresAt: string;
+  admissionExpiresAt: string;
+  /** The cluster's policy, so the agent starts etcd with as many learner slots (--max-learners). */
+  maxInFlight: number;
+  /** When the node reported its etcd member started (addition). */
+  memberStartedAt?: string;
+}
+
+/** A ticket whose way ended: joined, or given up (expired, abandoned, revoked; `reason` says why). */
+export interface EndedTicket extends TicketViewBase {
+  state: Exclude<TicketState, "queued" | "admitted">;
+}
+
+/** The ticket view (docs/protocol.md): its fields depend on its state. */
+export type TicketView = QueuedTicket | AdmittedTicket | EndedTicket;
 
 /** A ticket as the admin API lists it. */
 export interface AdminTicket extends TicketIdentity {
