@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { brokerClient, startBroker, type BrokerProcess } from "../support/stack.ts";
 
 let broker: BrokerProcess;
 beforeAll(async () => {
@@ -8,10 +8,8 @@ beforeAll(async () => {
 afterAll(async () => broker?.stop());
 
 it("keeps a cluster's state across a broker restart", async () => {
-  const created = await adminCall(broker, "POST", "/v1/admin/clusters/restart-me/enrollment-tokens", {});
-  expect(created.status).toBe(201);
+  const created = await brokerClient(broker).admin("restart-me").createEnrollmentToken();
   await broker.restart();
-  const listed = await adminCall(broker, "GET", "/v1/admin/clusters/restart-me/enrollment-tokens");
-  expect(listed.status).toBe(200);
-  expect(listed.body.tokens.map((t: { id: string }) => t.id)).toEqual([created.body.id]);
+  const listed = await brokerClient(broker).admin("restart-me").listEnrollmentTokens();
+  expect(listed.body.tokens.map((t) => t.id)).toEqual([created.body.id]);
 });

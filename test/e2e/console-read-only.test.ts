@@ -5,7 +5,7 @@
  */
 import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { admitted, brokerClient, enrollCluster, startBroker, type BrokerProcess } from "../support/stack.ts";
 import { launchChromium, recordProblems, type LaunchedBrowser } from "../support/browser.ts";
 
 let broker: BrokerProcess;
@@ -23,27 +23,21 @@ afterAll(async () => {
 });
 
 async function ticket(cluster: string, token: string, node: string, i: number) {
-  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ node, peerURL: `https://10.0.0.${10 + i}:2380` }),
-  });
-  return (await res.json()) as { ticket: string; state: string; admission?: string };
+  return (
+    await brokerClient(broker, { bearer: token })
+      .cluster(cluster)
+      .requestTicket(node, `https://10.0.0.${10 + i}:2380`)
+  ).body;
 }
 
 describe("the console with a read-only credential", () => {
   it("shows the cluster, offers no write, and says so when a write is forced", async () => {
     const cluster = "console-ro";
-    const enrollment = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token as string;
-    const boot = await ticket(cluster, enrollment, "ctrl-1", 1);
-    await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${boot.ticket}/complete`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${boot.admission}`, "content-type": "application/json" },
-      body: JSON.stringify({ memberID: "4660" }),
-    });
+    const enrollment = await enrollCluster(broker, cluster);
+    const boot = admitted(await ticket(cluster, enrollment, "ctrl-1", 1));
+    await brokerClient(broker, { bearer: boot.admission }).cluster(cluster).complete(boot.ticket, "4660");
     expect((await ticket(cluster, enrollment, "ctrl-2", 2)).state).toBe("admitted");
-    const created = await adminCall(broker, "POST", "/v1/admin/credentials", { readOnly: true, cluster });
-    expect(created.status).toBe(201);
+    const created = await brokerClient(broker).createCredential({ readOnly: true, cluster });
 
     const context = await chromium.browser.newContext({ viewport: { width: 1280, height: 900 } });
     contexts.push(context);
@@ -68,7 +62,7 @@ describe("the console with a read-only credential", () => {
     await page.evaluate('document.getElementById("pause").click()');
     await page.locator("#confirm-ok").click();
     expect(await said).toMatch(/^Not allowed \(403\): .*read-only/);
-    expect((await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).body.paused).toBe(false);
+    expect((await brokerClient(broker).admin(cluster).status()).body.paused).toBe(false);
 
     // The admin token, in another tab, gets the write controls.
     const admin = await context.newPage();

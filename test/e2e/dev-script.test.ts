@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePorts } from "../../scripts/ports.mjs";
-import { adminCall, ROOT } from "../support/broker.ts";
+import { ROOT, brokerClient } from "../support/stack.ts";
 
 const running = new Set<ChildProcess>();
 afterAll(() => Promise.all([...running].map(stop)));
@@ -65,14 +65,14 @@ describe("npm run dev", () => {
     // The generated binding types match what `npm run dev` serves: wrangler has nothing to warn about.
     expect(a.output()).not.toContain("might be out of date");
     const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(join(ROOT, ".dev.vars"), "utf8"))![1].trim();
-    const created = await adminCall({ url: a.url, adminToken }, "POST", "/v1/admin/clusters/dev-port/enrollment-tokens", {});
-    expect(created.status).toBe(201);
-    expect((await adminCall({ url: a.url, adminToken }, "GET", "/v1/admin/clusters/dev-port")).body.issuer).toBe(a.url);
+    const onFirst = brokerClient({ url: a.url, adminToken }).admin("dev-port");
+    await onFirst.createEnrollmentToken();
+    expect((await onFirst.status()).body.issuer).toBe(a.url);
     await stop(a.child);
 
     const b = await dev([`--port=${second}`, "--persist-to", state]);
     expect(b.url).toBe(`http://127.0.0.1:${second}`);
-    const status = await adminCall({ url: b.url, adminToken }, "GET", "/v1/admin/clusters/dev-port");
+    const status = await brokerClient({ url: b.url, adminToken }).admin("dev-port").status();
     expect(status.body.issuer).toBe(b.url);
     await stop(b.child);
   });

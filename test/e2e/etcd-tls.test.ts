@@ -19,8 +19,8 @@ import { certificateAuthority, issueOwnCertificates, ownClientFiles, pkiFiles, r
 import { certificateFacts, signedBy } from "../../src/node/pki/x509.ts";
 import { goVerify } from "../support/certcheck.ts";
 import { makeOperatorCa } from "../support/operator-cas.ts";
-import { adminCall } from "../support/broker.ts";
 import { ClusterHarness } from "../support/cluster.ts";
+import { brokerClient } from "../support/stack.ts";
 import { freePorts } from "../support/etcd.ts";
 import { expectOneHealthyCluster } from "../support/cluster-assertions.ts";
 import { e2eSeed } from "../support/seeded.ts";
@@ -41,13 +41,9 @@ afterAll(async () => {
 
 /** An admission for a node that is not run by an agent: the test makes its calls. */
 async function admit(node: string, peerURL: string): Promise<{ token: string; jti: string }> {
-  const res = await fetch(`${h.broker.url}/v1/clusters/${h.cluster}/tickets`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${h.token}`, "content-type": "application/json" },
-    body: JSON.stringify({ node, peerURL }),
-  });
-  const body = (await res.json()) as { state: string; role: string; admission: string };
-  if (body.state !== "admitted" || body.role !== "join") throw new Error(`expected an admitted join ticket, got ${res.status} ${JSON.stringify(body)}`);
+  const { status, body } = await brokerClient(h.broker, { bearer: h.token }).cluster(h.cluster).requestTicket(node, peerURL);
+  if (body.state !== "admitted" || body.role !== "join" || !body.admission)
+    throw new Error(`expected an admitted join ticket, got ${status} ${JSON.stringify(body)}`);
   return { token: body.admission, jti: String(decodeJwt(body.admission).jti) };
 }
 
@@ -178,7 +174,7 @@ describe("a join API whose certificates etcd refuses says so, naming the file", 
             expect(r.status, r.text).toBe(503);
             expect(r.body.detail).toContain(words);
           } finally {
-            await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admission.jti}/revoke`, { reason: "test done" });
+            await h.client.admin(h.cluster).revokeAdmission(admission.jti, "test done");
           }
           // One line per distinct failure, however many requests met it.
           expect(logged.filter((l) => l.startsWith("TLS handshake with etcd failed: "))).toHaveLength(1);
@@ -252,8 +248,7 @@ describe("the join API signs only for the admitted identity", () => {
   });
 
   it("signs nothing for a revoked admission", async () => {
-    const revoked = await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admission.jti}/revoke`, { reason: "test" });
-    expect(revoked.status).toBe(200);
+    await h.client.admin(h.cluster).revokeAdmission(admission.jti, "test");
     const before = await memberCount();
     const fresh = await requestCertificates({ peer: { node: "lone-1", hosts: ["127.0.0.1"] }, server: { node: "lone-1", hosts: ["127.0.0.1"] } });
     const r = await add(h.joinApi.url, admission.token, { node: "lone-1", peerAddress: peerURL, csrs: fresh.requests });
@@ -310,7 +305,7 @@ describe("an expired admission", () => {
       expect(ok.body.certificates.peer).toContain("BEGIN CERTIFICATE");
     } finally {
       // Its slot goes to the next node at once.
-      await adminCall(h.broker, "POST", `/v1/admin/clusters/${h.cluster}/admissions/${admission.jti}/revoke`, { reason: "test done" });
+      await h.client.admin(h.cluster).revokeAdmission(admission.jti, "test done");
     }
   });
 });

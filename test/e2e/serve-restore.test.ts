@@ -8,9 +8,9 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCall } from "../support/broker.ts";
-import { BIN, joinArgv, ROOT, startBroker, type BrokerProcess } from "../support/stack.ts";
+import { BIN, brokerClient, enrollCluster, joinArgv, ROOT, startBroker, type BrokerProcess } from "../support/stack.ts";
 
+// Raw: the status, problem code and Retry-After of a refused ticket are what these tests judge.
 async function ask(broker: BrokerProcess, cluster: string, token: string, node: string, n: number) {
   const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
     method: "POST",
@@ -21,12 +21,7 @@ async function ask(broker: BrokerProcess, cluster: string, token: string, node: 
 }
 
 async function complete(broker: BrokerProcess, cluster: string, view: { ticket: string; admission: string }, memberID: string) {
-  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${view.ticket}/complete`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${view.admission}`, "content-type": "application/json" },
-    body: JSON.stringify({ memberID }),
-  });
-  expect(res.status).toBe(200);
+  await brokerClient(broker, { bearer: view.admission }).cluster(cluster).complete(view.ticket, memberID);
 }
 
 const restoreCli = (args: string[]) => spawnSync(process.execPath, [BIN, "serve", "restore", ...args], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
@@ -46,7 +41,7 @@ describe("serve restore", () => {
   });
 
   it("after a backup from before the bootstrap is restored, no node is told to bootstrap the cluster that formed since", async () => {
-    for (const c of ["formed", "never"]) tokens[c] = (await adminCall(broker, "POST", `/v1/admin/clusters/${c}/enrollment-tokens`, {})).body.token;
+    for (const c of ["formed", "never"]) tokens[c] = await enrollCluster(broker, c);
     // The backup: serve stopped, the data directory copied, before any node asked.
     await broker.stop();
     cpSync(broker.persistDir, backup, { recursive: true });
@@ -76,7 +71,7 @@ describe("serve restore", () => {
       expect([r.status, r.body.code], node).toEqual([503, "restored_awaiting_admin"]);
       expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
     }
-    const status = (await adminCall(broker, "GET", "/v1/admin/clusters/formed")).body;
+    const status = (await brokerClient(broker).admin("formed").status()).body;
     expect(status).toMatchObject({ bootstrapped: false, bootstrapNode: null, restored: { awaitingAdmin: true } });
 
     // The admin's way out: the cluster exists.
@@ -106,19 +101,20 @@ describe("serve restore", () => {
   });
 
   it("takes note of a restore once: later starts, and clusters made after it, are not held back", async () => {
-    const fresh = (await adminCall(broker, "POST", "/v1/admin/clusters/later/enrollment-tokens", {})).body.token;
+    const fresh = await enrollCluster(broker, "later");
     await broker.stop();
     await broker.restart();
     expect((await ask(broker, "later", fresh, "x0", 20)).body).toMatchObject({ role: "bootstrap", state: "admitted" });
-    expect((await adminCall(broker, "GET", "/v1/admin/clusters/formed")).body.restored.awaitingAdmin).toBe(false);
-    const audit = (await adminCall(broker, "GET", "/v1/admin/clusters/formed/audit?limit=1000")).body.entries.map((e: { action: string }) => e.action);
-    expect(audit.filter((a: string) => a === "cluster.restored")).toHaveLength(1);
+    const formed = brokerClient(broker).admin("formed");
+    expect((await formed.status()).body.restored.awaitingAdmin).toBe(false);
+    const audit = (await formed.audit({ limit: 1000 })).body.entries.map((e) => e.action);
+    expect(audit.filter((a) => a === "cluster.restored")).toHaveLength(1);
   });
 
   it("the agent of a node that would bootstrap waits, saying an admin must decide, without asking more often than Retry-After", async () => {
-    const token = (await adminCall(broker, "POST", "/v1/admin/clusters/pitr/enrollment-tokens", {})).body.token;
+    const token = await enrollCluster(broker, "pitr");
     // Cloudflare's point-in-time restore has no serve restore: the admin marks the cluster.
-    expect((await adminCall(broker, "POST", "/v1/admin/clusters/pitr/restored", { reason: "point-in-time restore" })).body).toEqual({ awaitingAdmin: true });
+    expect((await brokerClient(broker).admin("pitr").markRestored("point-in-time restore")).body).toEqual({ awaitingAdmin: true });
     const state = mkdtempSync(join(tmpdir(), "serve-restore-agent-"));
     const child = spawn(
       process.execPath,
@@ -149,6 +145,6 @@ describe("serve restore", () => {
     expect(waiting.length, out).toBe(1);
     expect(waiting[0]).toMatch(/admin/);
     expect(code, "gave up at its --timeout, not before: no crash, no refusal").toBe(4);
-    expect((await adminCall(broker, "GET", "/v1/admin/clusters/pitr/tickets")).body.tickets).toEqual([]);
+    expect((await brokerClient(broker).admin("pitr").tickets()).body.tickets).toEqual([]);
   }, 30_000);
 });

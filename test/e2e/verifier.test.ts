@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateSigningKey, importPrivateKey, signAdmission } from "../../src/broker/tokens/keys.ts";
 import type { AdmissionClaims } from "../../src/shared/protocol/claims.ts";
 import { AdmissionError, ClusterTrust, verifyAdmission, type VerifyAdmissionOptions } from "../../src/shared/verifier/index.ts";
-import { adminCall, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { brokerClient, enrollCluster, startBroker, type BrokerProcess } from "../support/stack.ts";
 
 const CLUSTER = "verifier-e2e";
 const OTHER = "verifier-other";
@@ -25,32 +25,18 @@ interface Admitted {
   claims: AdmissionClaims;
 }
 
-async function enroll(cluster: string): Promise<string> {
-  const created = await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {});
-  expect(created.status).toBe(201);
-  return created.body.token;
-}
+const enroll = (cluster: string) => enrollCluster(broker, cluster);
+const admin = () => brokerClient(broker).admin(CLUSTER);
 
 async function ticket(cluster: string, enrollment: string, node: string, peerURL: string): Promise<Admitted> {
-  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${enrollment}`, "content-type": "application/json" },
-    body: JSON.stringify({ node, peerURL }),
-  });
-  const body = (await res.json()) as { state: string; ticket: string; admission: string };
-  if (body.state !== "admitted") throw new Error(`expected an admitted ticket, got ${res.status} ${JSON.stringify(body)}`);
+  const { status, body } = await brokerClient(broker, { bearer: enrollment }).cluster(cluster).requestTicket(node, peerURL);
+  if (body.state !== "admitted" || !body.admission) throw new Error(`expected an admitted ticket, got ${status} ${JSON.stringify(body)}`);
   const claims = decodeJwt(body.admission) as unknown as AdmissionClaims;
   return { node, peerURL, ticket: body.ticket, token: body.admission, jti: claims.jti, claims };
 }
 
 async function complete(cluster: string, a: Admitted, memberID: string): Promise<number> {
-  const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${a.ticket}/complete`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${a.token}`, "content-type": "application/json" },
-    body: JSON.stringify({ memberID }),
-  });
-  await res.body?.cancel();
-  return res.status;
+  return (await brokerClient(broker, { bearer: a.token }).cluster(cluster).complete(a.ticket, memberID)).status;
 }
 
 const optionsFor = (a: { node: string; peerURL: string }, over: Partial<VerifyAdmissionOptions> = {}): VerifyAdmissionOptions => ({
@@ -85,15 +71,13 @@ beforeAll(async () => {
   const boot = await ticket(CLUSTER, enrollment, "ctrl-0", peer(10));
   expect(boot.claims.role).toBe("bootstrap");
   expect(await complete(CLUSTER, boot, "1001")).toBe(200);
-  expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 8, leaseSeconds: 10, admissionTtlSeconds: 10 })).status).toBe(
-    200,
-  );
+  await admin().setPolicy({ maxInFlight: 8, leaseSeconds: 10, admissionTtlSeconds: 10 });
   shortLived = await ticket(CLUSTER, enrollment, "ctrl-5", peer(15));
-  expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { leaseSeconds: 900, admissionTtlSeconds: 900 })).status).toBe(200);
+  await admin().setPolicy({ leaseSeconds: 900, admissionTtlSeconds: 900 });
   joiner = await ticket(CLUSTER, enrollment, "ctrl-1", peer(11));
   expect(joiner.claims.role).toBe("join");
   bootstrapOfOther = await ticket(OTHER, await enroll(OTHER), "ctrl-1", peer(11));
-  brokerJwks = (await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/jwks.json`)).json()) as JSONWebKeySet;
+  brokerJwks = (await brokerClient(broker).cluster(CLUSTER).jwks()).body as JSONWebKeySet;
 });
 
 afterAll(async () => broker?.stop());
@@ -210,7 +194,7 @@ describe("verifyAdmission against the broker", () => {
   it("refuses a revoked token with 410", async () => {
     const doomed = await ticket(CLUSTER, enrollment, "ctrl-2", peer(12));
     await expect(verifyAdmission(doomed.token, optionsFor(doomed))).resolves.toBeTruthy();
-    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/admissions/${doomed.jti}/revoke`, { reason: "test" })).status).toBe(200);
+    await admin().revokeAdmission(doomed.jti, "test");
     const e = await refusal(doomed.token, optionsFor(doomed));
     expect([e.status, e.code]).toEqual([410, "admission_revoked"]);
   });
@@ -223,7 +207,7 @@ describe("verifyAdmission against the broker", () => {
   });
 
   it("picks up a rotated key through the unknown kid", async () => {
-    expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/keys/rotate`)).status).toBe(200);
+    await admin().rotateKeys();
     const fresh = await ticket(CLUSTER, enrollment, "ctrl-4", peer(14));
     expect(decodeJwt(fresh.token).jti).toBe(fresh.jti);
     const verified = await verifyAdmission(fresh.token, optionsFor(fresh));
@@ -248,7 +232,7 @@ describe("verifyAdmission against the broker", () => {
     beforeAll(async () => {
       active = await ticket(CLUSTER, enrollment, "ctrl-6", peer(16));
       revoked = await ticket(CLUSTER, enrollment, "ctrl-7", peer(17));
-      expect((await adminCall(broker, "POST", `/v1/admin/clusters/${CLUSTER}/admissions/${revoked.jti}/revoke`, { reason: "test" })).status).toBe(200);
+      await admin().revokeAdmission(revoked.jti, "test");
       // Keys and the revocation list fetched while the broker was up.
       await verifyAdmission(active.token, optionsFor(active));
       const list = await trust.refreshRevocations();

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { TlsFiles } from "../../src/node/etcd/tls-fetch.ts";
 import { ROOT_USER, anonymousClientCertificate, etcdRootPassword } from "../../src/node/pki/etcd-identities.ts";
 import { certificateAuthority, pkiFiles } from "../../src/node/pki/pki-dir.ts";
-import { BrokerClient } from "../../src/shared/client/index.ts";
+import { BrokerClient, type AdmittedTicket, type TicketView } from "../../src/shared/client/index.ts";
 import type { Lab } from "../lab/lab.ts";
 import { ROOT } from "./broker.ts";
 import { goVerify } from "./certcheck.ts";
@@ -41,6 +41,12 @@ export function brokerClient(
     timeoutMs: options.timeoutMs ?? 60_000,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
+}
+
+/** The view of a ticket that must hold a slot, with its admission; any other state is an error that shows the view. */
+export function admitted(view: TicketView): AdmittedTicket {
+  if (view.state !== "admitted") throw new Error(`expected an admitted ticket, got ${JSON.stringify(view)}`);
+  return view;
 }
 
 /** A cluster's enrollment token (and its policy, when given): the first thing every run of the stack asks the broker for. */
