@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Writable } from "node:stream";
-import { adminCall, ROOT, startBroker, type BrokerProcess } from "../support/broker.ts";
+import { ROOT, admitted, brokerClient, enrollCluster, startBroker, type BrokerProcess } from "../support/stack.ts";
 import { DataDirLocked } from "../../src/node/serve/data-dir.ts";
 import { startSelfHosted, type ServeOptions } from "../../src/node/serve/start.ts";
 
@@ -35,6 +35,7 @@ function serve(args: string[], env: Record<string, string> = {}) {
   });
 }
 
+/** A raw request that returns any status: for the failed-authentication limit, whose statuses and headers are the test. */
 async function call(broker: BrokerProcess, method: string, path: string, token?: string, body?: unknown) {
   const res = await fetch(`${broker.url}${path}`, {
     method,
@@ -197,7 +198,7 @@ describe("the failed-authentication limit without --client-ip-header: one limit 
   afterAll(async () => broker?.stop(true));
 
   it("20 failures from one noisy client, whatever address it claims, and every client is answered 429 until the period ends", async () => {
-    const enrollment = (await adminCall(broker, "POST", "/v1/admin/clusters/noisy/enrollment-tokens", {})).body.token as string;
+    const enrollment = await enrollCluster(broker, "noisy");
     const statuses: number[] = [];
     await aWholeMinuteWindowAhead();
     for (let i = 0; i < 21; i++) {
@@ -208,7 +209,8 @@ describe("the failed-authentication limit without --client-ip-header: one limit 
     }
     expect(statuses).toEqual([...Array(20).fill(401), 429]);
     // Everyone else, with right tokens: refused before any comparison, told when to come back.
-    const admin = await adminCall(broker, "GET", "/v1/admin/clusters/noisy");
+    // Raw: the status, code and Retry-After on the wire are what is tested.
+    const admin = await call(broker, "GET", "/v1/admin/clusters/noisy", broker.adminToken);
     const agent = await call(broker, "POST", "/v1/clusters/noisy/tickets", enrollment, { node: "n1", peerURL: "https://10.0.0.1:2380" });
     for (const r of [admin, agent]) expect({ status: r.status, code: r.body.code }).toEqual({ status: 429, code: "rate_limited" });
     const res = await fetch(`${broker.url}/v1/admin/clusters/noisy`, { headers: { authorization: `Bearer ${broker.adminToken}` } });
@@ -229,38 +231,43 @@ describe("durability", () => {
 
   beforeAll(async () => {
     broker = await startBroker({ runtime: "serve" });
-    enrollment = (await adminCall(broker, "POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).body.token;
     // A lease that outlasts a restart of workerd however slow the machine (the test below makes one fall due on purpose).
-    expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 60, admissionTtlSeconds: 120 })).status).toBe(200);
-    const boot = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n0", peerURL: "http://10.0.0.10:2380" });
-    expect(boot.body.role).toBe("bootstrap");
-    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${boot.body.ticket}/complete`, boot.body.admission, { memberID: "1001" })).status).toBe(
-      200,
-    );
-    kid = (await call(broker, "GET", `/v1/clusters/${cluster}/jwks.json`)).body.keys[0].kid;
+    enrollment = await enrollCluster(broker, cluster, { policy: { leaseSeconds: 60, admissionTtlSeconds: 120 } });
+    const boot = admitted((await node(enrollment).requestTicket("n0", "http://10.0.0.10:2380")).body);
+    expect(boot.role).toBe("bootstrap");
+    await node(boot.admission).complete(boot.ticket, "1001");
+    kid = String((await node().jwks()).body.keys[0]!.kid);
   });
   afterAll(async () => broker?.stop(true));
 
-  const status = async () => (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).body;
-  const audit = async () =>
-    (await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}/audit?limit=1000`)).body.entries as { action: string; subject: string }[];
+  const admin = () => brokerClient(broker).admin(cluster);
+  /** The cluster's node API with a node's bearer (introspection and keys need none). */
+  const node = (bearer?: string) => brokerClient(broker, { bearer }).cluster(cluster);
+  const status = async () => (await admin().status()).body;
+  const audit = async () => (await admin().audit({ limit: 1000 })).body.entries;
 
   it("SIGKILL of workerd mid-queue: serve restarts it and the queue is as it was", async () => {
-    const t1 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n1", peerURL: "http://10.0.0.11:2380" });
+    const t1 = await node(enrollment).requestTicket("n1", "http://10.0.0.11:2380");
     expect(t1.status).toBe(201);
-    n1 = { ticket: t1.body.ticket, admission: t1.body.admission };
+    n1 = { ticket: t1.body.ticket, admission: admitted(t1.body).admission };
     // Keep n1's lease alive across this restart.
-    const hb = setInterval(() => void call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n1.ticket}/heartbeat`, n1.admission).catch(() => {}), 300);
+    const hb = setInterval(
+      () =>
+        void node(n1.admission)
+          .heartbeat(n1.ticket)
+          .catch(() => {}),
+      300,
+    );
     try {
-      const t2 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n2", peerURL: "http://10.0.0.12:2380" });
+      const t2 = await node(enrollment).requestTicket("n2", "http://10.0.0.12:2380");
       expect(t2.status).toBe(202);
       n2 = t2.body.ticket;
       const before = await audit();
       await broker.kill("workerd");
-      const again = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment);
+      const again = await node(enrollment).ticket(n2);
       expect(again.body).toMatchObject({ ticket: n2, state: "queued", position: 1 });
       expect((await audit()).slice(0, before.length)).toEqual(before);
-      expect((await call(broker, "POST", `/v1/clusters/${cluster}/admissions/introspect`, undefined, { token: n1.admission })).body.active).toBe(true);
+      expect((await node().introspect(n1.admission)).body.active).toBe(true);
     } finally {
       clearInterval(hb);
     }
@@ -269,9 +276,8 @@ describe("durability", () => {
   it("SIGKILL of serve and workerd: a lease that fell due while down ends by the alarm when it is back", async () => {
     // A short lease now: long enough that it cannot fall due before the SIGKILL lands, short
     // enough to fall due while nothing runs.
-    expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 5 })).status).toBe(200);
-    const lease = await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n1.ticket}/heartbeat`, n1.admission);
-    expect(lease.status).toBe(200);
+    await admin().setPolicy({ leaseSeconds: 5 });
+    await node(n1.admission).heartbeat(n1.ticket);
     const stopped = Date.now();
     await broker.stop(true);
     expect(Date.now() - stopped, "serve and workerd were killed before n1's lease fell due").toBeLessThan(5_000);
@@ -283,15 +289,14 @@ describe("durability", () => {
     const woke = broker.output().slice(from);
     expect(woke).toMatch(new RegExp(`"event":"lease.expired"[^\\n]*"subject":"${n1.ticket}"`));
     expect(woke).toMatch(new RegExp(`"event":"ticket.admitted"[^\\n]*"subject":"${n2}"`));
-    expect((await call(broker, "POST", `/v1/clusters/${cluster}/admissions/introspect`, undefined, { token: n1.admission })).body).toMatchObject({
+    expect((await node().introspect(n1.admission)).body).toMatchObject({
       active: false,
     });
-    const t2 = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment);
-    expect(t2.body.state).toBe("admitted");
-    expect((await call(broker, "GET", `/v1/clusters/${cluster}/jwks.json`)).body.keys.map((k: { kid: string }) => k.kid)).toContain(kid);
+    const t2 = admitted((await node(enrollment).ticket(n2)).body);
+    expect((await node().jwks()).body.keys.map((k) => k.kid)).toContain(kid);
     // From here on n2 keeps its slot: a long lease, extended at once.
-    expect((await adminCall(broker, "PUT", `/v1/admin/clusters/${cluster}/policy`, { leaseSeconds: 60 })).status).toBe(200);
-    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n2}/heartbeat`, t2.body.admission)).status).toBe(200);
+    await admin().setPolicy({ leaseSeconds: 60 });
+    await node(t2.admission).heartbeat(n2);
   });
 
   it("SIGKILL of serve alone: the next serve replaces the workerd it left behind", async () => {
@@ -301,13 +306,13 @@ describe("durability", () => {
     await broker.restart();
     expect(running(orphan)).toBe(false);
     expect((await status()).bootstrapped).toBe(true);
-    expect((await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment)).body.state).toBe("admitted");
+    expect((await node(enrollment).ticket(n2)).body.state).toBe("admitted");
   });
 
   it("backup, wipe, restore: the queue carries on", async () => {
-    const t3 = await call(broker, "POST", `/v1/clusters/${cluster}/tickets`, enrollment, { node: "n3", peerURL: "http://10.0.0.13:2380" });
+    const t3 = await node(enrollment).requestTicket("n3", "http://10.0.0.13:2380");
     expect(t3.status).toBe(202);
-    const n2Admission = (await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${n2}`, enrollment)).body.admission;
+    const n2Admission = admitted((await node(enrollment).ticket(n2)).body).admission;
     const auditBefore = await audit();
     await broker.stop();
     const backup = mkdtempSync(join(tmpdir(), "serve-backup-"));
@@ -315,7 +320,7 @@ describe("durability", () => {
       cpSync(broker.persistDir, backup, { recursive: true });
       rmSync(broker.persistDir, { recursive: true, force: true });
       await broker.restart();
-      expect((await adminCall(broker, "GET", `/v1/admin/clusters/${cluster}`)).status).toBe(404);
+      await expect(admin().status()).rejects.toMatchObject({ status: 404 });
       await broker.stop();
       rmSync(broker.persistDir, { recursive: true, force: true });
       cpSync(backup, broker.persistDir, { recursive: true });
@@ -325,8 +330,8 @@ describe("durability", () => {
     }
     expect(await audit()).toEqual(auditBefore);
     // n2 completes; n3, queued behind it before the backup, is admitted.
-    expect((await call(broker, "POST", `/v1/clusters/${cluster}/tickets/${n2}/complete`, n2Admission, { memberID: "1002" })).status).toBe(200);
-    const polled = await call(broker, "GET", `/v1/clusters/${cluster}/tickets/${t3.body.ticket}?wait=10`, enrollment);
+    await node(n2Admission).complete(n2, "1002");
+    const polled = await node(enrollment).ticket(t3.body.ticket, 10);
     expect(polled.body.state).toBe("admitted");
   });
 });
