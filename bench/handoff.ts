@@ -7,7 +7,8 @@
  * made (ticket request, polls, complete).
  * @module
  */
-import type { BrokerProcess } from "../test/support/stack.ts";
+import { BrokerProblem, type Reply, type TicketView } from "../src/shared/client/index.ts";
+import { admitted as asAdmitted, type BrokerProcess } from "../test/support/stack.ts";
 import { completeTicket, createCluster, requestTicket, type BenchCluster } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, median, percentile, pool, round, sleep } from "./support/stats.ts";
@@ -81,18 +82,17 @@ export async function handoff(broker: BrokerProcess, options: { runs: number; no
 }
 
 async function oneRun(http: HttpClient, broker: BrokerProcess, run: number, count: number): Promise<{ run: HandoffRun; samples: number[] }> {
-  const cluster: BenchCluster = await createCluster(http, broker.adminToken, `handoff-${run}`);
+  const cluster: BenchCluster = await createCluster(http, broker, `handoff-${run}`);
   // The bootstrap node holds the slot while the others queue behind it.
-  const boot = (await requestTicket(http, cluster, "boot")).body as { ticket: string; admission: string };
-  if (!boot.admission) throw new Error("the bootstrap ticket was not admitted at once");
+  const boot = asAdmitted((await requestTicket(cluster, "boot")).body);
 
   const nodes: NodeState[] = [];
   await pool(count, 32, async (i) => {
     const node = `node-${String(i).padStart(4, "0")}`;
-    const reply = await requestTicket(http, cluster, node);
-    if (reply.status !== 202) throw new Error(`node ${node} was not queued: ${reply.status}`);
-    const view = reply.body as { ticket: string; position: number };
-    nodes[i] = { node, ticket: view.ticket, position: view.position, requests: 1, polls: 0, queuedAt: 0, admittedAt: 0 };
+    const reply = await requestTicket(cluster, node);
+    if (reply.status !== 202 || reply.body.state !== "queued" || reply.body.position === undefined)
+      throw new Error(`node ${node} was not queued: ${reply.status}`);
+    nodes[i] = { node, ticket: reply.body.ticket, position: reply.body.position, requests: 1, polls: 0, queuedAt: 0, admittedAt: 0 };
   });
 
   const samples: number[] = [];
@@ -106,7 +106,7 @@ async function oneRun(http: HttpClient, broker: BrokerProcess, run: number, coun
   let memberIDs = 0x1000;
   const complete = async (ticket: string, admission: string) => {
     lastCompleteSentAt = performance.now();
-    await completeTicket(http, cluster, ticket, admission, (memberIDs++).toString(16));
+    await completeTicket(cluster, ticket, admission, (memberIDs++).toString(16));
   };
 
   const waitAndJoin = async (n: NodeState) => {
@@ -115,17 +115,17 @@ async function oneRun(http: HttpClient, broker: BrokerProcess, run: number, coun
       n.requests++;
       n.polls++;
       maxConcurrentPolls = Math.max(maxConcurrentPolls, ++openPolls);
-      const reply = await http
-        .call("GET", `/v1/clusters/${cluster.name}/tickets/${n.ticket}?wait=${WAIT_SECONDS}`, {
-          bearer: cluster.enrollmentToken,
-          timeoutMs: (WAIT_SECONDS + 30) * 1000,
-        })
-        .finally(() => openPolls--);
-      if (reply.status === 429 || reply.status === 503) {
-        await sleep(Number(reply.headers["retry-after"] ?? 1) * 1000);
+      let reply: Reply<TicketView>;
+      try {
+        reply = await cluster.nodes.ticket(n.ticket, WAIT_SECONDS);
+      } catch (e) {
+        if (!(e instanceof BrokerProblem) || (e.status !== 429 && e.status !== 503)) throw e;
+        await sleep((e.retryAfter ?? 1) * 1000);
         continue;
+      } finally {
+        openPolls--;
       }
-      const view = reply.body as { state: string; admission?: string };
+      const view = reply.body;
       if (reply.status === 202 || view.state === "queued") continue;
       if (view.state !== "admitted" || !view.admission) throw new Error(`node ${n.node}: unexpected ${reply.status} ${JSON.stringify(view)}`);
       n.admittedAt = performance.now();

@@ -81,7 +81,10 @@ const RETENTION_ADVANCE_MS =
     60) *
   1000;
 
-/** Moves the cluster object's clock past the retention windows and runs its alarm; returns how long the sweep took. */
+/**
+ * Moves the cluster object's clock past the retention windows and runs its alarm; returns how long
+ * the sweep took. Raw: these are the bench Worker's own routes, which the typed client has no call for.
+ */
 async function passRetention(http: HttpClient, cluster: string): Promise<number> {
   await http.expect([200], "GET", `/bench/clusters/${cluster}/advance?ms=${RETENTION_ADVANCE_MS}`);
   const began = performance.now();
@@ -104,7 +107,7 @@ async function snapshot(http: HttpClient, broker: BrokerProcess, cluster: string
 export async function queueScale(broker: BrokerProcess, options: { tickets: number; concurrency: number }): Promise<ScaleResult> {
   const http = new HttpClient(broker.url);
   try {
-    const cluster: BenchCluster = await createCluster(http, broker.adminToken, "scale");
+    const cluster: BenchCluster = await createCluster(http, broker, "scale");
     const before = await snapshot(http, broker, cluster.name);
 
     // Every node asks for its ticket; the first is the bootstrap ticket, admitted at once.
@@ -113,7 +116,7 @@ export async function queueScale(broker: BrokerProcess, options: { tickets: numb
     const created: number[] = [];
     await pool(options.tickets, options.concurrency, async (i) => {
       const node = `node-${String(i).padStart(5, "0")}`;
-      const view = (await requestTicket(http, cluster, node)).body as { ticket: string; admission?: string };
+      const view = (await requestTicket(cluster, node)).body;
       views.set(view.ticket, view);
       created.push(performance.now());
     });
@@ -125,7 +128,7 @@ export async function queueScale(broker: BrokerProcess, options: { tickets: numb
     // while it completes the current one, and falls back to asking the broker which ticket is in
     // flight when the guess is wrong. The check below reads the order from the audit log, not from
     // the driver.
-    const queueOrder = (await allTickets(http, broker.adminToken, cluster.name)).map((t) => t.ticket);
+    const queueOrder = (await allTickets(cluster)).map((t) => t.ticket);
     const placeInQueue = new Map(queueOrder.map((t, i) => [t, i]));
     const drainStart = performance.now();
     const drained: number[] = [];
@@ -138,18 +141,15 @@ export async function queueScale(broker: BrokerProcess, options: { tickets: numb
       if (Date.now() > deadline) throw new Error(`scale: draining took longer than 20 min (${done} of ${options.tickets} admitted)`);
       const last = done === options.tickets - 1;
       const guess: string | undefined = last ? undefined : queueOrder[(placeInQueue.get(current!.ticket) ?? -2) + 1];
-      const polled: Promise<TicketRead | null> = guess ? readTicket(http, cluster, guess, 10) : Promise.resolve(null);
-      await completeTicket(http, cluster, current!.ticket, current!.admission!, (memberID++).toString(16));
+      const polled: Promise<TicketRead | null> = guess ? readTicket(cluster, guess, 10) : Promise.resolve(null);
+      await completeTicket(cluster, current!.ticket, current!.admission!, (memberID++).toString(16));
       drained.push(performance.now());
       let next: TicketRead | null = await polled;
       if (last) break;
       if (next?.state !== "admitted") {
-        const status = (await http.expect([200], "GET", `/v1/admin/clusters/${cluster.name}`, { bearer: broker.adminToken })).body as {
-          inFlight: { ticket: string }[];
-        };
-        const inFlight = status.inFlight[0]?.ticket;
+        const inFlight = (await cluster.admin.status()).body.inFlight[0]?.ticket;
         if (!inFlight) throw new Error(`scale: nothing admitted after ${done + 1} completions`);
-        next = await readTicket(http, cluster, inFlight, 0);
+        next = await readTicket(cluster, inFlight, 0);
       }
       if (!next.admission) throw new Error(`scale: ticket ${next.ticket} is ${next.state} without an admission`);
       current = next;
@@ -159,20 +159,15 @@ export async function queueScale(broker: BrokerProcess, options: { tickets: numb
     const drainRequests = http.requests - requestsBefore;
     const after = await snapshot(http, broker, cluster.name);
     // The check below reads the audit log and the ticket list, so they are read before retention.
-    const audit = await allAudit(http, broker.adminToken, cluster.name);
-    const tickets = await allTickets(http, broker.adminToken, cluster.name);
+    const audit = await allAudit(cluster);
+    const tickets = await allTickets(cluster);
 
     const sweepMs = await passRetention(http, cluster.name);
     const swept = await snapshot(http, broker, cluster.name);
     // The same membership with no history: adopted 100 members a call (the route's limit).
-    const reference = await createCluster(http, broker.adminToken, "scale-nohistory");
+    const reference = await createCluster(http, broker, "scale-nohistory");
     const members = tickets.map((t) => ({ node: t.node, peerURL: peerUrlOf(t.node) }));
-    for (let i = 0; i < members.length; i += 100) {
-      await http.expect([200], "POST", `/v1/admin/clusters/${reference.name}/adopt`, {
-        bearer: broker.adminToken,
-        body: { members: members.slice(i, i + 100) },
-      });
-    }
+    for (let i = 0; i < members.length; i += 100) await reference.admin.adopt(members.slice(i, i + 100));
     await passRetention(http, reference.name);
     const noHistory = await snapshot(http, broker, reference.name);
     const retention = {
@@ -241,10 +236,8 @@ interface TicketRead {
 }
 
 /** The node's view of its ticket; with `waitSeconds`, a long poll that returns once it leaves the queue. */
-async function readTicket(http: HttpClient, cluster: BenchCluster, ticket: string, waitSeconds: number): Promise<TicketRead> {
-  const query = waitSeconds > 0 ? `?wait=${waitSeconds}` : "";
-  return (await http.expect([200, 202], "GET", `/v1/clusters/${cluster.name}/tickets/${ticket}${query}`, { bearer: cluster.enrollmentToken }))
-    .body as TicketRead;
+async function readTicket(cluster: BenchCluster, ticket: string, waitSeconds: number): Promise<TicketRead> {
+  return (await cluster.nodes.ticket(ticket, waitSeconds > 0 ? waitSeconds : undefined)).body;
 }
 
 /** Events per second over the first or the last tenth of `times` (completion instants, in order). */

@@ -13,7 +13,7 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
 import { ClusterTrust, verifyAdmission } from "../src/shared/verifier/index.ts";
-import type { BrokerProcess } from "../test/support/stack.ts";
+import { admitted, type BrokerProcess } from "../test/support/stack.ts";
 import { completeTicket, createCluster, peerUrlOf, requestTicket } from "./support/cluster.ts";
 import { HttpClient } from "./support/http.ts";
 import { log, median, round } from "./support/stats.ts";
@@ -72,15 +72,13 @@ export async function verifier(broker: BrokerProcess, options: { runs: number; s
   const http = new HttpClient(broker.url);
   let token: string;
   let jwks: JSONWebKeySet;
-  const cluster = await createCluster(http, broker.adminToken, "verifier");
+  const cluster = await createCluster(http, broker, "verifier");
   try {
     // A real join admission: the bootstrap node completes, then the joiner is admitted.
-    const boot = (await requestTicket(http, cluster, "boot")).body as { ticket: string; admission: string };
-    await completeTicket(http, cluster, boot.ticket, boot.admission, "1");
-    const join = (await requestTicket(http, cluster, "joiner")).body as { admission?: string };
-    if (!join.admission) throw new Error("the joiner was not admitted");
-    token = join.admission;
-    jwks = (await http.expect([200], "GET", `/v1/clusters/${cluster.name}/jwks.json`)).body as JSONWebKeySet;
+    const boot = admitted((await requestTicket(cluster, "boot")).body);
+    await completeTicket(cluster, boot.ticket, boot.admission, "1");
+    token = admitted((await requestTicket(cluster, "joiner")).body).admission;
+    jwks = (await cluster.nodes.jwks()).body as JSONWebKeySet;
   } finally {
     http.close();
   }
