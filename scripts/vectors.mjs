@@ -14,7 +14,7 @@ import { writeFileSync } from "node:fs";
 import { register } from "tsx/esm/api";
 
 register();
-const { startBroker, adminCall } = await import("../test/support/broker.ts");
+const { brokerClient, enrollCluster, startBroker } = await import("../test/support/stack.ts");
 const { generateSigningKey, importPrivateKey, signAdmission } = await import("../src/broker/tokens/keys.ts");
 const { CompactSign, SignJWT, UnsecuredJWT, base64url, decodeJwt } = await import("jose");
 
@@ -60,47 +60,31 @@ process.env.WRANGLER_SEND_METRICS = "false";
 console.log("Starting a broker (wrangler dev)…");
 const broker = await startBroker();
 try {
-  const call = async (method, path, body) => {
-    const r = await adminCall(broker, method, path, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  };
-  const enroll = async (cluster) => (await call("POST", `/v1/admin/clusters/${cluster}/enrollment-tokens`, {})).token;
+  const admin = brokerClient(broker).admin(CLUSTER);
+  const enroll = (cluster) => enrollCluster(broker, cluster);
   const ticket = async (cluster, enrollment, node, peerURL) => {
-    const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${enrollment}`, "content-type": "application/json" },
-      body: JSON.stringify({ node, peerURL }),
-    });
-    const body = await res.json();
-    if (body.state !== "admitted") throw new Error(`expected an admitted ticket for ${node}, got ${res.status} ${JSON.stringify(body)}`);
+    const { status, body } = await brokerClient(broker, { bearer: enrollment }).cluster(cluster).requestTicket(node, peerURL);
+    if (body.state !== "admitted") throw new Error(`expected an admitted ticket for ${node}, got ${status} ${JSON.stringify(body)}`);
     return { node, peerURL, ticket: body.ticket, token: body.admission, claims: decodeJwt(body.admission) };
   };
-  const complete = async (cluster, a, memberID) => {
-    const res = await fetch(`${broker.url}/v1/clusters/${cluster}/tickets/${a.ticket}/complete`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${a.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ memberID }),
-    });
-    if (res.status !== 200) throw new Error(`complete ${a.node}: HTTP ${res.status} ${await res.text()}`);
-  };
+  const complete = (cluster, a, memberID) => brokerClient(broker, { bearer: a.token }).cluster(cluster).complete(a.ticket, memberID);
 
   const enrollment = await enroll(CLUSTER);
   const boot = await ticket(CLUSTER, enrollment, "ctrl-0", peer(10));
   await complete(CLUSTER, boot, "1000");
-  await call("PUT", `/v1/admin/clusters/${CLUSTER}/policy`, { maxInFlight: 8 });
+  await admin.setPolicy({ maxInFlight: 8 });
   const joiner = await ticket(CLUSTER, enrollment, "ctrl-1", peer(11));
   const revoked = await ticket(CLUSTER, enrollment, "ctrl-2", peer(12));
-  await call("POST", `/v1/admin/clusters/${CLUSTER}/admissions/${revoked.claims.jti}/revoke`, { reason: "test vector" });
+  await admin.revokeAdmission(revoked.claims.jti, "test vector");
   const completed = await ticket(CLUSTER, enrollment, "ctrl-3", peer(13));
   await complete(CLUSTER, completed, "1003");
-  await call("POST", `/v1/admin/clusters/${CLUSTER}/keys/rotate`);
+  await admin.rotateKeys();
   const rotated = await ticket(CLUSTER, enrollment, "ctrl-4", peer(14));
   const loopback6 = await ticket(CLUSTER, enrollment, "ctrl-5", "https://[::1]:2380");
   const named = await ticket(CLUSTER, enrollment, "ctrl-6", "https://ctrl-6.example:2380");
   const stranger = await ticket(OTHER, await enroll(OTHER), "ctrl-1", peer(11));
-  const jwks = await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/jwks.json`)).json();
-  const revocations = await (await fetch(`${broker.url}/v1/clusters/${CLUSTER}/revocations`)).json();
+  const jwks = (await brokerClient(broker).cluster(CLUSTER).jwks()).body;
+  const revocations = (await brokerClient(broker).cluster(CLUSTER).revocations()).body;
   if (jwks.keys.length < 2) throw new Error(`expected the rotated JWKS to hold two keys: ${JSON.stringify(jwks)}`);
 
   // Forgeries: a key of our own, which some cases tell the verifier to trust, so that the checks

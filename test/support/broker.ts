@@ -297,19 +297,3 @@ export async function startBroker(options: StartBrokerOptions = {}): Promise<Bro
     output: () => log,
   };
 }
-
-/** Admin API helper for tests. */
-export async function adminCall(
-  broker: { url: string; localUrl?: string; adminToken: string },
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${broker.localUrl ?? broker.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${broker.adminToken}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
