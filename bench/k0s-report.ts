@@ -4,7 +4,7 @@
  * @module
  */
 import type { K0sArm, K0sArmRun, K0sVersionSummary } from "./k0s-gate.ts";
-import type { Results } from "./report.ts";
+import type { Results } from "./results.ts";
 import { labSectionHead, n, nodeSpans, passedRounds, ratioCells, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 

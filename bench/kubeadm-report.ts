@@ -4,7 +4,7 @@
  * @module
  */
 import type { KubeadmArm, KubeadmArmRun, KubeadmGateResult } from "./kubeadm-gate.ts";
-import type { Results } from "./report.ts";
+import type { Results } from "./results.ts";
 import { labSectionHead, n, nodeSpans, passedRounds, ratioCells, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 

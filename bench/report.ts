@@ -1,62 +1,10 @@
-/**
- * Renders bench/results.json as BENCHMARKS.md: what was measured and how, a summary against the
- * targets, and every run's figures.
- * @module
- */
-import type { ThroughputResult } from "./broker-throughput.ts";
 import type { BrokeredBreakdown, JoinResult, JoinRun, JoinSummary, SerialBreakdown } from "./cluster-join.ts";
-import type { CatchUpResult } from "./etcd-catchup.ts";
-import type { ExecutableResult } from "./executable.ts";
-import type { FootprintResult } from "./footprint.ts";
-import type { HandoffResult } from "./handoff.ts";
-import type { K0sBenchResult } from "./k0s-gate.ts";
-import type { KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { ScaleResult } from "./queue-scale.ts";
-import type { VerifierResult } from "./verifier.ts";
 import { k0sSection, k0sSummaryRows } from "./k0s-report.ts";
 import { kubeadmMissedNotes, kubeadmSection, kubeadmSummaryRows } from "./kubeadm-report.ts";
+import type { Results } from "./results.ts";
 import { n, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
-
-export interface Results {
-  date: string;
-  mode: "quick" | "full";
-  sections: string[];
-  settings: unknown;
-  machine: Record<string, string | number>;
-  loadAverage: { start: number[]; end: number[] };
-  durationSeconds: number;
-  errors: Record<string, string>;
-  /** Sections that could not run on this machine (not root, the Kubernetes builds absent), and why. */
-  skipped?: Record<string, string>;
-  broker?: ThroughputResult;
-  handoff?: HandoffResult;
-  /** Throughput and hand-off on join-broker serve's runtime. */
-  serve?: {
-    broker: ThroughputResult;
-    handoff: HandoffResult;
-    /** Benchmarks 1 and 2 under wrangler dev in the same run as these, when they ran in it. */
-    besideWrangler?: { date: string; broker: ThroughputResult["summary"]; handoff: HandoffResult["summary"] };
-  };
-  scale?: ScaleResult;
-  verifier?: VerifierResult;
-  join?: JoinResult;
-  catchup?: CatchUpResult;
-  executable?: ExecutableResult;
-  footprint?: FootprintResult;
-  kubeadm?: KubeadmGateResult;
-  k0s?: K0sBenchResult;
-  /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
-  merged?: {
-    date: string;
-    mode: "quick" | "full";
-    sections: string[];
-    settings: unknown;
-    machine: Record<string, string | number>;
-    loadAverage: { start: number[]; end: number[] };
-    durationSeconds: number;
-  }[];
-}
 
 export const TARGETS = {
   brokerRatio: 0.6,

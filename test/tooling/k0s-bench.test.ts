@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { summarizeK0s, type K0sArm, type K0sArmRun, type K0sBenchVersion } from "../../bench/k0s-gate.ts";
 import { k0sSummaryRows } from "../../bench/k0s-report.ts";
-import type { Results } from "../../bench/report.ts";
+import type { Results } from "../../bench/results.ts";
 
 const run = (version: K0sBenchVersion, arm: K0sArm, round: number, seconds: number | null): K0sArmRun => ({
   version,
