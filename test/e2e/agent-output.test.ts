@@ -10,12 +10,31 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts } from "../../scripts/ports.mjs";
-import { BIN, brokerClient, enrollCluster, joinArgv, ROOT, startBroker, type BrokerProcess } from "../support/stack.ts";
+import { BIN, brokerClient, enrollCluster, joinArgv, ROOT, startBroker, type BrokerProcess, type JoinArgs } from "../support/stack.ts";
 
-/** Runs the agent with stderr on a pipe; each line carries the agent's own timestamp. */
-function run(args: string[]): Promise<{ code: number | null; lines: { text: string }[] }> {
+/**
+ * Starts the agent's `join` for `a` with its output on pipes, its state in a new directory, and a
+ * join API nobody is asked for: `all` is stdout and stderr as they came, `stderr` alone.
+ */
+function startAgent(a: Pick<JoinArgs, "broker" | "cluster" | "token" | "node" | "peerURL" | "timeoutSeconds">) {
+  const stateDir = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
+  const child = spawn(process.execPath, [BIN, ...joinArgv({ ...a, joinApi: "http://127.0.0.1:9443", stateDir })], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output = { all: "", stderr: "" };
+  child.stdout.on("data", (d) => (output.all += d));
+  child.stderr.on("data", (d) => {
+    output.all += d;
+    output.stderr += d;
+  });
+  return { child, output };
+}
+
+/** Runs the agent to its end; each line carries the agent's own timestamp. */
+function run(a: Parameters<typeof startAgent>[0]): Promise<{ code: number | null; lines: { text: string }[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const { child } = startAgent(a);
     const lines: { text: string }[] = [];
     let partial = "";
     const take = (chunk: Buffer) => {
@@ -34,19 +53,14 @@ function run(args: string[]): Promise<{ code: number | null; lines: { text: stri
 describe("agent output without a terminal", () => {
   it("logs an unreachable broker at once, with the error, then again at most every 10 s", async () => {
     const [closed] = await freePorts(1);
-    const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
-    const r = await run(
-      joinArgv({
-        broker: `http://127.0.0.1:${closed}`,
-        cluster: "prod",
-        token: "jbe_x",
-        node: "ctrl-1",
-        peerURL: "https://10.0.0.11:2380",
-        joinApi: "http://127.0.0.1:9443",
-        stateDir: state,
-        timeoutSeconds: 14,
-      }),
-    );
+    const r = await run({
+      broker: `http://127.0.0.1:${closed}`,
+      cluster: "prod",
+      token: "jbe_x",
+      node: "ctrl-1",
+      peerURL: "https://10.0.0.11:2380",
+      timeoutSeconds: 14,
+    });
     expect(r.code).toBe(4);
     const failures = r.lines.filter((l) => / ctrl-1 retry: .*broker unreachable/.test(l.text));
     expect(failures.length).toBeGreaterThanOrEqual(1);
@@ -72,34 +86,14 @@ describe("agent output across a broker outage", () => {
       const cluster = "outage";
       const token = await enrollCluster(broker, cluster);
       await broker.stop();
-      const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
-      const child = spawn(
-        process.execPath,
-        [
-          BIN,
-          ...joinArgv({
-            broker: broker.url,
-            cluster,
-            token,
-            node: "ctrl-1",
-            peerURL: "https://10.0.0.11:2380",
-            joinApi: "http://127.0.0.1:9443",
-            stateDir: state,
-            timeoutSeconds: 170,
-          }),
-        ],
-        { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-      );
-      let out = "";
-      child.stdout.on("data", (d) => (out += d));
-      child.stderr.on("data", (d) => (out += d));
+      const { child, output } = startAgent({ broker: broker.url, cluster, token, node: "ctrl-1", peerURL: "https://10.0.0.11:2380", timeoutSeconds: 170 });
       try {
-        await expect.poll(() => out, { timeout: 60_000, interval: 200 }).toMatch(/ ctrl-1 retry: .*broker unreachable/);
+        await expect.poll(() => output.all, { timeout: 60_000, interval: 200 }).toMatch(/ ctrl-1 retry: .*broker unreachable/);
         await broker.restart();
-        await expect.poll(() => out, { timeout: 60_000, interval: 200 }).toMatch(/ ctrl-1 ticket: ticket tkt_\S+: admitted \(bootstrap\)/);
-        const lines = out.split("\n");
+        await expect.poll(() => output.all, { timeout: 60_000, interval: 200 }).toMatch(/ ctrl-1 ticket: ticket tkt_\S+: admitted \(bootstrap\)/);
+        const lines = output.all.split("\n");
         const back = lines.filter((l) => / ctrl-1 reachable: /.test(l));
-        expect(back, out).toEqual([expect.stringMatching(/ ctrl-1 reachable: the broker is reachable again after \d+ s \(\d+ failed attempts?\)$/)]);
+        expect(back, output.all).toEqual([expect.stringMatching(/ ctrl-1 reachable: the broker is reachable again after \d+ s \(\d+ failed attempts?\)$/)]);
         // Said once, after the failures and before the answer it was waiting for.
         const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
         expect(at(/ reachable: /)).toBeGreaterThan(at(/ retry: .*broker unreachable/));
@@ -128,32 +122,14 @@ describe("agent output while queued", () => {
     // ctrl-1 holds the bootstrap ticket and never finishes: ctrl-2 waits behind it.
     const boot = await brokerClient(broker, { bearer: token }).cluster(cluster).requestTicket("ctrl-1", "https://10.0.0.11:2380");
     expect(boot.status).toBe(201);
-    const state = mkdtempSync(join(tmpdir(), "join-broker-agent-out-"));
-    const child = spawn(
-      process.execPath,
-      [
-        BIN,
-        ...joinArgv({
-          broker: broker.url,
-          cluster,
-          token,
-          node: "ctrl-2",
-          peerURL: "https://10.0.0.12:2380",
-          joinApi: "http://127.0.0.1:9443",
-          stateDir: state,
-        }),
-      ],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let err = "";
-    child.stderr.on("data", (d) => (err += d));
+    const { child, output } = startAgent({ broker: broker.url, cluster, token, node: "ctrl-2", peerURL: "https://10.0.0.12:2380" });
     await expect
-      .poll(() => err, { timeout: 30_000 })
+      .poll(() => output.stderr, { timeout: 30_000 })
       .toMatch(/ctrl-2 queued: position 1 in the queue; waiting for the bootstrap node ctrl-1 to start the cluster/);
     const code = new Promise((r) => child.on("close", r));
     child.kill("SIGINT");
     expect(await code).toBe(130);
-    expect(err).toMatch(/ctrl-2 stopping: stopped by SIGINT\. Run the same command again to resume\.\n/);
-    expect(err).not.toContain("etcd");
+    expect(output.stderr).toMatch(/ctrl-2 stopping: stopped by SIGINT\. Run the same command again to resume\.\n/);
+    expect(output.stderr).not.toContain("etcd");
   });
 });

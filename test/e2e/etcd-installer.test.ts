@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
-import { ensureTool, memberAddress, startSingleNodeEtcd, type TestEtcd } from "../support/etcd.ts";
+import { ensureTool, memberAddress, startSingleNodeEtcd, type MemberAddress, type TestEtcd } from "../support/etcd.ts";
 
 const INSTALLER = join(import.meta.dirname, "../support/etcd-installer.mjs");
 
@@ -60,70 +60,23 @@ function alive(pid: number): boolean {
   }
 }
 
-const startedEtcds: number[] = [];
-
-afterAll(async () => {
-  await stopInstaller();
-  for (const pid of startedEtcds) if (pid > 1 && alive(pid)) process.kill(pid, "SIGKILL");
-  await etcd?.cleanup();
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
-
-it("tells etcd's own 'too many learner members' in its retry message when a learner is already there", async () => {
+/** The etcdctl beside the etcd under test (Debian's for 3.4), else the one of its release. */
+async function etcdctlBinary(): Promise<string> {
   const beside = join(dirname(etcd.bin), "etcdctl");
-  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
-  // Another node's learner fills etcd's default learner limit (one, on every version).
-  const stray = await memberAddress("inst-stray");
-  const added = await new EtcdGateway(etcd.first.clientURL).memberAdd([stray.peerURL], { learner: true });
-  expect(added.ok).toBe(true);
+  return existsSync(beside) ? beside : await ensureTool("etcdctl");
+}
 
-  const node = await memberAddress("inst-1");
-  // As a shell would pass it from a user's environment, which etcdctl 3.6 warns about.
-  installer = spawn(
-    process.execPath,
-    [
-      INSTALLER,
-      "join",
-      "--name",
-      node.name,
-      "--data-dir",
-      join(scratch, "data"),
-      "--peer-url",
-      node.peerURL,
-      "--client-url",
-      node.clientURL,
-      "--endpoints",
-      etcd.first.clientURL,
-      "--etcd-bin",
-      etcd.bin,
-      "--etcdctl",
-      etcdctl,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" }, detached: true },
-  );
-  let output = "";
-  installer.stdout!.on("data", (d) => (output += d));
-  installer.stderr!.on("data", (d) => (output += d));
-  await expect.poll(() => output, { timeout: 60_000, interval: 200 }).toMatch(/\[installer inst-1\] adding a learner: .*too many learner members.*; retrying/);
-  expect(output).not.toMatch(/environment variable/i);
-});
-
-it("starts its etcd again when it exits before the member is promoted, as the kubelet restarts kubeadm's static pod", async () => {
-  await stopInstaller();
-  const gateway = new EtcdGateway(etcd.first.clientURL);
-  const list = await gateway.memberList();
-  if (!list.ok) throw new Error(list.error.message);
-  for (const m of list.value.members.filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
-  const beside = join(dirname(etcd.bin), "etcdctl");
-  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
-
-  // Its client port is taken, so the first etcd it starts exits at once (as one that asked a
-  // peer which had not heard of this member yet exits); the port is freed once that happened.
-  const node = await memberAddress("inst-2");
-  const squatter = createServer();
-  await new Promise<void>((ok) => squatter.listen(Number(new URL(node.clientURL).port), "127.0.0.1", ok));
-  const dataDir = join(scratch, "data-2");
-  installer = spawn(
+/**
+ * Starts the installer's `join` for `node` against the etcd under test (as `installer`, in a
+ * process group of its own): its stdout and stderr as they came, and its exit code once closed.
+ */
+function startInstaller(
+  node: MemberAddress,
+  dataDir: string,
+  etcdctl: string,
+  env?: NodeJS.ProcessEnv,
+): { output: () => string; closed: Promise<number | null> } {
+  const proc = spawn(
     process.execPath,
     [
       INSTALLER,
@@ -143,30 +96,73 @@ it("starts its etcd again when it exits before the member is promoted, as the ku
       "--etcdctl",
       etcdctl,
     ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ETCDCTL_API: "3" }, detached: true },
+    { stdio: ["ignore", "pipe", "pipe"], ...(env ? { env } : {}), detached: true },
   );
+  installer = proc;
   let output = "";
-  installer.stdout!.on("data", (d) => (output += d));
-  installer.stderr!.on("data", (d) => (output += d));
-  const exited = new Promise<number | null>((ok) => installer!.once("close", ok));
-  await expect.poll(() => output, { timeout: 60_000, interval: 200 }).toMatch(/started etcd \(existing, pid (\d+)\)/);
-  const first = Number(/started etcd \(existing, pid (\d+)\)/.exec(output)![1]);
+  proc.stdout!.on("data", (d) => (output += d));
+  proc.stderr!.on("data", (d) => (output += d));
+  const closed = new Promise<number | null>((ok) => proc.once("close", ok));
+  return { output: () => output, closed };
+}
+
+const startedEtcds: number[] = [];
+
+afterAll(async () => {
+  await stopInstaller();
+  for (const pid of startedEtcds) if (pid > 1 && alive(pid)) process.kill(pid, "SIGKILL");
+  await etcd?.cleanup();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+it("tells etcd's own 'too many learner members' in its retry message when a learner is already there", async () => {
+  const etcdctl = await etcdctlBinary();
+  // Another node's learner fills etcd's default learner limit (one, on every version).
+  const stray = await memberAddress("inst-stray");
+  const added = await new EtcdGateway(etcd.first.clientURL).memberAdd([stray.peerURL], { learner: true });
+  expect(added.ok).toBe(true);
+
+  const node = await memberAddress("inst-1");
+  // As a shell would pass it from a user's environment, which etcdctl 3.6 warns about.
+  const run = startInstaller(node, join(scratch, "data"), etcdctl, { ...process.env, ETCDCTL_API: "3" });
+  await expect
+    .poll(() => run.output(), { timeout: 60_000, interval: 200 })
+    .toMatch(/\[installer inst-1\] adding a learner: .*too many learner members.*; retrying/);
+  expect(run.output()).not.toMatch(/environment variable/i);
+});
+
+it("starts its etcd again when it exits before the member is promoted, as the kubelet restarts kubeadm's static pod", async () => {
+  await stopInstaller();
+  const gateway = new EtcdGateway(etcd.first.clientURL);
+  const list = await gateway.memberList();
+  if (!list.ok) throw new Error(list.error.message);
+  for (const m of list.value.members.filter((x) => x.isLearner)) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+  const etcdctl = await etcdctlBinary();
+
+  // Its client port is taken, so the first etcd it starts exits at once (as one that asked a
+  // peer which had not heard of this member yet exits); the port is freed once that happened.
+  const node = await memberAddress("inst-2");
+  const squatter = createServer();
+  await new Promise<void>((ok) => squatter.listen(Number(new URL(node.clientURL).port), "127.0.0.1", ok));
+  const dataDir = join(scratch, "data-2");
+  const run = startInstaller(node, dataDir, etcdctl, { ...process.env, ETCDCTL_API: "3" });
+  await expect.poll(() => run.output(), { timeout: 60_000, interval: 200 }).toMatch(/started etcd \(existing, pid (\d+)\)/);
+  const first = Number(/started etcd \(existing, pid (\d+)\)/.exec(run.output())![1]);
   startedEtcds.push(first);
   await expect.poll(() => alive(first), { timeout: 60_000, interval: 200 }).toBe(false);
   await new Promise((ok) => squatter.close(ok));
 
-  expect(await exited).toBe(0);
+  expect(await run.closed).toBe(0);
   const second = etcdPid(dataDir);
   if (second) startedEtcds.push(second);
-  expect(output).toMatch(/etcd is not running: starting it again/);
+  expect(run.output()).toMatch(/etcd is not running: starting it again/);
   const after = await gateway.memberList();
   expect(after.ok && after.value.members.find((m) => m.name === "inst-2")?.isLearner).toBe(false);
 });
 
 it("takes 'Peer URLs already exists' after an add whose answer was lost as done, as kubeadm does, and finds its member", async () => {
   await stopInstaller();
-  const beside = join(dirname(etcd.bin), "etcdctl");
-  const etcdctl = existsSync(beside) ? beside : await ensureTool("etcdctl");
+  const etcdctl = await etcdctlBinary();
   // An etcdctl whose first `member add` that goes through has its answer lost (a timeout).
   // A refused add (etcd refuses changes for 5 s after the last test's promotion) is answered
   // as it is and not run again here: a second add could otherwise go through unobserved.
@@ -187,36 +183,12 @@ exec '${etcdctl}' "$@"
   );
   const node = await memberAddress("inst-3");
   const dataDir = join(scratch, "data-3");
-  installer = spawn(
-    process.execPath,
-    [
-      INSTALLER,
-      "join",
-      "--name",
-      node.name,
-      "--data-dir",
-      dataDir,
-      "--peer-url",
-      node.peerURL,
-      "--client-url",
-      node.clientURL,
-      "--endpoints",
-      etcd.first.clientURL,
-      "--etcd-bin",
-      etcd.bin,
-      "--etcdctl",
-      lossy,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
-  let output = "";
-  installer.stdout!.on("data", (d) => (output += d));
-  installer.stderr!.on("data", (d) => (output += d));
-  const code = await new Promise<number | null>((ok) => installer!.once("close", ok));
+  const run = startInstaller(node, dataDir, lossy);
+  const code = await run.closed;
   const pid = etcdPid(dataDir);
   if (pid) startedEtcds.push(pid);
-  expect(existsSync(marker), output).toBe(true);
-  expect(output).toMatch(/the add's answer was lost; found in the member list/);
+  expect(existsSync(marker), run.output()).toBe(true);
+  expect(run.output()).toMatch(/the add's answer was lost; found in the member list/);
   expect(code).toBe(0);
   const after = await new EtcdGateway(etcd.first.clientURL).memberList();
   expect(after.ok && after.value.members.filter((m) => m.peerURLs.includes(node.peerURL)).map((m) => m.isLearner)).toEqual([false]);

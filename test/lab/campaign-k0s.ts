@@ -30,7 +30,7 @@ import { K0S_VERSIONS } from "../../scripts/k0s.mjs";
 import { EtcdGateway } from "../../src/node/etcd/gateway.ts";
 import { tlsFetch } from "../../src/node/etcd/tls-fetch.ts";
 import { hex } from "../support/cluster.ts";
-import { faultSchedule, networkFault, type Fault, type SeedResult, type Violation } from "./campaign.ts";
+import { faultSchedule, networkFault, seedSummary, seedTimeline, type Fault, type SeedResult, type Violation } from "./campaign.ts";
 import { BrokeredK0sLab, K0S_HOSTS, k0sBinaries, type K0sBinaries } from "./k0s-lab.ts";
 
 export const K0S_BOUNDS = {
@@ -289,7 +289,7 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
     signalAll(left, "SIGKILL");
     // After close (which writes the timeline too): this one carries the seed's summary.
     timelinePath = b.h.writeTimeline({ installer, ends, violations: violations.map((v) => v.invariant), lab: b.lab.events });
-    timeline = [...b.h.timeline.entries, ...b.h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))];
+    timeline = seedTimeline(b.h);
   }
   const result: SeedResult = {
     seed,
@@ -304,10 +304,6 @@ export async function runK0sSeed(seed: number, options: K0sCampaignOptions): Pro
     timeline,
     ...(timelinePath ? { timelinePath } : {}),
   };
-  log(
-    `seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${installer}; ${Object.entries(ends)
-      .map(([n, e]) => `${n} ${e}`)
-      .join(", ")})`,
-  );
+  log(seedSummary(result, installer));
   return result;
 }

@@ -309,7 +309,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
     const timelinePath = h?.writeTimeline({ ends, violations: violations.map((v) => v.invariant), lab: lab.events });
     // A failing seed keeps every log of its run (etcd's above all) beside its timeline.
     if (violations.length && h) log(`seed ${seed}: logs kept in ${h.keepLogs(`campaign-${seed}-logs`)}`);
-    const timeline = h ? [...h.timeline.entries, ...h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))] : [];
+    const timeline = h ? seedTimeline(h) : [];
     await h?.cleanup().catch(() => undefined);
     lab.destroy();
     const result: SeedResult = {
@@ -324,11 +324,7 @@ export async function runSeed(seed: number, options: CampaignOptions): Promise<S
       timeline,
       timelinePath,
     };
-    log(
-      `seed ${seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${Object.entries(ends)
-        .map(([n, e]) => `${n} ${e}`)
-        .join(", ")})`,
-    );
+    log(seedSummary(result));
     return result;
   }
 }
@@ -435,4 +431,17 @@ async function checkEnd(h: ClusterHarness, nodes: string[], record: (v: Violatio
 
   const put = await h.etcd(joined.map((n) => h.node(n).clientURL)).put("campaign/write", String(Date.now()));
   if (!put.ok) record({ invariant: "accepts-writes", detail: put.error.message });
+}
+
+/** A seed's timeline as its result carries it: the harness's entries, then its member samples. */
+export function seedTimeline(h: ClusterHarness): SeedResult["timeline"] {
+  return [...h.timeline.entries, ...h.timeline.members.map((m) => ({ t: m.t, kind: "members", detail: { ...m } }))];
+}
+
+/** The line a seed ends with: its outcome, how long it took, and how each node ended (after `note`, when given). */
+export function seedSummary(result: SeedResult, note?: string): string {
+  const ends = Object.entries(result.ends)
+    .map(([n, e]) => `${n} ${e}`)
+    .join(", ");
+  return `seed ${result.seed}: ${result.outcome} in ${Math.round(result.durationMs / 1000)} s (${note === undefined ? "" : `${note}; `}${ends})`;
 }

@@ -12,6 +12,12 @@ describe("schema migrations", () => {
     await runInDurableObject(env.JOIN_QUEUE.getByName("schema-upgrade"), (_instance, state) => {
       const sql = state.storage.sql;
       const uses = () => sql.exec<{ uses: number }>(`SELECT uses FROM enrollment_tokens WHERE id = 'enr_a'`).one().uses;
+      /** The migrations applied so far, by id. */
+      const applied = () =>
+        sql
+          .exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`)
+          .toArray()
+          .map((r) => r.id);
       const insertTicket = (id: string, seq: number, token: string | null) =>
         sql.exec(
           `INSERT INTO tickets (id, seq, node, peer_url, role, state, enrollment_token_id, created_at) VALUES (?, ?, ?, 'https://n:2380', 'join', 'queued', ?, 1)`,
@@ -27,12 +33,7 @@ describe("schema migrations", () => {
       expect(uses(), "version 1 counts nothing by itself").toBe(2);
 
       migrate(state.storage, 2, 2);
-      expect(
-        sql
-          .exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`)
-          .toArray()
-          .map((r) => r.id),
-      ).toEqual([1, 2]);
+      expect(applied()).toEqual([1, 2]);
       expect(uses(), "the upgrade leaves existing counts alone").toBe(2);
 
       insertTicket("tkt_new", 2, "enr_a");
@@ -46,12 +47,7 @@ describe("schema migrations", () => {
 
       // Version 3: counters for /metrics, counted once from the history already there, then by the writes.
       migrate(state.storage, 4, 3);
-      expect(
-        sql
-          .exec<{ id: number }>(`SELECT id FROM _sql_schema_migrations ORDER BY id`)
-          .toArray()
-          .map((r) => r.id),
-      ).toEqual([1, 2, 3]);
+      expect(applied()).toEqual([1, 2, 3]);
       const counter = (name: string) => sql.exec<{ value: number }>(`SELECT value FROM counters WHERE name = ?`, name).one().value;
       expect(counter("ticket.ended.expired"), "existing history counted").toBe(1);
       sql.exec(`UPDATE tickets SET state = 'abandoned' WHERE id = 'tkt_old'`);

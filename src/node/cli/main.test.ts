@@ -11,26 +11,12 @@ import { packageRoot } from "../package-root.ts";
 import { EXIT } from "../exit-codes.ts";
 import type { Command } from "commander";
 import { defineAdmin } from "./admin.ts";
+import { cli } from "./cli-test-kit.ts";
 import { CliCommand } from "./command.ts";
 import { defineController } from "./controller.ts";
 import { defineEtcdCert } from "./etcd-cert.ts";
 import { defineJoin } from "./join.ts";
-import { main } from "./main.ts";
 import { defineServe, parseRestore } from "./serve.ts";
-
-/** Runs `join-broker ARGV` in this process; what it wrote and its exit code. */
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    const code = await main(argv);
-    return { code, stdout, stderr };
-  } finally {
-    vi.restoreAllMocks();
-  }
-}
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { makeOperatorCa } from "../../../test/support/operator-cas.ts";
 import { EXIT } from "../exit-codes.ts";
-import { main } from "./main.ts";
+import { cli } from "./cli-test-kit.ts";
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -22,18 +22,6 @@ afterEach(() => {
   vi.restoreAllMocks();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    return { code: await main(argv), stdout, stderr };
-  } finally {
-    vi.restoreAllMocks();
-  }
-}
 
 const openssl = (dir: string, ...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
 
@@ -88,6 +76,29 @@ function caWith(dir: string, extensions: string[], keyArgs = ["-newkey", "ec", "
   openssl(dir, "req", "-x509", ...keyArgs, "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/CN=not a CA", "-config", "ca.cnf");
 }
 
+/** `join` with --pki-dir DIR, JSON logs, and a broker and join API nobody listens on. */
+const joinArgv = (stateDir: string, pkiDir: string) => [
+  "join",
+  "--broker",
+  "http://127.0.0.1:9",
+  "--cluster",
+  "c1",
+  "--token",
+  "t",
+  "--node",
+  "ctrl-1",
+  "--peer-url",
+  "https://127.0.0.1:2380",
+  "--join-api",
+  "http://127.0.0.1:9",
+  "--state-dir",
+  stateDir,
+  "--pki-dir",
+  pkiDir,
+  "--log-format",
+  "json",
+];
+
 describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
   for (const broken of BROKEN) {
     it(`exits 3 at once for ${broken.name}, naming the file and what is wrong`, { timeout: 30_000 }, async () => {
@@ -95,29 +106,7 @@ describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
       const pki = tempDir();
       broken.make(pki);
       // Nothing listens on the broker's port: the refusal comes before any request.
-      const r = await cli(
-        "join",
-        "--broker",
-        "http://127.0.0.1:9",
-        "--cluster",
-        "c1",
-        "--token",
-        "t",
-        "--node",
-        "ctrl-1",
-        "--peer-url",
-        "https://127.0.0.1:2380",
-        "--join-api",
-        "http://127.0.0.1:9",
-        "--state-dir",
-        state,
-        "--etcd-bin",
-        "/bin/false",
-        "--pki-dir",
-        pki,
-        "--log-format",
-        "json",
-      );
+      const r = await cli(...joinArgv(state, pki), "--etcd-bin", "/bin/false");
       const lines = r.stderr
         .trim()
         .split("\n")
@@ -137,27 +126,7 @@ describe("join-broker join --pki-dir with a CA it cannot sign with", () => {
     const pki = tempDir();
     makeOperatorCa("openssl-p384-sec1", pki);
     rmSync(join(pki, "ca.crt"));
-    const r = await cli(
-      "join",
-      "--broker",
-      "http://127.0.0.1:9",
-      "--cluster",
-      "c1",
-      "--token",
-      "t",
-      "--node",
-      "ctrl-1",
-      "--peer-url",
-      "https://127.0.0.1:2380",
-      "--join-api",
-      "http://127.0.0.1:9",
-      "--state-dir",
-      tempDir(),
-      "--pki-dir",
-      pki,
-      "--log-format",
-      "json",
-    );
+    const r = await cli(...joinArgv(tempDir(), pki));
     expect(r.code).toBe(EXIT.refused);
     expect(r.stderr).toContain(`${join(pki, "ca.crt")} missing: the etcd CA is a pair of PEM files, ca.crt and ca.key (--pki-dir)`);
   });

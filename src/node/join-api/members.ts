@@ -325,18 +325,9 @@ export class Membership {
     // An add that went straight through (nothing ahead of it, no room made) is made on the look
     // its request's verification took moments ago. A broker that cannot answer is no yes.
     const status = madeRoom ? await this.#admissionStatus(input.token, input.jti) : await ownLook;
-    if (status === null) return brokerSilent(input, "added");
-    if (!status.active) {
-      return refuse(
-        410,
-        status.reason === "revoked" ? "admission_revoked" : "admission_inactive",
-        `admission ${input.jti} of node ${input.node} ended before its member could be added (${status.reason})`,
-      );
-    }
-    // Past the lease's end the broker may have admitted the next node: an add answered then would
-    // be made for an admission that ended (an unreachable endpoint alone costs a 10 s timeout).
-    const deadline = changeDeadline(status);
-    if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "added", status.leaseRemainingMs);
+    const cleared = clearedToChange(input, status, "added");
+    if (!cleared.ok) return cleared;
+    const { deadline, leaseRemainingMs } = cleared.value;
 
     // etcd's records, read while the add is made: the write after it turns the records of learners
     // promoted since into their members' and revokes what a record left for this peer URL named.
@@ -346,7 +337,7 @@ export class Membership {
     if (!added.ok) {
       // Perhaps made anyway: the member is then found by the node's next ask (which records it),
       // or, unrecorded, removed by a later add once it has blocked joins for the grace period.
-      if (outOfTime(added.error, deadline)) return leaseEnding(input, "added", status.leaseRemainingMs);
+      if (outOfTime(added.error, deadline)) return leaseEnding(input, "added", leaseRemainingMs);
       if (added.error.kind === "peer_url_exists" || added.error.kind === "member_id_exists") {
         // Another add for this peer won the race (or an earlier try timed out after etcd applied it).
         const again = await this.#gateway.memberList();
@@ -385,7 +376,7 @@ export class Membership {
         this.#log(
           `could not record learner ${memberIdHex(member.id)}'s admission and certificates in etcd (${recorded.error.message}); its node is asked to come back`,
         );
-        return outOfTime(recorded.error, deadline) ? leaseEnding(input, "added", status.leaseRemainingMs) : fromEtcdError(recorded.error);
+        return outOfTime(recorded.error, deadline) ? leaseEnding(input, "added", leaseRemainingMs) : fromEtcdError(recorded.error);
       }
       // The member is there either way: this instance vouches for it from memory, another one that
       // finds no record gives it the grace period, and the node's next ask records it again.
@@ -573,16 +564,9 @@ export class Membership {
         ? queued.status
         : null;
     const status = recent(firstLook) || fromQueue || (await this.#admissionStatus(input.token, input.jti));
-    if (status === null) return brokerSilent(input, "promoted");
-    if (!status.active) {
-      return refuse(
-        410,
-        status.reason === "revoked" ? "admission_revoked" : "admission_inactive",
-        `admission ${input.jti} of node ${input.node} ended before its learner could be promoted (${status.reason})`,
-      );
-    }
-    const deadline = changeDeadline(status);
-    if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, "promoted", status.leaseRemainingMs);
+    const cleared = clearedToChange(input, status, "promoted");
+    if (!cleared.ok) return cleared;
+    const { deadline, leaseRemainingMs } = cleared.value;
     // etcd 3.4.23 may promote a learner that never started (fixed in 3.4.24), so check it here.
     if (!member.started) {
       return refuse(
@@ -594,7 +578,7 @@ export class Membership {
     }
     const promoted = await this.#gateway.memberPromote(member.id, { deadline });
     if (!promoted.ok) {
-      if (outOfTime(promoted.error, deadline)) return leaseEnding(input, "promoted", status.leaseRemainingMs);
+      if (outOfTime(promoted.error, deadline)) return leaseEnding(input, "promoted", leaseRemainingMs);
       if (promoted.error.kind === "member_not_learner") return { ok: true, value: { memberID: member.id, learner: false } };
       return fromEtcdError(promoted.error);
     }
@@ -630,6 +614,34 @@ function recent(look: FirstLook | undefined): AdmissionStatus | null {
   const age = Date.now() - look.at;
   if (age < 0 || age > FIRST_LOOK_MS) return null;
   return look.status.leaseRemainingMs === undefined ? { active: true } : { active: true, leaseRemainingMs: look.status.leaseRemainingMs - age };
+}
+
+/** What ended too early for each change, when its admission ended before it. */
+const ENDED_BEFORE = { added: "its member could be added", promoted: "its learner could be promoted" } as const;
+
+/**
+ * The broker's word on an admission, right before etcd is asked to change for it: how long its
+ * lease has left and when the change must be answered (both undefined without a lease), or why
+ * nothing is changed: the broker could not say, the admission ended, or its lease ends too soon.
+ * Past the lease's end the broker may have admitted the next node: a change answered then would be
+ * made for an admission that ended (an unreachable endpoint alone costs a 10 s timeout).
+ */
+function clearedToChange(
+  input: { node: string; jti: string },
+  status: AdmissionStatus | null,
+  what: "added" | "promoted",
+): Outcome<{ deadline: number | undefined; leaseRemainingMs: number | undefined }> {
+  if (status === null) return brokerSilent(input, what);
+  if (!status.active) {
+    return refuse(
+      410,
+      status.reason === "revoked" ? "admission_revoked" : "admission_inactive",
+      `admission ${input.jti} of node ${input.node} ended before ${ENDED_BEFORE[what]} (${status.reason})`,
+    );
+  }
+  const deadline = changeDeadline(status);
+  if (deadline !== undefined && deadline - Date.now() < LEAST_CHANGE_MS) return leaseEnding(input, what, status.leaseRemainingMs);
+  return { ok: true, value: { deadline, leaseRemainingMs: status.leaseRemainingMs } };
 }
 
 /** When an etcd change for this admission must be answered by (this machine's clock), if the broker told its lease. */

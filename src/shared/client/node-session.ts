@@ -54,25 +54,12 @@ export class NodeSession {
 
   /** POST …/heartbeat with the admission token: extends the lease. */
   heartbeat(ticket: string, admission: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/heartbeat`, {
-      method: "POST",
-      bearer: admission,
-      timeoutMs: this.timeoutMs,
-      signal,
-      fetch: this.fetch,
-    });
+    return this.#onTicket("POST", ticket, "/heartbeat", admission, undefined, signal);
   }
 
   /** POST …/started {"memberID"}: the node's etcd member started (the start rule admits the next node). */
   memberStarted(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/started`, {
-      method: "POST",
-      bearer: admission,
-      body: { memberID },
-      timeoutMs: this.timeoutMs,
-      signal,
-      fetch: this.fetch,
-    });
+    return this.#onTicket("POST", ticket, "/started", admission, { memberID }, signal);
   }
 
   /**
@@ -80,32 +67,25 @@ export class NodeSession {
    * that it could not remove; the broker ends the ticket and pauses the cluster for an operator.
    */
   memberStuck(ticket: string, admission: string, memberID: string, detail: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/stuck`, {
-      method: "POST",
-      bearer: admission,
-      body: { memberID, detail },
-      timeoutMs: this.timeoutMs,
-      signal,
-    });
+    return this.#onTicket("POST", ticket, "/stuck", admission, { memberID, detail }, signal);
   }
 
   /** POST …/complete {"memberID"}: the node is a started, promoted voter. */
   complete(ticket: string, admission: string, memberID: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}/complete`, {
-      method: "POST",
-      bearer: admission,
-      body: { memberID },
-      timeoutMs: this.timeoutMs,
-      signal,
-      fetch: this.fetch,
-    });
+    return this.#onTicket("POST", ticket, "/complete", admission, { memberID }, signal);
   }
 
   /** DELETE …/tickets/{ticket}: give up the place (or the slot). */
   abandon(ticket: string, bearer?: string, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
-    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}`, {
-      method: "DELETE",
-      bearer: bearer ?? this.enrollmentToken,
+    return this.#onTicket("DELETE", ticket, "", bearer ?? this.enrollmentToken, undefined, signal);
+  }
+
+  /** One call on a ticket (…/tickets/{ticket}ACTION), with `bearer` and a JSON body when one is given. */
+  #onTicket(method: "POST" | "DELETE", ticket: string, action: string, bearer: string, body: unknown, signal?: AbortSignal): Promise<HttpResult<TicketView>> {
+    return requestJson<TicketView>(`${this.#base}/${encodeURIComponent(ticket)}${action}`, {
+      method,
+      bearer,
+      body,
       timeoutMs: this.timeoutMs,
       signal,
       fetch: this.fetch,

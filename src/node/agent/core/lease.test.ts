@@ -57,6 +57,15 @@ describe("the lease keeper, on a clock that tests move", () => {
     return c;
   }
 
+  /** The broker's answers to the keeper, sent at `date` (its clock). */
+  const answer = (status: number, date: number, fields: Partial<HttpResult<TicketView>>) =>
+    ({ status, body: null, problem: null, retryAfter: null, etag: null, date, ...fields }) as HttpResult<TicketView>;
+  const leaseEnded = (date: number) =>
+    answer(410, date, { problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }) });
+  const leaseExtended = (expiresAt: number, date: number) =>
+    answer(200, date, { body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() } as TicketView });
+  const ticketExpired = (date: number) => answer(200, date, { body: view("expired", "lease expired") });
+
   it("heartbeats at a third of what is left of the lease, and stops the join once the broker says the lease expired", async () => {
     const clock = manualClock(Date.parse("2026-01-01T00:00:00Z"));
     const beats: number[] = [];
@@ -67,27 +76,11 @@ describe("the lease keeper, on a clock that tests move", () => {
       heartbeat: async (): Promise<HttpResult<TicketView>> => {
         beats.push(clock.t);
         if (beats.length >= 4) clock.t = expiresAt + 1; // the node stalled past its lease
-        if (clock.t >= expiresAt)
-          return {
-            status: 410,
-            body: null,
-            problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }),
-            retryAfter: null,
-            etag: null,
-            date: clock.t,
-          } as HttpResult<TicketView>;
+        if (clock.t >= expiresAt) return leaseEnded(clock.t);
         expiresAt = clock.t + LEASE_MS;
-        return {
-          status: 200,
-          body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() },
-          problem: null,
-          retryAfter: null,
-          etag: null,
-          date: clock.t,
-        } as HttpResult<TicketView>;
+        return leaseExtended(expiresAt, clock.t);
       },
-      getTicket: async (): Promise<HttpResult<TicketView>> =>
-        ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: clock.t }) as HttpResult<TicketView>,
+      getTicket: async (): Promise<HttpResult<TicketView>> => ticketExpired(clock.t),
     } as unknown as NodeSession;
     const keeper = new LeaseKeeper(broker, "tkt_a", "adm", new Date(expiresAt).toISOString(), () => 0.5, {}, clock);
     const started = clock.t;
@@ -121,27 +114,12 @@ describe("the lease keeper, on a clock that tests move", () => {
           if (beats.length === 6) sixBeats();
           if (brokerNow() >= expiresAt) {
             lapsed = true;
-            return {
-              status: 410,
-              body: null,
-              problem: problem(410, "admission_inactive", "the admission is no longer active", { reason: "expired" }),
-              retryAfter: null,
-              etag: null,
-              date: date(),
-            } as HttpResult<TicketView>;
+            return leaseEnded(date());
           }
           expiresAt = brokerNow() + LEASE_MS;
-          return {
-            status: 200,
-            body: { ...view("admitted"), leaseExpiresAt: new Date(expiresAt).toISOString() },
-            problem: null,
-            retryAfter: null,
-            etag: null,
-            date: date(),
-          } as HttpResult<TicketView>;
+          return leaseExtended(expiresAt, date());
         },
-        getTicket: async (): Promise<HttpResult<TicketView>> =>
-          ({ status: 200, body: view("expired", "lease expired"), problem: null, retryAfter: null, etag: null, date: date() }) as HttpResult<TicketView>,
+        getTicket: async (): Promise<HttpResult<TicketView>> => ticketExpired(date()),
       } as unknown as NodeSession;
       // The admission's lease end, as the broker wrote it: on the broker's clock.
       const keeper = new LeaseKeeper(broker, "tkt_a", "adm", new Date(expiresAt).toISOString(), () => 0.5, {}, clock);
