@@ -11,6 +11,7 @@ import {
   parseEndpoints,
   type EtcdMember,
 } from "./gateway.ts";
+import { nodeFetch } from "./tls-fetch.ts";
 
 describe("parseEndpoints", () => {
   it("splits, trims, drops trailing slashes and duplicates", () => {
@@ -162,6 +163,30 @@ describe("EtcdGateway: which member it asks", () => {
     } finally {
       all.close();
       mixed.close();
+    }
+  });
+});
+
+describe("an endpoint that does not answer in time", () => {
+  it("is reported as timed out over node:http too (not as the timeout's legacy DOMException code)", async () => {
+    // Accepts the request and never answers it.
+    const silent = createServer(() => {});
+    await new Promise<void>((ok) => silent.listen(0, "127.0.0.1", ok));
+    const second = createServer(() => {});
+    await new Promise<void>((ok) => second.listen(0, "127.0.0.1", ok));
+    try {
+      const urls = [silent, second].map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`);
+      for (const fetch of [undefined, nodeFetch()]) {
+        const list = await new EtcdGateway(urls.join(","), { timeoutMs: 300, ...(fetch ? { fetch } : {}) }).memberList();
+        expect(list.ok ? "answered" : list.error.message).toBe(
+          `no etcd endpoint answered /v3/cluster/member/list: ${urls[0]}: timed out; ${urls[1]}: timed out`,
+        );
+      }
+    } finally {
+      silent.closeAllConnections();
+      second.closeAllConnections();
+      silent.close();
+      second.close();
     }
   });
 });

@@ -506,8 +506,11 @@ function describeFetchError(e: unknown): string {
     if (e.name === "TimeoutError" || e.name === "AbortError") return "timed out";
     // A certificate that failed the handshake, in words that name the file (tls-fetch.ts).
     if (e.name === "TlsHandshakeError") return e.message;
-    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-    return cause?.code ?? cause?.message ?? e.message;
+    const cause = (e as { cause?: { name?: string; code?: unknown; message?: string } }).cause;
+    // A request ended by its signal's timeout, as node:http reports it (tls-fetch.ts): the cause is
+    // the signal's DOMException, whose legacy numeric `code` (23) says nothing to a reader.
+    if (cause?.name === "TimeoutError" || cause?.name === "AbortError") return "timed out";
+    return (typeof cause?.code === "string" ? cause.code : undefined) ?? cause?.message ?? e.message;
   }
   return String(e);
 }
