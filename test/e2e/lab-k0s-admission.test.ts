@@ -24,8 +24,8 @@ import { join } from "node:path";
 import { describe, it } from "vitest";
 import { K0S_VERSIONS } from "../../scripts/k0s.mjs";
 import { hostJoinToken, joinTokenBearer, k0sApiCall } from "../lab/k0s-api.ts";
-import { BrokeredK0sLab, disabledComponents, eventually, k0sBinaries, startedVoters, type K0sBinaries, type MemberList } from "../lab/k0s-lab.ts";
-import { labSkipReason } from "../lab/lab.ts";
+import { BrokeredK0sLab, disabledComponents, k0sBinaries, startedVoters, type K0sBinaries, type MemberList } from "../lab/k0s-lab.ts";
+import { eventually, labSkipReason } from "../lab/lab.ts";
 
 const labSkip = await labSkipReason();
 const found = Object.fromEntries(K0S_VERSIONS.map((v) => [v, k0sBinaries(v, "broker")] as const));

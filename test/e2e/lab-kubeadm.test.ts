@@ -14,9 +14,9 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, expect, it } from "vitest";
 import { kubeRequest, readKubeconfig } from "../lab/kube-client.ts";
-import { BrokeredKubeLab, eventually, holdFirstJoiner, KubeLab, NODES, sampleMembers, startedVoters, type MemberList } from "../lab/kubeadm-lab.ts";
+import { BrokeredKubeLab, holdFirstJoiner, KubeLab, NODES, sampleMembers, startedVoters, type MemberList } from "../lab/kubeadm-lab.ts";
 import { kubeadmInit, kubeadmJoin, kubeadmJoinPhase, kubeBinaries, type KubeadmHost, type KubeBinaries, type KubeadmRun } from "../lab/kubeadm.ts";
-import { labSkipReason, type Lab } from "../lab/lab.ts";
+import { eventually, labSkipReason, type Lab } from "../lab/lab.ts";
 import { ROOT } from "../support/broker.ts";
 import { overlappingWindows } from "../support/gate.ts";
 

@@ -39,7 +39,7 @@ import { cachedKubePath } from "../../scripts/kube.mjs";
 import { ClusterHarness, type AgentRun } from "../support/cluster.ts";
 import { joinArgv, ROOT } from "../support/stack.ts";
 import { P256_NEW_KEY } from "../support/operator-cas.ts";
-import { Lab } from "./lab.ts";
+import { eventually, Lab, NeedsOperator } from "./lab.ts";
 
 const OUT = resolve(import.meta.dirname, "../../test-results/lab-k0s");
 const BALANCER = resolve(import.meta.dirname, "balancer.mjs");
@@ -688,28 +688,6 @@ export class BrokeredK0sLab {
 
 /** The scenario's hosts: the first is the leader when there is no broker to pick one. */
 export const K0S_HOSTS = ["k0s-1", "k0s-2", "k0s-3", "k0s-4"];
-
-/** What `eventually` does not wait out: the run cannot get there by itself. */
-export class NeedsOperator extends Error {
-  override readonly name = "NeedsOperator";
-}
-
-/** Waits for what is eventually true (polled every second); the last problem goes into the error. */
-export async function eventually<T>(what: string, attempt: () => T | null | Promise<T | null>, budgetMs: number): Promise<T> {
-  const deadline = Date.now() + budgetMs;
-  let last: unknown = null;
-  for (;;) {
-    try {
-      const v = await attempt();
-      if (v !== null) return v;
-    } catch (e) {
-      if (e instanceof NeedsOperator) throw new Error(`${what}: ${e.message}`);
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${Math.round(budgetMs / 1000)} s${last ? ` (last: ${String(last)})` : ""}`);
-    await new Promise((r) => setTimeout(r, 1_000));
-  }
-}
 
 export interface SeedReport {
   version: K0sVersion;

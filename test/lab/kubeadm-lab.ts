@@ -98,22 +98,6 @@ export class KubeLab {
   }
 }
 
-/** Waits for what is eventually true; the last value and problem go into the error. */
-export async function eventually<T>(what: string, attempt: () => Promise<T | null>, budgetMs: number): Promise<T> {
-  const deadline = Date.now() + budgetMs;
-  let last: unknown = null;
-  for (;;) {
-    try {
-      const v = await attempt();
-      if (v !== null) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${budgetMs / 1000} s (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, 1_000));
-  }
-}
-
 export interface MemberList {
   header: { cluster_id: string };
   members: { ID: string; name?: string; clientURLs?: string[]; isLearner?: boolean }[];

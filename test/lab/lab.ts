@@ -583,3 +583,25 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
     }
   }
 }
+
+/** What `eventually` does not wait out: the run cannot get there by itself. */
+export class NeedsOperator extends Error {
+  override readonly name = "NeedsOperator";
+}
+
+/** Waits for what is eventually true (polled every second); the last problem goes into the error. */
+export async function eventually<T>(what: string, attempt: () => T | null | Promise<T | null>, budgetMs: number): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  let last: unknown = null;
+  for (;;) {
+    try {
+      const v = await attempt();
+      if (v !== null) return v;
+    } catch (e) {
+      if (e instanceof NeedsOperator) throw new Error(`${what}: ${e.message}`);
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${Math.round(budgetMs / 1000)} s${last ? ` (last: ${String(last)})` : ""}`);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
