@@ -15,7 +15,8 @@ import type { KubeadmGateResult } from "./kubeadm-gate.ts";
 import type { ScaleResult } from "./queue-scale.ts";
 import type { VerifierResult } from "./verifier.ts";
 
-export interface Results {
+/** What every run records of itself: when, how, what it measured, on which machine, how long. */
+export interface RunHeader {
   date: string;
   mode: "quick" | "full";
   sections: string[];
@@ -23,6 +24,9 @@ export interface Results {
   machine: Record<string, string | number>;
   loadAverage: { start: number[]; end: number[] };
   durationSeconds: number;
+}
+
+export interface Results extends RunHeader {
   errors: Record<string, string>;
   /** Sections that could not run on this machine (not root, the Kubernetes builds absent), and why. */
   skipped?: Record<string, string>;
@@ -44,13 +48,5 @@ export interface Results {
   kubeadm?: KubeadmGateResult;
   k0s?: K0sBenchResult;
   /** Sections measured by later partial runs (`--only … --merge`) and written over this run's. */
-  merged?: {
-    date: string;
-    mode: "quick" | "full";
-    sections: string[];
-    settings: unknown;
-    machine: Record<string, string | number>;
-    loadAverage: { start: number[]; end: number[] };
-    durationSeconds: number;
-  }[];
+  merged?: RunHeader[];
 }
