@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/admission"
+	"github.com/etcd-join-broker/etcd-join-broker/integrations/go/internal/vectorstest"
 )
 
 // The shared vectors (integrations/vectors/admission-vectors.json, made by scripts/vectors.mjs
@@ -53,14 +53,8 @@ type vectorCase struct {
 
 func loadVectors(t *testing.T) *vectorFile {
 	t.Helper()
-	raw, err := os.ReadFile("../../vectors/admission-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v vectorFile
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	vectorstest.Read(t, &v)
 	return &v
 }
 

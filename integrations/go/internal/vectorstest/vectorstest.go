@@ -41,16 +41,22 @@ type Case struct {
 // Load reads integrations/vectors/admission-vectors.json of this checkout.
 func Load(t testing.TB) *Vectors {
 	t.Helper()
+	var v Vectors
+	Read(t, &v)
+	return &v
+}
+
+// Read decodes the same file into a test's own shape of it (one that also reads the expectations).
+func Read(t testing.TB, into any) {
+	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
 	raw, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", "vectors", "admission-vectors.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v Vectors
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := json.Unmarshal(raw, into); err != nil {
 		t.Fatal(err)
 	}
-	return &v
 }
 
 // Token is the named case's token, node and peer URL.
