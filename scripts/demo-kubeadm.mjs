@@ -11,9 +11,9 @@
 //                     etcd held 20 s. Every node ends a voter.
 // What kubeadm and the agents printed stays in test-results/lab-kubeadm/demo-*/.
 
-const { labUnavailable } = await import("../test/lab/lab.ts");
+const { eventually, labUnavailable } = await import("../test/lab/lab.ts");
 const { kubeBinaries, kubeadmInit, kubeadmJoin } = await import("../test/lab/kubeadm.ts");
-const { BrokeredKubeLab, KubeLab, NODES, eventually, holdFirstJoiner, startedVoters } = await import("../test/lab/kubeadm-lab.ts");
+const { BrokeredKubeLab, KubeLab, NODES, holdFirstJoiner, startedVoters } = await import("../test/lab/kubeadm-lab.ts");
 
 const t0 = Date.now();
 const log = (line) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`);
