@@ -612,6 +612,10 @@ export class ClusterHarness {
       agents: this.describeAgents()
         .split("\n")
         .map((l) => l.trim()),
+      // Whatever else each agent run printed (an installer's own lines: why it gave up), whole.
+      output: Object.fromEntries(
+        [...this.runs.entries()].flatMap(([name, runs]) => runs.filter((r) => r.otherOutput.length).map((r) => [`${name} run ${r.run}`, r.otherOutput])),
+      ),
     });
     console.log(`[${this.options.scenario}] timeline: ${path}`);
     return path;

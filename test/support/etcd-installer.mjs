@@ -153,6 +153,16 @@ function etcdctlError(stderr) {
 
 const tlsArgs = pki ? [`--cacert=${pki["ca.crt"]}`, `--cert=${pki["server.crt"]}`, `--key=${pki["server.key"]}`] : [];
 
+/**
+ * The other members' endpoints: this node's etcd, once it runs as a learner, answers "rpc not
+ * supported for learner" to a membership change, and etcdctl may send every try to it.
+ */
+const otherEndpoints =
+  o.endpoints
+    .split(",")
+    .filter((u) => u !== o["client-url"])
+    .join(",") || o.endpoints;
+
 /** etcdctl with its JSON output; uint64 IDs kept as decimal strings (JSON numbers would round them). */
 function etcdctl(args, endpoints = o.endpoints) {
   // Every etcdctl from 3.4 on speaks v3 by default, and 3.6 warns about ETCDCTL_API: leave it unset.
@@ -364,7 +374,7 @@ async function joinCluster() {
     `promoting ${hex(member.ID)}`,
     () => {
       keepEtcdRunning();
-      return etcdctl(["member", "promote", hex(member.ID)]);
+      return etcdctl(["member", "promote", hex(member.ID)], otherEndpoints);
     },
     // A voter already (an earlier attempt went through, and etcdctl's retry asked again).
     (error) => (/can only promote a learner member(?! which is in sync)|not a learner/i.test(error) ? {} : null),

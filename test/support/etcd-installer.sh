@@ -18,6 +18,10 @@ say() { echo "[installer $name] $*" >&2; }
 # etcdctl with this node's certificate when there is a PKI_DIR.
 tls_ctl() { if [ -n "$pki" ]; then "$@" --cacert="$pki/ca.crt" --cert="$pki/server.crt" --key="$pki/server.key"; else "$@"; fi; }
 ctl() { tls_ctl "$etcdctl" --endpoints="$endpoints" --dial-timeout=2s --command-timeout=5s "$@"; }
+# The other members' endpoints: once this node's etcd runs as a learner it answers "rpc not
+# supported for learner" to a membership change, and etcdctl may send every try to it.
+others=$(printf '%s\n' "$endpoints" | tr ',' '\n' | grep -vxF "$client" | paste -sd, -)
+ctl_others() { tls_ctl "$etcdctl" --endpoints="${others:-$endpoints}" --dial-timeout=2s --command-timeout=5s "$@"; }
 
 # A URL's host as a subjectAltName entry: IP addresses as IP, names as DNS.
 alt_name() {
@@ -96,7 +100,9 @@ add_learner() {
   if added=$(ctl member add "$name" --peer-urls="$peer" --learner 2>&1); then printf '%s\n' "$added"; return 0; fi
   case "$added" in *"already exists"*) ;; *) printf '%s\n' "$added"; return 1 ;; esac
   list=$(ctl member list -w simple 2>&1) || { printf '%s\n' "$list"; return 1; }
-  # Lines: ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER
+  # Lines: ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER; etcdctl 3.6 also logs a warning
+  # (into $list) for each endpoint that refused: only the member lines are read.
+  list=$(printf '%s\n' "$list" | awk -F', ' 'NF == 6 && $1 ~ /^[0-9a-f]+$/')
   id=$(printf '%s\n' "$list" | awk -F', ' -v p="$peer" '$4 == p { print $1 }')
   [ -n "$id" ] || { printf '%s\n' "$added"; return 1; }
   initial=$(printf '%s\n' "$list" | awk -F', ' -v p="$peer" -v n="$name" '
@@ -105,6 +111,19 @@ add_learner() {
     END { print out }')
   say "learner $id was already added"
   printf 'Member %s added\nETCD_INITIAL_CLUSTER="%s"\n' "$id" "$initial"
+}
+
+# Promotes learner $id. A promote whose answer was lost (etcdctl's command timeout on a busy
+# machine) went through all the same, and etcd refuses the next one: then the member list
+# decides (this member a voter: done).
+promote_learner() {
+  if out=$(ctl_others member promote "$id" 2>&1); then return 0; fi
+  case "$out" in *"can only promote a learner member"*) ;; *) printf '%s\n' "$out"; return 1 ;; esac
+  case "$out" in *"in sync with leader"*) printf '%s\n' "$out"; return 1 ;; esac
+  list=$(ctl_others member list -w simple 2>&1) || { printf '%s\n' "$list"; return 1; }
+  # Lines: ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER
+  voter=$(printf '%s\n' "$list" | awk -F', ' -v id="$id" '$1 == id && $6 == "false" { print "yes" }')
+  [ "$voter" = yes ] || { printf '%s\n' "$out"; return 1; }
 }
 
 if [ -n "$pki" ]; then
@@ -126,7 +145,7 @@ case "$mode" in
     initial=$(printf '%s\n' "$out" | sed -n 's/^ETCD_INITIAL_CLUSTER="\(.*\)"$/\1/p')
     say "added learner $id"
     start_etcd "$initial" existing
-    retry ctl member promote "$id"
+    retry promote_learner
     say "member $id is a voter"
     ;;
   *)
