@@ -10,8 +10,9 @@ export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
 /**
  * End-to-end files that run at once ($E2E_WORKERS): they spend most of their time waiting on etcd
  * (its 5 s health window, elections, leases, long polls), not on the CPU, and share nothing (ports
- * and lab subnets are claimed machine-wide, every data directory is a file's own). 4 was the
- * fastest on the 2-core machine (docs/testing.md).
+ * and lab subnets are claimed machine-wide, every data directory is a file's own). 4 is the
+ * fastest on the 2-core machine at which every test passed; 6 was faster but failed one
+ * (docs/testing.md, Numbers).
  */
 export const E2E_WORKERS = Number(process.env.E2E_WORKERS) || 4;
 
