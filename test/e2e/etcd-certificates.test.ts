@@ -229,6 +229,39 @@ describe("a joiner's certificates", () => {
   });
 });
 
+describe("root's session, shared by calls at once", () => {
+  it("a call that went without a token while another signed in asks again with that token: one sign-in, neither call refused", async () => {
+    // etcd's answer to a membership change without a token on a client-certificate port is "user
+    // name not found" (the gateway's own certificate stands in), to a put "user name is empty".
+    const real = tlsFetch(h.etcdClientTls!);
+    const paths: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((ok) => (release = ok));
+    let held = false;
+    const seam: typeof fetch = async (input, init) => {
+      const path = new URL(String(input)).pathname;
+      const token = (init?.headers as Record<string, string> | undefined)?.authorization;
+      paths.push(`${path}${token ? " (token)" : ""}`);
+      // The first membership call, sent without a token, reaches etcd only once the other call has signed in.
+      if (path === "/v3/cluster/member/remove" && !token && !held) {
+        held = true;
+        await released;
+      }
+      if (token) release();
+      return real(input, init);
+    };
+    const gateway = new EtcdGateway(h.node("ctrl-0").clientURL, {
+      fetch: seam,
+      credentials: { user: "root", password: etcdRootPassword(readFileSync(pkiFiles(h.pkiCaDir!).caKey, "utf8")) },
+    });
+    const [remove, put] = await Promise.all([gateway.memberRemove("12345"), gateway.put("/registry/join-broker-test/session", "1")]);
+    expect(put.ok, JSON.stringify(put)).toBe(true);
+    // etcd's own refusal of an unknown member: asked as root, not refused as nobody.
+    expect(!remove.ok && remove.error.kind, JSON.stringify(remove)).toBe("member_not_found");
+    expect(paths.filter((p) => p.startsWith("/v3/auth/authenticate"))).toHaveLength(1);
+  });
+});
+
 describe("reserved node names", () => {
   it("root gets no ticket and no add", async () => {
     const [port] = await freePorts(1);

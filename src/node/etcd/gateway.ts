@@ -412,13 +412,20 @@ export class EtcdGateway {
     deadline?: number,
     signIn = true,
   ): Promise<EtcdResult<T>> {
-    const first = await this.#callOnce(path, body, read, only, deadline, signIn);
-    // A token etcd does not know (ended after 5 idle minutes), or none yet while auth is on
-    // (etcd says "user name is empty", or for a read "permission denied"): sign in, ask once more.
-    const refused = !first.ok && (first.error.kind === "unauthenticated" || (first.error.kind === "permission_denied" && this.#session.token === null));
+    // The token this request carries, taken now: calls run at once and share the session, so by
+    // the time etcd answers another call may have signed in (or out).
+    const sent = signIn ? this.#session.token : null;
+    const first = await this.#callOnce(path, body, read, only, deadline, sent);
+    // A token etcd does not know (ended after 5 idle minutes), or none sent while auth is on (etcd
+    // says "user name is empty"; with client-certificate auth "user name not found", the gateway's
+    // own certificate standing in; for a read "permission denied"): sign in, ask once more.
+    const refused = !first.ok && (first.error.kind === "unauthenticated" || (first.error.kind === "permission_denied" && sent === null));
     if (refused && signIn && this.#credentials) {
+      // Another call signed in meanwhile: its token will do, no second sign-in (each is a raft entry).
+      const current = this.#session.token;
+      if (current !== null && current !== sent) return this.#callOnce(path, body, read, only, deadline, current);
       const signed = await this.signIn();
-      if (signed.ok && signed.value) return this.#callOnce(path, body, read, only, deadline, signIn);
+      if (signed.ok && signed.value) return this.#callOnce(path, body, read, only, deadline, this.#session.token);
     }
     return first;
   }
@@ -429,7 +436,7 @@ export class EtcdGateway {
     read: (body: Record<string, unknown>, endpoint: string) => T,
     only: string[] | undefined,
     deadline: number | undefined,
-    withToken: boolean,
+    token: string | null,
   ): Promise<EtcdResult<T>> {
     const order = only ?? this.endpoints.map((_, i) => this.endpoints[(this.#preferred + i) % this.endpoints.length]!);
     const unreachable: string[] = [];
@@ -446,7 +453,7 @@ export class EtcdGateway {
       try {
         res = await this.#fetch(`${endpoint}${path}`, {
           method: "POST",
-          headers: { "content-type": "application/json", ...(withToken && this.#session.token ? { authorization: this.#session.token } : {}) },
+          headers: { "content-type": "application/json", ...(token ? { authorization: token } : {}) },
           body: JSON.stringify(body),
           signal: AbortSignal.timeout(left),
         });
