@@ -5,8 +5,8 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EtcdGateway, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { EtcdGateway, type EtcdMember, type EtcdResult, memberByPeerUrl } from "../../src/node/etcd/gateway.ts";
 import { etcdFlags } from "../../src/node/etcd/etcd-process.ts";
 import { Membership } from "../../src/node/join-api/members.ts";
 import { RETRY_AFTER } from "../../src/node/join-api/outcome.ts";
@@ -33,11 +33,42 @@ afterAll(async () => {
   await etcd?.cleanup();
 });
 
-/** Out of the way first: whatever learner the tests before left (etcd allows one). */
-async function removeLearners(): Promise<void> {
-  const list = await gateway.memberList();
-  for (const m of list.ok ? list.value.members.filter((x) => x.isLearner) : []) expect((await gateway.memberRemove(m.id)).ok).toBe(true);
+/**
+ * A call asked again while etcd answers "not now": on a busy machine etcd's own request timeout
+ * (5 s and two elections) can pass while its disk syncs, and the change may be applied all the
+ * same. Every call retried here is one whose second try cannot do more than its first.
+ */
+async function settled<T>(call: () => Promise<EtcdResult<T>>): Promise<EtcdResult<T>> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const r = await call();
+    if (r.ok || r.error.kind !== "unavailable" || Date.now() > deadline) return r;
+    await new Promise((ok) => setTimeout(ok, 500));
+  }
 }
+
+/** Adds a learner at `peerURL` as a test's starting point: one added by a try whose answer was lost is found in the list. */
+async function addLearner(peerURL: string): Promise<EtcdMember> {
+  const added = await settled(() => gateway.memberAdd([peerURL], { learner: true }));
+  if (added.ok) return added.value.member;
+  const listed = added.error.kind === "peer_url_exists" ? await settled(() => gateway.memberList()) : null;
+  const member = listed?.ok ? memberByPeerUrl(listed.value.members, peerURL) : undefined;
+  if (!member) throw new Error(`adding a learner at ${peerURL}: ${added.error.kind}: ${added.error.message}`);
+  return member;
+}
+
+/** Whatever learner a test before left (etcd allows one), out of each test's way. */
+async function removeLearners(): Promise<void> {
+  // A gateway of its own: the one under test keeps the endpoint order its test starts from.
+  const direct = new EtcdGateway([etcd.first.clientURL], { timeoutMs: 30_000 });
+  const list = await settled(() => direct.memberList());
+  if (!list.ok) throw new Error(`listing the members: ${list.error.message}`);
+  for (const m of list.value.members.filter((x) => x.isLearner)) {
+    const removed = await settled(() => direct.memberRemove(m.id));
+    if (!removed.ok && removed.error.kind !== "member_not_found") throw new Error(`removing learner ${m.id}: ${removed.error.message}`);
+  }
+}
+beforeEach(removeLearners);
 
 /** The IDs of etcd's members, sorted: what a refused change must leave as it was. */
 async function memberIds(): Promise<string[]> {
@@ -102,24 +133,26 @@ describe("etcd gateway client", () => {
 
   it("maps etcd's membership refusals to typed errors", async () => {
     const first = await memberAddress("gw-1");
-    const added = await gateway.memberAdd([first.peerURL], { learner: true });
-    expect(added.ok).toBe(true);
-    if (!added.ok) return;
-    expect(added.value.member).toMatchObject({ peerURLs: [first.peerURL], isLearner: true, started: false, name: "" });
+    const learner = await addLearner(first.peerURL);
+    expect(learner).toMatchObject({ peerURLs: [first.peerURL], isLearner: true, started: false, name: "" });
+    const list = await settled(() => gateway.memberList());
+    const voterId = list.ok ? list.value.members.find((m) => !m.isLearner)?.id : undefined;
+    expect(voterId).toBeDefined();
 
-    const second = await gateway.memberAdd([(await memberAddress("gw-2")).peerURL], { learner: true });
-    expect(!second.ok && second.error.kind).toBe("too_many_learners");
-    const notReady = await gateway.memberPromote(added.value.member.id);
-    expect(!notReady.ok && notReady.error.kind).toBe("learner_not_ready");
-    const voter = await gateway.memberPromote(added.value.header.memberId);
-    expect(!voter.ok && voter.error.kind).toBe("member_not_learner");
-    const missing = await gateway.memberRemove("12345");
-    expect(!missing.ok && missing.error.kind).toBe("member_not_found");
+    // Refusals: asked again only while etcd says "not now", which none of them can turn into a change.
+    const second = await settled(async () => gateway.memberAdd([(await memberAddress("gw-2")).peerURL], { learner: true }));
+    expect(!second.ok && second.error.kind, JSON.stringify(second)).toBe("too_many_learners");
+    const notReady = await settled(() => gateway.memberPromote(learner.id));
+    expect(!notReady.ok && notReady.error.kind, JSON.stringify(notReady)).toBe("learner_not_ready");
+    const voter = await settled(() => gateway.memberPromote(voterId!));
+    expect(!voter.ok && voter.error.kind, JSON.stringify(voter)).toBe("member_not_learner");
+    const missing = await settled(() => gateway.memberRemove("12345"));
+    expect(!missing.ok && missing.error.kind, JSON.stringify(missing)).toBe("member_not_found");
     await new Promise((ok) => setTimeout(ok, 1_100)); // a new second, so a new member ID
-    const twice = await gateway.memberAdd([first.peerURL], { learner: true });
-    expect(!twice.ok && twice.error.kind).toBe("peer_url_exists");
+    const twice = await settled(() => gateway.memberAdd([first.peerURL], { learner: true }));
+    expect(!twice.ok && twice.error.kind, JSON.stringify(twice)).toBe("peer_url_exists");
 
-    const removed = await gateway.memberRemove(added.value.member.id);
+    const removed = await settled(() => gateway.memberRemove(learner.id));
     expect(removed.ok && removed.value.members.map((m) => m.name)).toEqual(["gw-0"]);
   });
 });
@@ -140,8 +173,7 @@ async function jsonServer(status: number, type: string, body: string): Promise<S
 describe("etcd process", () => {
   it("starts a member with the flags it prints, and stops it", async () => {
     const address = await memberAddress("gw-3");
-    const added = await gateway.memberAdd([address.peerURL], { learner: true });
-    expect(added.ok).toBe(true);
+    const learner = await addLearner(address.peerURL);
     const initialCluster = [`gw-0=${etcd.first.peerURL}`, `gw-3=${address.peerURL}`];
     const proc = await etcd.startMember(address, initialCluster);
     expect(proc.args).toEqual(
@@ -153,7 +185,7 @@ describe("etcd process", () => {
     expect(list.ok && memberByPeerUrl(list.value.members, address.peerURL)).toMatchObject({ name: "gw-3", started: true, isLearner: true });
     await proc.stop();
     expect(proc.running()).toBe(false);
-    if (added.ok) expect((await gateway.memberRemove(added.value.member.id)).ok).toBe(true);
+    expect((await settled(() => gateway.memberRemove(learner.id))).ok).toBe(true);
   });
 
   it("fails with etcd's own words when it cannot start", async () => {
@@ -168,9 +200,7 @@ describe("etcd process", () => {
 describe("membership: a learner nobody here added", () => {
   it("blocks joins while young, and is removed once the grace period has passed", async () => {
     const stray = await memberAddress("stray");
-    const strayAdd = await gateway.memberAdd([stray.peerURL], { learner: true });
-    expect(strayAdd.ok).toBe(true);
-    if (!strayAdd.ok) return;
+    const strayLearner = await addLearner(stray.peerURL);
     let now = Date.now();
     const lines: string[] = [];
     const membership = new Membership({
@@ -188,19 +218,16 @@ describe("membership: a learner nobody here added", () => {
     const added = await membership.addLearner(request);
     expect(added.ok).toBe(true);
     const list = await gateway.memberList();
-    expect(list.ok && list.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
-    expect(lines.some((l) => l.includes(`removed unstarted learner ${memberIdHex(strayAdd.value.member.id)}`))).toBe(true);
+    expect(list.ok && list.value.members.find((m) => m.id === strayLearner.id)).toBeUndefined();
+    expect(lines.some((l) => l.includes(`removed unstarted learner ${memberIdHex(strayLearner.id)}`))).toBe(true);
   });
 
   it("a started one goes too after the grace period, and so does one still a learner after its node completed", async () => {
-    // Out of the way first: the learner the test above left.
-    await removeLearners();
     const first = `gw-0=${etcd.first.peerURL}`;
 
     // A started learner that this process did not add (another instance, or before a restart).
     const stray = await memberAddress("stray-2");
-    const strayAdd = await gateway.memberAdd([stray.peerURL], { learner: true });
-    if (!strayAdd.ok) throw new Error(strayAdd.error.message);
+    const strayLearner = await addLearner(stray.peerURL);
     await etcd.startMember(stray, [first, `stray-2=${stray.peerURL}`]);
     const listed = await gateway.memberList();
     expect(listed.ok && memberByPeerUrl(listed.value.members, stray.peerURL)).toMatchObject({ isLearner: true, started: true });
@@ -223,8 +250,8 @@ describe("membership: a learner nobody here added", () => {
     const added5 = await membership.addLearner(request5);
     if (!added5.ok) throw new Error(added5.detail);
     const afterStray = await gateway.memberList();
-    expect(afterStray.ok && afterStray.value.members.find((m) => m.id === strayAdd.value.member.id)).toBeUndefined();
-    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${memberIdHex(strayAdd.value.member.id)}`));
+    expect(afterStray.ok && afterStray.value.members.find((m) => m.id === strayLearner.id)).toBeUndefined();
+    expect(lines).toContainEqual(expect.stringContaining(`removed started learner ${memberIdHex(strayLearner.id)}`));
 
     // gw-5 starts; its node reports completion, yet it stays a learner: kept while young, removed once stalled.
     await etcd.startMember(gw5, added5.value.initialCluster);
@@ -253,7 +280,6 @@ describe("membership: a peer URL added again within the second its learner was r
   // removed as "member not found": a node whose learner was removed (its admission ended) and
   // that was admitted again at once meets that.
   it("is added once etcd's next second gives it another ID, not answered 404 member_not_found", async () => {
-    await removeLearners();
     const lines: string[] = [];
     const membership = new Membership({ gateway, admissionStatus: async () => ({ active: true }), log: (l) => lines.push(l) });
     const node = await memberAddress("gw-again");
@@ -288,7 +314,6 @@ describe("membership: a peer URL added again within the second its learner was r
 
 describe("membership: an admission that ends while its add waits", () => {
   it("adds no member once the end is visible, even though the token was active when the request came in", async () => {
-    await removeLearners();
     const members = await memberIds();
     // The route verified the token (active); the broker revokes it before the add's own check.
     const membership = new Membership({ gateway, admissionStatus: async () => ({ active: false, reason: "revoked" }) });
@@ -299,7 +324,6 @@ describe("membership: an admission that ends while its add waits", () => {
   });
 
   it("asks again when the add waited for another change or its request's look is old, not when it went straight through", async () => {
-    await removeLearners();
     const members = await memberIds();
     let asked = 0;
     // The broker revoked the admission after the request's verification looked (active).
@@ -337,7 +361,6 @@ describe("membership: an add bounded by its admission's lease", () => {
   // Campaign seed 67: the first etcd endpoint hung, so the add went to the next one after its
   // 10 s timeout, 8 s after the node's lease had ended and the broker had admitted the next node.
   it("is answered 503 admission_lease_ending before the lease ends, not made later through the next endpoint", async () => {
-    await removeLearners();
     const members = await memberIds();
     // An endpoint that passes everything on to etcd but holds member adds unanswered.
     const held: string[] = [];
@@ -377,7 +400,6 @@ describe("membership: an add bounded by its admission's lease", () => {
 
 describe("membership: the broker cannot be reached for the last check", () => {
   it("adds no member and promotes no learner, and answers 503 with Retry-After", async () => {
-    await removeLearners();
     const list = async () => {
       const l = await gateway.memberList();
       if (!l.ok) throw new Error(l.error.message);
@@ -405,7 +427,6 @@ describe("membership: the broker cannot be reached for the last check", () => {
   });
 
   it("with the offline mode opted in, the broker's recent revocation list answers instead, as it does for the verifier", async () => {
-    await removeLearners();
     // A broker whose introspection is down while its revocation list still comes through.
     const broker = `http://127.0.0.1:${await freePort()}`;
     const onlyTheList: typeof fetch = async (input) => {
@@ -520,7 +541,6 @@ describe("membership: held while etcd settles", () => {
 
 describe("membership: a held add and the learner it waits for", () => {
   it("asks the broker about that learner's admission once a second, not at every attempt, and adds once that admission has ended", async () => {
-    await removeLearners();
     let askedAboutFirst = 0;
     let firstActive = true;
     const membership = new Membership({
