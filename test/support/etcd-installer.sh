@@ -56,10 +56,11 @@ make_certificate() { # KIND SUBJECT_ALT_NAMES
 
 etcd_pid=""
 
-# Gives up with the last lines etcd wrote, so a failed run says why.
+# Gives up with the last lines etcd wrote, then why: the reason last, where a summary of the
+# output's last lines finds it.
 give_up() {
-  say "gave up: $*"
   if [ -f "$data.log" ]; then tail -n 5 "$data.log" | sed "s/^/[installer $name] etcd: /" >&2; fi
+  say "gave up: $*"
   exit 1
 }
 
@@ -68,9 +69,13 @@ give_up() {
 # the wait at once.
 retry() {
   deadline=$(($(date +%s) + 120))
+  said=""
   while ! out=$("$@" 2>&1); do
     if [ -n "$etcd_pid" ] && ! kill -0 "$etcd_pid" 2>/dev/null; then give_up "etcd (pid $etcd_pid) exited: $out"; fi
     if [ "$(date +%s)" -ge "$deadline" ]; then give_up "$*: $out"; fi
+    # Each new answer once, so a long wait shows what it waited on.
+    last_line=$(printf '%s\n' "$out" | tail -n 1)
+    if [ "$last_line" != "$said" ]; then say "$1: $last_line; retrying"; said=$last_line; fi
     sleep 0.5
   done
 }
