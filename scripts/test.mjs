@@ -8,8 +8,10 @@
 // side by side. The builds (etcd, Kubernetes, the single executable files; each cached per
 // machine under ~/.cache/etcd-join-broker by its script) start at once, and each step waits only
 // for what it uses. Priorities: the end-to-end tests (which wait on etcd far more than they
-// compute) at the normal one, the CPU-bound checks and the builds the tests wait for below them,
-// the long Kubernetes build and the model check lowest (nice 19, idle I/O), taking what is left.
+// compute) at the normal one, the builds the tests wait for below them, the long Kubernetes and
+// k0s builds lowest (nice 19, idle I/O), and the checks nothing waits for (the static checks, the
+// Go module's tests, the model check) in the idle CPU class: while the long builds, the run's
+// last steps to end, still want the CPU, those take none of it.
 // Every task's output is printed as it comes, each line tagged with the task, and kept in
 // test-results/<task>.log; a failed task does not stop the others (those needing a failed build
 // do not run). docs/testing.md explains the choices and the numbers.
@@ -220,22 +222,36 @@ const checks = quick
       ...(selected
         ? []
         : [
-            { id: "wrangler", title: "wrangler config and bundle", cmd: ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"], lane: "checks" },
+            {
+              id: "wrangler",
+              title: "wrangler config and bundle",
+              cmd: ["wrangler", "deploy", "--dry-run", "--outdir", ".wrangler/dry-run"],
+              lane: "checks",
+              idleCpu: true,
+            },
             // The Workers runtime's types, generated from wrangler.toml and the pinned workerd (npm run cf-typegen).
             {
               id: "worker-types",
               title: "Worker types up to date (wrangler types --check)",
               cmd: ["wrangler", "types", "--check", "src/broker/worker-configuration.d.ts"],
               lane: "checks",
+              idleCpu: true,
             },
-            { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "checks" },
-            { id: "boundaries", title: "boundaries: a type check per runtime, dependency rules", cmd: nodeCmd("scripts/boundaries.mjs"), lane: "checks" },
-            { id: "format", title: "format and lint (Biome)", cmd: ["biome", "ci", "--colors=off", "."], lane: "checks" },
+            { id: "types", title: "type check", cmd: ["tsc", "--noEmit"], lane: "checks", idleCpu: true },
+            {
+              id: "boundaries",
+              title: "boundaries: a type check per runtime, dependency rules",
+              cmd: nodeCmd("scripts/boundaries.mjs"),
+              lane: "checks",
+              idleCpu: true,
+            },
+            { id: "format", title: "format and lint (Biome)", cmd: ["biome", "ci", "--colors=off", "."], lane: "checks", idleCpu: true },
             {
               id: "openapi",
               title: "OpenAPI document lint (Redocly, recommended rules)",
               cmd: nodeCmd("scripts/openapi.mjs", "lint", `${RESULTS}/openapi.json`),
               lane: "checks",
+              idleCpu: true,
             },
           ]),
       // CPU-bound, with each test's time bounded: at the normal priority, in a lane of its own,
@@ -256,9 +272,15 @@ const checks = quick
       ...(selected
         ? []
         : [
-            { id: "go-test", title: "Go verifier module: go vet, go test (integrations/go)", cmd: nodeCmd("scripts/go-test.mjs"), lane: "checks" },
-            // No timing in it: beside everything at the lowest priority.
-            { id: "model", title: "model check of the join protocol (spin)", cmd: nodeCmd("scripts/model.mjs"), lane: "model", nice: 19, idleIo: true },
+            {
+              id: "go-test",
+              title: "Go verifier module: go vet, go test (integrations/go)",
+              cmd: nodeCmd("scripts/go-test.mjs"),
+              lane: "checks",
+              idleCpu: true,
+            },
+            // No timing in it (each search is bounded by CPU time): in the idle class beside everything.
+            { id: "model", title: "model check of the join protocol (spin)", cmd: nodeCmd("scripts/model.mjs"), lane: "model", idleCpu: true, idleIo: true },
           ]),
       ...(e2eRunProjects.length
         ? [
@@ -370,7 +392,11 @@ function start(s) {
   s.state = "running";
   s.start = Date.now();
   const log = `${RESULTS}/${task.id}.log`;
-  const prefix = [...(task.nice ? ["nice", "-n", String(task.nice)] : []), ...(task.idleIo ? ["ionice", "-c", "3"] : [])];
+  // SCHED_IDLE: below even nice 19 (a weight of 3 against its 15), so the long builds keep the CPU.
+  const prefix = [
+    ...(task.idleCpu ? ["chrt", "--idle", "0"] : task.nice ? ["nice", "-n", String(task.nice)] : []),
+    ...(task.idleIo ? ["ionice", "-c", "3"] : []),
+  ];
   const [cmd, ...args] = [...prefix, ...task.cmd];
   const envShown = Object.entries(task.env ?? {})
     .filter(([k]) => k !== "JOIN_BROKER_TEST_REPORT")
