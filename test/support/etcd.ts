@@ -100,6 +100,28 @@ export interface TestEtcd {
 /** Tuned for one shared machine: quick elections, but tolerant of a busy CPU. */
 export const TEST_TIMING = { heartbeatIntervalMs: 50, electionTimeoutMs: 750 } as const;
 
+/**
+ * Waits until etcd's `/version` names a cluster version. A member that joins before then exits
+ * "incompatible with current running cluster" (3.5 reads the one remote's "not_decided" as
+ * incompatible), and a learner added meanwhile keeps it undecided: healthy is not enough on a
+ * busy machine, where the leader applies that version a moment after its first commit.
+ */
+async function untilClusterVersionDecided(clientURL: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const body = (await (await fetch(`${clientURL}/version`, { signal: AbortSignal.timeout(5_000) })).json()) as { etcdcluster?: string };
+      last = body.etcdcluster ?? "";
+      if (last && last !== "not_decided") return;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  throw new Error(`etcd at ${clientURL} decided no cluster version within 30 s (last: ${last})`);
+}
+
 /** Starts a single-node etcd cluster on loopback and waits until it is healthy. */
 export async function startSingleNodeEtcd(options: { name?: string; token?: string; bin?: string; extraArgs?: readonly string[] } = {}): Promise<TestEtcd> {
   const bin = options.bin ?? (await etcdBinary());
@@ -125,6 +147,7 @@ export async function startSingleNodeEtcd(options: { name?: string; token?: stri
       startTimeoutMs: 60_000,
       extraArgs: options.extraArgs,
     });
+    await untilClusterVersionDecided(first.clientURL);
   } catch (e) {
     await cleanup();
     throw e;
