@@ -141,14 +141,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The line of etcdctl's stderr that carries etcd's own error: its last "Error: …" line, not the
- * log lines before it (an "unrecognized environment variable" warning, a retry notice).
+ * log lines before it (an "unrecognized environment variable" warning, a retry notice); when
+ * etcdctl itself crashed (seen with 3.4's member promote), its crash report's first line
+ * ("panic: …", "fatal error: …"), not the last line of the stack trace.
  */
 function etcdctlError(stderr) {
   const lines = stderr
     .split("\n")
     .map((l) => l.trim())
     .filter(Boolean);
-  return lines.findLast((l) => l.startsWith("Error:")) ?? lines.at(-1) ?? "";
+  return lines.findLast((l) => l.startsWith("Error:")) ?? lines.find((l) => /^(panic|fatal error):/.test(l)) ?? lines.at(-1) ?? "";
 }
 
 const tlsArgs = pki ? [`--cacert=${pki["ca.crt"]}`, `--cert=${pki["server.crt"]}`, `--key=${pki["server.key"]}`] : [];
