@@ -72,6 +72,10 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
     if (e.step === "complete") kill.nth++;
     return e.step === kill.step && (e.step !== "member-added" || e.learner === true);
   };
+  // The next joiner takes the installer's fault, never the one the agent's kill is meant for.
+  const passInstallerKillOn = () => {
+    installerKill.nth += installerKill.nth + 1 === agentKill.nth ? 2 : 1;
+  };
   h.onEvent((run: AgentRun, e: AgentEvent) => {
     const name = run.node.name;
     if (e.step === "exec" && e.role === "join" && !joinersRun.includes(name) && name !== failing) joinersRun.push(name);
@@ -84,9 +88,9 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
         h.timeline.add("installer-sigkill", name, { pid, step: e.step });
       } catch {
         // Its installer finished between the agent's look at etcd and this line (a busy machine):
-        // the next joiner takes the fault, never the one the agent's kill is meant for.
+        // the next joiner takes the fault.
         h.timeline.add("installer-gone", name, { pid, step: e.step });
-        installerKill.nth += installerKill.nth + 1 === agentKill.nth ? 2 : 1;
+        passInstallerKillOn();
       }
     }
     // The agent saw a learner, but its installer was already promoting it (the agent's look at
@@ -96,7 +100,7 @@ it("1 + 6 installers with an installer failing once, an installer and an agent k
       h.timeline.add("installer-sigkill-too-late", name, { msg: e.msg });
       installerKill.done = false;
       installerKill.node = "";
-      installerKill.nth += installerKill.nth + 1 === agentKill.nth ? 2 : 1;
+      passInstallerKillOn();
     }
     if (due(agentKill, run, e)) {
       agentKill.done = true;
