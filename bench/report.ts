@@ -56,7 +56,8 @@ const mb = (bytes: number | null | undefined) => (bytes === null || bytes === un
 
 function notMeasured(r: Results, section: string, what: string): string | null {
   if (r.errors[section]) return `${what}: **not measured** — the benchmark failed: \`${r.errors[section].split("\n")[0]}\``;
-  if (!r.sections.includes(section)) return `${what}: not run in this run.`;
+  // A section measured by a partial run merged into this one ran all the same.
+  if (!r.sections.includes(section) && !r.merged?.some((m) => m.sections.includes(section))) return `${what}: not run in this run.`;
   return null;
 }
 
@@ -518,7 +519,7 @@ function joinSection(r: Results): string {
 ${measured
   .map((m) => {
     const js = (m.settings as { join?: { versions?: string[] } }).join;
-    return `etcd ${js?.versions?.join(", ") ?? "?"}: measured on ${m.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only join --merge --etcd ${js?.versions?.join(",") ?? "?"}${m.mode === "quick" ? " --quick" : ""}\`, ${m.durationSeconds} s, commit ${m.machine.commit}; settings ${JSON.stringify(js)}; load average ${m.loadAverage.start.join(" / ")} at its start, ${m.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`;
+    return `etcd ${js?.versions?.join(", ") ?? "?"}: measured on ${m.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only ${m.sections.join(",")} --merge --etcd ${js?.versions?.join(",") ?? "?"}${m.mode === "quick" ? " --quick" : ""}\`, ${m.durationSeconds} s, commit ${m.machine.commit}; settings ${JSON.stringify(js)}; load average ${m.loadAverage.start.join(" / ")} at its start, ${m.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`;
   })
   .join("")}**Brokered**: 1 + N controllers, each a node agent process (\`join-broker join --etcd-bin …\`, starting
 and supervising its own etcd; the package's command runs the built CLI, as installed), started at the same moment against the bench broker and one
@@ -869,12 +870,16 @@ function catchUpSection(r: Results): string {
   const missing = notMeasured(r, "catchup", "etcd alone");
   if (missing || !r.catchup) return `${title}\n\n${missing ?? "Not measured."}\n`;
   const c = r.catchup;
+  const run = r.sections.includes("catchup") ? undefined : [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("catchup"));
+  const by = run
+    ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only ${run.sections.join(",")} --merge\`, ${run.durationSeconds} s, commit ${run.machine.commit}), not by the run above.\n\n`
+    : "";
   const long = c.rows.filter((x) => x.writes > 100);
   const stalled = long.reduce((a, x) => a + x.stalled, 0);
   const explained = long.reduce((a, x) => a + x.stalledWithOwnPublishInSnapshot, 0);
   return `${title}
 
-No broker, agent or join API (bench/etcd-catchup.ts): a one-member etcd cluster (plain http on
+${by}No broker, agent or join API (bench/etcd-catchup.ts): a one-member etcd cluster (plain http on
 loopback) takes ${c.settings.writes.join(" or ")} key writes, then \`member add --learner\`, and the new
 member's etcd starts with \`--initial-cluster-state existing\`, as every join does; ${c.settings.trials}
 trials per row, the two lengths interleaved. Read back from etcd itself: the leader's raft index
