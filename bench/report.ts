@@ -3,7 +3,7 @@ import type { ScaleResult } from "./queue-scale.ts";
 import { k0sSection, k0sSummaryRows } from "./k0s-report.ts";
 import { kubeadmMissedNotes, kubeadmSection, kubeadmSummaryRows } from "./kubeadm-report.ts";
 import type { Results } from "./results.ts";
-import { n, table, yes } from "./support/format.ts";
+import { n, separateRunLine, table, yes } from "./support/format.ts";
 import { median } from "./support/stats.ts";
 
 export const TARGETS = {
@@ -871,9 +871,7 @@ function catchUpSection(r: Results): string {
   if (missing || !r.catchup) return `${title}\n\n${missing ?? "Not measured."}\n`;
   const c = r.catchup;
   const run = r.sections.includes("catchup") ? undefined : [...(r.merged ?? [])].reverse().find((m) => m.sections.includes("catchup"));
-  const by = run
-    ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only ${run.sections.join(",")} --merge\`, ${run.durationSeconds} s, commit ${run.machine.commit}), not by the run above.\n\n`
-    : "";
+  const by = run ? separateRunLine(run) : "";
   const long = c.rows.filter((x) => x.writes > 100);
   const stalled = long.reduce((a, x) => a + x.stalled, 0);
   const explained = long.reduce((a, x) => a + x.stalledWithOwnPublishInSnapshot, 0);

@@ -54,10 +54,20 @@ export function labSectionHead(
   if (!measured) return { text: `${title}\n\n${r.skipped?.[section] ? `Skipped: ${r.skipped[section]}.` : notYet}\n` };
   const run = [...(r.merged ?? [])].reverse().find((m) => m.sections.includes(section));
   return {
-    by: run
-      ? `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only ${run.sections.join(",")} --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`
-      : "",
+    by: run ? separateRunLine(run) : "",
   };
+}
+
+/** The line naming the separate run (merged into the report's) that measured a section. */
+export function separateRunLine(run: {
+  date: string;
+  mode: string;
+  sections: readonly string[];
+  durationSeconds: number;
+  machine: { commit?: string };
+  loadAverage: { start: number[]; end: number[] };
+}): string {
+  return `Measured on ${run.date.slice(0, 16).replace("T", " ")} UTC by a separate run (\`npm run bench -- --only ${run.sections.join(",")} --merge${run.mode === "quick" ? " --quick" : ""}\`, ${run.durationSeconds} s, commit ${run.machine.commit}; load average ${run.loadAverage.start.join(" / ")} at its start, ${run.loadAverage.end.join(" / ")} at its end), not by the run above.\n\n`;
 }
 
 /** A round's two node cells: the bootstrap node's `node start → end`, and the joiners' in the order they started. */
