@@ -4,6 +4,7 @@
 // sum those reports up: tests passed and failed per project, and the slowest tests of the run.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { projectCacheDir } from "./build-cache.mjs";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -29,7 +30,12 @@ export default class TestReport {
       reason,
       unhandledErrors: unhandledErrors.length,
       modules: modules.map((m) => {
-        const tests = [...m.children.allTests()].map((t) => ({ name: t.fullName, state: t.result().state, ms: Math.round(t.diagnostic()?.duration ?? 0) }));
+        const tests = [...m.children.allTests()].map((t) => {
+          const result = t.result();
+          const test = { name: t.fullName, state: result.state, ms: Math.round(t.diagnostic()?.duration ?? 0) };
+          // The failure's first lines: the summary at the end of a run is often all a CI log keeps.
+          return result.state === "failed" ? { ...test, error: firstLines(result.errors?.[0]?.message ?? "", 12, 1500) } : test;
+        });
         return {
           project: m.project.name,
           file: relative(ROOT, m.moduleId),
@@ -46,6 +52,13 @@ export default class TestReport {
     mkdirSync(dirname(this.#out), { recursive: true });
     writeFileSync(this.#out, `${JSON.stringify(report)}\n`);
   }
+}
+
+/** At most `lines` lines and `chars` characters of a message, colour codes removed. */
+function firstLines(message, lines, chars) {
+  const plain = stripVTControlCharacters(message);
+  const kept = plain.split("\n").slice(0, lines).join("\n");
+  return kept.length > chars ? `${kept.slice(0, chars)}…` : kept;
 }
 
 /** A report written by the reporter above, or null when the run wrote none (it did not get that far). */
@@ -92,11 +105,13 @@ export function slowestFiles(reports, count = 10) {
   return all.sort((a, b) => b.ms - a.ms).slice(0, count);
 }
 
-/** The failed tests (and files that failed without one) of these reports. */
+/** The failed tests (each with its failure's first lines, indented) and files that failed without one, of these reports. */
 export function failures(reports) {
   return reports.flatMap((r) =>
     (r?.modules ?? []).flatMap((m) => {
-      const failed = m.tests.filter((t) => t.state === "failed").map((t) => `${m.project}: ${m.file} > ${t.name}`);
+      const failed = m.tests
+        .filter((t) => t.state === "failed")
+        .map((t) => [`${m.project}: ${m.file} > ${t.name}`, ...(t.error ? t.error.split("\n").map((l) => `    ${l}`) : [])].join("\n"));
       return failed.length || (m.state !== "failed" && !m.errors) ? failed : [`${m.project}: ${m.file} (the file failed: it did not load, or a hook failed)`];
     }),
   );
