@@ -49,6 +49,8 @@ export function ensureK0s(version: string, options?: { log?: (line: string) => v
 export function listK0s(options?: {
   build?: boolean;
   log?: (line: string) => void;
+  /** Only these releases (and their variants); every pinned one by default. */
+  versions?: K0sVersion[];
 }): Promise<{ name: string; release: string; path: string | null; reported: string | null; error: string | null }[]>;
 export function sha256File(path: string): Promise<string>;
 export function checkedArchive(pin: K0sPin): Promise<string>;

@@ -4,7 +4,7 @@
 //
 //   node scripts/k0s.mjs path 1.28|1.36           absolute path of that release's k0s, building it first if needed
 //   node scripts/k0s.mjs path 1.28+broker         the same release with the patches of integrations/k0s/1.28/ applied
-//   node scripts/k0s.mjs list [--no-build]        every release (and patched variant) with its path
+//   node scripts/k0s.mjs list [VERSION…] [--no-build]  every release (or those named) and its patched variants, with their paths
 //
 // Each build: the archive's sha256 checked against the pin, unpacked into a scratch directory of
 // the cache, the pin's fixes applied (go.mod replaces for modules the proxy refuses at the tagged
@@ -214,10 +214,10 @@ export async function ensureK0s(version, { log = (line) => process.stderr.write(
   return cachedK0sPath(version) ?? build(parseK0sVersion(version), log);
 }
 
-/** Every pinned release and every variant: `{ name, release, path | null, reported, error }`. */
-export async function listK0s({ build = true, log } = {}) {
+/** Every pinned release (or those of `versions`) and its variants: `{ name, release, path | null, reported, error }`. */
+export async function listK0s({ build = true, log, versions = K0S_VERSIONS } = {}) {
   const out = [];
-  for (const version of K0S_VERSIONS) {
+  for (const version of versions) {
     for (const name of [version, ...k0sVariants(version).map((variant) => `${version}+${variant}`)]) {
       let path = null;
       let error = null;
@@ -342,12 +342,14 @@ async function build({ version, variant }, log) {
 
 function usage() {
   const releases = K0S_VERSIONS.map((v) => `${v} (${PINS[v].release})`).join(", ");
-  return `usage: node scripts/k0s.mjs path VERSION[+VARIANT] | list [--no-build]
+  return `usage: node scripts/k0s.mjs path VERSION[+VARIANT] | list [VERSION…] [--no-build]
 
   path VERSION      print the absolute path of k0s VERSION (${releases}), building it first
                     if needed from shared/k0s/<archive> (sha256 checked)
   path VERSION+V    the same release with the patches of integrations/k0s/VERSION/V/ applied
   list              every release and variant with its path (builds what is missing)
+  list VERSION…     only those releases and their variants (npm test builds each release
+                    as a job of its own, so the tests of the first start before the second is built)
   list --no-build   the same, without building ("not built" for what is missing)
 
 k0s runs the etcd and kube-apiserver found in <data-dir>/bin or on its PATH: etcd from
@@ -370,9 +372,10 @@ async function main(argv) {
     return 0;
   }
   if (cmd === "list") {
-    const unknown = rest.filter((a) => a !== "--no-build");
-    if (unknown.length) throw new UsageError(`unknown argument ${unknown[0]}`);
-    const rows = await listK0s({ build: !rest.includes("--no-build") });
+    const named = rest.filter((a) => a !== "--no-build");
+    const unknown = named.filter((a) => !K0S_VERSIONS.includes(a));
+    if (unknown.length) throw new UsageError(`unknown argument ${unknown[0]} (a version is one of ${K0S_VERSIONS.join(", ")})`);
+    const rows = await listK0s({ build: !rest.includes("--no-build"), versions: named.length ? [...new Set(named)] : K0S_VERSIONS });
     for (const r of rows) {
       const where = r.path ?? (r.error ? `unavailable: ${r.error.split("\n")[0]}` : "not built");
       process.stdout.write(`${r.name}\t${r.reported ?? r.release}\t${where}\n`);

@@ -22,13 +22,15 @@ import type { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "vitest";
-import { K0S_VERSIONS } from "../../scripts/k0s.mjs";
 import { hostJoinToken, joinTokenBearer, k0sApiCall } from "../lab/k0s-api.ts";
 import { BrokeredK0sLab, disabledComponents, k0sBinaries, startedVoters, type K0sBinaries, type MemberList } from "../lab/k0s-lab.ts";
 import { eventually, labSkipReason } from "../lab/lab.ts";
+import { k0sVersionsToRun } from "../support/test-plan.mjs";
 
 const labSkip = await labSkipReason();
-const found = Object.fromEntries(K0S_VERSIONS.map((v) => [v, k0sBinaries(v, "broker")] as const));
+// The releases of this run: one per k0s step of `npm test` (E2E_K0S_VERSIONS), else both.
+const versions = k0sVersionsToRun();
+const found = Object.fromEntries(versions.map((v) => [v, k0sBinaries(v, "broker")] as const));
 const missing = Object.values(found).filter((f): f is string => typeof f === "string");
 if (!labSkip && missing.length && process.env.CI === "true") throw new Error(`CI=true and the k0s admission tests cannot run: ${missing.join("; ")}`);
 if (!labSkip && missing.length) console.warn(`[lab-k0s-admission] skipped: ${missing.join("; ")}`);
@@ -41,7 +43,7 @@ const describeMembers = (list: MemberList | null) =>
   list ? list.members.map((m) => `${m.name || "(unstarted)"} ${m.peerURLs?.join(",")}${m.isLearner ? " learner" : ""}`).join("; ") : "etcd does not answer";
 const jti = (jwt: string) => (JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString("utf8")) as { jti: string }).jti;
 
-for (const version of K0S_VERSIONS) {
+for (const version of versions) {
   const bins = found[version] as K0sBinaries | string;
   const skip = labSkip !== null || typeof bins === "string";
   const release = typeof bins === "string" ? `${version} +broker` : bins.release;

@@ -20,7 +20,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { K0S_VERSIONS, k0sPin } from "../../scripts/k0s.mjs";
+import { k0sPin } from "../../scripts/k0s.mjs";
 import { parseJoin } from "../../src/node/cli/join.ts";
 import {
   K0S_HOSTS,
@@ -35,10 +35,13 @@ import {
   type SeedReport,
 } from "../lab/k0s-lab.ts";
 import { labSkipReason } from "../lab/lab.ts";
+import { k0sVersionsToRun } from "../support/test-plan.mjs";
 import { ROOT } from "../support/broker.ts";
 
 const labSkip = await labSkipReason();
-const found = Object.fromEntries(K0S_VERSIONS.map((v) => [v, k0sBinaries(v)] as const));
+// The releases of this run: one per k0s step of `npm test` (E2E_K0S_VERSIONS), else both.
+const versions = k0sVersionsToRun();
+const found = Object.fromEntries(versions.map((v) => [v, k0sBinaries(v)] as const));
 const missing = Object.values(found).filter((f): f is string => typeof f === "string");
 // `npm test` builds them before the end-to-end tests: under CI=true their absence is a failure.
 if (!labSkip && missing.length && process.env.CI === "true") throw new Error(`CI=true and the k0s tests cannot run: ${missing.join("; ")}`);
@@ -82,7 +85,7 @@ it("docs/installers.md gives docs/k0s.md's unit, and the unit is the whole recip
   expect(readFileSync(join(ROOT, "docs", "installers.md"), "utf8")).not.toMatch(/Untested against k0s itself/);
 });
 
-for (const version of K0S_VERSIONS) {
+for (const version of versions) {
   const bins = found[version] as K0sBinaries | string;
   const skip = labSkip !== null || typeof bins === "string";
   const release = k0sPin(version).release;

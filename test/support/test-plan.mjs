@@ -3,6 +3,7 @@
 // suite a test file belongs to. scripts/test.mjs schedules from it and vitest.config.ts defines
 // the projects from it; test/support/etcd-matrix.mjs decides which e2e file runs on which etcd
 // version.
+import { K0S_VERSIONS, k0sPin } from "../../scripts/k0s.mjs";
 import { ETCD_MATRIX, PRIMARY_ETCD_VERSION, etcdVersionsToRun } from "./etcd-matrix.mjs";
 
 /** The unmodified kubeadm on lab hosts: a step of its own, once kubeadm and kube-apiserver are built. */
@@ -14,10 +15,25 @@ export const K0S_FILE = "test/e2e/lab-k0s.test.ts";
 /** The patched k0s (`+broker`, integrations/k0s/) whose join API checks the admission: in the k0s step. */
 export const K0S_ADMISSION_FILE = "test/e2e/lab-k0s-admission.test.ts";
 
+/** The provisioning job that builds k0s `version` and its patched variants ("k0s-1.28"). */
+export const k0sJob = (version) => `k0s-${version}`;
+
+/**
+ * The k0s releases the k0s files run: $E2E_K0S_VERSIONS (comma-separated, as the k0s steps set
+ * it), else every pinned one (scripts/k0s-versions.json).
+ * @param {Record<string, string | undefined>} env
+ */
+export function k0sVersionsToRun(env = process.env) {
+  const asked = (env.E2E_K0S_VERSIONS ?? "").split(",").filter(Boolean);
+  const unknown = asked.filter((v) => !K0S_VERSIONS.includes(v));
+  if (unknown.length) throw new Error(`E2E_K0S_VERSIONS names ${unknown.join(", ")}; the pinned k0s versions are ${K0S_VERSIONS.join(", ")}`);
+  return asked.length ? K0S_VERSIONS.filter((v) => asked.includes(v)) : K0S_VERSIONS;
+}
+
 /**
  * e2e files that are steps of their own: each step waits for a long build (a provisioning job
  * of scripts/test.mjs), and runs its files on the primary etcd version as project `project`,
- * beside the rest.
+ * beside the rest; steps of one `lane` run one after the other, in this order.
  */
 export const OWN_STEPS = [
   {
@@ -26,17 +42,22 @@ export const OWN_STEPS = [
     // real kube-apiserver on the agent's etcd (auth on).
     files: [KUBEADM_FILE, "test/e2e/kubeadm-ca.test.ts", "test/e2e/apiserver-etcd.test.ts"],
     builds: ["kube"],
+    env: {},
+    lane: "e2e-kubeadm",
     title: "kubeadm on lab hosts, its etcd CA directory under the agent and the join API, and kube-apiserver on the agent's etcd",
   },
-  {
-    project: "e2e-k0s",
-    // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through
-    // it; the patched k0s's join API checking the admission): k0s and its +broker variants from
-    // scripts/k0s.mjs (its `list` builds both), running kube-apiserver from the Kubernetes build.
+  // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through it;
+  // the patched k0s's join API checking the admission), a step per release: each starts once its
+  // own build is done (scripts/k0s.mjs list VERSION builds the release and its +broker variant),
+  // so 1.28's tests run while 1.36 still builds. One lane: never two k0s steps at once.
+  ...K0S_VERSIONS.map((version) => ({
+    project: `e2e-k0s-${version}`,
     files: [K0S_FILE, K0S_ADMISSION_FILE],
-    builds: ["kube", "k0s"],
-    title: "k0s on lab hosts (k0s 1.28 and 1.36 built from source, each also +broker)",
-  },
+    builds: ["kube", k0sJob(version)],
+    env: { E2E_K0S_VERSIONS: version },
+    lane: "e2e-k0s",
+    title: `k0s ${k0sPin(version).release} on lab hosts (built from source, also +broker)`,
+  })),
 ];
 
 /** The Worker tests that run once more over loopback against `join-broker serve` (project contract-serve). */
@@ -49,11 +70,14 @@ export const CONTRACT_FILES = ["auth", "bad-input", "idempotency", "openapi", "t
 export const FILE_BUILDS = {
   "test/e2e/single-executable.test.ts": ["package"],
   "test/e2e/agent-units.test.ts": ["package"],
-  ...Object.fromEntries(OWN_STEPS.flatMap((s) => s.files.map((f) => [f, s.builds]))),
+  // A file of several steps (the k0s files, one step per release) needs every one's builds.
+  ...Object.fromEntries(
+    [...new Set(OWN_STEPS.flatMap((s) => s.files))].map((f) => [f, [...new Set(OWN_STEPS.filter((s) => s.files.includes(f)).flatMap((s) => s.builds))]]),
+  ),
 };
 
 /** e2e files that are a step of their own (they wait for a long build), not part of an etcd version's project. */
-export const OWN_STEP_FILES = OWN_STEPS.flatMap((s) => s.files);
+export const OWN_STEP_FILES = [...new Set(OWN_STEPS.flatMap((s) => s.files))];
 
 /** Versions whose etcd holds one learner: files needing several start etcd 3.6 (MULTI_LEARNER_VERSION in test/support/etcd.ts). */
 const ONE_LEARNER = ["3.4", "3.5"];
@@ -103,7 +127,8 @@ export function e2eProjects(env = process.env) {
         title: step.title,
         include: step.files,
         exclude: [],
-        env: { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION },
+        env: { E2E_ETCD_VERSION: PRIMARY_ETCD_VERSION, ...step.env },
+        lane: step.lane,
         needs: ["cli", "certcheck", etcdJob(PRIMARY_ETCD_VERSION), ...step.builds],
       });
     }

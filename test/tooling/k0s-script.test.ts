@@ -122,6 +122,9 @@ describe("scripts/k0s.mjs: the source archive and the command line", () => {
     const variant = cli({ JOIN_BROKER_K0S_CACHE: cache }, "path", "1.28+nosuch");
     expect(variant.status).toBe(2);
     expect(variant.stderr).toMatch(/k0s 1\.28 has no variant 'nosuch': it would be the patches of integrations\/k0s\/1\.28\/nosuch\//);
+    const listed = cli({ JOIN_BROKER_K0S_CACHE: cache }, "list", "1.29", "--no-build");
+    expect({ status: listed.status, stdout: listed.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(listed.stderr).toMatch(/unknown argument 1\.29 \(a version is one of 1\.28, 1\.36\)/);
     for (const args of [["build"], ["path"], [], ["list", "--fast"], ["path", "1.28", "1.36"]]) {
       expect(cli({ JOIN_BROKER_K0S_CACHE: cache }, ...args).status, args.join(" ")).toBe(2);
     }
@@ -139,6 +142,11 @@ describe("scripts/k0s.mjs: the source archive and the command line", () => {
     expect(list.stdout.trimEnd().split("\n")).toEqual([
       "1.28\tv1.28.14+k0s.0\tnot built",
       "1.28+broker\tv1.28.14+k0s.0\tnot built",
+      "1.36\tv1.36.3+k0s.2\tnot built",
+      "1.36+broker\tv1.36.3+k0s.2\tnot built",
+    ]);
+    // One release and its variants: what a k0s build job of `npm test` builds.
+    expect(cli({ JOIN_BROKER_K0S_CACHE: cache }, "list", "1.36", "--no-build").stdout.trimEnd().split("\n")).toEqual([
       "1.36\tv1.36.3+k0s.2\tnot built",
       "1.36+broker\tv1.36.3+k0s.2\tnot built",
     ]);
