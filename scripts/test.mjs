@@ -308,13 +308,18 @@ const checks = quick
         nice: 0,
         tests: true,
       })),
-      // Steps that wait for a long build of their own.
+      // Steps that wait for a long build of their own, and for the end-to-end step to end (however
+      // it ends): on a machine with every build cached they would otherwise start beside it and the
+      // in-process tests, dozens of etcd, kube-apiserver and k0s processes at once (a load of 30 on
+      // 2 cores, where the lab's checks through its gateway timed out). A cold run builds for longer
+      // than the end-to-end step takes, so there this waits for nothing.
       ...ownStepProjects.map((p) => ({
         id: p.name,
         title: p.name === "e2e-kubeadm" ? `${p.title} (Kubernetes ${kubePin().release}, its etcd ${kubePin().etcd})` : p.title,
         ...vitest(p.name, [p.name], e2eFilesOf([p]), { JOIN_BROKER_TEST_MATRIX: "1" }),
         lane: p.lane ?? p.name,
         needs: p.needs,
+        after: e2eRunProjects.length ? ["e2e"] : [],
         nice: 0,
         tests: true,
       })),
@@ -326,7 +331,8 @@ const tasks = [
   ...builds.filter((b) => needed.has(b.id)).map((b) => ({ nice: 0, ...b, kind: "build" })),
   ...checks.map((c) => ({ nice: 10, ...c, kind: "check" })),
 ];
-for (const t of tasks) for (const n of t.needs ?? []) if (!tasks.some((x) => x.id === n)) throw new Error(`${t.id} needs ${n}, which no task makes`);
+for (const t of tasks)
+  for (const n of [...(t.needs ?? []), ...(t.after ?? [])]) if (!tasks.some((x) => x.id === n)) throw new Error(`${t.id} waits for ${n}, which is no task`);
 
 // ------------------------------------------------------------------------------ the tools
 
@@ -368,12 +374,17 @@ function say(line) {
   process.stdout.write(`${line}\n`);
 }
 
-/** Starts what can start: per lane, its next task once its builds are done; a task whose build failed does not run. */
+/**
+ * Starts what can start: per lane, its next task once the tasks it runs after have ended and its
+ * builds are done; a task whose build failed does not run.
+ */
 function pump() {
   for (const lane of lanes) {
     for (const s of state.values()) {
       if (s.task.lane !== lane || done(s)) continue;
       if (s.state === "running") break;
+      // Tasks it runs after, whatever their outcome.
+      if (!(s.task.after ?? []).every((n) => done(state.get(n)))) break;
       const needs = (s.task.needs ?? []).map((n) => state.get(n));
       const broken = needs.find((n) => n.state === "failed" || n.state === "not run");
       if (broken) {
@@ -404,7 +415,8 @@ function start(s) {
     .filter(([k]) => k !== "JOIN_BROKER_TEST_REPORT")
     .map(([k, v]) => `${k}=${v} `)
     .join("");
-  const waited = (task.needs ?? []).length ? ` (after ${task.needs.join(", ")}; ${secondsSince(started)} s in)` : "";
+  const waitedFor = [...(task.needs ?? []), ...(task.after ?? [])];
+  const waited = waitedFor.length ? ` (after ${waitedFor.join(", ")}; ${secondsSince(started)} s in)` : "";
   say(`== ${task.title}${waited}: ${envShown}${[cmd, ...args].map((a) => (a.startsWith(`${ROOT}/`) ? relative(ROOT, a) : a)).join(" ")}`);
   writeFileSync(log, "");
   // Its own process group: stopping it stops what it started (compilers, servers) too.
@@ -442,9 +454,8 @@ function start(s) {
 const heartbeat = setInterval(() => {
   if (Date.now() - lastOutput < 55_000) return;
   const running = [...state.values()].filter((s) => s.state === "running").map((s) => `${s.task.id} (${secondsSince(s.start)} s)`);
-  const waiting = [...state.values()]
-    .filter((s) => s.state === "pending" && (s.task.needs ?? []).some((n) => state.get(n).state !== "ok"))
-    .map((s) => `${s.task.id} (for ${s.task.needs.filter((n) => state.get(n).state !== "ok").join(", ")})`);
+  const waitsFor = (s) => [...(s.task.needs ?? []).filter((n) => state.get(n).state !== "ok"), ...(s.task.after ?? []).filter((n) => !done(state.get(n)))];
+  const waiting = [...state.values()].filter((s) => s.state === "pending" && waitsFor(s).length).map((s) => `${s.task.id} (for ${waitsFor(s).join(", ")})`);
   say(`== ${secondsSince(started)} s in: running ${running.join(", ") || "nothing"}${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`);
 }, 5_000);
 

@@ -34,7 +34,11 @@ for (const [seed, mode, joiners] of SEEDS) {
   it.skipIf(skip).concurrent(`campaign seed ${seed} (1 + ${joiners} nodes, ${modeOf(seed, mode)}): every invariant holds`, { timeout: 420_000 }, async () => {
     const result = await runSeed(seed, { joiners, mode, log: (line) => console.log(`[campaign ${seed}] ${line}`) });
     const replay = `replay: npm run campaign -- --seed ${seed} --nodes 1+${joiners} --mode ${result.mode} (timeline ${result.timelinePath})`;
-    expect(result.violations, `${JSON.stringify(result.schedule)}\n${replay}`).toEqual([]);
+    // The invariants broken, each with what showed it, come first: a CI log may keep only this message's first lines.
+    expect(
+      result.violations.map((v) => `${v.invariant}: ${v.detail}`),
+      `${replay}\nschedule: ${JSON.stringify(result.schedule)}`,
+    ).toEqual([]);
     expect(
       Object.values(result.ends).every((e) => e.startsWith("joined")),
       JSON.stringify(result.ends),
