@@ -227,14 +227,29 @@ export class EtcdGateway {
     );
   }
 
+  /**
+   * Promotes a learner, asking etcd's leader first. Only the leader can tell whether a learner is
+   * in sync, so a follower forwards a promote over the peer port; etcd 3.4 with auth on drops the
+   * caller's token on the way, its leader refuses the forwarded promote ("user name is empty"),
+   * and the follower retries it until it answers "request timed out", 7 s later.
+   */
   async memberPromote(id: string, options: CallBound = {}): Promise<EtcdResult<MemberListResult>> {
-    return this.#call(
-      "/v3/cluster/member/promote",
-      { ID: id },
-      (body) => ({ header: readHeader(body), members: readMembers(body) }),
-      undefined,
-      options.deadline,
-    );
+    const leader = await this.#leaderEndpoint();
+    const order = leader ? [leader, ...this.endpoints.filter((e) => e !== leader)] : undefined;
+    return this.#call("/v3/cluster/member/promote", { ID: id }, (body) => ({ header: readHeader(body), members: readMembers(body) }), order, options.deadline);
+  }
+
+  /** The client endpoint of etcd's leader: one of ours when it is among them, else its first advertised client URL; null when none is known. */
+  async #leaderEndpoint(): Promise<string | null> {
+    const status = await this.status();
+    if (!status.ok || status.value.leader === "") return null;
+    const { leader, header, endpoint } = status.value;
+    if (leader === header.memberId) return endpoint;
+    const list = await this.memberList();
+    const urls = list.ok ? (list.value.members.find((m) => m.id === leader)?.clientURLs ?? []) : [];
+    if (urls.length === 0) return null;
+    const advertised = parseEndpoints(urls);
+    return advertised.find((url) => this.endpoints.includes(url)) ?? advertised[0]!;
   }
 
   async memberRemove(id: string): Promise<EtcdResult<MemberListResult>> {
