@@ -146,7 +146,8 @@ case "$mode" in
     ;;
   join)
     retry add_learner
-    id=$(printf '%s\n' "$out" | sed -n 's/^Member \([0-9a-f]*\) added.*/\1/p')
+    # etcdctl prints the ID with %16x: an ID under 16 hex digits comes padded with spaces.
+    id=$(printf '%s\n' "$out" | sed -n 's/^Member  *\([0-9a-f][0-9a-f]*\) added.*/\1/p')
     initial=$(printf '%s\n' "$out" | sed -n 's/^ETCD_INITIAL_CLUSTER="\(.*\)"$/\1/p')
     say "added learner $id"
     start_etcd "$initial" existing
