@@ -246,7 +246,8 @@ export class EtcdGateway {
     const { leader, header, endpoint } = status.value;
     if (leader === header.memberId) return endpoint;
     const list = await this.memberList();
-    const urls = list.ok ? (list.value.members.find((m) => m.id === leader)?.clientURLs ?? []) : [];
+    // etcd may also advertise a unix socket, which this client cannot reach.
+    const urls = (list.ok ? (list.value.members.find((m) => m.id === leader)?.clientURLs ?? []) : []).filter((u) => /^https?:\/\//i.test(u));
     if (urls.length === 0) return null;
     const advertised = parseEndpoints(urls);
     return advertised.find((url) => this.endpoints.includes(url)) ?? advertised[0]!;
