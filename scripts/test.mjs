@@ -30,6 +30,8 @@ import { CONTRACT_FILES, OWN_STEP_FILES, e2eProjects, etcdJob, fileBuilds, k0sJo
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 process.chdir(ROOT);
 const RESULTS = "test-results";
+const TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : null;
+const cpuFile = (task) => `${RESULTS}/${task.id}.cpu`;
 const REPORTER = "./scripts/test-report.mjs";
 
 // ------------------------------------------------------------------------------ what to run
@@ -410,14 +412,17 @@ function start(s) {
     ...(task.idleCpu ? ["chrt", "--idle", "0"] : task.nice ? ["nice", "-n", String(task.nice)] : []),
     ...(task.idleIo ? ["ionice", "-c", "3"] : []),
   ];
-  const [cmd, ...args] = [...prefix, ...task.cmd];
+  // GNU time, where there is one, records the CPU seconds of the step and everything it waited for:
+  // on a saturated machine the steps' CPU, not their wall time, says where a run's minutes go.
+  const timed = TIME ? [TIME, "--quiet", "-f", "%U %S", "-o", cpuFile(task)] : [];
+  const [cmd, ...args] = [...timed, ...prefix, ...task.cmd];
   const envShown = Object.entries(task.env ?? {})
     .filter(([k]) => k !== "JOIN_BROKER_TEST_REPORT")
     .map(([k, v]) => `${k}=${v} `)
     .join("");
   const waitedFor = [...(task.needs ?? []), ...(task.after ?? [])];
   const waited = waitedFor.length ? ` (after ${waitedFor.join(", ")}; ${secondsSince(started)} s in)` : "";
-  say(`== ${task.title}${waited}: ${envShown}${[cmd, ...args].map((a) => (a.startsWith(`${ROOT}/`) ? relative(ROOT, a) : a)).join(" ")}`);
+  say(`== ${task.title}${waited}: ${envShown}${[...prefix, ...task.cmd].map((a) => (a.startsWith(`${ROOT}/`) ? relative(ROOT, a) : a)).join(" ")}`);
   writeFileSync(log, "");
   // Its own process group: stopping it stops what it started (compilers, servers) too.
   const child = spawn(cmd, args, { env: { ...process.env, ...(task.env ?? {}) }, stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -507,6 +512,7 @@ for (const s of [...state.values()].sort((a, b) => (a.start || Infinity) - (b.st
     task.title,
     s.start ? secondsFrom(s.start) : "",
     s.start ? secondsOf(s.end - s.start) : "",
+    s.start ? cpuSeconds(task) : "",
     task.tests ? String(sum.passed) : "",
     task.tests ? String(sum.failed) : "",
     result,
@@ -517,11 +523,22 @@ for (const s of [...state.values()].sort((a, b) => (a.start || Infinity) - (b.st
         `  ${task.projects?.[project] ?? project}`,
         Number.isFinite(t.start) ? secondsFrom(t.start) : "",
         t.end ? secondsOf(t.end - t.start) : "",
+        "",
         String(t.passed),
         String(t.failed),
         `${t.files} files`,
       ]);
     }
+  }
+}
+
+/** The CPU seconds (user + system) GNU time recorded for a step, or "" where there is none. */
+function cpuSeconds(task) {
+  try {
+    const [user, system] = readFileSync(cpuFile(task), "utf8").trim().split("\n").pop().split(" ").map(Number);
+    return Number.isFinite(user + system) ? String(Math.round(user + system)) : "";
+  } catch {
+    return "";
   }
 }
 
@@ -532,11 +549,11 @@ function secondsOf(ms) {
   return String(Math.round(ms / 1000));
 }
 
-const header = ["step", "start s", "seconds", "passed", "failed", "result"];
+const header = ["step", "start s", "seconds", "cpu s", "passed", "failed", "result"];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 const line = (r) =>
   r
-    .map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+    .map((c, i) => (i === 0 || i === 6 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
     .join("  ")
     .trimEnd();
 const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
@@ -555,7 +572,7 @@ const slowFiles = slowestFiles(onlyReports, 10);
 const failedTests = failures(onlyReports);
 
 const summary = [
-  `\n== steps (${Math.round((Date.now() - started) / 1000)} s in all; start is seconds after npm test began)`,
+  `\n== steps (${Math.round((Date.now() - started) / 1000)} s in all; start is seconds after npm test began; cpu s is user + system CPU of the step and what it waited for${TIME ? "" : ", blank without GNU time"})`,
   table,
   ...(slow.length ? ["\n== the 20 slowest tests", ...slow.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.project}  ${t.file} > ${t.name}`)] : []),
   ...(slowFiles.length
