@@ -567,7 +567,7 @@ const header = ["step", "start s", "seconds", "cpu s", "passed", "failed", "resu
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 const line = (r) =>
   r
-    .map((c, i) => (i === 0 || i === 6 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+    .map((c, i) => (i === 0 || i === header.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
     .join("  ")
     .trimEnd();
 const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
