@@ -28,6 +28,9 @@ describe("the README walk-through", () => {
       cwd: mkdtempSync(join(tmpdir(), "join-broker-readme-")),
       encoding: "utf8",
       timeout: 60_000,
+      // Not a socket on stdin: bash takes one for a remote shell's and reads the system bashrc,
+      // which fails under -u.
+      stdio: ["ignore", "pipe", "pipe"],
     });
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: "" });
     const lines = r.stdout.split(/\r?\n/);
