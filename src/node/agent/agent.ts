@@ -23,7 +23,9 @@
  *
  * A learner whose admission ended may be removed from etcd meanwhile (the join API makes room
  * for the next node). Its data can never serve again, so a node that never was a voter moves it
- * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved.
+ * aside and starts fresh once it is added anew; a voter's or a bootstrap node's data is never moved,
+ * except bootstrap data raft never wrote to (etcd killed within its first start): it holds nothing,
+ * and etcd would never elect a leader on it (files/data-dir-rules.ts `unwrittenBootstrap`).
  * @module
  */
 import { NodeSession } from "../../shared/client/node-session.ts";

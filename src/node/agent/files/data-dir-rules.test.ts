@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { afterAdd, decideDataDir, keepReason, type DiskFacts, type Verdict } from "./data-dir-rules.ts";
+import { afterAdd, decideDataDir, keepReason, unwrittenBootstrap, type DiskFacts, type Verdict } from "./data-dir-rules.ts";
 
 const C = "prod";
 const empty: DiskFacts = { hasData: false, owned: null, joined: false };
@@ -114,6 +114,22 @@ describe("the data-directory rules: moving a removed learner's data aside", () =
     expect(keepReason(ownedBootstrap)).toBe("bootstrapped_here");
     expect(keepReason(ownedVoter)).toBe("was_voter");
     expect(keepReason(ownedLearner)).toBeNull();
+  });
+});
+
+describe("the data-directory rules: bootstrap data raft never wrote to", () => {
+  const unwritten: DiskFacts = { ...ownedBootstrap, raftWritten: false };
+  it("sets aside only this agent's own bootstrap data for this cluster, with a WAL raft never wrote to, before any join", () => {
+    expect(unwrittenBootstrap(unwritten, C)).toBe(true);
+    expect(unwrittenBootstrap({ ...unwritten, raftWritten: true }, C)).toBe(false);
+    // Not looked at (no WAL read): kept.
+    expect(unwrittenBootstrap(ownedBootstrap, C)).toBe(false);
+    expect(unwrittenBootstrap({ ...unwritten, hasData: false }, C)).toBe(false);
+    expect(unwrittenBootstrap({ ...unwritten, joined: true }, C)).toBe(false);
+    expect(unwrittenBootstrap({ ...unwritten, owned: null }, C)).toBe(false);
+    expect(unwrittenBootstrap({ ...unwritten, owned: { cluster: "other", role: "bootstrap" } }, C)).toBe(false);
+    // A joiner's raft learns its members from the leader: its empty WAL is not stuck.
+    expect(unwrittenBootstrap({ ...ownedLearner, raftWritten: false }, C)).toBe(false);
   });
 });
 

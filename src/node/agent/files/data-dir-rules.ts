@@ -12,6 +12,11 @@ import type { Role } from "../../../shared/protocol/wire.ts";
 export interface DiskFacts {
   /** etcd's write-ahead log exists in the data dir (etcd would restart on it). */
   hasData: boolean;
+  /**
+   * With data: whether etcd's raft wrote to it (etcd-wal.ts). false only for a WAL etcd made but
+   * raft never wrote to (etcd killed within its first start); undefined when not looked at.
+   */
+  raftWritten?: boolean;
   /** What this agent recorded before it first started etcd there; null when it never did. */
   owned: { cluster: string; role: Role; memberID?: string; voter?: boolean } | null;
   /** The "joined" marker exists: this node completed its join once. */
@@ -125,6 +130,17 @@ export function decideDataDir(disk: DiskFacts, verdict: Verdict): Decision {
       return keep ? { action: "refuse", rule: keep } : { action: "move-aside" };
     }
   }
+}
+
+/**
+ * Whether this agent's own bootstrap data holds nothing at all and must be set aside before etcd
+ * starts: etcd was killed in its first start after making its WAL and before raft wrote the
+ * cluster's first member to it. Restarted on it, etcd knows no voter and never elects a leader;
+ * nothing was ever committed there, and no other node can have joined a cluster that never had
+ * one. A joiner's empty WAL is left alone: its raft learns everything from the leader.
+ */
+export function unwrittenBootstrap(disk: DiskFacts, cluster: string): boolean {
+  return disk.hasData && disk.raftWritten === false && !disk.joined && disk.owned?.role === "bootstrap" && disk.owned.cluster === cluster;
 }
 
 /** The join API's answer to an add, as far as the data dir is concerned. */

@@ -11,6 +11,7 @@ import { decideDataDir, ownershipRefusal, type DiskFacts, type RefusalRule } fro
 import { refusalMessage, type NodePlace } from "./data-dir-messages.ts";
 import { Refusal } from "../core/errors.ts";
 import type { AgentOptions } from "../core/agent-options.ts";
+import { raftWroteData } from "./etcd-wal.ts";
 import { hasEtcdData, type AgentState, type EtcdOwnership, type JoinedMarker, type StateDir } from "./state-files.ts";
 
 export class NodeFiles {
@@ -57,7 +58,13 @@ export class NodeFiles {
 
   /** What is on disk, for the data-directory rules. */
   disk(): DiskFacts {
-    return { hasData: hasEtcdData(this.#o.dataDir), owned: this.owned ?? null, joined: this.dir.readMarker() !== null };
+    const hasData = hasEtcdData(this.#o.dataDir);
+    return {
+      hasData,
+      ...(hasData ? { raftWritten: raftWroteData(this.#o.dataDir) } : {}),
+      owned: this.owned ?? null,
+      joined: this.dir.readMarker() !== null,
+    };
   }
 
   /** Where this node's files are and who it is, for the refusal messages (data-dir-messages.ts). */

@@ -60,6 +60,8 @@ export interface SupervisorHooks {
   /** etcd exited without being asked to. */
   onUnexpectedExit?(description: string, willRestart: boolean): void;
   onLeftoverStopped?(pid: number): void;
+  /** Right before each etcd process starts (the first and every restart): the data dir may be prepared. */
+  beforeSpawn?(): void;
 }
 
 export class EtcdSupervisor {
@@ -216,6 +218,7 @@ export class EtcdSupervisor {
   }
 
   #spawn(): void {
+    this.hooks.beforeSpawn?.();
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     rotateLog(this.dir.etcdLogPath);
     const log = openSync(this.dir.etcdLogPath, "a", 0o600);

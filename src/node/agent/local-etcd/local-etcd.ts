@@ -16,7 +16,7 @@ import { ownClientFiles, pkiFiles, setOwnCertificatesAside } from "../../pki/pki
 import type { Role } from "../../../shared/protocol/wire.ts";
 import { memberIdHex } from "../../../shared/protocol/member-id.ts";
 import type { DiskFacts, RefusalRule } from "../files/data-dir-rules.ts";
-import { decideDataDir } from "../files/data-dir-rules.ts";
+import { decideDataDir, unwrittenBootstrap } from "../files/data-dir-rules.ts";
 import { GaveUp, Refusal } from "../core/errors.ts";
 import { EtcdSupervisor } from "./etcd-supervisor.ts";
 import { foreignEtcd, type ExpectedEtcd } from "./etcd-identity.ts";
@@ -75,6 +75,7 @@ export class LocalEtcd {
           onUnexpectedExit: (how, again) =>
             reporter.event("etcd-exit", `etcd ${how}${again ? "; starting it again" : "; not starting it again"}`, { restart: again }),
           onLeftoverStopped: (pid) => reporter.event("etcd-start", `stopped etcd (pid ${pid}) left running on ${options.dataDir} by an earlier run`, { pid }),
+          beforeSpawn: () => this.#setAsideUnwrittenBootstrap(),
         })
       : null;
     this.#tls = options.pkiDir ? new TlsWatch(pkiFiles(options.pkiDir), reporter, this.supervisor, options.clientURL) : null;
@@ -151,6 +152,24 @@ export class LocalEtcd {
     }
     this.#host.saveOwned(undefined);
     this.supervisor.startOver();
+  }
+
+  /**
+   * Before each etcd start (a restarted agent's, the supervisor's after an exit): this node's own
+   * bootstrap data that raft never wrote to goes aside, and etcd starts the new cluster afresh
+   * instead of waiting forever for a leader on it (data-dir-rules.ts `unwrittenBootstrap`).
+   */
+  #setAsideUnwrittenBootstrap(): void {
+    const { dataDir, cluster } = this.#o;
+    if (!unwrittenBootstrap(this.#host.disk(), cluster)) return;
+    const aside = `${dataDir}.unwritten-${Date.now()}`;
+    renameSync(dataDir, aside);
+    this.#r.event(
+      "etcd-start",
+      `etcd's data in ${dataDir} holds nothing: etcd was stopped within its first start, before it wrote the cluster's first member, ` +
+        `and would never elect a leader on it; moved it to ${aside}, starting the new cluster afresh`,
+      { aside },
+    );
   }
 
   /** Records, once, that this node's member is a voter: from then on its data is never moved aside. */
