@@ -19,6 +19,7 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { STEP_MARKER, stopMarkedProcesses } from "./leftovers.mjs";
 import { ensureTool } from "./tools.mjs";
 import { etcdPin } from "./etcd.mjs";
 import { kubePin } from "./kube.mjs";
@@ -439,7 +440,9 @@ function start(s) {
   say(`== ${task.title}${waited}: ${envShown}${[...prefix, ...task.cmd].map((a) => (a.startsWith(`${ROOT}/`) ? relative(ROOT, a) : a)).join(" ")}`);
   writeFileSync(log, "");
   // Its own process group: stopping it stops what it started (compilers, servers) too.
-  const child = spawn(cmd, args, { env: { ...process.env, ...(task.env ?? {}) }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const marker = `${task.id}:${process.pid}`;
+  const env = { ...process.env, ...(task.env ?? {}), [STEP_MARKER]: marker };
+  const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   s.child = child;
   const tag = `[${task.id}] `;
   for (const stream of [child.stdout, child.stderr]) {
@@ -456,6 +459,12 @@ function start(s) {
   }
   const end = (status) => {
     if (done(s)) return;
+    // What it left running would take CPU from every later step: stopped, and said.
+    const left = stopMarkedProcesses(marker);
+    if (left.length)
+      say(
+        `== ${task.title} left ${left.length} process${left.length === 1 ? "" : "es"} running (${[...new Set(left.map((p) => p.name))].join(", ")}): stopped them`,
+      );
     s.end = Date.now();
     s.state = status === 0 ? "ok" : "failed";
     s.why = status === 0 ? "" : `exit ${status}`;
