@@ -47,11 +47,13 @@ export async function freePorts(count) {
     if (attempt >= count * 100) throw new Error(`found only ${picked.length} of ${count} free ports between ${LOW} and ${high}`);
     const port = LOW + Math.floor(Math.random() * (high - LOW));
     if (given.has(port) || !claim("ports", port)) continue;
+    // Given before the wait: a call running beside this one in the same process (the claim is
+    // this process's for both) must not take the port too, nor release the claim under it.
+    given.add(port);
     if (!(await canListen(port))) {
       release("ports", port);
       continue;
     }
-    given.add(port);
     picked.push(port);
   }
   return picked;
