@@ -23,7 +23,7 @@ import { STEP_MARKER, stopMarkedProcesses } from "./leftovers.mjs";
 import { ensureTool } from "./tools.mjs";
 import { etcdPin } from "./etcd.mjs";
 import { kubePin } from "./kube.mjs";
-import { K0S_VERSIONS, k0sPin } from "./k0s.mjs";
+import { K0S_VERSIONS, k0sPin, k0sVariants } from "./k0s.mjs";
 import { failures, fileDurations, projectTotals, readReport, recordDurations, slowestFiles, slowestTests, sortKeys } from "./test-report.mjs";
 import { etcdVersionsToRun } from "../test/support/etcd-matrix.mjs";
 import { CONTRACT_FILES, OWN_STEP_FILES, e2eProjects, etcdJob, fileBuilds, k0sJob, projectRuns, suiteOf } from "../test/support/test-plan.mjs";
@@ -168,18 +168,21 @@ const builds = [
     idleIo: true,
   },
   // k0s 1.28 and 1.36 from the source archives beside the repository (6 to 18 minutes each, cold),
-  // for the k0s steps: the same way, beside Kubernetes, one release after the other in a lane of
-  // their own, so the first release's step starts while the second builds. `list VERSION` builds the
-  // release's patched variants too (integrations/k0s/<version>/<variant>/: the `broker` variant's
-  // join API checks the admission), a variant in about a minute once its release is built.
-  ...K0S_VERSIONS.map((v) => ({
-    id: k0sJob(v),
-    title: `k0s ${k0sPin(v).release}, also +broker (from source)`,
-    cmd: nodeCmd("scripts/k0s.mjs", "list", v),
-    lane: "k0s",
-    nice: 19,
-    idleIo: true,
-  })),
+  // for the k0s steps: the same way, beside Kubernetes, one build after the other in a lane of
+  // their own: a release, then its patched variants (integrations/k0s/<version>/<variant>/: the
+  // `broker` variant's join API checks the admission; about a minute each once the release is
+  // built), then the next release. A job per build, so a release's own step starts without
+  // waiting for its variants: the last release's step is what ends a cold run.
+  ...K0S_VERSIONS.flatMap((v) =>
+    [null, ...k0sVariants(v)].map((variant) => ({
+      id: k0sJob(v, variant),
+      title: `k0s ${k0sPin(v).release}${variant ? ` +${variant} (patched, from source)` : " (from source)"}`,
+      cmd: nodeCmd("scripts/k0s.mjs", "path", variant ? `${v}+${variant}` : v),
+      lane: "k0s",
+      nice: 19,
+      idleIo: true,
+    })),
+  ),
 ];
 
 const e2eNeeds = [

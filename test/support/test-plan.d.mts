@@ -1,7 +1,7 @@
 /** Types of test/support/test-plan.mjs: what `npm test` runs and what each part needs. */
 export const KUBEADM_FILE: string;
 export const OWN_STEPS: { project: string; files: string[]; builds: string[]; env: Record<string, string>; lane: string; title: string }[];
-export function k0sJob(version: string): string;
+export function k0sJob(version: string, variant?: string | null): string;
 export function k0sVersionsToRun(env?: Record<string, string | undefined>): import("../../scripts/k0s.mjs").K0sVersion[];
 export const CONTRACT_FILES: string[];
 export const FILE_BUILDS: Record<string, string[]>;

@@ -12,11 +12,11 @@ export const KUBEADM_FILE = "test/e2e/lab-kubeadm.test.ts";
 /** Real k0s on lab hosts: a step of its own, once k0s (and kube-apiserver) are built. */
 export const K0S_FILE = "test/e2e/lab-k0s.test.ts";
 
-/** The patched k0s (`+broker`, integrations/k0s/) whose join API checks the admission: in the k0s step. */
+/** The patched k0s (`+broker`, integrations/k0s/) whose join API checks the admission: a step of its own per release. */
 export const K0S_ADMISSION_FILE = "test/e2e/lab-k0s-admission.test.ts";
 
-/** The provisioning job that builds k0s `version` and its patched variants ("k0s-1.28"). */
-export const k0sJob = (version) => `k0s-${version}`;
+/** The provisioning job that builds k0s `version` as tagged ("k0s-1.28"), or a patched variant of it ("k0s-1.28+broker"). */
+export const k0sJob = (version, variant = null) => `k0s-${version}${variant ? `+${variant}` : ""}`;
 
 /**
  * The k0s releases the k0s files run: $E2E_K0S_VERSIONS (comma-separated, as the k0s steps set
@@ -46,17 +46,27 @@ export const OWN_STEPS = [
     lane: "e2e-kubeadm",
     title: "kubeadm on lab hosts, its etcd CA directory under the agent and the join API, and kube-apiserver on the agent's etcd",
   },
-  // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through it;
-  // the patched k0s's join API checking the admission), a step per release: each starts once its
-  // own build is done (scripts/k0s.mjs list VERSION builds the release and its +broker variant),
-  // so 1.28's tests run while 1.36 still builds. One lane: never two k0s steps at once.
+  // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through it),
+  // a step per release: each starts once its own build is done, so 1.28's tests run while 1.36
+  // still builds. One lane: never two releases' lab runs at once.
   ...K0S_VERSIONS.map((version) => ({
     project: `e2e-k0s-${version}`,
-    files: [K0S_FILE, K0S_ADMISSION_FILE],
+    files: [K0S_FILE],
     builds: ["kube", k0sJob(version)],
     env: { E2E_K0S_VERSIONS: version },
     lane: "e2e-k0s",
-    title: `k0s ${k0sPin(version).release} on lab hosts (built from source, also +broker)`,
+    title: `k0s ${k0sPin(version).release} on lab hosts (built from source)`,
+  })),
+  // The patched k0s (`+broker`) whose join API checks the admission: a step per release once that
+  // variant is built, in a lane of its own, so the release's step above need not wait for the
+  // variant's build. Beside it, as when both files shared a step: one lab of three hosts.
+  ...K0S_VERSIONS.map((version) => ({
+    project: `e2e-k0s-${version}-broker`,
+    files: [K0S_ADMISSION_FILE],
+    builds: ["kube", k0sJob(version, "broker")],
+    env: { E2E_K0S_VERSIONS: version },
+    lane: "e2e-k0s-broker",
+    title: `k0s ${k0sPin(version).release} +broker on lab hosts (its join API checks the admission)`,
   })),
 ];
 

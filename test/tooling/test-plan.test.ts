@@ -44,17 +44,30 @@ it("needs each version's etcd, and 3.6 where a version holds one learner; only t
   // The newest version but the primary runs the broker on serve; with the primary alone, two
   // whole-cluster scenarios do, as a project of their own. Steps of their own need the primary.
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.5" }).map((p) => [p.name, p.env.JOIN_BROKER_E2E_RUNTIME])).toEqual([["e2e-etcd-3.5", "serve"]]);
-  expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.6" }).map((p) => p.name)).toEqual(["e2e-etcd-3.6", "e2e-serve", "e2e-kubeadm", "e2e-k0s-1.28", "e2e-k0s-1.36"]);
-  // A k0s step per release, one after the other in one lane: each runs the patched k0s's admission
-  // file too, after its release's build (which makes the variants), and only its release.
-  const k0sSteps = e2eProjects({}).filter((p) => p.name.startsWith("e2e-k0s"));
-  expect(k0sSteps.map((p) => [p.name, p.env.E2E_K0S_VERSIONS, p.lane])).toEqual([
-    ["e2e-k0s-1.28", "1.28", "e2e-k0s"],
-    ["e2e-k0s-1.36", "1.36", "e2e-k0s"],
+  expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.6" }).map((p) => p.name)).toEqual([
+    "e2e-etcd-3.6",
+    "e2e-serve",
+    "e2e-kubeadm",
+    "e2e-k0s-1.28",
+    "e2e-k0s-1.36",
+    "e2e-k0s-1.28-broker",
+    "e2e-k0s-1.36-broker",
   ]);
-  for (const p of k0sSteps) expect(p.include).toEqual(["test/e2e/lab-k0s.test.ts", "test/e2e/lab-k0s-admission.test.ts"]);
-  // `npm test -- test/e2e/lab-k0s.test.ts` builds both releases.
+  // A k0s step per release, one after the other in one lane, each on its release as tagged; the
+  // patched k0s's admission file in steps of their own, each after its variant's build only.
+  const k0sSteps = e2eProjects({}).filter((p) => p.name.startsWith("e2e-k0s"));
+  expect(k0sSteps.map((p) => [p.name, p.env.E2E_K0S_VERSIONS, p.lane, p.include])).toEqual([
+    ["e2e-k0s-1.28", "1.28", "e2e-k0s", ["test/e2e/lab-k0s.test.ts"]],
+    ["e2e-k0s-1.36", "1.36", "e2e-k0s", ["test/e2e/lab-k0s.test.ts"]],
+    ["e2e-k0s-1.28-broker", "1.28", "e2e-k0s-broker", ["test/e2e/lab-k0s-admission.test.ts"]],
+    ["e2e-k0s-1.36-broker", "1.36", "e2e-k0s-broker", ["test/e2e/lab-k0s-admission.test.ts"]],
+  ]);
+  expect(needs["e2e-k0s-1.36"]).not.toContain("k0s-1.36+broker");
+  expect(needs["e2e-k0s-1.36-broker"]).toEqual(expect.arrayContaining(["kube", "k0s-1.36+broker"]));
+  expect(needs["e2e-k0s-1.36-broker"]).not.toContain("k0s-1.36");
+  // `npm test -- test/e2e/lab-k0s.test.ts` builds both releases, the admission file both variants.
   expect(fileBuilds(["test/e2e/lab-k0s.test.ts"]).sort()).toEqual(["k0s-1.28", "k0s-1.36", "kube"]);
+  expect(fileBuilds(["test/e2e/lab-k0s-admission.test.ts"]).sort()).toEqual(["k0s-1.28+broker", "k0s-1.36+broker", "kube"]);
   expect(e2eProjects({ E2E_ETCD_VERSIONS: "3.4,3.7" }).find((p) => p.name === "e2e-etcd-3.7")!.env).toMatchObject({ JOIN_BROKER_E2E_RUNTIME: "serve" });
 });
 
