@@ -170,7 +170,7 @@ const builds = [
   // k0s 1.28 and 1.36 from the source archives beside the repository (6 to 18 minutes each, cold),
   // for the k0s steps: the same way, beside Kubernetes, one build after the other in a lane of
   // their own: a release, then its patched variants (integrations/k0s/<version>/<variant>/: the
-  // `broker` variant's join API checks the admission; about a minute each once the release is
+  // `broker` variant's join API checks the admission; seconds to a minute each once the release is
   // built), then the next release. A job per build, so a release's own step starts without
   // waiting for its variants: the last release's step is what ends a cold run.
   ...K0S_VERSIONS.flatMap((v) =>
