@@ -48,7 +48,7 @@ export const OWN_STEPS = [
   },
   // Real k0s controllers on lab hosts (the seed's split brain without the broker, none through it),
   // a step per release: each starts once its own build is done, so 1.28's tests run while 1.36
-  // still builds. One lane: never two releases' lab runs at once.
+  // still builds. One lane: never two releases' seed runs (two labs of four hosts each) at once.
   ...K0S_VERSIONS.map((version) => ({
     project: `e2e-k0s-${version}`,
     files: [K0S_FILE],
