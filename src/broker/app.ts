@@ -14,6 +14,7 @@ import { json } from "./http/openapi.ts";
 import { completeDocument } from "./http/openapi-document.ts";
 import { AnyObject } from "../shared/protocol/schemas.ts";
 import { problem } from "../shared/protocol/problem.ts";
+import { CONTRACT_VERSION } from "../shared/protocol/wire.ts";
 import { sendProblem } from "./http/problem-response.ts";
 import { jsonBodyProblem } from "./http/json-body.ts";
 import { admin } from "./routes/admin-routes.ts";
@@ -94,7 +95,7 @@ app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
 let document: object | undefined;
 app.get("/openapi.json", (c) => {
   document ??= completeDocument(
-    app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: "1" } }) as unknown as Record<string, unknown>,
+    app.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "etcd join broker", version: CONTRACT_VERSION } }) as unknown as Record<string, unknown>,
   );
   return c.json(document);
 });

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../support/broker.ts";
+import { CONTRACT_VERSION } from "../../src/shared/protocol/wire.ts";
 
 const BIN = join(ROOT, "bin/join-broker");
 const run = (...args: string[]) =>
@@ -25,7 +26,7 @@ describe("join-broker", () => {
       expect({ flag, status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({
         flag,
         status: 0,
-        stdout: `join-broker ${version} (protocol v1.1)\n`,
+        stdout: `join-broker ${version} (protocol v${CONTRACT_VERSION})\n`,
         stderr: "",
       });
     }

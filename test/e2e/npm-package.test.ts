@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ROOT } from "../support/broker.ts";
 import { VERSION } from "../support/single-executable.ts";
+import { CONTRACT_VERSION } from "../../src/shared/protocol/wire.ts";
 
 let dir: string;
 let app: string;
@@ -54,7 +55,7 @@ it("ships the sources the command runs from, and none of the tests", () => {
 });
 
 it("prints its version and usage, from the built CLI", () => {
-  expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v1.1)\n`);
+  expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v${CONTRACT_VERSION})\n`);
   const help = run(["--help"]);
   for (const command of ["join", "controller", "admin", "serve"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
   const explained = execFileSync("sh", ["-c", `'${join(app, "node_modules/.bin/join-broker")}' --version 2>&1 >/dev/null`], {

@@ -19,6 +19,7 @@ import { ensureTool, etcdBinary } from "../support/etcd.ts";
 import { expectClientCertificateRequired } from "../support/gate.ts";
 import { e2eSeed } from "../support/seeded.ts";
 import { elfMachine, installX64, releaseFile, runWithoutNode, VERSION, withoutNode } from "../support/single-executable.ts";
+import { CONTRACT_VERSION } from "../../src/shared/protocol/wire.ts";
 
 const INSTALLER = join(ROOT, "test/support/etcd-installer.sh");
 let home: string;
@@ -46,7 +47,7 @@ it("sees no node and no project tree inside the namespace it runs in", () => {
 it("prints its version and its usage without Node.js", () => {
   const version = runWithoutNode(home, bin, ["--version"]);
   expect(version.status).toBe(0);
-  expect(version.stdout).toBe(`join-broker ${VERSION} (protocol v1.1)\n`);
+  expect(version.stdout).toBe(`join-broker ${VERSION} (protocol v${CONTRACT_VERSION})\n`);
   const help = runWithoutNode(home, bin, ["--help"]);
   expect(help.status).toBe(0);
   for (const command of ["join", "controller", "admin"]) expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
@@ -144,7 +145,7 @@ describe("the arm64 file", () => {
       );
     const run = (args: string[]) =>
       execFileSync(emulator, ["-L", AARCH64_SYSROOT, releaseFile("arm64"), ...args], { cwd: home, encoding: "utf8", timeout: 120_000 });
-    expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v1.1)\n`);
+    expect(run(["--version"])).toBe(`join-broker ${VERSION} (protocol v${CONTRACT_VERSION})\n`);
     expect(run(["--help"])).toMatch(/^ {2}join /m);
   });
 });

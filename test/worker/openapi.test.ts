@@ -8,6 +8,7 @@ import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/broker/app.ts";
 import { ADMIN } from "./helpers.ts";
+import { CONTRACT_VERSION } from "../../src/shared/protocol/wire.ts";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 
@@ -126,6 +127,7 @@ describe("GET /openapi.json", () => {
   it("is a structurally valid OpenAPI 3.1 document whose references all resolve", async () => {
     const { raw, doc } = await servedDocument();
     expect(doc.info.title).toBe("etcd join broker");
+    expect(doc.info.version).toBe(CONTRACT_VERSION);
     const all = refs(raw);
     expect(all.length).toBeGreaterThan(5);
     for (const [where, ref] of all) expect({ where, ref, resolved: resolve(raw, ref) !== undefined }).toEqual({ where, ref, resolved: true });

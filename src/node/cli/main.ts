@@ -9,6 +9,7 @@
 import { CommanderError, Option } from "commander";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { packageVersion } from "../package-root.ts";
+import { CONTRACT_VERSION } from "../../shared/protocol/wire.ts";
 import { inSingleExecutable } from "../single-executable.ts";
 import { CliCommand, leafCommands, NoSubcommand, PRINTED } from "./command.ts";
 import { didYouMean } from "./suggest.ts";
@@ -95,7 +96,7 @@ function versionAsked(root: CliCommand): boolean {
 }
 
 function printVersion(): number {
-  process.stdout.write(`join-broker ${version()} (protocol v1.1)\n`);
+  process.stdout.write(`join-broker ${version()} (protocol v${CONTRACT_VERSION})\n`);
   return EXIT.ok;
 }
 

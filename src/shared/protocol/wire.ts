@@ -5,6 +5,9 @@
  * @module
  */
 
+/** The contract these types implement (docs/protocol.md's title): what `--version` and the OpenAPI document name. */
+export const CONTRACT_VERSION = "1.2";
+
 export type TicketState = "queued" | "admitted" | "joined" | "expired" | "abandoned" | "revoked";
 export type Role = "bootstrap" | "join";
 
