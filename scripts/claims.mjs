@@ -8,11 +8,11 @@
 // takes over a lock: takers take turns (mkdir is atomic), each looks again under its turn, and a
 // file is only ever created where none is, so nobody can put a live claim there in between.
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { machineTmpdir } from "./step-tmp.mjs";
 
-/** Where the claims live: one directory per kind. */
-export const CLAIMS_DIR = join(tmpdir(), "join-broker-claims");
+/** Where the claims live: one directory per kind (in the machine's temp directory, not a test step's own). */
+export const CLAIMS_DIR = join(machineTmpdir(), "join-broker-claims");
 
 /** A test process never runs this long: a claim this old is its pid reused by something else. */
 const STALE_MS = 24 * 60 * 60 * 1000;

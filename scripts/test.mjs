@@ -20,6 +20,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSyn
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { STEP_MARKER, stopMarkedProcesses } from "./leftovers.mjs";
+import { stepTmpDirs } from "./step-tmp.mjs";
 import { ensureTool } from "./tools.mjs";
 import { etcdPin } from "./etcd.mjs";
 import { kubePin } from "./kube.mjs";
@@ -378,6 +379,10 @@ process.env.PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH}`;
 
 rmSync(RESULTS, { recursive: true, force: true });
 mkdirSync(RESULTS, { recursive: true });
+// Each step's TMPDIR is its own, removed when it ends (scripts/step-tmp.mjs), unless
+// KEEP_E2E_DIR asks to keep what the tests made.
+const keepTmp = !!process.env.KEEP_E2E_DIR;
+const stepTmp = stepTmpDirs();
 const started = Date.now();
 const secondsSince = (t) => Math.round((Date.now() - t) / 1000);
 let lastOutput = Date.now();
@@ -444,7 +449,7 @@ function start(s) {
   writeFileSync(log, "");
   // Its own process group: stopping it stops what it started (compilers, servers) too.
   const marker = `${task.id}:${process.pid}`;
-  const env = { ...process.env, ...(task.env ?? {}), [STEP_MARKER]: marker };
+  const env = { ...process.env, ...(task.env ?? {}), ...stepTmp.make(task.id).env, [STEP_MARKER]: marker };
   const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   s.child = child;
   const tag = `[${task.id}] `;
@@ -468,6 +473,7 @@ function start(s) {
       say(
         `== ${task.title} left ${left.length} process${left.length === 1 ? "" : "es"} running (${[...new Set(left.map((p) => p.name))].join(", ")}): stopped them`,
       );
+    removeStepTmp(task);
     s.end = Date.now();
     s.state = status === 0 ? "ok" : "failed";
     s.why = status === 0 ? "" : `exit ${status}`;
@@ -479,6 +485,17 @@ function start(s) {
   };
   child.once("error", (e) => (appendFileSync(log, `${e}\n`), end(1)));
   child.once("close", (code, signal) => end(code ?? signal));
+}
+
+/** The step's TMPDIR goes (or is kept and named, with KEEP_E2E_DIR); what a step left there is said, to be fixed where it was made. */
+function removeStepTmp(task) {
+  if (keepTmp) return say(`== ${task.title}: its temporary files are kept in ${join(stepTmp.root, task.id)} (KEEP_E2E_DIR)`);
+  const { left, error } = stepTmp.remove(task.id);
+  if (left.length) {
+    const shown = left.slice(0, 5).join(", ") + (left.length > 5 ? ", …" : "");
+    say(`== ${task.title} left ${left.length} entr${left.length === 1 ? "y" : "ies"} in its temporary directory (${shown}): removed them`);
+  }
+  if (error) say(`== ${task.title}: its temporary directory ${join(stepTmp.root, task.id)} could not all be removed: ${error}`);
 }
 
 // Never a silent minute: what runs, and what waits for what.
@@ -518,6 +535,7 @@ say(`== npm test${quick ? " (quick)" : ""}${selected ? `: ${files.join(" ")}` : 
 pump();
 await finished;
 clearInterval(heartbeat);
+if (!keepTmp) stepTmp.close();
 
 // ------------------------------------------------------------------------------ the summary
 

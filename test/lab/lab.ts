@@ -24,6 +24,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { claim, release, withMachineLock } from "../../scripts/claims.mjs";
+import { machineTmpdir } from "../../scripts/step-tmp.mjs";
 
 const TOOLS_MODULE = pathToFileURL(resolve(import.meta.dirname, "../../scripts/tools.mjs")).href;
 const GATEWAY = resolve(import.meta.dirname, "gateway.mjs");
@@ -136,7 +137,7 @@ function removeNamespaces(names: string[]): void {
  * Mount points some lab had to make on the machine, one empty file each (its path, URI-encoded):
  * shared by every lab on the machine, since another lab may be using a mount point one lab made.
  */
-const MADE_MOUNT_POINTS = join(tmpdir(), "join-broker-lab-mount-points");
+const MADE_MOUNT_POINTS = join(machineTmpdir(), "join-broker-lab-mount-points");
 
 /** Whether a lab other than `prefix` still has namespaces and a live process. */
 function otherLabsLive(prefix: string): boolean {
