@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -37,11 +37,17 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+const dirs: string[] = [];
+afterAll(async () => {
+  await new Promise<void>((r) => server.close(() => r()));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A run's parts with no etcd of its own (no --etcd-bin), holding `ticket`; what it reported, as JSON lines. */
 function context(ticket: string | undefined): { ctx: AgentContext; runner: MemberRunner; events: () => { step: string; msg: string }[] } {
-  const options = testAgentOptions(mkdtempSync(join(tmpdir(), "agent-ending-")), { broker: url });
+  const home = mkdtempSync(join(tmpdir(), "agent-ending-"));
+  dirs.push(home);
+  const options = testAgentOptions(home, { broker: url });
   const { reporter, events } = collectProgress();
   const dir = new StateDir(options.stateDir);
   const files = new NodeFiles(options, dir);
