@@ -14,6 +14,9 @@
 import { API_SERVER_USER, API_SERVER_USERS, RECORDS_PREFIX, ROOT_USER } from "../pki/etcd-identities.ts";
 import type { EtcdGateway, EtcdResult } from "./gateway.ts";
 
+/** One auth call: its path under /v3/auth/ and its body. */
+type AuthStep = [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>];
+
 /** etcd's answer when what is created exists already: the step is done. */
 const ALREADY = /already exist/i;
 
@@ -38,27 +41,34 @@ export async function ensureEtcdAuth(gateway: EtcdGateway, rootPassword: string)
   const signed = await gateway.signIn();
   if (!signed.ok) return signed;
   if (signed.value) return { ok: true, value: { turnedOn: false }, endpoint: signed.endpoint };
-  const steps: [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>][] = [
-    ["user/add", { name: ROOT_USER, password: rootPassword }],
-    ["user/grant", { user: ROOT_USER, role: ROOT_USER }],
-    ["role/add", { name: API_SERVER_USER }],
-    ...apiServerRanges().map((r): [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>] => [
-      "role/grant",
-      { name: API_SERVER_USER, perm: { permType: "READWRITE", key: r.key.toString("base64"), range_end: r.rangeEnd.toString("base64") } },
-    ]),
-    // Users without a password (3.4.23 and later take the option): they sign in by their client
-    // certificates only, and etcd spends no bcrypt round on them.
-    ...API_SERVER_USERS.flatMap((user): [Parameters<EtcdGateway["auth"]>[0], Record<string, unknown>][] => [
-      ["user/add", { name: user, options: { no_password: true } }],
-      ["user/grant", { user, role: API_SERVER_USER }],
-    ]),
-    ["enable", {}],
+  // Three rounds, the calls of each sent at once (etcd commits calls that arrive together in one
+  // raft round, one disk sync): what needs nothing, the grants once their users and role exist,
+  // the switch. The twelve calls one after the other were twelve rounds on the new cluster's
+  // first node, before it may report the cluster ready and the next node be admitted.
+  const rounds: AuthStep[][] = [
+    [
+      ["user/add", { name: ROOT_USER, password: rootPassword }],
+      ["role/add", { name: API_SERVER_USER }],
+      ...API_SERVER_USERS.map((user): AuthStep => ["user/add", { name: user, options: { no_password: true } }]),
+    ],
+    [
+      ["user/grant", { user: ROOT_USER, role: ROOT_USER }],
+      ...apiServerRanges().map(
+        (r): AuthStep => [
+          "role/grant",
+          { name: API_SERVER_USER, perm: { permType: "READWRITE", key: r.key.toString("base64"), range_end: r.rangeEnd.toString("base64") } },
+        ],
+      ),
+      ...API_SERVER_USERS.map((user): AuthStep => ["user/grant", { user, role: API_SERVER_USER }]),
+    ],
+    [["enable", {}]],
   ];
   let endpoint = "";
-  for (const [path, body] of steps) {
-    const done = await gateway.auth(path, body);
-    if (!done.ok && !ALREADY.test(done.error.message)) return done;
-    if (done.ok) endpoint = done.endpoint;
+  for (const round of rounds) {
+    const answers = await Promise.all(round.map(([path, body]) => gateway.auth(path, body)));
+    const refused = answers.find((done) => !done.ok && !ALREADY.test(done.error.message));
+    if (refused && !refused.ok) return refused;
+    endpoint = answers.find((done) => done.ok)?.endpoint ?? endpoint;
   }
   // Later calls sign in when etcd asks for a user (each sign-in is a raft entry and a bcrypt round: none now).
   return { ok: true, value: { turnedOn: true }, endpoint };
