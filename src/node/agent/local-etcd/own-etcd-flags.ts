@@ -23,6 +23,14 @@ export function learnerLimit(ticket: AdmittedTicket): { maxLearners?: number } {
  */
 const SELF_COMPACTION = ["--auto-compaction-mode=periodic", "--auto-compaction-retention=5m"];
 
+/**
+ * With --pki-dir: bcrypt's lowest work factor. The one password the agent's etcd holds is root's,
+ * 256 bits derived from the CA key (etcdRootPassword), which no work factor makes harder to guess;
+ * etcd's default (10) costs about 75 ms of CPU at the user's creation and at every sign-in, on the
+ * path of the cluster's first node and of the join API's first add. An --etcd-arg given later wins.
+ */
+const ROOT_PASSWORD_HASHING = ["--bcrypt-cost=4"];
+
 /** etcd's command line (without the binary) for the etcd recorded in `owned`, with `learners` as learnerArgs gave them. */
 export function ownEtcdFlags(o: AgentOptions, owned: EtcdOwnership, learners: readonly string[]): string[] {
   return etcdFlags({
@@ -36,7 +44,7 @@ export function ownEtcdFlags(o: AgentOptions, owned: EtcdOwnership, learners: re
     initialClusterToken: owned.initialClusterState === "new" ? o.cluster : undefined,
     ...(o.pkiDir ? { tls: etcdServingFiles(o.pkiDir, { revocationList: true }) } : {}),
     // Ours first: a --max-learners among --etcd-arg comes later and wins.
-    extraArgs: [...learners, ...(o.pkiDir ? SELF_COMPACTION : []), ...o.etcdArgs],
+    extraArgs: [...learners, ...(o.pkiDir ? [...SELF_COMPACTION, ...ROOT_PASSWORD_HASHING] : []), ...o.etcdArgs],
   });
 }
 
