@@ -5,7 +5,7 @@
 // Names that every process on the machine must share (scripts/claims.mjs, the lab's record of the
 // mount points it made) stay in the machine's own temp directory: a step is told where it is in
 // MACHINE_TMPDIR_ENV, and machineTmpdir() reads it back.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -23,12 +23,16 @@ export function machineTmpdir() {
  */
 export function stepTmpDirs(base = machineTmpdir()) {
   const root = mkdtempSync(join(base, "jb-steps-"));
+  // As /tmp is to every user: a test's process that runs as another user (k0s runs etcd as
+  // `etcd`) must reach what it is given in the step's TMPDIR.
+  chmodSync(root, 0o755);
   return {
     root,
     /** The step's TMPDIR, made empty, and the environment that gives it to the step. */
     make(id) {
       const dir = join(root, id);
       mkdirSync(dir, { recursive: true });
+      chmodSync(dir, 0o1777);
       return { dir, env: { TMPDIR: dir, [MACHINE_TMPDIR_ENV]: base } };
     },
     /**

@@ -4,7 +4,7 @@
  * never through a mount.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -34,6 +34,9 @@ describe("a step's temporary directory", () => {
     const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, ...env }, encoding: "utf8" });
     expect(JSON.parse(out)).toEqual({ tmp: dir, machine, claims: join(machine, "join-broker-claims") });
     expect(dir.startsWith(join(steps.root, ""))).toBe(true);
+    // As /tmp: any user reaches it and writes in it (k0s's etcd runs as `etcd`).
+    expect(statSync(steps.root).mode & 0o7777).toBe(0o755);
+    expect(statSync(dir).mode & 0o7777).toBe(0o1777);
   });
 
   it("is removed with what was left in it, which is said", () => {
