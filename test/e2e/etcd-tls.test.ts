@@ -394,7 +394,7 @@ describe("a joiner on TLS", () => {
     const list = await h.etcd(h.node("ctrl-0").clientURL).memberList();
     expect(list.ok && memberByPeerUrl(list.value.members, node.peerURL)).toBeTruthy();
     const added = list.ok ? memberByPeerUrl(list.value.members, node.peerURL)!.id : "";
-    // (The revocation list it fetched before asking may be there: no key, no certificate of its own.)
+    // (A revocation list may be there: no key, no certificate of its own.)
     expect(
       readdirSync(node.pkiDir)
         .filter((f) => f !== "crl.der")

@@ -28,6 +28,9 @@ import type { Reporter } from "../core/progress.ts";
 /** How often the agent asks the join API for the list. */
 export const CRL_REFRESH_MS = 5_000;
 
+/** The join API's answer to a request for its list: the list's bytes (not yet checked), or what went wrong. */
+export type FetchedList = { body: Uint8Array } | { problem: string };
+
 export class RevocationListKeeper {
   readonly #dir: string;
   readonly #url: string | null;
@@ -69,26 +72,28 @@ export class RevocationListKeeper {
   }
 
   /**
-   * Fetches the join API's list and writes it when the CA signed it, it is not older than the
-   * one in the file, and it lists other serials. Resolves with what went wrong, or null.
+   * Asks the join API for its list now, to be checked and written by `refresh` later: a joiner
+   * asks beside its add, and checks the answer once the add brought the CA. Never rejects.
    */
-  async refresh(signal?: AbortSignal): Promise<string | null> {
+  fetchList(signal?: AbortSignal): Promise<FetchedList> {
+    return this.#fetchList(signal);
+  }
+
+  /**
+   * Fetches the join API's list (or takes the answer `pending` holds) and writes it when the CA
+   * signed it, it is not older than the one in the file, and it lists other serials. Resolves with
+   * what went wrong, or null.
+   */
+  async refresh(signal?: AbortSignal, pending?: Promise<FetchedList>): Promise<string | null> {
     if (!this.#url) return "no join API to ask";
     // A joiner learns the CA with its first certificates: nothing to check a list against before.
     if (!existsSync(pkiFiles(this.#dir).ca)) return "no CA certificate yet to check the list against";
-    let res: Response;
-    let body: Uint8Array;
-    try {
-      res = await this.#fetch(this.#url, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(5_000)]) : AbortSignal.timeout(5_000) });
-      body = new Uint8Array(await res.arrayBuffer());
-    } catch (e) {
-      return `the join API's revocation list: ${(e as Error).message}`;
-    }
-    if (res.status !== 200) return `the join API's revocation list: HTTP ${res.status}${res.status === 404 ? " (a join API without this path)" : ""}`;
+    const fetched = await (pending ?? this.#fetchList(signal));
+    if ("problem" in fetched) return fetched.problem;
     const files = pkiFiles(this.#dir);
     let list: RevocationList;
     try {
-      list = await readRevocationList(body, readFileSync(files.ca, "utf8"));
+      list = await readRevocationList(fetched.body, readFileSync(files.ca, "utf8"));
     } catch (e) {
       return `the join API's revocation list is refused: ${(e as Error).message}`;
     }
@@ -112,14 +117,28 @@ export class RevocationListKeeper {
     return null;
   }
 
+  async #fetchList(signal?: AbortSignal): Promise<FetchedList> {
+    if (!this.#url) return { problem: "no join API to ask" };
+    try {
+      const res = await this.#fetch(this.#url, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(5_000)]) : AbortSignal.timeout(5_000) });
+      const body = new Uint8Array(await res.arrayBuffer());
+      if (res.status !== 200)
+        return { problem: `the join API's revocation list: HTTP ${res.status}${res.status === 404 ? " (a join API without this path)" : ""}` };
+      return { body };
+    } catch (e) {
+      return { problem: `the join API's revocation list: ${(e as Error).message}` };
+    }
+  }
+
   /**
-   * Before a joiner's etcd first starts: the list fetched before its add, or the join API's now
-   * (a few tries). Without one, an
+   * Before a joiner's etcd first starts: the list asked for beside its add (`pending`), else the
+   * one in the file, else the join API's now (a few tries). Without one, an
    * empty placeholder, so that etcd starts reading the file (it reads it for every connection):
    * the join API's list replaces it as soon as it answers, with no restart.
    */
-  async ensureBeforeStart(signal: AbortSignal): Promise<void> {
-    // Fetched right before the add (a new learner's own certificates are on no list): no wait here.
+  async ensureBeforeStart(signal: AbortSignal, pending?: Promise<FetchedList>): Promise<void> {
+    // Asked for beside the add (a new learner's own certificates are on no list): no wait here.
+    if (pending && (await this.refresh(signal, pending)) === null) return;
     if (await this.load()) return;
     let problem: string | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {

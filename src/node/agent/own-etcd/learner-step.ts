@@ -17,8 +17,10 @@ export async function joinAsLearner(ctx: OwnEtcdContext, admission: Admission): 
   const { ticket: view, signal } = admission;
   const { reporter: r, files, etcd } = ctx;
   files.checkDataIsOurs("join");
-  // The newest revocation list first: certificates of a member that was removed are not used again.
-  await ctx.crl?.refresh(signal);
+  // The join API's revocation list, asked for beside the add rather than before it (a round trip
+  // off every join's critical path): checked against the CA once the add has brought it (a first
+  // join has none before) and written before etcd starts.
+  const listed = ctx.crl?.fetchList(signal);
   r.event("member-add", `asking the join API (${ctx.options.joinApiUrl}) to add this node as a learner`, { ticket: view.ticket });
   let added = await ctx.joinApi.addMember(admission);
   r.event("member-added", `added as ${added.learner ? "learner" : "member"} ${memberIdHex(added.memberID)} of ${added.initialCluster.length}`, {
@@ -34,8 +36,9 @@ export async function joinAsLearner(ctx: OwnEtcdContext, admission: Admission): 
     // the data was made for is gone. etcd would refuse that data ("permanently removed").
     // Certificates this add answered with are the new member's. Without them, the node kept
     // those of the removed member, which the join API revoked when it removed that member (an
-    // add held while it made room does so after the list read above): they go aside with its
-    // data, and the same admission asks again, for a member that has not started, with new keys.
+    // add held while it made room does so after the list asked for beside it was made): they go
+    // aside with its data, and the same admission asks again, for a member that has not started,
+    // with new keys.
     const reuse = !!added.certificates || !ctx.options.pkiDir;
     await etcd.discardLearnerData(
       `the join API added this node anew as member ${memberIdHex(added.memberID)}; its data belongs to member ${memberIdHex(files.owned!.memberID!)}, which was removed`,
@@ -58,7 +61,7 @@ export async function joinAsLearner(ctx: OwnEtcdContext, admission: Admission): 
     ...learnerLimit(view),
   });
   // Before etcd first starts: the certificates it must refuse (the join API's list).
-  await ctx.crl?.ensureBeforeStart(signal);
+  await ctx.crl?.ensureBeforeStart(signal, listed);
   await etcd.start(signal);
   const own: ExpectedEtcd = { kind: "member", memberID: added.memberID, per: "the join API added it" };
   let status = await etcd.wait("serving", signal, own);
