@@ -75,8 +75,17 @@ export class RevocationListKeeper {
    * Asks the join API for its list now, to be checked and written by `refresh` later: a joiner
    * asks beside its add, and checks the answer once the add brought the CA. Never rejects.
    */
-  fetchList(signal?: AbortSignal): Promise<FetchedList> {
-    return this.#fetchList(signal);
+  async fetchList(signal?: AbortSignal): Promise<FetchedList> {
+    if (!this.#url) return { problem: "no join API to ask" };
+    try {
+      const res = await this.#fetch(this.#url, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(5_000)]) : AbortSignal.timeout(5_000) });
+      const body = new Uint8Array(await res.arrayBuffer());
+      if (res.status !== 200)
+        return { problem: `the join API's revocation list: HTTP ${res.status}${res.status === 404 ? " (a join API without this path)" : ""}` };
+      return { body };
+    } catch (e) {
+      return { problem: `the join API's revocation list: ${(e as Error).message}` };
+    }
   }
 
   /**
@@ -88,7 +97,7 @@ export class RevocationListKeeper {
     if (!this.#url) return "no join API to ask";
     // A joiner learns the CA with its first certificates: nothing to check a list against before.
     if (!existsSync(pkiFiles(this.#dir).ca)) return "no CA certificate yet to check the list against";
-    const fetched = await (pending ?? this.#fetchList(signal));
+    const fetched = await (pending ?? this.fetchList(signal));
     if ("problem" in fetched) return fetched.problem;
     const files = pkiFiles(this.#dir);
     let list: RevocationList;
@@ -115,19 +124,6 @@ export class RevocationListKeeper {
     }
     this.#sayIfOwnRevoked(list);
     return null;
-  }
-
-  async #fetchList(signal?: AbortSignal): Promise<FetchedList> {
-    if (!this.#url) return { problem: "no join API to ask" };
-    try {
-      const res = await this.#fetch(this.#url, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(5_000)]) : AbortSignal.timeout(5_000) });
-      const body = new Uint8Array(await res.arrayBuffer());
-      if (res.status !== 200)
-        return { problem: `the join API's revocation list: HTTP ${res.status}${res.status === 404 ? " (a join API without this path)" : ""}` };
-      return { body };
-    } catch (e) {
-      return { problem: `the join API's revocation list: ${(e as Error).message}` };
-    }
   }
 
   /**
