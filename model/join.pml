@@ -467,7 +467,8 @@ end_stuck:
  * adds the node's own member as a learner and writes --initial-cluster from the member list it
  * then sees; its etcd compares that list with the cluster's when it starts and exits if they
  * differ ("member count is unequal", kubernetes/kubeadm#2005). The agent reports the member
- * started once etcd lists it with a name, and completes once it is a voter.
+ * started once its etcd runs (it serves its peer URL, which etcd does only after that comparison;
+ * or etcd lists it with a name), and completes once it is a voter.
  */
 proctype GateAgent(byte n) {
   atomic { FIRST_ASK(n) -> asked[n] = 1; newTicket(n) };

@@ -361,7 +361,7 @@ export class QueueCommands {
   }
 
   /**
-   * The node's etcd member started (it has a name in etcd's member list): under the start rule
+   * The node's etcd member started (its etcd runs as a member of the cluster): under the start rule
    * the next node may now be admitted beside it. Recorded once; a repeat is answered as it is.
    */
   memberStarted(now: number, principal: Principal, ticketId: string, memberID: string): Ok<TicketRow> | Failure {

@@ -102,7 +102,7 @@ export function freeSlots(inFlight: number, policy: QueuePolicy, c: ClusterFacts
 export interface StartFacts {
   /** Its installer adds its own member and writes `--initial-cluster` from etcd's member list (gate mode). */
   exclusiveUntilStarted: boolean;
-  /** Its node reported its etcd member started (it has a name in the member list). */
+  /** Its node reported its etcd member started (its etcd runs as a member of the cluster). */
   started: boolean;
 }
 

@@ -200,7 +200,7 @@ const MIGRATIONS: { id: number; name: string; sql: string }[] = [
     // exclusive_until_started: the node's installer adds its own member and writes its
     // --initial-cluster from etcd's member list (gate mode), so no other node is admitted beside
     // it until its member has started, nor beside another's unstarted member.
-    // member_started_at: when the node reported its etcd member started (it has a name).
+    // member_started_at: when the node reported its etcd member started (its etcd runs as a member).
     sql: `
       ALTER TABLE tickets ADD COLUMN exclusive_until_started INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE tickets ADD COLUMN member_started_at INTEGER;

@@ -122,7 +122,7 @@ tickets
     ticketRoute({
       method: "post",
       path: "/v1/clusters/{cluster}/tickets/{ticket}/started",
-      summary: "Report the node's etcd member started (it has a name in etcd's member list); under the start rule the next node may then be admitted",
+      summary: "Report the node's etcd member started (its etcd runs as a member of the cluster); under the start rule the next node may then be admitted",
       request: { params: TicketParams, body: { required: true, ...json(StartedRequest) } },
       responses: {
         200: { description: "The admitted ticket, with memberStartedAt", ...json(TicketView) },

@@ -127,7 +127,7 @@ export class Gate {
       for (;;) {
         const voter = await this.#member.findVoter();
         if (voter) return voter;
-        // The member has a name now: the broker may admit the next node beside this one.
+        // The member's etcd runs now (own-member.ts): the broker may admit the next node beside this one.
         // A refused report is asked again, but not at every poll.
         if (this.#member.started && !reported && performance.now() >= nextReport) {
           reported = await reportStarted(this.#member.started);
