@@ -67,6 +67,12 @@ export interface KubeadmNodeRun {
   etcdServeS?: number;
   /** kubeadm's etcd status calls that timed out (2 s each): waiting for a member that does not serve clients yet. */
   statusTimeouts: number;
+  /**
+   * From kubeadm's first attempt to add its member to the attempt etcd took, when etcd refused the
+   * earlier ones as "unhealthy cluster" (the member asked has not been connected to every voter
+   * for 5 s: a voter promoted a moment before holds the next add), in s.
+   */
+  addHeldS?: number;
 }
 
 export interface KubeadmArmRun {
@@ -179,6 +185,28 @@ function etcdServeSeconds(path: string): number | undefined {
 
 const statusTimeouts = (output: string) => (output.match(/Failed to get etcd status/g) ?? []).length;
 
+/** kubeadm's (klog's) time of day on a line, in s. */
+const klogSeconds = (line: string) => {
+  const t = /^[IWE]\d{4} (\d\d):(\d\d):(\d\d\.\d+)/.exec(line);
+  return t ? Number(t[1]) * 3600 + Number(t[2]) * 60 + Number(t[3]) : NaN;
+};
+
+/** How long etcd's health check held kubeadm's member add (KubeadmNodeRun.addHeldS), or undefined when it did not. */
+export function addHeldSeconds(output: string): number | undefined {
+  if (!/Failed to add etcd member: etcdserver: unhealthy cluster/.test(output)) return undefined;
+  const attempts = output.split("\n").filter((l) => /\[etcd\] Adding etcd member ".*" as learner/.test(l));
+  const first = klogSeconds(attempts[0] ?? "");
+  const last = klogSeconds(attempts.at(-1) ?? "");
+  if (Number.isNaN(first) || Number.isNaN(last)) return undefined;
+  return round((last - first + 86_400) % 86_400, 2);
+}
+
+/** The optional per-node measurements read off kubeadm's output. */
+const fromOutput = (output: string) => {
+  const held = addHeldSeconds(output);
+  return { statusTimeouts: statusTimeouts(output), ...(held !== undefined ? { addHeldS: held } : {}) };
+};
+
 /** A: the recipe's commands by hand, one host after another. */
 async function serialArm(bins: KubeBinaries, round: number, out: string): Promise<KubeadmArmRun> {
   const k = await recipeKubeLab(`serial-r${round}`, bins, { outDir: join(out, `serial-r${round}`) });
@@ -197,7 +225,7 @@ async function serialArm(bins: KubeBinaries, round: number, out: string): Promis
       const run: KubeadmRun = await runKubeadm(k.lab, node, bins.kubeadm, args, { timeoutMs: RUN_BUDGET_MS });
       k.keep(`kubeadm-${args[0]}-${node}`, run);
       outputs.push(run.output);
-      nodes.push({ node, role, startS, kubeadmExitS: sinceS(t0, performance.now()), statusTimeouts: statusTimeouts(run.output) });
+      nodes.push({ node, role, startS, kubeadmExitS: sinceS(t0, performance.now()), ...fromOutput(run.output) });
       if (run.code !== 0)
         return failed(
           "serial",
@@ -358,7 +386,7 @@ function nodeRun(b: BrokeredKubeLab, node: string, wall0: number): KubeadmNodeRu
   return {
     node,
     role,
-    statusTimeouts: statusTimeouts(b.kubeadmOutput(node)),
+    ...fromOutput(b.kubeadmOutput(node)),
     startS: at("exec") ?? NaN,
     ...(started !== undefined ? { memberStartedS: started } : {}),
     kubeadmExitS: at("exec-exit") ?? NaN,

@@ -96,7 +96,7 @@ export function kubeadmMissedNotes(r: Results): string[] {
     .filter(([, target, ratio]) => ratio === null || ratio === undefined || ratio > target)
     .map(([arm, target, ratio]) => {
       const b = breakdown(k.runs.filter((x) => x.arm === arm));
-      return `**${label(k, arm)}** (kubeadm): ${ratio === null || ratio === undefined ? "no passed round" : n(ratio, 2)}, target ≤ ${target}. kubeadm init starts at ${n(b.firstStart, 1)} (serial 0); one join takes ${n(b.join, 1)} (serial ${n(a.join, 1)}), one starts ${n(b.gap, 1)} after the other (serial ${n(a.gap, 1)}); joiners whose etcd served clients only after 5 s: ${n(b.stalled, 0)} of 4 (serial ${n(a.stalled, 0)}), etcd's own stall when a member joins from a snapshot whose publish it already holds (section 5e: etcd alone); kubeadm's etcd status calls that timed out waiting for such members: ${n(b.statusWait, 0)} s (serial ${n(a.statusWait, 0)}).`;
+      return `**${label(k, arm)}** (kubeadm): ${ratio === null || ratio === undefined ? "no passed round" : n(ratio, 2)}, target ≤ ${target}. kubeadm init starts at ${n(b.firstStart, 1)} (serial 0); one join takes ${n(b.join, 1)} (serial ${n(a.join, 1)}), one starts ${n(b.gap, 1)} after the other (serial ${n(a.gap, 1)}); joiners whose etcd served clients only after 5 s: ${n(b.stalled, 0)} of 4 (serial ${n(a.stalled, 0)}), etcd's own stall when a member joins from a snapshot whose publish it already holds (section 5e: etcd alone); kubeadm's etcd status calls that timed out waiting for such members: ${n(b.statusWait, 0)} s (serial ${n(a.statusWait, 0)}); its member adds held by etcd's health check: ${n(b.addHeld, 1)} s (serial ${n(a.addHeld, 1)}). etcd takes an add only once the member asked has been connected to every voter for 5 s, and kubeadm promotes each learner about a quarter of a second after its etcd serves, before the next kubeadm (admitted then) reaches its add: the four adds are at least 15 s apart from first to last in any arm, which bounds this arm above ${n(b.firstStart + b.init, 1)} s (the bootstrap's end) + 15 s + the last join, whatever the broker does (docs/kubeadm.md).`;
     });
 }
 
@@ -131,6 +131,8 @@ function breakdown(runs: KubeadmArmRun[]) {
     stalled: med((x) => joiners(x).filter((y) => (y.etcdServeS ?? 0) > 5).length),
     /** Seconds kubeadm spent in etcd status calls that timed out, all nodes together. */
     statusWait: med((x) => 2 * x.nodes.reduce((a, y) => a + (y.statusTimeouts ?? 0), 0)),
+    /** Seconds etcd's health check held kubeadm's member adds ("unhealthy cluster"), all nodes together. */
+    addHeld: med((x) => x.nodes.reduce((a, y) => a + (y.addHeldS ?? 0), 0)),
   };
 }
 
@@ -211,6 +213,7 @@ ${table(
     "Joiner's etcd start → serving s",
     "Joiners serving after > 5 s",
     "kubeadm's etcd status timeouts s",
+    "Adds held by etcd's health check s",
   ],
   parts.map(({ arm, b }) => {
     const ratio = {
@@ -233,6 +236,7 @@ ${table(
       s2(b.etcdServe),
       n(b.stalled, 0),
       s2(b.statusWait),
+      s2(b.addHeld),
     ];
   }),
 )}
@@ -249,6 +253,12 @@ entries a snapshot, and such a member serves clients only after etcd's request t
 round, median): how many of the four do varies from run to run, and each moves a run's time by
 several seconds. "kubeadm's etcd status timeouts": the time all
 kubeadm runs of the round spent in etcd status calls that timed out (2 s each) — \`check-etcd\`
-and the wait after a promotion ask every member, and wait for one that does not serve yet.
+and the wait after a promotion ask every member, and wait for one that does not serve yet. "Adds
+held by etcd's health check": the time all kubeadm runs of the round retried their member add
+while etcd refused it as "unhealthy cluster" (every 0.5 s): etcd takes a membership change only
+once the member asked has been connected to every voter for 5 s, and kubeadm promotes its learner
+about a quarter of a second after its etcd starts serving, sooner than the next \`kubeadm join\`
+reaches its add. So in every arm, the serial script's included, one join's add comes at least
+5 s after the one before ([docs/kubeadm.md](docs/kubeadm.md), "How fast the joins can follow each other").
 `;
 }
