@@ -92,11 +92,12 @@ export function kubeadmMissedNotes(r: Results): string[] {
     [judged, KUBEADM_TARGETS.startRuleRatio, judged === "pipelined" ? k.summary.pipelinedRatio : k.summary.startRuleRatio],
   ];
   const a = breakdown(k.runs.filter((x) => x.arm === "serial"));
+  const serialMedian = k.summary.medians.serial;
   return targets
     .filter(([, target, ratio]) => ratio === null || ratio === undefined || ratio > target)
     .map(([arm, target, ratio]) => {
       const b = breakdown(k.runs.filter((x) => x.arm === arm));
-      return `**${label(k, arm)}** (kubeadm): ${ratio === null || ratio === undefined ? "no passed round" : n(ratio, 2)}, target ≤ ${target}. kubeadm init starts at ${n(b.firstStart, 1)} (serial 0); one join takes ${n(b.join, 1)} (serial ${n(a.join, 1)}), one starts ${n(b.gap, 1)} after the other (serial ${n(a.gap, 1)}); joiners whose etcd served clients only after 5 s: ${n(b.stalled, 0)} of 4 (serial ${n(a.stalled, 0)}), etcd's own stall when a member joins from a snapshot whose publish it already holds (section 5e: etcd alone); kubeadm's etcd status calls that timed out waiting for such members: ${n(b.statusWait, 0)} s (serial ${n(a.statusWait, 0)}); its member adds held by etcd's health check: ${n(b.addHeld, 1)} s (serial ${n(a.addHeld, 1)}). etcd takes an add only once the member asked has been connected to every voter for 5 s, and kubeadm promotes each learner about a quarter of a second after its etcd serves, before the next kubeadm (admitted then) reaches its add: the four adds are at least 15 s apart from first to last in any arm, which bounds this arm above ${n(b.firstStart + b.init, 1)} s (the bootstrap's end) + 15 s + the last join, whatever the broker does (docs/kubeadm.md).`;
+      return `**${label(k, arm)}** (kubeadm): ${ratio === null || ratio === undefined ? "no passed round" : n(ratio, 2)}, target ≤ ${target}. kubeadm init starts at ${n(b.firstStart, 1)} (serial 0); one join takes ${n(b.join, 1)} (serial ${n(a.join, 1)}), one starts ${n(b.gap, 1)} after the other (serial ${n(a.gap, 1)}); joiners whose etcd served clients only after 5 s: ${n(b.stalled, 0)} of 4 (serial ${n(a.stalled, 0)}), etcd's own stall when a member joins from a snapshot whose publish it already holds (section 5e: etcd alone); kubeadm's etcd status calls that timed out waiting for such members: ${n(b.statusWait, 0)} s (serial ${n(a.statusWait, 0)}); its member adds held by etcd's health check: ${n(b.addHeld, 1)} s (serial ${n(a.addHeld, 1)}). etcd takes an add only once the member asked has been connected for 5 s to enough voters to make, with itself, a quorum of the voters and the new member, and kubeadm promotes each learner about a quarter of a second after its etcd serves, before the next kubeadm (admitted then) reaches its add: the second and third adds each wait for the voter promoted before them, so the first and the last add are at least 10 s apart in any arm, and this arm cannot end before about ${n(b.firstStart + b.init, 1)} s (the bootstrap's end) + 10 s + one join (${n(b.join, 1)} s) = ${n(b.firstStart + b.init + 10 + b.join, 1)} s, ${serialMedian ? n((b.firstStart + b.init + 10 + b.join) / serialMedian, 2) : "–"} of the serial script's median, whatever the broker does (docs/kubeadm.md).`;
     });
 }
 
@@ -256,9 +257,10 @@ kubeadm runs of the round spent in etcd status calls that timed out (2 s each) �
 and the wait after a promotion ask every member, and wait for one that does not serve yet. "Adds
 held by etcd's health check": the time all kubeadm runs of the round retried their member add
 while etcd refused it as "unhealthy cluster" (every 0.5 s): etcd takes a membership change only
-once the member asked has been connected to every voter for 5 s, and kubeadm promotes its learner
-about a quarter of a second after its etcd starts serving, sooner than the next \`kubeadm join\`
-reaches its add. So in every arm, the serial script's included, one join's add comes at least
-5 s after the one before ([docs/kubeadm.md](docs/kubeadm.md), "How fast the joins can follow each other").
+once the member asked has been connected for 5 s to enough voters to make, with itself, a quorum
+of the voters and the new member, and kubeadm promotes its learner about a quarter of a second
+after its etcd starts serving, sooner than the next \`kubeadm join\` reaches its add. So in every
+arm, the serial script's included, the second and third adds of 1 + 4 each come at least 5 s
+after the voter before them started ([docs/kubeadm.md](docs/kubeadm.md), "How fast the joins can follow each other").
 `;
 }
